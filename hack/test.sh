@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The one test command: installs what is missing, builds (warnings as errors), and runs every
+# test against a real super cluster; then builds with AddressSanitizer + UndefinedBehaviorSanitizer
+# and runs the unit and integration tests again there.
+#
+#   hack/test.sh                 everything
+#   hack/test.sh --quick         unit tests only, no sanitizer build
+#   hack/test.sh -L LABEL        only tests with this CTest label (unit, integration, e2e)
+#   hack/test.sh -R REGEX        only tests whose name matches
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+jobs=$(nproc 2>/dev/null || echo 2)
+quick=0
+ctest_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) quick=1; shift ;;
+    -L | -R) ctest_args+=("$1" "$2"); shift 2 ;;
+    -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+[ "$quick" = 1 ] && ctest_args=(-L unit)
+
+step() { printf '\n==== %s ====\n' "$*"; }
+t0=$(date +%s)
+
+step "dependencies"
+hack/install-deps.sh
+if [ "$quick" = 0 ]; then
+    if ! hack/kube-build.sh >/dev/null 2>/tmp/nestcp-kube-build.$$.log; then
+        cat /tmp/nestcp-kube-build.$$.log >&2
+        exit 1
+    fi
+    rm -f /tmp/nestcp-kube-build.$$.log
+    echo "Kubernetes binaries: $(hack/kube-build.sh)"
+fi
+
+run_suite() {
+    local dir=$1
+    shift
+    local rc=0
+    (cd "$dir" && ctest --output-on-failure --timeout 1200 "$@") || rc=$?
+    if [ "$rc" != 0 ] && [ -d "$dir/kube-env/logs" ]; then
+        echo "---- super cluster logs ($dir/kube-env/logs) ----"
+        hack/kube-env.sh logs --dir "$dir/kube-env" --lines 80 || true
+    fi
+    rm -rf "$dir/kube-env"
+    return "$rc"
+}
+
+step "build (warnings as errors)"
+cmake -S . -B build -DNESTCP_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+
+step "tests ${ctest_args[*]:-(all)}"
+run_suite build "${ctest_args[@]}"
+
+if [ "$quick" = 0 ]; then
+    step "sanitizer build (ASan + UBSan)"
+    cmake -S . -B build-asan -DNESTCP_WERROR=ON -DNESTCP_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+    cmake --build build-asan -j"$jobs"
+    step "unit and integration tests under ASan + UBSan"
+    if [ ${#ctest_args[@]} -gt 0 ]; then
+        run_suite build-asan "${ctest_args[@]}" -LE e2e
+    else
+        run_suite build-asan -LE e2e
+    fi
+fi
+
+step "all tests passed in $(($(date +%s) - t0)) s"
