@@ -374,7 +374,7 @@ int jsonpatch_apply(const cJSON *doc, const cJSON *ops, cJSON **ret_doc, struct 
         return err_set(e, -ENOMEM, "out of memory");
     cJSON_ArrayForEach(item, ops)
     {
-        struct op op;
+        struct op op = {0};
         r = parse_op(item, &op, e);
         if (r < 0) {
             err_prefix(e, "operation %d: ", i);
