@@ -18,6 +18,7 @@
  *   -EAGAIN        429 TooManyRequests (retry_after holds Retry-After seconds)
  *   -EIO           5xx, or an unparseable response
  *   -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET   transport failures
+ *   -EFBIG         the response body passed the client's cap (KUBE_BODY_MAX)
  *   -ECANCELED     the request was cancelled or the client freed before it completed
  *
  * Ownership: objects passed in are borrowed for the duration of the call (they are serialised
@@ -33,8 +34,14 @@
 #include "lib/util/err.h"
 
 struct ev_loop;
+struct kube_call;
 struct kube_client;
 struct kube_config;
+
+/* Bound on one response body; a larger one fails the request with -EFBIG. */
+#define KUBE_BODY_MAX ((size_t)64 << 20)
+/* Default bound on one watch event line (see struct kube_watch_opts.max_line). */
+#define KUBE_WATCH_LINE_MAX ((size_t)16 << 20)
 
 /* A resource type. Strings are borrowed and must outlive every request that uses it
  * (static tables are the usual home). */
@@ -115,15 +122,46 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
                     struct kube_client **ret_client, struct err *e);
 
 /* Cancels every pending request and watch (their callbacks run with -ECANCELED before this
- * returns) and frees the client. Accepts NULL. */
+ * returns) and frees the client. Must not be called from inside one of this client's
+ * callbacks. Accepts NULL. */
 void kube_client_free(struct kube_client *c);
 
 struct ev_loop *kube_client_loop(const struct kube_client *c);
+
+/* The namespace of the configuration's context (or the pod's, in a cluster); never NULL. */
+const char *kube_client_namespace(const struct kube_client *c);
+
+/* Automatic retry of a request answered 429 with a Retry-After: up to max_retries more
+ * attempts, each after the server's delay capped at max_wait seconds. Defaults: 3 and 30 s.
+ * max_retries 0 hands every 429 to the caller (code -EAGAIN, retry_after set). */
+void kube_client_set_retry(struct kube_client *c, int max_retries, double max_wait);
+
+/* Default per-request timeout in milliseconds (60000 unless changed). */
+void kube_client_set_timeout(struct kube_client *c, long timeout_ms);
+
+/* Counters since the client was created. */
+struct kube_client_stats {
+    unsigned long requests;   /* HTTP requests sent, including retries and list pages */
+    unsigned long retries;    /* automatic retries after 429 */
+    unsigned long lists;      /* LIST requests (each page counts) */
+    unsigned long watches;    /* watch streams opened */
+    unsigned long pending;    /* requests and watches in flight now */
+};
+void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *ret_stats);
 
 /* Queues one request; done runs later on the loop, exactly once (also on failure).
  * Returns 0 when queued, or a negative code (and done is not called). */
 int kube_request_send(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
                       void *userdata);
+
+/* Like kube_request_send, and hands back a handle for kube_call_cancel (ret_call may be NULL).
+ * The handle is valid until done has run. */
+int kube_request_start(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
+                       void *userdata, struct kube_call **ret_call);
+
+/* Cancels a request still in flight: done runs now, with -ECANCELED. Must not be called from
+ * inside that request's own done callback. */
+void kube_call_cancel(struct kube_call *call);
 
 /* Lists every page (limit per page, following continue tokens). If a continue token expires
  * mid-way (410), restarts with one full, unpaged list. The result body is a List object whose
@@ -155,9 +193,14 @@ struct kube_watch_opts {
     const char *resource_version; /* start after this version */
     long timeout_seconds;         /* server-side timeoutSeconds; 0: server default */
     bool allow_bookmarks;
+    /* A stream that delivers no byte for this long is treated as dead and ended with
+     * -ETIMEDOUT; 0: timeout_seconds (or 1800 s) plus 60 s. TCP keepalive is always on. */
+    long idle_timeout_seconds;
+    size_t max_line; /* bound on one event line; 0: KUBE_WATCH_LINE_MAX */
 };
 
-/* Called for each event; obj is borrowed for the duration of the call. */
+/* Called for each event; obj is borrowed for the duration of the call (see
+ * kube_watch_steal_object to keep it). kube_watch_free may be called from here. */
 typedef void (*kube_watch_event_fn)(void *userdata, enum kube_watch_event_type type, cJSON *obj);
 /* Called once when the stream ends: code 0 (server closed it, e.g. timeoutSeconds), -ESTALE
  * (410, as HTTP status or ERROR event), or another error. The watch is finished; free it. */
@@ -167,8 +210,16 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
                      const struct kube_watch_opts *opts, kube_watch_event_fn on_event,
                      kube_watch_end_fn on_end, void *userdata, struct kube_watch **ret_watch);
 
-/* Stops the watch if still running (on_end is not called) and frees it. Accepts NULL. */
+/* Stops the watch if still running (on_end is not called) and frees it. May be called from
+ * on_event and on_end. Accepts NULL. */
 void kube_watch_free(struct kube_watch *w);
+
+/* Only inside on_event: takes ownership of the event's object (the caller cJSON_Deletes it),
+ * so a cache can keep it without a copy. Returns NULL outside on_event. */
+cJSON *kube_watch_steal_object(struct kube_watch *w);
+
+/* Events delivered so far. */
+unsigned long kube_watch_events(const struct kube_watch *w);
 
 /* ---- object helpers (pure) ---- */
 

@@ -1,0 +1,780 @@
+#include "lib/kube/client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <ev.h>
+
+#include "lib/kube/client_internal.h"
+#include "lib/kube/config.h"
+#include "lib/kube/status.h"
+#include "lib/kube/transport.h"
+#include "lib/util/strutil.h"
+
+#define DEFAULT_TIMEOUT_MS 60000L
+#define CONNECT_TIMEOUT_MS 10000L
+#define DEFAULT_MAX_RETRIES 3
+#define DEFAULT_MAX_WAIT 30.0
+
+struct kube_client {
+    struct ev_loop *loop;
+    struct kube_transport *t;
+    struct kube_config *cfg;
+    struct curl_blob ca, cert, key;
+    struct kube_link calls;   /* sentinel of the requests in flight */
+    struct kube_link watches; /* sentinel of the running watches */
+    int max_retries;
+    double max_wait;
+    long timeout_ms;
+    struct kube_client_stats stats;
+    bool closing;
+};
+
+struct kube_call {
+    struct kube_xfer x;
+    struct kube_link link;
+    struct kube_client *c;
+    kube_done_fn done;
+    void *userdata;
+    const char *method; /* static string */
+    char *url;
+    char *body;
+    size_t body_len;
+    const char *content_type;
+    long timeout_ms;
+    bool is_list;
+    bool zombie; /* cancelled from inside libcurl; reaped from the loop */
+    int attempts;
+    struct curl_slist *headers;
+    struct buf resp;
+    ev_timer timer; /* retry delay, or the reaper of a zombie */
+    char retry_after[32];
+    char errbuf[CURL_ERROR_SIZE];
+    char msgbuf[CURL_ERROR_SIZE + 64];
+};
+
+static void link_init(struct kube_link *l)
+{
+    l->prev = l->next = l;
+}
+
+static void link_add(struct kube_link *head, struct kube_link *l)
+{
+    l->next = head;
+    l->prev = head->prev;
+    head->prev->next = l;
+    head->prev = l;
+}
+
+static void link_del(struct kube_link *l)
+{
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    link_init(l);
+}
+
+struct ev_loop *kube_client_loop(const struct kube_client *c)
+{
+    return c->loop;
+}
+
+const char *kube_client_namespace(const struct kube_client *c)
+{
+    return c->cfg->namespace_ ? c->cfg->namespace_ : "default";
+}
+
+struct kube_transport *kube_client_transport(struct kube_client *c)
+{
+    return c->t;
+}
+
+void kube_client_set_retry(struct kube_client *c, int max_retries, double max_wait)
+{
+    c->max_retries = max_retries < 0 ? 0 : max_retries;
+    c->max_wait = max_wait > 0 ? max_wait : DEFAULT_MAX_WAIT;
+}
+
+void kube_client_set_timeout(struct kube_client *c, long timeout_ms)
+{
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
+}
+
+void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *ret_stats)
+{
+    unsigned long n = 0;
+
+    for (const struct kube_link *l = c->calls.next; l != &c->calls; l = l->next)
+        n++;
+    for (const struct kube_link *l = c->watches.next; l != &c->watches; l = l->next)
+        n++;
+    *ret_stats = c->stats;
+    ret_stats->pending = n;
+}
+
+void kube_client_watch_link(struct kube_client *c, struct kube_link *l)
+{
+    link_add(&c->watches, l);
+}
+
+void kube_client_watch_unlink(struct kube_client *c, struct kube_link *l)
+{
+    link_del(l);
+}
+
+void kube_client_count_watch(struct kube_client *c)
+{
+    c->stats.watches++;
+    c->stats.requests++;
+}
+
+/* True for an http:// URL whose host is a loopback address. */
+static bool is_loopback_http(const char *server)
+{
+    static const char *const ok[] = {"http://127.", "http://localhost:", "http://localhost/",
+                                     "http://[::1]"};
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (str_has_prefix(server, ok[i]))
+            return true;
+    return false;
+}
+
+int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
+                    struct kube_client **ret_client, struct err *e)
+{
+    struct kube_client *c;
+    int r;
+
+    if (!cfg || !cfg->server)
+        return err_set(e, -EINVAL, "kube client: no server configured");
+    if (!str_has_prefix(cfg->server, "https://") &&
+        !(cfg->allow_plain_http && is_loopback_http(cfg->server)))
+        return err_set(e, -EINVAL, "kube client: server %s: only https:// is supported",
+                       cfg->server);
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->loop = loop;
+    link_init(&c->calls);
+    link_init(&c->watches);
+    c->max_retries = DEFAULT_MAX_RETRIES;
+    c->max_wait = DEFAULT_MAX_WAIT;
+    c->timeout_ms = DEFAULT_TIMEOUT_MS;
+    c->cfg = kube_config_dup(cfg);
+    if (!c->cfg) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    r = kube_transport_new(loop, &c->t);
+    if (r < 0) {
+        err_set(e, r, "kube client: cannot set up libcurl");
+        goto fail;
+    }
+    c->ca = (struct curl_blob){c->cfg->ca_pem, c->cfg->ca_len, CURL_BLOB_NOCOPY};
+    c->cert = (struct curl_blob){c->cfg->cert_pem, c->cfg->cert_len, CURL_BLOB_NOCOPY};
+    c->key = (struct curl_blob){c->cfg->key_pem, c->cfg->key_len, CURL_BLOB_NOCOPY};
+    *ret_client = c;
+    return 0;
+fail:
+    kube_config_free(c->cfg);
+    free(c);
+    return r;
+}
+
+/* Percent-encodes everything but RFC 3986 unreserved characters. */
+static int append_escaped(struct buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        int r;
+
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+            r = buf_append(b, s, 1);
+        } else {
+            char enc[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+
+            r = buf_append(b, enc, 3);
+        }
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int kube_query_add(struct buf *q, const char *key, const char *value)
+{
+    if (buf_puts(q, q->len ? "&" : "?") < 0 || buf_puts(q, key) < 0 || buf_puts(q, "=") < 0)
+        return -ENOMEM;
+    return append_escaped(q, value);
+}
+
+int kube_client_url(const struct kube_client *c, const struct kube_resource *res, const char *ns,
+                    const char *name, const char *subresource, const struct buf *query,
+                    struct buf *out)
+{
+    int r;
+
+    r = buf_puts(out, c->cfg->server);
+    if (r == 0)
+        r = res->group && res->group[0]
+                ? buf_printf(out, "/apis/%s/%s", res->group, res->version)
+                : buf_printf(out, "/api/%s", res->version);
+    if (r == 0 && res->namespaced && ns && ns[0]) {
+        r = buf_puts(out, "/namespaces/");
+        if (r == 0)
+            r = append_escaped(out, ns);
+    }
+    if (r == 0)
+        r = buf_printf(out, "/%s", res->resource);
+    if (r == 0 && name) {
+        r = buf_puts(out, "/");
+        if (r == 0)
+            r = append_escaped(out, name);
+    }
+    if (r == 0 && subresource) {
+        r = buf_puts(out, "/");
+        if (r == 0)
+            r = append_escaped(out, subresource);
+    }
+    if (r == 0 && query && query->len)
+        r = buf_append(out, query->data, query->len);
+    return r;
+}
+
+int kube_client_setup_easy(struct kube_client *c, CURL *easy, const char *content_type,
+                           struct curl_slist **ret_headers)
+{
+    struct curl_slist *h = NULL, *n;
+    const char *token = NULL;
+    struct buf b;
+    int r;
+
+    r = kube_config_token(c->cfg, &token, NULL);
+    if (r < 0 && !token)
+        return r;
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, c->cfg->allow_plain_http ? "http,https" : "https");
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (c->ca.data)
+        curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &c->ca);
+    if (c->cert.data && c->key.data) {
+        curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &c->cert);
+        curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &c->key);
+        curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 10L);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, NULL);
+
+    buf_init(&b, 0);
+    if (!(n = curl_slist_append(h, "Accept: application/json")))
+        goto oom;
+    h = n;
+    if (!(n = curl_slist_append(h, "User-Agent: nestcp")))
+        goto oom;
+    h = n;
+    if (!(n = curl_slist_append(h, "Expect:")))
+        goto oom;
+    h = n;
+    if (content_type) {
+        if (buf_printf(&b, "Content-Type: %s", content_type) < 0)
+            goto oom;
+        if (!(n = curl_slist_append(h, b.data)))
+            goto oom;
+        h = n;
+        buf_reset(&b);
+    }
+    if (token) {
+        if (buf_printf(&b, "Authorization: Bearer %s", token) < 0)
+            goto oom;
+        n = curl_slist_append(h, b.data);
+        explicit_bzero(b.data, b.len);
+        if (!n)
+            goto oom;
+        h = n;
+    }
+    buf_done(&b);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
+    *ret_headers = h;
+    return 0;
+oom:
+    if (b.data)
+        explicit_bzero(b.data, b.len);
+    buf_done(&b);
+    curl_slist_free_all(h);
+    return -ENOMEM;
+}
+
+/* ---- requests ---- */
+
+static void call_free(struct kube_call *k)
+{
+    if (k->x.easy)
+        curl_easy_cleanup(k->x.easy);
+    curl_slist_free_all(k->headers);
+    buf_done(&k->resp);
+    free(k->url);
+    free(k->body);
+    free(k);
+}
+
+/* Delivers the result once and frees the call. */
+static void call_finish(struct kube_call *k, const struct kube_result *res)
+{
+    link_del(&k->link);
+    ev_timer_stop(k->c->loop, &k->timer);
+    k->done(k->userdata, res);
+    call_free(k);
+}
+
+static void call_fail(struct kube_call *k, int code, const char *message)
+{
+    struct kube_result res = {.code = code, .message = message};
+
+    call_finish(k, &res);
+}
+
+static size_t call_write(char *p, size_t size, size_t n, void *userdata)
+{
+    struct kube_call *k = userdata;
+
+    if (buf_append(&k->resp, p, size * n) < 0)
+        return 0;
+    return size * n;
+}
+
+static size_t call_header(char *p, size_t size, size_t n, void *userdata)
+{
+    struct kube_call *k = userdata;
+    size_t len = size * n, vlen;
+    static const char name[] = "retry-after:";
+
+    if (len > sizeof(name) - 1 && strncasecmp(p, name, sizeof(name) - 1) == 0) {
+        const char *v = p + sizeof(name) - 1;
+
+        vlen = len - (sizeof(name) - 1);
+        while (vlen && (*v == ' ' || *v == '\t')) {
+            v++;
+            vlen--;
+        }
+        while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+            vlen--;
+        if (vlen < sizeof(k->retry_after)) {
+            memcpy(k->retry_after, v, vlen);
+            k->retry_after[vlen] = '\0';
+        }
+    }
+    return len;
+}
+
+static void call_done(struct kube_xfer *x, CURLcode rc);
+
+/* Starts (or restarts) the HTTP exchange. Returns 0 or a negative code. */
+static int call_attempt(struct kube_call *k)
+{
+    struct kube_client *c = k->c;
+    CURL *easy = k->x.easy;
+    int r;
+
+    curl_easy_reset(easy);
+    curl_slist_free_all(k->headers);
+    k->headers = NULL;
+    buf_reset(&k->resp);
+    k->retry_after[0] = '\0';
+    k->errbuf[0] = '\0';
+    r = kube_client_setup_easy(c, easy, k->content_type, &k->headers);
+    if (r < 0)
+        return r;
+    curl_easy_setopt(easy, CURLOPT_URL, k->url);
+    if (strcmp(k->method, "GET") == 0)
+        curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    else if (strcmp(k->method, "POST") != 0)
+        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, k->method);
+    if (k->body) {
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)k->body_len);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, k->body);
+    }
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, call_write);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, k);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, call_header);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, k);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, k->errbuf);
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, k->timeout_ms);
+    k->x.done = call_done;
+    r = kube_transport_add(c->t, &k->x);
+    if (r < 0)
+        return r;
+    k->attempts++;
+    c->stats.requests++;
+    if (k->is_list)
+        c->stats.lists++;
+    return 0;
+}
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_call *k = w->data;
+    int r;
+
+    k->c->stats.retries++;
+    r = call_attempt(k);
+    if (r < 0)
+        call_fail(k, r, "cannot restart the request");
+}
+
+static void reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_call *k = w->data;
+
+    kube_transport_remove(&k->x);
+    call_free(k);
+}
+
+static void call_done(struct kube_xfer *x, CURLcode rc)
+{
+    struct kube_call *k = kube_container_of(x, struct kube_call, x);
+    struct kube_client *c = k->c;
+    struct kube_result res = {.message = ""};
+    cJSON *body = NULL;
+    const char *m;
+
+    if (k->zombie) {
+        ev_timer_stop(c->loop, &k->timer);
+        call_free(k);
+        return;
+    }
+    if (rc != CURLE_OK) {
+        if (rc == CURLE_WRITE_ERROR && k->resp.len + CURL_MAX_WRITE_SIZE > KUBE_BODY_MAX)
+            res.code = -EFBIG;
+        else
+            res.code = kube_curl_code(rc);
+        snprintf(k->msgbuf, sizeof(k->msgbuf), "%s",
+                 res.code == -EFBIG ? "response body larger than its cap"
+                 : k->errbuf[0]     ? k->errbuf
+                                    : curl_easy_strerror(rc));
+        res.message = k->msgbuf;
+        call_finish(k, &res);
+        return;
+    }
+    curl_easy_getinfo(k->x.easy, CURLINFO_RESPONSE_CODE, &res.http_status);
+    if (k->resp.len)
+        body = cJSON_ParseWithLength(k->resp.data, k->resp.len);
+    res.code = kube_status_code(res.http_status, body);
+    if (k->resp.len && !body && res.code == 0)
+        res.code = -EIO;
+    m = kube_status_message(body);
+    if (m) {
+        res.message = m;
+    } else if (res.code) {
+        snprintf(k->msgbuf, sizeof(k->msgbuf), "HTTP %ld%s", res.http_status,
+                 k->resp.len && !body ? ": response is not JSON" : "");
+        res.message = k->msgbuf;
+    }
+    if (res.http_status == 429 || res.http_status == 503)
+        res.retry_after = kube_status_retry_after(res.http_status, k->retry_after, body);
+    res.body = body;
+    if (res.code == -EAGAIN && res.retry_after > 0 && k->attempts <= c->max_retries &&
+        !c->closing) {
+        double wait = res.retry_after < c->max_wait ? res.retry_after : c->max_wait;
+
+        cJSON_Delete(body);
+        ev_timer_init(&k->timer, retry_cb, wait, 0.);
+        k->timer.data = k;
+        ev_timer_start(c->loop, &k->timer);
+        return;
+    }
+    call_finish(k, &res);
+    cJSON_Delete(body);
+}
+
+static const char *patch_content_type(enum kube_patch_type t)
+{
+    switch (t) {
+    case KUBE_PATCH_JSON:
+        return "application/json-patch+json";
+    case KUBE_PATCH_APPLY:
+        return "application/apply-patch+yaml";
+    case KUBE_PATCH_MERGE:
+    default:
+        return "application/merge-patch+json";
+    }
+}
+
+static const char *body_namespace(const cJSON *body)
+{
+    return kube_obj_namespace(body);
+}
+
+/* The DeleteOptions body: req->body (if any) plus policy and preconditions. */
+static cJSON *delete_options(const struct kube_request *req)
+{
+    cJSON *o = req->body ? cJSON_Duplicate(req->body, 1) : cJSON_CreateObject();
+    cJSON *pre;
+
+    if (!o)
+        return NULL;
+    if (!cJSON_GetObjectItemCaseSensitive(o, "kind")) {
+        cJSON_AddStringToObject(o, "kind", "DeleteOptions");
+        cJSON_AddStringToObject(o, "apiVersion", "v1");
+    }
+    if (req->propagation_policy)
+        cJSON_AddStringToObject(o, "propagationPolicy", req->propagation_policy);
+    if (req->precondition_uid || req->precondition_rv) {
+        pre = cJSON_AddObjectToObject(o, "preconditions");
+        if (pre && req->precondition_uid)
+            cJSON_AddStringToObject(pre, "uid", req->precondition_uid);
+        if (pre && req->precondition_rv)
+            cJSON_AddStringToObject(pre, "resourceVersion", req->precondition_rv);
+    }
+    return o;
+}
+
+/* Fills method, url, body and content type of k from req. Returns 0 or -EINVAL/-ENOMEM. */
+static int call_build(struct kube_call *k, const struct kube_request *req)
+{
+    const struct kube_resource *res = req->resource;
+    const char *ns = req->namespace_, *name = req->name;
+    bool needs_name = false, collection = false;
+    struct buf q, url;
+    cJSON *opts = NULL;
+    char num[32];
+    int r = -ENOMEM;
+
+    buf_init(&q, 0);
+    buf_init(&url, 0);
+    switch (req->verb) {
+    case KUBE_GET:
+        k->method = "GET";
+        needs_name = true;
+        break;
+    case KUBE_LIST:
+        k->method = "GET";
+        collection = true;
+        k->is_list = true;
+        break;
+    case KUBE_CREATE:
+        k->method = "POST";
+        collection = !req->subresource;
+        needs_name = !!req->subresource;
+        if (!ns)
+            ns = body_namespace(req->body);
+        if (!req->body)
+            return -EINVAL;
+        break;
+    case KUBE_UPDATE:
+        k->method = "PUT";
+        needs_name = true;
+        if (!req->body)
+            return -EINVAL;
+        break;
+    case KUBE_PATCH:
+        k->method = "PATCH";
+        needs_name = true;
+        if (!req->body || (req->patch_type == KUBE_PATCH_APPLY && !req->field_manager))
+            return -EINVAL;
+        break;
+    case KUBE_DELETE:
+        k->method = "DELETE";
+        needs_name = true;
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (!res || (needs_name && (!name || !name[0])))
+        return -EINVAL;
+    if (res->namespaced && !collection && (!ns || !ns[0]))
+        return -EINVAL;
+    if (collection)
+        name = NULL;
+
+    if (req->verb == KUBE_LIST) {
+        if ((req->label_selector && kube_query_add(&q, "labelSelector", req->label_selector)) ||
+            (req->field_selector && kube_query_add(&q, "fieldSelector", req->field_selector)))
+            goto out;
+        if (req->limit > 0) {
+            snprintf(num, sizeof(num), "%ld", req->limit);
+            if (kube_query_add(&q, "limit", num) < 0)
+                goto out;
+        }
+        if (req->continue_token && req->continue_token[0] &&
+            kube_query_add(&q, "continue", req->continue_token) < 0)
+            goto out;
+    }
+    if ((req->verb == KUBE_LIST || req->verb == KUBE_GET) && req->resource_version &&
+        kube_query_add(&q, "resourceVersion", req->resource_version) < 0)
+        goto out;
+    if (req->field_manager && req->verb != KUBE_GET && req->verb != KUBE_LIST &&
+        req->verb != KUBE_DELETE && kube_query_add(&q, "fieldManager", req->field_manager) < 0)
+        goto out;
+    if (req->verb == KUBE_PATCH && req->patch_type == KUBE_PATCH_APPLY && req->force &&
+        kube_query_add(&q, "force", "true") < 0)
+        goto out;
+    if (req->dry_run && kube_query_add(&q, "dryRun", "All") < 0)
+        goto out;
+    if (kube_client_url(k->c, res, ns, name, req->subresource, &q, &url) < 0)
+        goto out;
+    k->url = buf_steal(&url);
+    if (!k->url)
+        goto out;
+
+    if (req->verb == KUBE_DELETE) {
+        opts = delete_options(req);
+        if (!opts)
+            goto out;
+        k->body = cJSON_PrintUnformatted(opts);
+        k->content_type = "application/json";
+    } else if (req->verb == KUBE_CREATE || req->verb == KUBE_UPDATE || req->verb == KUBE_PATCH) {
+        k->body = cJSON_PrintUnformatted(req->body);
+        k->content_type =
+            req->verb == KUBE_PATCH ? patch_content_type(req->patch_type) : "application/json";
+    }
+    if ((k->content_type && !k->body))
+        goto out;
+    if (k->body)
+        k->body_len = strlen(k->body);
+    r = 0;
+out:
+    cJSON_Delete(opts);
+    buf_done(&q);
+    buf_done(&url);
+    return r;
+}
+
+int kube_request_start(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
+                       void *userdata, struct kube_call **ret_call)
+{
+    struct kube_call *k;
+    int r;
+
+    if (c->closing)
+        return -ECANCELED;
+    k = calloc(1, sizeof(*k));
+    if (!k)
+        return -ENOMEM;
+    k->c = c;
+    k->done = done;
+    k->userdata = userdata;
+    k->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : c->timeout_ms;
+    link_init(&k->link);
+    buf_init(&k->resp, KUBE_BODY_MAX);
+    ev_timer_init(&k->timer, retry_cb, 0., 0.);
+    k->timer.data = k;
+    r = call_build(k, req);
+    if (r < 0)
+        goto fail;
+    k->x.easy = curl_easy_init();
+    if (!k->x.easy) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    r = call_attempt(k);
+    if (r < 0)
+        goto fail;
+    link_add(&c->calls, &k->link);
+    if (ret_call)
+        *ret_call = k;
+    return 0;
+fail:
+    call_free(k);
+    return r;
+}
+
+int kube_request_send(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
+                      void *userdata)
+{
+    return kube_request_start(c, req, done, userdata, NULL);
+}
+
+void kube_call_cancel(struct kube_call *k)
+{
+    struct kube_client *c = k->c;
+    struct kube_result res = {.code = -ECANCELED, .message = "cancelled"};
+
+    if (k->zombie)
+        return;
+    ev_timer_stop(c->loop, &k->timer);
+    if (k->x.t && kube_transport_in_curl(c->t)) {
+        /* libcurl forbids removing a transfer from inside its callbacks: answer now, and
+         * take the transfer off from the loop. */
+        link_del(&k->link);
+        k->zombie = true;
+        k->done(k->userdata, &res);
+        ev_timer_init(&k->timer, reap_cb, 0., 0.);
+        k->timer.data = k;
+        ev_timer_start(c->loop, &k->timer);
+        return;
+    }
+    kube_transport_remove(&k->x);
+    call_finish(k, &res);
+}
+
+void kube_client_free(struct kube_client *c)
+{
+    if (!c)
+        return;
+    c->closing = true;
+    while (c->calls.next != &c->calls)
+        kube_call_cancel(kube_container_of(c->calls.next, struct kube_call, link));
+    while (c->watches.next != &c->watches) {
+        struct kube_link *l = c->watches.next;
+
+        link_del(l);
+        kube_watch_cancel_from_client(l);
+    }
+    kube_transport_free(c->t);
+    kube_config_free(c->cfg);
+    free(c);
+}
+
+/* ---- the synchronous helper ---- */
+
+struct sync_state {
+    bool done;
+    int code;
+    cJSON *body;
+    char message[ERR_MSG_MAX];
+};
+
+static void sync_done(void *userdata, const struct kube_result *res)
+{
+    struct sync_state *s = userdata;
+
+    s->done = true;
+    s->code = res->code;
+    snprintf(s->message, sizeof(s->message), "%s", res->message);
+    if (res->body)
+        s->body = cJSON_Duplicate(res->body, 1);
+}
+
+int kube_request_sync(struct kube_client *c, const struct kube_request *req, cJSON **ret_body,
+                      struct err *e)
+{
+    struct sync_state s = {0};
+    int r;
+
+    r = kube_request_send(c, req, sync_done, &s);
+    if (r < 0)
+        return err_set(e, r, "cannot send the request");
+    while (!s.done)
+        ev_run(c->loop, EVRUN_ONCE);
+    if (s.code < 0)
+        err_set(e, s.code, "%s", s.message);
+    if (s.code == 0 && ret_body) {
+        *ret_body = s.body;
+        s.body = NULL;
+    }
+    cJSON_Delete(s.body);
+    return s.code;
+}

@@ -1,0 +1,582 @@
+#include "lib/kube/config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "lib/util/buf.h"
+#include "lib/util/strutil.h"
+#include "lib/util/yamlconv.h"
+
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount/"
+#define TOKEN_RECHECK_SECONDS 60.0
+
+void kube_config_free(struct kube_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->server);
+    free(cfg->ca_pem);
+    free(cfg->cert_pem);
+    if (cfg->key_pem)
+        explicit_bzero(cfg->key_pem, cfg->key_len);
+    free(cfg->key_pem);
+    if (cfg->token)
+        explicit_bzero(cfg->token, strlen(cfg->token));
+    free(cfg->token);
+    free(cfg->token_file);
+    free(cfg->namespace_);
+    free(cfg->origin);
+    free(cfg);
+}
+
+static int dup_mem(const char *src, size_t len, char **ret)
+{
+    char *d;
+
+    if (!src) {
+        *ret = NULL;
+        return 0;
+    }
+    d = malloc(len + 1);
+    if (!d)
+        return -ENOMEM;
+    memcpy(d, src, len);
+    d[len] = '\0';
+    *ret = d;
+    return 0;
+}
+
+struct kube_config *kube_config_dup(const struct kube_config *cfg)
+{
+    struct kube_config *d = calloc(1, sizeof(*d));
+
+    if (!d)
+        return NULL;
+    *d = *cfg;
+    d->server = d->ca_pem = d->cert_pem = d->key_pem = d->token = d->token_file = NULL;
+    d->namespace_ = d->origin = NULL;
+    if (dup_mem(cfg->ca_pem, cfg->ca_len, &d->ca_pem) < 0 ||
+        dup_mem(cfg->cert_pem, cfg->cert_len, &d->cert_pem) < 0 ||
+        dup_mem(cfg->key_pem, cfg->key_len, &d->key_pem) < 0)
+        goto fail;
+    if ((cfg->server && !(d->server = strdup(cfg->server))) ||
+        (cfg->token && !(d->token = strdup(cfg->token))) ||
+        (cfg->token_file && !(d->token_file = strdup(cfg->token_file))) ||
+        (cfg->namespace_ && !(d->namespace_ = strdup(cfg->namespace_))) ||
+        (cfg->origin && !(d->origin = strdup(cfg->origin))))
+        goto fail;
+    return d;
+fail:
+    kube_config_free(d);
+    return NULL;
+}
+
+/* Decodes standard base64, ignoring whitespace. Returns 0 or -EINVAL/-ENOMEM. */
+static int base64_decode(const char *in, char **ret, size_t *ret_len)
+{
+    size_t n = strlen(in), o = 0;
+    unsigned acc = 0;
+    int bits = 0, pad = 0;
+    char *out = malloc(n / 4 * 3 + 4);
+
+    if (!out)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)in[i];
+        int v;
+
+        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
+            continue;
+        if (ch == '=') {
+            pad++;
+            continue;
+        }
+        if (pad)
+            goto bad; /* data after padding */
+        if (ch >= 'A' && ch <= 'Z')
+            v = ch - 'A';
+        else if (ch >= 'a' && ch <= 'z')
+            v = ch - 'a' + 26;
+        else if (ch >= '0' && ch <= '9')
+            v = ch - '0' + 52;
+        else if (ch == '+')
+            v = 62;
+        else if (ch == '/')
+            v = 63;
+        else
+            goto bad;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    if (pad > 2 || bits >= 6)
+        goto bad;
+    out[o] = '\0';
+    *ret = out;
+    *ret_len = o;
+    return 0;
+bad:
+    free(out);
+    return -EINVAL;
+}
+
+static int resolve_path(const char *base_dir, const char *p, char **ret)
+{
+    struct buf b;
+
+    buf_init(&b, 0);
+    if (p[0] == '/' || !base_dir || !base_dir[0]) {
+        if (buf_puts(&b, p) < 0)
+            goto oom;
+    } else if (buf_printf(&b, "%s/%s", base_dir, p) < 0) {
+        goto oom;
+    }
+    *ret = buf_steal(&b);
+    return *ret ? 0 : -ENOMEM;
+oom:
+    buf_done(&b);
+    return -ENOMEM;
+}
+
+/* Reads a PEM file or decodes *-data. Exactly one of (file, data) is non-NULL. */
+static int load_blob(const char *origin, const char *where, const char *field,
+                     const char *base_dir, const char *file, const char *data, char **ret,
+                     size_t *ret_len, struct err *e)
+{
+    char *path = NULL;
+    int r;
+
+    if (data) {
+        r = base64_decode(data, ret, ret_len);
+        if (r == -EINVAL)
+            return err_set(e, r, "%s: %s.%s-data: not valid base64", origin, where, field);
+        return r;
+    }
+    r = resolve_path(base_dir, file, &path);
+    if (r < 0)
+        return r;
+    r = util_read_file(path, KUBE_CONFIG_FILE_MAX, ret, ret_len);
+    if (r < 0)
+        err_set(e, r, "%s: %s.%s: cannot read %s: %s", origin, where, field, path, strerror(-r));
+    free(path);
+    return r;
+}
+
+static const cJSON *find_named(const cJSON *doc, const char *list, const char *name,
+                               const char *inner, int *ret_index)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, list), *it;
+    int i = 0;
+
+    cJSON_ArrayForEach(it, arr)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) {
+            *ret_index = i;
+            return cJSON_GetObjectItemCaseSensitive(it, inner);
+        }
+        i++;
+    }
+    return NULL;
+}
+
+/* A string field of obj: 0 and *ret (borrowed, NULL if absent), or -EINVAL if not a string. */
+static int get_str(const cJSON *obj, const char *key, const char **ret)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    *ret = NULL;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsString(v))
+        return -EINVAL;
+    *ret = v->valuestring;
+    return 0;
+}
+
+#define GET_STR(obj_, key_, ret_, where_)                                                          \
+    do {                                                                                           \
+        if (get_str(obj_, key_, ret_) < 0) {                                                       \
+            r = err_set(e, -EINVAL, "%s: %s.%s: must be a string", origin, where_, key_);          \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static int parse_cluster(const cJSON *cluster, const char *where, const char *origin,
+                         const char *base_dir, struct kube_config *cfg, struct err *e)
+{
+    const char *server, *ca_file, *ca_data;
+    const cJSON *skip;
+    int r = 0;
+
+    if (!cJSON_IsObject(cluster))
+        return err_set(e, -EINVAL, "%s: %s: missing or not a mapping", origin, where);
+    GET_STR(cluster, "server", &server, where);
+    GET_STR(cluster, "certificate-authority", &ca_file, where);
+    GET_STR(cluster, "certificate-authority-data", &ca_data, where);
+    skip = cJSON_GetObjectItemCaseSensitive(cluster, "insecure-skip-tls-verify");
+    if (cJSON_IsTrue(skip))
+        return err_set(e, -EOPNOTSUPP,
+                       "%s: %s.insecure-skip-tls-verify: not supported: TLS is always verified",
+                       origin, where);
+    if (!server || !server[0])
+        return err_set(e, -EINVAL, "%s: %s.server: missing", origin, where);
+    if (!str_has_prefix(server, "https://"))
+        return err_set(e, -EINVAL, "%s: %s.server: \"%s\" is not an https:// URL", origin,
+                       where, server);
+    cfg->server = strdup(server);
+    if (!cfg->server)
+        return -ENOMEM;
+    while (str_has_suffix(cfg->server, "/") && strlen(cfg->server) > strlen("https://"))
+        cfg->server[strlen(cfg->server) - 1] = '\0';
+    if (ca_data || ca_file) {
+        r = load_blob(origin, where, "certificate-authority", base_dir, ca_data ? NULL : ca_file,
+                      ca_data, &cfg->ca_pem, &cfg->ca_len, e);
+        if (r < 0)
+            goto out;
+        if (!strstr(cfg->ca_pem, "-----BEGIN CERTIFICATE-----"))
+            r = err_set(e, -EINVAL, "%s: %s.certificate-authority%s: no PEM certificate found",
+                        origin, where, ca_data ? "-data" : "");
+    }
+out:
+    return r;
+}
+
+static int parse_user(const cJSON *user, const char *where, const char *origin,
+                      const char *base_dir, struct kube_config *cfg, struct err *e)
+{
+    static const char *const unsupported[] = {"exec", "auth-provider", "username", "password"};
+    const char *cert_file, *cert_data, *key_file, *key_data, *token, *token_file;
+    int r = 0;
+
+    if (!cJSON_IsObject(user))
+        return err_set(e, -EINVAL, "%s: %s: missing or not a mapping", origin, where);
+    for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
+        if (cJSON_GetObjectItemCaseSensitive(user, unsupported[i]))
+            return err_set(e, -EOPNOTSUPP, "%s: %s.%s: not supported", origin, where,
+                           unsupported[i]);
+    GET_STR(user, "client-certificate", &cert_file, where);
+    GET_STR(user, "client-certificate-data", &cert_data, where);
+    GET_STR(user, "client-key", &key_file, where);
+    GET_STR(user, "client-key-data", &key_data, where);
+    GET_STR(user, "token", &token, where);
+    GET_STR(user, "tokenFile", &token_file, where);
+    if (!!(cert_file || cert_data) != !!(key_file || key_data))
+        return err_set(e, -EINVAL, "%s: %s: client-certificate and client-key must be set together",
+                       origin, where);
+    if (cert_file || cert_data) {
+        r = load_blob(origin, where, "client-certificate", base_dir, cert_data ? NULL : cert_file,
+                      cert_data, &cfg->cert_pem, &cfg->cert_len, e);
+        if (r < 0)
+            goto out;
+        r = load_blob(origin, where, "client-key", base_dir, key_data ? NULL : key_file, key_data,
+                      &cfg->key_pem, &cfg->key_len, e);
+        if (r < 0)
+            goto out;
+        if (!strstr(cfg->cert_pem, "-----BEGIN CERTIFICATE-----"))
+            return err_set(e, -EINVAL, "%s: %s.client-certificate%s: no PEM certificate found",
+                           origin, where, cert_data ? "-data" : "");
+        if (!strstr(cfg->key_pem, "PRIVATE KEY-----"))
+            return err_set(e, -EINVAL, "%s: %s.client-key%s: no PEM private key found", origin,
+                           where, key_data ? "-data" : "");
+    }
+    if (token_file) {
+        r = resolve_path(base_dir, token_file, &cfg->token_file);
+        if (r < 0)
+            goto out;
+        r = kube_config_token(cfg, &token, e);
+        if (r < 0) {
+            err_prefix(e, "%s: %s.tokenFile: ", origin, where);
+            goto out;
+        }
+    } else if (token) {
+        cfg->token = strdup(token);
+        if (!cfg->token)
+            return -ENOMEM;
+    }
+out:
+    return r;
+}
+
+int kube_config_parse(const char *text, size_t len, const char *origin, const char *base_dir,
+                      const char *context, struct kube_config **ret_cfg, struct err *e)
+{
+    struct kube_config *cfg = NULL;
+    cJSON *doc = NULL;
+    const cJSON *ctx, *cluster, *user = NULL;
+    const char *cluster_name, *user_name, *ns;
+    char where[256];
+    int r, idx = 0;
+
+    r = yamlconv_parse_one(text, len, origin, &doc, e);
+    if (r < 0)
+        goto out;
+    if (!cJSON_IsObject(doc)) {
+        r = err_set(e, -EINVAL, "%s: not a mapping", origin);
+        goto out;
+    }
+    cfg = calloc(1, sizeof(*cfg));
+    if (!cfg || !(cfg->origin = strdup(origin))) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if (!context) {
+        if (get_str(doc, "current-context", &context) < 0) {
+            r = err_set(e, -EINVAL, "%s: current-context: must be a string", origin);
+            goto out;
+        }
+        if (!context || !context[0]) {
+            r = err_set(e, -EINVAL, "%s: current-context: missing", origin);
+            goto out;
+        }
+    }
+    ctx = find_named(doc, "contexts", context, "context", &idx);
+    if (!cJSON_IsObject(ctx)) {
+        r = err_set(e, -EINVAL, "%s: contexts: no context named \"%s\"", origin, context);
+        goto out;
+    }
+    snprintf(where, sizeof(where), "contexts[%d].context", idx);
+    GET_STR(ctx, "cluster", &cluster_name, where);
+    GET_STR(ctx, "user", &user_name, where);
+    GET_STR(ctx, "namespace", &ns, where);
+    if (!cluster_name) {
+        r = err_set(e, -EINVAL, "%s: %s.cluster: missing", origin, where);
+        goto out;
+    }
+    cluster = find_named(doc, "clusters", cluster_name, "cluster", &idx);
+    if (!cluster) {
+        r = err_set(e, -EINVAL, "%s: clusters: no cluster named \"%s\"", origin, cluster_name);
+        goto out;
+    }
+    snprintf(where, sizeof(where), "clusters[%d].cluster", idx);
+    r = parse_cluster(cluster, where, origin, base_dir, cfg, e);
+    if (r < 0)
+        goto out;
+    if (user_name && user_name[0]) {
+        user = find_named(doc, "users", user_name, "user", &idx);
+        if (!user) {
+            r = err_set(e, -EINVAL, "%s: users: no user named \"%s\"", origin, user_name);
+            goto out;
+        }
+        snprintf(where, sizeof(where), "users[%d].user", idx);
+        r = parse_user(user, where, origin, base_dir, cfg, e);
+        if (r < 0)
+            goto out;
+    }
+    cfg->namespace_ = strdup(ns && ns[0] ? ns : "default");
+    if (!cfg->namespace_) {
+        r = -ENOMEM;
+        goto out;
+    }
+    *ret_cfg = cfg;
+    cfg = NULL;
+    r = 0;
+out:
+    kube_config_free(cfg);
+    cJSON_Delete(doc);
+    return r;
+}
+
+int kube_config_load_file(const char *path, const char *context, struct kube_config **ret_cfg,
+                          struct err *e)
+{
+    char *text = NULL, *dir = NULL, *slash;
+    size_t len = 0;
+    int r;
+
+    r = util_read_file(path, KUBE_CONFIG_FILE_MAX, &text, &len);
+    if (r < 0)
+        return err_set(e, r, "kubeconfig %s: %s", path, strerror(-r));
+    dir = strdup(path);
+    if (!dir) {
+        r = -ENOMEM;
+        goto out;
+    }
+    slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        dir[0] = '\0';
+    r = kube_config_parse(text, len, path, slash && dir[0] ? dir : (slash ? "/" : NULL), context,
+                          ret_cfg, e);
+out:
+    free(dir);
+    free(text);
+    return r;
+}
+
+int kube_config_token(struct kube_config *cfg, const char **ret_token, struct err *e)
+{
+    struct stat st;
+    char *text = NULL;
+    size_t len = 0;
+    double now;
+    int r;
+
+    if (!cfg->token_file) {
+        *ret_token = cfg->token;
+        return 0;
+    }
+    now = time_mono();
+    if (stat(cfg->token_file, &st) < 0) {
+        r = -errno;
+        goto fail;
+    }
+    if (cfg->token && st.st_mtim.tv_sec == cfg->token_mtime.tv_sec &&
+        st.st_mtim.tv_nsec == cfg->token_mtime.tv_nsec && st.st_size == cfg->token_size &&
+        (unsigned long long)st.st_ino == cfg->token_ino &&
+        now - cfg->token_checked < TOKEN_RECHECK_SECONDS) {
+        *ret_token = cfg->token;
+        return 0;
+    }
+    r = util_read_file(cfg->token_file, KUBE_CONFIG_FILE_MAX, &text, &len);
+    if (r < 0)
+        goto fail;
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+        text[--len] = '\0';
+    if (len == 0 || memchr(text, '\n', len)) {
+        free(text);
+        r = -EINVAL;
+        goto fail;
+    }
+    if (cfg->token)
+        explicit_bzero(cfg->token, strlen(cfg->token));
+    free(cfg->token);
+    cfg->token = text;
+    cfg->token_mtime = st.st_mtim;
+    cfg->token_size = st.st_size;
+    cfg->token_ino = st.st_ino;
+    cfg->token_checked = now;
+    *ret_token = cfg->token;
+    return 0;
+fail:
+    err_set(e, r, "token file %s: %s", cfg->token_file,
+            r == -EINVAL ? "empty or more than one line" : strerror(-r));
+    return r;
+}
+
+int kube_config_in_cluster(const struct kube_incluster_paths *paths, struct kube_config **ret_cfg,
+                           struct err *e)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+    const char *token_path = paths && paths->token ? paths->token : SA_DIR "token";
+    const char *ca_path = paths && paths->ca ? paths->ca : SA_DIR "ca.crt";
+    const char *ns_path = paths && paths->namespace_ ? paths->namespace_ : SA_DIR "namespace";
+    struct kube_config *cfg = NULL;
+    const char *tok;
+    char *ns = NULL;
+    size_t ns_len = 0;
+    struct buf b;
+    int r, p;
+
+    buf_init(&b, 0);
+    if (!host || !host[0] || !port || !port[0])
+        return err_set(e, -ENOENT, "in-cluster: KUBERNETES_SERVICE_HOST/PORT not set");
+    if (str_to_int(port, 1, 65535, &p) < 0)
+        return err_set(e, -EINVAL, "in-cluster: KUBERNETES_SERVICE_PORT \"%s\" is not a port",
+                       port);
+    cfg = calloc(1, sizeof(*cfg));
+    if (!cfg)
+        return -ENOMEM;
+    r = strchr(host, ':') ? buf_printf(&b, "https://[%s]:%d", host, p)
+                          : buf_printf(&b, "https://%s:%d", host, p);
+    if (r < 0)
+        goto out;
+    cfg->server = buf_steal(&b);
+    cfg->origin = strdup("in-cluster");
+    cfg->token_file = strdup(token_path);
+    if (!cfg->server || !cfg->origin || !cfg->token_file) {
+        r = -ENOMEM;
+        goto out;
+    }
+    r = util_read_file(ca_path, KUBE_CONFIG_FILE_MAX, &cfg->ca_pem, &cfg->ca_len);
+    if (r < 0) {
+        err_set(e, r, "in-cluster: CA %s: %s", ca_path, strerror(-r));
+        goto out;
+    }
+    r = kube_config_token(cfg, &tok, e);
+    if (r < 0) {
+        err_prefix(e, "in-cluster: ");
+        goto out;
+    }
+    if (util_read_file(ns_path, 4096, &ns, &ns_len) == 0) {
+        while (ns_len > 0 && (ns[ns_len - 1] == '\n' || ns[ns_len - 1] == ' '))
+            ns[--ns_len] = '\0';
+    }
+    cfg->namespace_ = strdup(ns && ns[0] ? ns : "default");
+    if (!cfg->namespace_) {
+        r = -ENOMEM;
+        goto out;
+    }
+    *ret_cfg = cfg;
+    cfg = NULL;
+    r = 0;
+out:
+    free(ns);
+    buf_done(&b);
+    kube_config_free(cfg);
+    return r;
+}
+
+int kube_config_load(const char *path, struct kube_config **ret_cfg, struct err *e)
+{
+    const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+    struct buf b;
+    int r;
+
+    if (path && path[0])
+        return kube_config_load_file(path, NULL, ret_cfg, e);
+    if (env && env[0]) {
+        const char *p = env;
+
+        while (*p) {
+            size_t n = strcspn(p, ":");
+            struct stat st;
+
+            if (n > 0) {
+                char *one = strndup(p, n);
+
+                if (!one)
+                    return -ENOMEM;
+                if (stat(one, &st) == 0) {
+                    r = kube_config_load_file(one, NULL, ret_cfg, e);
+                    free(one);
+                    return r;
+                }
+                free(one);
+            }
+            p += n;
+            if (*p == ':')
+                p++;
+        }
+    }
+    if (home && home[0]) {
+        struct stat st;
+
+        buf_init(&b, 0);
+        if (buf_printf(&b, "%s/.kube/config", home) < 0) {
+            buf_done(&b);
+            return -ENOMEM;
+        }
+        if (stat(b.data, &st) == 0) {
+            r = kube_config_load_file(b.data, NULL, ret_cfg, e);
+            buf_done(&b);
+            return r;
+        }
+        buf_done(&b);
+    }
+    r = kube_config_in_cluster(NULL, ret_cfg, e);
+    if (r == -ENOENT)
+        err_set(e, r, "no kubeconfig (flag, $KUBECONFIG, ~/.kube/config) and not in a cluster");
+    return r;
+}

@@ -1,0 +1,57 @@
+#ifndef NESTCP_KUBE_TRANSPORT_H
+#define NESTCP_KUBE_TRANSPORT_H
+
+/*
+ * One libcurl multi handle driven by a libev loop through CURLMOPT_SOCKETFUNCTION and
+ * CURLMOPT_TIMERFUNCTION (the shape of curl's evhiperfifo.c example, with its timeout
+ * conversion and CURL_CSELECT_* flags done right). HTTP/2 streams are multiplexed over one
+ * connection where the server offers h2. Nothing here blocks the loop.
+ *
+ * A transfer is a `struct kube_xfer` embedded in its owner (container_of gets back to it). The
+ * owner configures x->easy, sets x->done, and adds it; done runs on the loop once the transfer
+ * finished, after the easy handle has been taken off the multi handle, so done may clean up or
+ * re-add it. A transfer removed before it finished gets no done call.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <curl/curl.h>
+
+struct ev_loop;
+struct kube_transport;
+struct kube_xfer;
+
+typedef void (*kube_xfer_done_fn)(struct kube_xfer *x, CURLcode rc);
+
+struct kube_xfer {
+    CURL *easy;
+    kube_xfer_done_fn done;
+    struct kube_transport *t; /* set while the transfer is on the multi handle */
+};
+
+#define kube_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* Returns 0 or -ENOMEM. */
+int kube_transport_new(struct ev_loop *loop, struct kube_transport **ret_t);
+
+/* Frees the transport. Every transfer must have completed or been removed. Accepts NULL. */
+void kube_transport_free(struct kube_transport *t);
+
+struct ev_loop *kube_transport_loop(const struct kube_transport *t);
+
+/* Starts x (x->easy and x->done set). Returns 0, -ENOMEM or -EIO. */
+int kube_transport_add(struct kube_transport *t, struct kube_xfer *x);
+
+/* Takes x off the multi handle without calling done; no-op if it is not on it. Must not be
+ * called from inside a libcurl callback (write, header, progress) of any transfer. */
+void kube_transport_remove(struct kube_xfer *x);
+
+/* True while the transport is running libcurl (inside a write/header callback), when
+ * kube_transport_remove is not allowed. */
+bool kube_transport_in_curl(const struct kube_transport *t);
+
+/* Number of transfers on the multi handle. */
+size_t kube_transport_active(const struct kube_transport *t);
+
+#endif

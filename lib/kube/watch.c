@@ -1,0 +1,360 @@
+#include "lib/kube/watch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include "lib/kube/client.h"
+#include "lib/kube/client_internal.h"
+#include "lib/kube/status.h"
+#include "lib/kube/transport.h"
+
+#define WATCH_ERROR_BODY_MAX (1u << 20)
+#define DEFAULT_SERVER_TIMEOUT 1800L
+#define IDLE_GRACE_SECONDS 60L
+
+/* ---- decoder ---- */
+
+void kube_watch_decoder_init(struct kube_watch_decoder *d, size_t max_line)
+{
+    buf_init(&d->line, 0);
+    d->max_line = max_line ? max_line : KUBE_WATCH_LINE_MAX;
+    d->lines = 0;
+}
+
+void kube_watch_decoder_done(struct kube_watch_decoder *d)
+{
+    buf_done(&d->line);
+}
+
+static int decode_line(struct kube_watch_decoder *d, const char *p, size_t len,
+                       kube_watch_decoded_fn fn, void *userdata)
+{
+    cJSON *ev, *type, *obj;
+    int r;
+
+    while (len && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return 0;
+    d->lines++;
+    ev = cJSON_ParseWithLength(p, len);
+    if (!ev)
+        return -EINVAL;
+    type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+    if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
+        cJSON_Delete(ev);
+        return -EINVAL;
+    }
+    r = fn(userdata, type->valuestring, obj, ev);
+    cJSON_Delete(ev);
+    return r;
+}
+
+int kube_watch_decoder_feed(struct kube_watch_decoder *d, const char *data, size_t len,
+                            kube_watch_decoded_fn fn, void *userdata)
+{
+    while (len > 0) {
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        int r;
+
+        if (d->line.len + take > d->max_line)
+            return -EMSGSIZE;
+        if (!nl) {
+            return buf_append(&d->line, data, take);
+        }
+        if (d->line.len == 0) {
+            /* The whole line is in this chunk: decode it in place. */
+            r = decode_line(d, data, take, fn, userdata);
+        } else {
+            r = buf_append(&d->line, data, take);
+            if (r == 0)
+                r = decode_line(d, d->line.data, d->line.len, fn, userdata);
+            buf_reset(&d->line);
+        }
+        if (r < 0)
+            return r;
+        data += take + 1;
+        len -= take + 1;
+    }
+    return 0;
+}
+
+/* ---- the watch ---- */
+
+struct kube_watch {
+    struct kube_xfer x;
+    struct kube_link link;
+    struct kube_client *c; /* NULL once the client is gone */
+    struct ev_loop *loop;
+    struct curl_slist *headers;
+    char *url;
+    struct kube_watch_decoder dec;
+    struct buf errbody; /* the body of a non-200 answer */
+    kube_watch_event_fn on_event;
+    kube_watch_end_fn on_end;
+    void *userdata;
+    cJSON *cur_event, *cur_obj; /* during on_event */
+    unsigned long events;
+    int end_code;
+    bool in_end;
+    bool free_requested;
+    ev_timer reaper;
+    char end_msg[256];
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+unsigned long kube_watch_events(const struct kube_watch *w)
+{
+    return w->events;
+}
+
+cJSON *kube_watch_steal_object(struct kube_watch *w)
+{
+    cJSON *obj = w->cur_obj;
+
+    if (!obj)
+        return NULL;
+    w->cur_obj = NULL;
+    return cJSON_DetachItemViaPointer(w->cur_event, obj);
+}
+
+static void watch_destroy(struct kube_watch *w)
+{
+    kube_transport_remove(&w->x);
+    if (w->c)
+        kube_client_watch_unlink(w->c, &w->link);
+    ev_timer_stop(w->loop, &w->reaper);
+    if (w->x.easy)
+        curl_easy_cleanup(w->x.easy);
+    curl_slist_free_all(w->headers);
+    kube_watch_decoder_done(&w->dec);
+    buf_done(&w->errbody);
+    free(w->url);
+    free(w);
+}
+
+static void reaper_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    watch_destroy(t->data);
+}
+
+void kube_watch_free(struct kube_watch *w)
+{
+    if (!w || w->free_requested)
+        return;
+    w->free_requested = true;
+    if (w->in_end)
+        return; /* destroyed once on_end returns */
+    if (w->x.t && kube_transport_in_curl(kube_client_transport(w->c))) {
+        ev_timer_start(w->loop, &w->reaper);
+        return;
+    }
+    watch_destroy(w);
+}
+
+static void watch_end(struct kube_watch *w, int code, const char *message)
+{
+    w->in_end = true;
+    w->on_end(w->userdata, code, message);
+    w->in_end = false;
+    if (w->free_requested)
+        watch_destroy(w);
+}
+
+static int set_end(struct kube_watch *w, int code, const char *message)
+{
+    if (!w->end_code) {
+        w->end_code = code;
+        snprintf(w->end_msg, sizeof(w->end_msg), "%s", message);
+    }
+    return code;
+}
+
+static int on_decoded(void *userdata, const char *type, cJSON *object, cJSON *event)
+{
+    struct kube_watch *w = userdata;
+    enum kube_watch_event_type t;
+
+    if (strcmp(type, "ADDED") == 0)
+        t = KUBE_WATCH_ADDED;
+    else if (strcmp(type, "MODIFIED") == 0)
+        t = KUBE_WATCH_MODIFIED;
+    else if (strcmp(type, "DELETED") == 0)
+        t = KUBE_WATCH_DELETED;
+    else if (strcmp(type, "BOOKMARK") == 0)
+        t = KUBE_WATCH_BOOKMARK;
+    else if (strcmp(type, "ERROR") == 0) {
+        const char *m = kube_status_message(object);
+        int code = kube_status_code(0, object);
+
+        return set_end(w, code ? code : -EIO, m ? m : "watch ERROR event");
+    } else {
+        return 0; /* unknown types are skipped, as client-go does */
+    }
+    w->cur_event = event;
+    w->cur_obj = object;
+    w->events++;
+    w->on_event(w->userdata, t, object);
+    w->cur_event = w->cur_obj = NULL;
+    return w->free_requested ? -ECANCELED : 0;
+}
+
+static size_t watch_write(char *p, size_t size, size_t n, void *userdata)
+{
+    struct kube_watch *w = userdata;
+    size_t len = size * n;
+    long status = 0;
+    int r;
+
+    if (w->free_requested || w->end_code)
+        return 0;
+    curl_easy_getinfo(w->x.easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200)
+        return buf_append(&w->errbody, p, len) < 0 ? 0 : len;
+    r = kube_watch_decoder_feed(&w->dec, p, len, on_decoded, w);
+    if (r == -EMSGSIZE) {
+        char m[64];
+
+        snprintf(m, sizeof(m), "watch event line longer than %zu bytes", w->dec.max_line);
+        set_end(w, r, m);
+    } else if (r == -EINVAL) {
+        set_end(w, r, "watch stream: malformed event");
+    } else if (r < 0) {
+        set_end(w, r, "watch stream stopped");
+    }
+    return r < 0 ? 0 : len;
+}
+
+static void watch_done(struct kube_xfer *x, CURLcode rc)
+{
+    struct kube_watch *w = kube_container_of(x, struct kube_watch, x);
+    long status = 0;
+    int code = 0;
+    const char *msg = "watch closed by the server";
+    cJSON *body = NULL;
+
+    if (w->free_requested) {
+        watch_destroy(w);
+        return;
+    }
+    kube_client_watch_unlink(w->c, &w->link);
+    curl_easy_getinfo(w->x.easy, CURLINFO_RESPONSE_CODE, &status);
+    if (w->end_code) {
+        code = w->end_code;
+        msg = w->end_msg;
+    } else if (rc != CURLE_OK) {
+        code = kube_curl_code(rc);
+        msg = w->errbuf[0] ? w->errbuf : curl_easy_strerror(rc);
+    } else if (status != 200) {
+        const char *m;
+
+        body = cJSON_ParseWithLength(w->errbody.data ? w->errbody.data : "", w->errbody.len);
+        code = kube_status_code(status, body);
+        if (code == 0)
+            code = -EIO;
+        m = kube_status_message(body);
+        snprintf(w->end_msg, sizeof(w->end_msg), "HTTP %ld%s%s", status, m ? ": " : "",
+                 m ? m : "");
+        msg = w->end_msg;
+    }
+    watch_end(w, code, msg);
+    cJSON_Delete(body);
+}
+
+void kube_watch_cancel_from_client(struct kube_link *l)
+{
+    struct kube_watch *w = kube_container_of(l, struct kube_watch, link);
+
+    kube_transport_remove(&w->x);
+    w->c = NULL;
+    if (w->free_requested) {
+        watch_destroy(w);
+        return;
+    }
+    watch_end(w, -ECANCELED, "client closed");
+}
+
+int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
+                     const struct kube_watch_opts *opts, kube_watch_event_fn on_event,
+                     kube_watch_end_fn on_end, void *userdata, struct kube_watch **ret_watch)
+{
+    static const struct kube_watch_opts none = {0};
+    struct kube_watch *w;
+    struct buf q, url;
+    long idle;
+    char num[32];
+    int r = -ENOMEM;
+
+    if (!opts)
+        opts = &none;
+    if (!res || !on_event || !on_end)
+        return -EINVAL;
+    w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->c = c;
+    w->loop = kube_client_loop(c);
+    w->on_event = on_event;
+    w->on_end = on_end;
+    w->userdata = userdata;
+    w->link.prev = w->link.next = &w->link;
+    ev_timer_init(&w->reaper, reaper_cb, 0., 0.);
+    w->reaper.data = w;
+    kube_watch_decoder_init(&w->dec, opts->max_line);
+    buf_init(&w->errbody, WATCH_ERROR_BODY_MAX);
+    buf_init(&q, 0);
+    buf_init(&url, 0);
+    if (kube_query_add(&q, "watch", "1") < 0 ||
+        (opts->allow_bookmarks && kube_query_add(&q, "allowWatchBookmarks", "true") < 0) ||
+        (opts->label_selector && kube_query_add(&q, "labelSelector", opts->label_selector) < 0) ||
+        (opts->field_selector && kube_query_add(&q, "fieldSelector", opts->field_selector) < 0) ||
+        (opts->resource_version &&
+         kube_query_add(&q, "resourceVersion", opts->resource_version) < 0))
+        goto fail;
+    if (opts->timeout_seconds > 0) {
+        snprintf(num, sizeof(num), "%ld", opts->timeout_seconds);
+        if (kube_query_add(&q, "timeoutSeconds", num) < 0)
+            goto fail;
+    }
+    if (kube_client_url(c, res, opts->namespace_, NULL, NULL, &q, &url) < 0)
+        goto fail;
+    w->url = buf_steal(&url);
+    w->x.easy = curl_easy_init();
+    if (!w->url || !w->x.easy)
+        goto fail;
+    r = kube_client_setup_easy(c, w->x.easy, NULL, &w->headers);
+    if (r < 0)
+        goto fail;
+    idle = opts->idle_timeout_seconds > 0
+               ? opts->idle_timeout_seconds
+               : (opts->timeout_seconds > 0 ? opts->timeout_seconds : DEFAULT_SERVER_TIMEOUT) +
+                     IDLE_GRACE_SECONDS;
+    curl_easy_setopt(w->x.easy, CURLOPT_URL, w->url);
+    curl_easy_setopt(w->x.easy, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(w->x.easy, CURLOPT_WRITEFUNCTION, watch_write);
+    curl_easy_setopt(w->x.easy, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(w->x.easy, CURLOPT_ERRORBUFFER, w->errbuf);
+    curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_TIME, idle);
+    w->x.done = watch_done;
+    r = kube_transport_add(kube_client_transport(c), &w->x);
+    if (r < 0)
+        goto fail;
+    kube_client_watch_link(c, &w->link);
+    kube_client_count_watch(c);
+    buf_done(&q);
+    *ret_watch = w;
+    return 0;
+fail:
+    buf_done(&q);
+    buf_done(&url);
+    w->c = NULL;
+    watch_destroy(w);
+    return r;
+}

@@ -1,0 +1,303 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "lib/kube/client.h"
+#include "lib/kube/config.h"
+#include "lib/kube/status.h"
+
+static cJSON *status(const char *reason, int code)
+{
+    cJSON *s = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(s, "kind", "Status");
+    cJSON_AddStringToObject(s, "apiVersion", "v1");
+    cJSON_AddStringToObject(s, "status", "Failure");
+    if (reason)
+        cJSON_AddStringToObject(s, "reason", reason);
+    cJSON_AddStringToObject(s, "message", "the server said so");
+    cJSON_AddNumberToObject(s, "code", code);
+    return s;
+}
+
+static void test_client_errors__http_status_and_reason_map_to_codes(void **state)
+{
+    static const struct {
+        long http;
+        const char *reason;
+        int code;
+    } cases[] = {
+        {200, NULL, 0},
+        {201, NULL, 0},
+        {404, "NotFound", -ENOENT},
+        {409, "AlreadyExists", -EEXIST},
+        {409, "Conflict", -EBUSY},
+        {409, NULL, -EBUSY},
+        {410, "Expired", -ESTALE},
+        {410, "Gone", -ESTALE},
+        {400, "BadRequest", -EINVAL},
+        {422, "Invalid", -EINVAL},
+        {401, "Unauthorized", -EACCES},
+        {403, "Forbidden", -EPERM},
+        {429, "TooManyRequests", -EAGAIN},
+        {500, "InternalError", -EIO},
+        {503, "ServiceUnavailable", -EIO},
+        {415, "UnsupportedMediaType", -EINVAL},
+        {302, NULL, -EIO},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *s = status(cases[i].reason, (int)cases[i].http);
+
+        assert_int_equal(kube_status_code(cases[i].http, s), cases[i].code);
+        /* Without a body the HTTP status alone decides. */
+        if (cases[i].reason && strcmp(cases[i].reason, "AlreadyExists") != 0)
+            assert_int_equal(kube_status_code(cases[i].http, NULL), cases[i].code);
+        /* The same Status inside a watch ERROR event (no HTTP status) maps the same. */
+        assert_int_equal(kube_status_code(0, s), cases[i].code);
+        cJSON_Delete(s);
+    }
+}
+
+static void test_client_errors__invalid_keeps_server_message(void **state)
+{
+    cJSON *s = cJSON_Parse(
+        "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Invalid\",\"code\":422,"
+        "\"message\":\"ConfigMap \\\"Bad_Name\\\" is invalid: metadata.name: Invalid value\"}");
+
+    assert_int_equal(kube_status_code(422, s), -EINVAL);
+    assert_string_equal(kube_status_message(s),
+                        "ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value");
+    /* A body that is not a Status has no message. */
+    assert_null(kube_status_message(cJSON_GetObjectItem(s, "code")));
+    cJSON_Delete(s);
+}
+
+static void test_client_errors__retry_after(void **state)
+{
+    cJSON *s = cJSON_Parse("{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429,"
+                           "\"details\":{\"retryAfterSeconds\":3}}");
+
+    assert_true(kube_status_retry_after(429, "2", s) == 2.0);
+    assert_true(kube_status_retry_after(429, NULL, s) == 3.0);
+    assert_true(kube_status_retry_after(429, "Wed, 21 Oct 2015 07:28:00 GMT", NULL) == 1.0);
+    assert_true(kube_status_retry_after(429, NULL, NULL) == 0.0);
+    assert_true(kube_status_retry_after(429, "9999999", NULL) == 1.0);
+    cJSON_Delete(s);
+}
+
+static void test_client_errors__curl_failures(void **state)
+{
+    assert_int_equal(kube_curl_code(CURLE_OK), 0);
+    assert_int_equal(kube_curl_code(CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
+    assert_int_equal(kube_curl_code(CURLE_COULDNT_CONNECT), -ECONNREFUSED);
+    assert_int_equal(kube_curl_code(CURLE_RECV_ERROR), -ECONNRESET);
+    assert_int_equal(kube_curl_code(CURLE_HTTP2_STREAM), -ECONNRESET);
+    assert_int_equal(kube_curl_code(CURLE_PEER_FAILED_VERIFICATION), -EIO);
+}
+
+static struct kube_config plain_cfg(const char *server)
+{
+    struct kube_config cfg = {0};
+
+    cfg.server = (char *)server;
+    cfg.namespace_ = (char *)"default";
+    return cfg;
+}
+
+static void test_client_errors__plain_http_refused_outside_tests(void **state)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    struct kube_config cfg = plain_cfg("http://127.0.0.1:1");
+    struct kube_client *c = NULL;
+    struct err e;
+
+    assert_int_equal(kube_client_new(loop, &cfg, &c, &e), -EINVAL);
+    assert_string_equal(e.msg, "kube client: server http://127.0.0.1:1: only https:// is supported");
+    /* The test-only switch still refuses anything but loopback. */
+    cfg.allow_plain_http = true;
+    cfg.server = (char *)"http://10.0.0.1:80";
+    assert_int_equal(kube_client_new(loop, &cfg, &c, &e), -EINVAL);
+    cfg.server = (char *)"http://127.0.0.1:1";
+    assert_int_equal(kube_client_new(loop, &cfg, &c, &e), 0);
+    kube_client_free(c);
+    ev_loop_destroy(loop);
+}
+
+struct outcome {
+    int calls;
+    int code;
+    long http;
+    char message[256];
+};
+
+static void record(void *userdata, const struct kube_result *res)
+{
+    struct outcome *o = userdata;
+
+    o->calls++;
+    o->code = res->code;
+    o->http = res->http_status;
+    assert_non_null(res->message);
+    snprintf(o->message, sizeof(o->message), "%s", res->message);
+}
+
+/* A loopback port with nothing listening. */
+static int closed_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void test_client_errors__refused_connection_and_bad_requests(void **state)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    char server[64];
+    struct kube_config cfg;
+    struct kube_client *c = NULL;
+    struct kube_request req = {.verb = KUBE_GET, .resource = &KUBE_CONFIGMAPS,
+                               .namespace_ = "default", .name = "x"};
+    struct outcome o = {0};
+    struct kube_client_stats st;
+    cJSON *patch = cJSON_CreateObject();
+    struct err e;
+
+    snprintf(server, sizeof(server), "http://127.0.0.1:%d", closed_port());
+    cfg = plain_cfg(server);
+    cfg.allow_plain_http = true;
+    assert_int_equal(kube_client_new(loop, &cfg, &c, &e), 0);
+    assert_string_equal(kube_client_namespace(c), "default");
+
+    assert_int_equal(kube_request_send(c, &req, record, &o), 0);
+    while (!o.calls)
+        ev_run(loop, EVRUN_ONCE);
+    assert_int_equal(o.calls, 1);
+    assert_int_equal(o.code, -ECONNREFUSED);
+    assert_int_equal(o.http, 0);
+    assert_true(strlen(o.message) > 0);
+
+    assert_int_equal(kube_request_sync(c, &req, NULL, &e), -ECONNREFUSED);
+    assert_int_equal(e.code, -ECONNREFUSED);
+
+    /* Requests that cannot be right are refused before anything is sent. */
+    req.namespace_ = NULL;
+    assert_int_equal(kube_request_send(c, &req, record, &o), -EINVAL);
+    req.namespace_ = "default";
+    req.name = NULL;
+    assert_int_equal(kube_request_send(c, &req, record, &o), -EINVAL);
+    req = (struct kube_request){.verb = KUBE_PATCH, .resource = &KUBE_CONFIGMAPS,
+                                .namespace_ = "default", .name = "x", .body = patch,
+                                .patch_type = KUBE_PATCH_APPLY};
+    assert_int_equal(kube_request_send(c, &req, record, &o), -EINVAL); /* no fieldManager */
+    req.verb = KUBE_CREATE;
+    req.body = NULL;
+    assert_int_equal(kube_request_send(c, &req, record, &o), -EINVAL);
+    assert_int_equal(o.calls, 1);
+
+    kube_client_get_stats(c, &st);
+    assert_int_equal(st.requests, 2);
+    assert_int_equal(st.pending, 0);
+    kube_client_free(c);
+    cJSON_Delete(patch);
+    ev_loop_destroy(loop);
+}
+
+static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *obj)
+{
+    fail();
+}
+
+static void watch_end(void *userdata, int code, const char *message)
+{
+    struct outcome *o = userdata;
+
+    o->calls++;
+    o->code = code;
+}
+
+static void test_client_errors__free_cancels_pending_work(void **state)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    struct kube_config cfg = plain_cfg("http://127.0.0.1:1");
+    struct kube_client *c = NULL;
+    struct kube_request req = {.verb = KUBE_LIST, .resource = &KUBE_CONFIGMAPS};
+    struct outcome a = {0}, b = {0}, w = {0}, x = {0};
+    struct kube_watch *watch = NULL;
+    struct kube_call *call = NULL;
+    struct err e;
+
+    cfg.allow_plain_http = true;
+    assert_int_equal(kube_client_new(loop, &cfg, &c, &e), 0);
+    assert_int_equal(kube_request_send(c, &req, record, &a), 0);
+    assert_int_equal(kube_list_all(c, &req, record, &b), 0);
+    assert_int_equal(kube_request_start(c, &req, record, &x, &call), 0);
+    assert_int_equal(kube_watch_start(c, &KUBE_CONFIGMAPS, NULL, watch_event, watch_end, &w,
+                                      &watch),
+                     0);
+    kube_call_cancel(call);
+    assert_int_equal(x.calls, 1);
+    assert_int_equal(x.code, -ECANCELED);
+    kube_client_free(c);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.code, -ECANCELED);
+    assert_int_equal(b.calls, 1);
+    assert_int_equal(b.code, -ECANCELED);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.code, -ECANCELED);
+    kube_watch_free(watch);
+    ev_loop_destroy(loop);
+}
+
+static void test_client_errors__object_helpers(void **state)
+{
+    cJSON *o = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"n\",\"namespace\":\"ns\",\"uid\":\"u1\",\"resourceVersion\":"
+        "\"7\",\"labels\":{\"a\":\"b\"},\"annotations\":{\"c\":\"d\"},\"ownerReferences\":["
+        "{\"uid\":\"o1\"},{\"uid\":\"o2\",\"controller\":true}]}}");
+
+    assert_string_equal(kube_obj_name(o), "n");
+    assert_string_equal(kube_obj_namespace(o), "ns");
+    assert_string_equal(kube_obj_uid(o), "u1");
+    assert_string_equal(kube_obj_resource_version(o), "7");
+    assert_string_equal(kube_obj_label(o, "a"), "b");
+    assert_null(kube_obj_label(o, "c"));
+    assert_string_equal(kube_obj_annotation(o, "c"), "d");
+    assert_string_equal(cJSON_GetObjectItem(kube_obj_controller_ref(o), "uid")->valuestring, "o2");
+    assert_null(kube_obj_name(NULL));
+    cJSON_Delete(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_client_errors__http_status_and_reason_map_to_codes),
+        cmocka_unit_test(test_client_errors__invalid_keeps_server_message),
+        cmocka_unit_test(test_client_errors__retry_after),
+        cmocka_unit_test(test_client_errors__curl_failures),
+        cmocka_unit_test(test_client_errors__plain_http_refused_outside_tests),
+        cmocka_unit_test(test_client_errors__refused_connection_and_bad_requests),
+        cmocka_unit_test(test_client_errors__free_cancels_pending_work),
+        cmocka_unit_test(test_client_errors__object_helpers),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
