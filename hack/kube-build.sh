@@ -65,7 +65,7 @@ sed -i 's#\(github.com/modern-go/reflect2\) v1.0.1#\1 v1.0.2#' go.mod
 mkdir -p .go/src/k8s.io
 ln -sfn "$PWD" .go/src/k8s.io/kubernetes
 echo "kube-build: building kube-apiserver and kube-controller-manager (about 8 minutes on 2 cores)" >&2
-GOPATH="$PWD/.go" GOCACHE="$work/gocache" GOFLAGS=-mod=vendor CGO_ENABLED=0 \
+GOPATH="$PWD/.go" GOCACHE="$work/gocache" CGO_ENABLED=0 \
     make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >&2
 
 out=_output/local/bin/linux/amd64

@@ -85,7 +85,7 @@ done
 kubectl -n "$ns" get serviceaccount default >/dev/null || fail "no default ServiceAccount (kube-controller-manager)"
 
 # RBAC is real: an unprivileged ServiceAccount token is forbidden from listing secrets.
-kubectl auth can-i list secrets --as="system:serviceaccount:$ns:default" -n "$ns" 2>/dev/null |
-    grep -qx no || fail "RBAC allows what it should not"
+answer=$(kubectl auth can-i list secrets --as="system:serviceaccount:$ns:default" -n "$ns" 2>/dev/null || true)
+[ "$answer" = no ] || fail "RBAC allows what it should not (can-i said '$answer')"
 
 echo "PASS: namespace, CRD, server-side apply, status subresource, controller manager, RBAC"
