@@ -1,0 +1,428 @@
+#include "lib/kube/informer.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include "lib/kube/store.h"
+#include "lib/util/strutil.h"
+
+#define DEFAULT_PAGE_SIZE 500
+#define DEFAULT_WATCH_TIMEOUT 300
+#define BACKOFF_BASE 0.8
+#define BACKOFF_CAP 30.0
+#define SHORT_WATCH_SECONDS 1.0
+
+/* A list in flight; outlives the informer if the informer is freed first. */
+struct list_ctx {
+    struct kube_informer *inf;
+};
+
+enum next_step { NEXT_LIST, NEXT_WATCH };
+
+struct kube_informer {
+    struct kube_client *c;
+    struct ev_loop *loop;
+    const struct kube_resource *resource;
+    char *ns, *label_selector, *field_selector;
+    long page_size, watch_timeout;
+    size_t max_line;
+    struct kube_informer_handlers h;
+    void *userdata;
+    struct kube_store store;
+    char *rv;
+    bool synced;
+    struct kube_watch *watch;
+    struct list_ctx *listing;
+    ev_timer retry;
+    enum next_step next;
+    int failures;
+    double watch_started;
+    unsigned long watch_events;
+    uint64_t rng;
+    struct kube_informer_stats stats;
+};
+
+double kube_informer_backoff(int failures, double jitter01)
+{
+    double d = BACKOFF_BASE;
+
+    if (failures <= 0)
+        return 0;
+    for (int i = 1; i < failures && d < BACKOFF_CAP; i++)
+        d *= 2;
+    if (d > BACKOFF_CAP)
+        d = BACKOFF_CAP;
+    if (jitter01 < 0)
+        jitter01 = 0;
+    if (jitter01 > 1)
+        jitter01 = 1;
+    return d * (0.5 + 0.5 * jitter01);
+}
+
+static double random01(struct kube_informer *inf)
+{
+    /* xorshift64*: jitter only, nothing secret. */
+    inf->rng ^= inf->rng >> 12;
+    inf->rng ^= inf->rng << 25;
+    inf->rng ^= inf->rng >> 27;
+    return (double)((inf->rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+static void drop_managed_fields(cJSON *obj)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "managedFields");
+}
+
+static void set_rv(struct kube_informer *inf, const char *rv)
+{
+    char *copy;
+
+    if (!rv || !rv[0] || (inf->rv && strcmp(inf->rv, rv) == 0))
+        return;
+    copy = strdup(rv);
+    if (!copy)
+        return; /* keep the older one: a resume from it is still correct */
+    free(inf->rv);
+    inf->rv = copy;
+}
+
+static bool same_rv(const cJSON *a, const cJSON *b)
+{
+    const char *ra = kube_obj_resource_version(a), *rb = kube_obj_resource_version(b);
+
+    return ra && rb && strcmp(ra, rb) == 0;
+}
+
+/* Stores obj (owned) and tells the handlers. */
+static void upsert(struct kube_informer *inf, cJSON *obj, bool from_list)
+{
+    cJSON *old = NULL;
+
+    drop_managed_fields(obj);
+    if (kube_store_put(&inf->store, obj, &old) < 0)
+        return;
+    if (!old) {
+        if (inf->h.on_add)
+            inf->h.on_add(inf->userdata, obj);
+    } else if (!(from_list && same_rv(old, obj))) {
+        if (inf->h.on_update)
+            inf->h.on_update(inf->userdata, old, obj);
+    }
+    cJSON_Delete(old);
+}
+
+static void swept(void *userdata, const cJSON *obj)
+{
+    struct kube_informer *inf = userdata;
+
+    inf->stats.missed_deletes++;
+    if (inf->h.on_delete)
+        inf->h.on_delete(inf->userdata, obj, true);
+}
+
+int kube_informer_apply_list(struct kube_informer *inf, cJSON *list)
+{
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items"), *it;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(list, "metadata");
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+
+    if (!cJSON_IsString(rv) || (items && !cJSON_IsArray(items)))
+        return -EINVAL;
+    kube_store_mark_begin(&inf->store);
+    while (items && (it = cJSON_DetachItemFromArray(items, 0)))
+        upsert(inf, it, true);
+    kube_store_sweep(&inf->store, swept, inf);
+    set_rv(inf, rv->valuestring);
+    inf->stats.lists++;
+    if (!inf->synced) {
+        inf->synced = true;
+        if (inf->h.on_synced)
+            inf->h.on_synced(inf->userdata);
+    }
+    return 0;
+}
+
+static void start_list(struct kube_informer *inf);
+static void start_watch(struct kube_informer *inf);
+
+static void schedule(struct kube_informer *inf, enum next_step next, double delay)
+{
+    inf->next = next;
+    inf->stats.last_backoff = delay;
+    ev_timer_stop(inf->loop, &inf->retry);
+    ev_timer_set(&inf->retry, delay, 0.);
+    ev_timer_start(inf->loop, &inf->retry);
+}
+
+/* Schedules next after one more failure. */
+static void back_off(struct kube_informer *inf, enum next_step next)
+{
+    inf->failures++;
+    schedule(inf, next, kube_informer_backoff(inf->failures, random01(inf)));
+}
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_informer *inf = w->data;
+
+    if (inf->next == NEXT_LIST)
+        start_list(inf);
+    else
+        start_watch(inf);
+}
+
+static void list_done(void *userdata, const struct kube_result *res)
+{
+    struct list_ctx *ctx = userdata;
+    struct kube_informer *inf = ctx->inf;
+
+    free(ctx);
+    if (!inf)
+        return;
+    inf->listing = NULL;
+    if (res->code == -ECANCELED)
+        return;
+    if (res->code < 0 || kube_informer_apply_list(inf, res->body) < 0) {
+        inf->stats.list_failures++;
+        back_off(inf, NEXT_LIST);
+        return;
+    }
+    start_watch(inf);
+}
+
+static void start_list(struct kube_informer *inf)
+{
+    struct kube_request req = {
+        .verb = KUBE_LIST,
+        .resource = inf->resource,
+        .namespace_ = inf->ns,
+        .label_selector = inf->label_selector,
+        .field_selector = inf->field_selector,
+        .limit = inf->page_size,
+    };
+    struct list_ctx *ctx = calloc(1, sizeof(*ctx));
+
+    if (!ctx || kube_list_all(inf->c, &req, list_done, ctx) < 0) {
+        free(ctx);
+        inf->stats.list_failures++;
+        back_off(inf, NEXT_LIST);
+        return;
+    }
+    ctx->inf = inf;
+    inf->listing = ctx;
+}
+
+static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *obj)
+{
+    struct kube_informer *inf = userdata;
+    cJSON *old = NULL, *own;
+
+    inf->stats.events++;
+    inf->watch_events++;
+    set_rv(inf, kube_obj_resource_version(obj));
+    switch (type) {
+    case KUBE_WATCH_ADDED:
+    case KUBE_WATCH_MODIFIED:
+        own = kube_watch_steal_object(inf->watch);
+        if (own)
+            upsert(inf, own, false);
+        break;
+    case KUBE_WATCH_DELETED:
+        if (kube_store_remove(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj) ?: "",
+                              &old) == 0) {
+            drop_managed_fields(obj);
+            if (inf->h.on_delete)
+                inf->h.on_delete(inf->userdata, obj, false);
+            cJSON_Delete(old);
+        }
+        break;
+    case KUBE_WATCH_BOOKMARK:
+    default:
+        break;
+    }
+}
+
+static void watch_end(void *userdata, int code, const char *message)
+{
+    struct kube_informer *inf = userdata;
+    bool short_lived = time_mono() - inf->watch_started < SHORT_WATCH_SECONDS;
+
+    kube_watch_free(inf->watch);
+    inf->watch = NULL;
+    if (code == -ECANCELED)
+        return;
+    if (code == -ESTALE) {
+        /* Our resourceVersion is gone from the server's history: relist. The first time
+         * at once, repeated ones with a backoff. */
+        inf->stats.watch_expired++;
+        schedule(inf, NEXT_LIST, kube_informer_backoff(inf->failures, random01(inf)));
+        inf->failures++;
+        return;
+    }
+    if (inf->watch_events > 0)
+        inf->failures = 0;
+    if (code == 0 && !(short_lived && inf->watch_events == 0)) {
+        inf->stats.watch_timeouts++;
+        inf->failures = 0;
+        start_watch(inf);
+        return;
+    }
+    inf->stats.watch_errors++;
+    back_off(inf, NEXT_WATCH);
+}
+
+static void start_watch(struct kube_informer *inf)
+{
+    struct kube_watch_opts o = {
+        .namespace_ = inf->ns,
+        .label_selector = inf->label_selector,
+        .field_selector = inf->field_selector,
+        .resource_version = inf->rv,
+        .allow_bookmarks = true,
+        .max_line = inf->max_line,
+    };
+    int r;
+
+    o.timeout_seconds = inf->watch_timeout + (long)(random01(inf) * (double)(inf->watch_timeout + 1));
+    if (o.timeout_seconds > 2 * inf->watch_timeout)
+        o.timeout_seconds = 2 * inf->watch_timeout;
+    inf->watch_started = time_mono();
+    inf->watch_events = 0;
+    r = kube_watch_start(inf->c, inf->resource, &o, watch_event, watch_end, inf, &inf->watch);
+    if (r < 0) {
+        inf->watch = NULL;
+        inf->stats.watch_errors++;
+        back_off(inf, NEXT_WATCH);
+        return;
+    }
+    inf->stats.watches++;
+}
+
+static int dup_opt(const char *s, char **ret)
+{
+    *ret = NULL;
+    if (!s)
+        return 0;
+    *ret = strdup(s);
+    return *ret ? 0 : -ENOMEM;
+}
+
+int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *opts,
+                      const struct kube_informer_handlers *handlers, void *userdata,
+                      struct kube_informer **ret_informer)
+{
+    struct kube_informer *inf;
+
+    if (!c || !opts || !opts->resource)
+        return -EINVAL;
+    inf = calloc(1, sizeof(*inf));
+    if (!inf)
+        return -ENOMEM;
+    inf->c = c;
+    inf->loop = kube_client_loop(c);
+    inf->resource = opts->resource;
+    inf->page_size = opts->page_size > 0 ? opts->page_size : DEFAULT_PAGE_SIZE;
+    inf->watch_timeout =
+        opts->watch_timeout_seconds > 0 ? opts->watch_timeout_seconds : DEFAULT_WATCH_TIMEOUT;
+    inf->max_line = opts->max_line;
+    if (handlers)
+        inf->h = *handlers;
+    inf->userdata = userdata;
+    inf->rng = (uint64_t)(time_wall() * 1e6) ^ (uint64_t)(uintptr_t)inf;
+    if (!inf->rng)
+        inf->rng = 88172645463325252ull;
+    kube_store_init(&inf->store);
+    ev_timer_init(&inf->retry, retry_cb, 0., 0.);
+    inf->retry.data = inf;
+    if (dup_opt(opts->resource->namespaced ? opts->namespace_ : NULL, &inf->ns) < 0 ||
+        dup_opt(opts->label_selector, &inf->label_selector) < 0 ||
+        dup_opt(opts->field_selector, &inf->field_selector) < 0) {
+        kube_informer_free(inf);
+        return -ENOMEM;
+    }
+    *ret_informer = inf;
+    return 0;
+}
+
+int kube_informer_start(struct kube_informer *inf)
+{
+    if (inf->listing || inf->watch || ev_is_active(&inf->retry))
+        return -EBUSY;
+    start_list(inf);
+    return 0;
+}
+
+void kube_informer_free(struct kube_informer *inf)
+{
+    if (!inf)
+        return;
+    ev_timer_stop(inf->loop, &inf->retry);
+    if (inf->listing)
+        inf->listing->inf = NULL;
+    kube_watch_free(inf->watch);
+    kube_store_done(&inf->store);
+    free(inf->rv);
+    free(inf->ns);
+    free(inf->label_selector);
+    free(inf->field_selector);
+    free(inf);
+}
+
+bool kube_informer_synced(const struct kube_informer *inf)
+{
+    return inf->synced;
+}
+
+const char *kube_informer_resource_version(const struct kube_informer *inf)
+{
+    return inf->rv ? inf->rv : "";
+}
+
+void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *ret)
+{
+    *ret = inf->stats;
+}
+
+const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns, const char *name)
+{
+    return kube_store_get(&inf->store, ns, name);
+}
+
+size_t kube_informer_count(const struct kube_informer *inf)
+{
+    return kube_store_count(&inf->store);
+}
+
+void kube_informer_foreach(const struct kube_informer *inf, kube_informer_each_fn fn,
+                           void *userdata)
+{
+    kube_store_foreach(&inf->store, fn, userdata);
+}
+
+void kube_informer_foreach_in_namespace(const struct kube_informer *inf, const char *ns,
+                                        kube_informer_each_fn fn, void *userdata)
+{
+    kube_store_foreach_in_namespace(&inf->store, ns, fn, userdata);
+}
+
+void kube_informer_foreach_owned(const struct kube_informer *inf, const char *owner_uid,
+                                 kube_informer_each_fn fn, void *userdata)
+{
+    kube_store_foreach_owned(&inf->store, owner_uid, fn, userdata);
+}
+
+size_t kube_informer_count_owned(const struct kube_informer *inf, const char *owner_uid)
+{
+    return kube_store_count_owned(&inf->store, owner_uid);
+}
+
+size_t kube_informer_count_in_namespace(const struct kube_informer *inf, const char *ns)
+{
+    return kube_store_count_in_namespace(&inf->store, ns);
+}

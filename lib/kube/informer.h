@@ -1,0 +1,103 @@
+#ifndef NESTCP_KUBE_INFORMER_H
+#define NESTCP_KUBE_INFORMER_H
+
+/*
+ * A cache of one resource type kept current by list-then-watch, optionally scoped to a
+ * namespace, a label selector and a field selector.
+ *
+ * - The first list is paged; then a watch resumes from the list's resourceVersion, with
+ *   bookmarks, and each watch asks the server to end it after a random 5-10 minutes
+ *   (configurable), after which it resumes from the last resourceVersion without a relist.
+ * - A 410 (HTTP status or ERROR event in the stream) relists; deletions missed while
+ *   disconnected are delivered after the relist (on_delete with final_state_unknown).
+ * - Failures back off exponentially with jitter, from about 0.8 s up to 30 s.
+ * - metadata.managedFields is dropped from cached objects.
+ *
+ * Handlers run on the loop; objects passed to them are borrowed for the duration of the call.
+ * Lookups return borrowed pointers that stay valid until control returns to the loop (the next
+ * event may replace the object).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "lib/kube/client.h"
+
+struct kube_informer;
+
+struct kube_informer_opts {
+    const struct kube_resource *resource;
+    const char *namespace_;      /* NULL: all namespaces */
+    const char *label_selector;  /* NULL: everything */
+    const char *field_selector;
+    long page_size;              /* list page size; 0: 500 */
+    long watch_timeout_seconds;  /* each watch asks for a random timeout in [t, 2t]; 0: 300 */
+    size_t max_line;             /* bound on one watch event; 0: KUBE_WATCH_LINE_MAX */
+};
+
+struct kube_informer_handlers {
+    void (*on_add)(void *userdata, const cJSON *obj);
+    void (*on_update)(void *userdata, const cJSON *old_obj, const cJSON *new_obj);
+    /* final_state_unknown: the deletion was found by a relist, obj is the last cached state. */
+    void (*on_delete)(void *userdata, const cJSON *obj, bool final_state_unknown);
+    /* After the first complete list has been applied. */
+    void (*on_synced)(void *userdata);
+};
+
+struct kube_informer_stats {
+    unsigned long lists;          /* complete lists applied (1 + relists) */
+    unsigned long list_failures;
+    unsigned long watches;        /* watch streams opened */
+    unsigned long watch_timeouts; /* streams the server ended normally (then resumed) */
+    unsigned long watch_expired;  /* streams ended by 410 (then relisted) */
+    unsigned long watch_errors;   /* other stream failures (then resumed after a backoff) */
+    unsigned long events;         /* watch events applied, bookmarks included */
+    unsigned long missed_deletes; /* deletions found by a relist */
+    double last_backoff;          /* seconds of the last wait before a retry */
+};
+
+/* Creates an informer (not started). Strings in opts are copied. handlers may be NULL.
+ * Returns 0, -EINVAL, -ENOMEM. */
+int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *opts,
+                      const struct kube_informer_handlers *handlers, void *userdata,
+                      struct kube_informer **ret_informer);
+
+/* Starts the first list. Returns 0 or a negative code. */
+int kube_informer_start(struct kube_informer *inf);
+
+/* Stops everything (no handler runs after this) and frees the cache. Must not be called from
+ * inside one of its handlers. Accepts NULL. */
+void kube_informer_free(struct kube_informer *inf);
+
+bool kube_informer_synced(const struct kube_informer *inf);
+/* The resourceVersion the next watch resumes from ("" before the first list). */
+const char *kube_informer_resource_version(const struct kube_informer *inf);
+void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *ret);
+
+/* Cached object at ns/name (ns NULL for cluster-scoped), or NULL. */
+const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns, const char *name);
+size_t kube_informer_count(const struct kube_informer *inf);
+
+/* Iteration; fn returns false to stop. Do not start or stop informers from fn. */
+typedef bool (*kube_informer_each_fn)(void *userdata, const cJSON *obj);
+void kube_informer_foreach(const struct kube_informer *inf, kube_informer_each_fn fn,
+                           void *userdata);
+void kube_informer_foreach_in_namespace(const struct kube_informer *inf, const char *ns,
+                                        kube_informer_each_fn fn, void *userdata);
+/* Objects whose controller ownerReference (controller: true) has owner_uid. */
+void kube_informer_foreach_owned(const struct kube_informer *inf, const char *owner_uid,
+                                 kube_informer_each_fn fn, void *userdata);
+size_t kube_informer_count_owned(const struct kube_informer *inf, const char *owner_uid);
+size_t kube_informer_count_in_namespace(const struct kube_informer *inf, const char *ns);
+
+/* The delay before retry number `failures` (1, 2, ...): min(30, 0.8 * 2^(failures-1)) s,
+ * scaled by a jitter factor in [0.5, 1.0]. 0 for failures <= 0. */
+double kube_informer_backoff(int failures, double jitter01);
+
+/* For tests and tools: applies a complete list (the body of a List) to the cache exactly as
+ * the informer does after a relist, calling the handlers. Returns 0 or a negative code. */
+int kube_informer_apply_list(struct kube_informer *inf, cJSON *list);
+
+#endif

@@ -1,0 +1,426 @@
+#include "lib/kube/store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/kube/client.h"
+
+/* Every hashed node starts with this. */
+struct hnode {
+    struct hnode *next;
+    uint32_t hash;
+};
+
+struct kube_store_group {
+    struct hnode h;
+    struct kube_store_entry *head;
+    size_t count;
+    char id[];
+};
+
+struct kube_store_entry {
+    struct hnode h;
+    cJSON *obj;
+    const char *ns, *name; /* borrowed from obj; ns is "" when cluster-scoped */
+    struct kube_store_group *ns_group, *owner_group;
+    struct kube_store_entry *ns_prev, *ns_next;
+    struct kube_store_entry *owner_prev, *owner_next;
+    unsigned mark;
+};
+
+static uint32_t hash_str(uint32_t h, const char *s)
+{
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static uint32_t hash_key(const char *ns, const char *name)
+{
+    uint32_t h = hash_str(2166136261u, ns);
+
+    h ^= '/';
+    h *= 16777619u;
+    return hash_str(h, name);
+}
+
+static int table_grow(struct kube_store_table *t)
+{
+    size_t n = t->nslots ? t->nslots * 2 : 64;
+    void **slots = calloc(n, sizeof(*slots));
+
+    if (!slots)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->nslots; i++) {
+        struct hnode *e = t->slots[i], *next;
+
+        for (; e; e = next) {
+            next = e->next;
+            e->next = slots[e->hash & (n - 1)];
+            slots[e->hash & (n - 1)] = e;
+        }
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = n;
+    return 0;
+}
+
+static int table_insert(struct kube_store_table *t, struct hnode *e)
+{
+    size_t i;
+
+    if (t->count >= t->nslots && table_grow(t) < 0 && t->nslots == 0)
+        return -ENOMEM;
+    i = e->hash & (t->nslots - 1);
+    e->next = t->slots[i];
+    t->slots[i] = e;
+    t->count++;
+    return 0;
+}
+
+static void table_unlink(struct kube_store_table *t, struct hnode *e)
+{
+    struct hnode **p = (struct hnode **)&t->slots[e->hash & (t->nslots - 1)];
+
+    for (; *p; p = &(*p)->next) {
+        if (*p == e) {
+            *p = e->next;
+            t->count--;
+            return;
+        }
+    }
+}
+
+static struct hnode *table_first(const struct kube_store_table *t, uint32_t hash)
+{
+    return t->nslots ? t->slots[hash & (t->nslots - 1)] : NULL;
+}
+
+void kube_store_init(struct kube_store *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+static struct kube_store_entry *find_entry(const struct kube_store *s, const char *ns,
+                                           const char *name)
+{
+    uint32_t h = hash_key(ns, name);
+
+    for (struct hnode *n = table_first(&s->by_key, h); n; n = n->next) {
+        struct kube_store_entry *e = (struct kube_store_entry *)n;
+
+        if (n->hash == h && strcmp(e->name, name) == 0 && strcmp(e->ns, ns) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static struct kube_store_group *find_group(const struct kube_store_table *t, const char *id)
+{
+    uint32_t h = hash_str(2166136261u, id);
+
+    for (struct hnode *n = table_first(t, h); n; n = n->next) {
+        struct kube_store_group *g = (struct kube_store_group *)n;
+
+        if (n->hash == h && strcmp(g->id, id) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+/* Links e into the group for id (created on demand). Returns the group or NULL (no memory). */
+static struct kube_store_group *group_join(struct kube_store_table *t, const char *id)
+{
+    struct kube_store_group *g = find_group(t, id);
+    size_t n;
+
+    if (g)
+        return g;
+    n = strlen(id);
+    g = calloc(1, sizeof(*g) + n + 1);
+    if (!g)
+        return NULL;
+    memcpy(g->id, id, n + 1);
+    g->h.hash = hash_str(2166136261u, id);
+    if (table_insert(t, &g->h) < 0) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static void group_drop_if_empty(struct kube_store_table *t, struct kube_store_group *g)
+{
+    if (g && g->count == 0) {
+        table_unlink(t, &g->h);
+        free(g);
+    }
+}
+
+static void ns_link(struct kube_store_entry *e, struct kube_store_group *g)
+{
+    e->ns_group = g;
+    e->ns_prev = NULL;
+    e->ns_next = g->head;
+    if (g->head)
+        g->head->ns_prev = e;
+    g->head = e;
+    g->count++;
+}
+
+static void ns_unlink(struct kube_store *s, struct kube_store_entry *e)
+{
+    struct kube_store_group *g = e->ns_group;
+
+    if (!g)
+        return;
+    if (e->ns_prev)
+        e->ns_prev->ns_next = e->ns_next;
+    else
+        g->head = e->ns_next;
+    if (e->ns_next)
+        e->ns_next->ns_prev = e->ns_prev;
+    g->count--;
+    e->ns_group = NULL;
+    group_drop_if_empty(&s->by_ns, g);
+}
+
+static void owner_link(struct kube_store_entry *e, struct kube_store_group *g)
+{
+    e->owner_group = g;
+    e->owner_prev = NULL;
+    e->owner_next = g->head;
+    if (g->head)
+        g->head->owner_prev = e;
+    g->head = e;
+    g->count++;
+}
+
+static void owner_unlink(struct kube_store *s, struct kube_store_entry *e)
+{
+    struct kube_store_group *g = e->owner_group;
+
+    if (!g)
+        return;
+    if (e->owner_prev)
+        e->owner_prev->owner_next = e->owner_next;
+    else
+        g->head = e->owner_next;
+    if (e->owner_next)
+        e->owner_next->owner_prev = e->owner_prev;
+    g->count--;
+    e->owner_group = NULL;
+    group_drop_if_empty(&s->by_owner, g);
+}
+
+static const char *controller_uid(const cJSON *obj)
+{
+    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(kube_obj_controller_ref(obj), "uid");
+
+    return cJSON_IsString(uid) ? uid->valuestring : NULL;
+}
+
+/* (Re)computes e's index memberships from e->obj. */
+static int entry_index(struct kube_store *s, struct kube_store_entry *e)
+{
+    const char *owner = controller_uid(e->obj);
+    struct kube_store_group *g;
+
+    if (!e->ns_group || strcmp(e->ns_group->id, e->ns) != 0) {
+        ns_unlink(s, e);
+        g = group_join(&s->by_ns, e->ns);
+        if (!g)
+            return -ENOMEM;
+        ns_link(e, g);
+    }
+    if (e->owner_group && (!owner || strcmp(e->owner_group->id, owner) != 0))
+        owner_unlink(s, e);
+    if (owner && !e->owner_group) {
+        g = group_join(&s->by_owner, owner);
+        if (!g)
+            return -ENOMEM;
+        owner_link(e, g);
+    }
+    return 0;
+}
+
+int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
+{
+    const char *ns = kube_obj_namespace(obj), *name = kube_obj_name(obj);
+    struct kube_store_entry *e;
+    int r;
+
+    *ret_old = NULL;
+    if (!name || !name[0]) {
+        cJSON_Delete(obj);
+        return -EINVAL;
+    }
+    if (!ns)
+        ns = "";
+    e = find_entry(s, ns, name);
+    if (e) {
+        *ret_old = e->obj;
+        e->obj = obj;
+        e->ns = ns;
+        e->name = name;
+        e->mark = s->mark;
+        return entry_index(s, e);
+    }
+    e = calloc(1, sizeof(*e));
+    if (!e) {
+        cJSON_Delete(obj);
+        return -ENOMEM;
+    }
+    e->obj = obj;
+    e->ns = ns;
+    e->name = name;
+    e->mark = s->mark;
+    e->h.hash = hash_key(ns, name);
+    r = table_insert(&s->by_key, &e->h);
+    if (r == 0)
+        r = entry_index(s, e);
+    if (r < 0) {
+        table_unlink(&s->by_key, &e->h);
+        ns_unlink(s, e);
+        owner_unlink(s, e);
+        cJSON_Delete(obj);
+        free(e);
+    }
+    return r;
+}
+
+static cJSON *entry_remove(struct kube_store *s, struct kube_store_entry *e)
+{
+    cJSON *obj = e->obj;
+
+    table_unlink(&s->by_key, &e->h);
+    ns_unlink(s, e);
+    owner_unlink(s, e);
+    free(e);
+    return obj;
+}
+
+int kube_store_remove(struct kube_store *s, const char *ns, const char *name, cJSON **ret_old)
+{
+    struct kube_store_entry *e = find_entry(s, ns ? ns : "", name);
+
+    if (!e)
+        return -ENOENT;
+    *ret_old = entry_remove(s, e);
+    return 0;
+}
+
+const cJSON *kube_store_get(const struct kube_store *s, const char *ns, const char *name)
+{
+    struct kube_store_entry *e = find_entry(s, ns ? ns : "", name);
+
+    return e ? e->obj : NULL;
+}
+
+size_t kube_store_count(const struct kube_store *s)
+{
+    return s->by_key.count;
+}
+
+void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void *userdata)
+{
+    for (size_t i = 0; i < s->by_key.nslots; i++)
+        for (struct hnode *n = s->by_key.slots[i]; n; n = n->next)
+            if (!fn(userdata, ((struct kube_store_entry *)n)->obj))
+                return;
+}
+
+void kube_store_foreach_in_namespace(const struct kube_store *s, const char *ns,
+                                     kube_store_each_fn fn, void *userdata)
+{
+    struct kube_store_group *g = find_group(&s->by_ns, ns ? ns : "");
+
+    for (struct kube_store_entry *e = g ? g->head : NULL; e; e = e->ns_next)
+        if (!fn(userdata, e->obj))
+            return;
+}
+
+void kube_store_foreach_owned(const struct kube_store *s, const char *owner_uid,
+                              kube_store_each_fn fn, void *userdata)
+{
+    struct kube_store_group *g = find_group(&s->by_owner, owner_uid);
+
+    for (struct kube_store_entry *e = g ? g->head : NULL; e; e = e->owner_next)
+        if (!fn(userdata, e->obj))
+            return;
+}
+
+size_t kube_store_count_owned(const struct kube_store *s, const char *owner_uid)
+{
+    struct kube_store_group *g = find_group(&s->by_owner, owner_uid);
+
+    return g ? g->count : 0;
+}
+
+size_t kube_store_count_in_namespace(const struct kube_store *s, const char *ns)
+{
+    struct kube_store_group *g = find_group(&s->by_ns, ns ? ns : "");
+
+    return g ? g->count : 0;
+}
+
+void kube_store_mark_begin(struct kube_store *s)
+{
+    s->mark++;
+}
+
+size_t kube_store_sweep(struct kube_store *s, kube_store_swept_fn fn, void *userdata)
+{
+    size_t removed = 0;
+
+    for (size_t i = 0; i < s->by_key.nslots; i++) {
+        struct hnode *n = s->by_key.slots[i], *next;
+
+        for (; n; n = next) {
+            struct kube_store_entry *e = (struct kube_store_entry *)n;
+            cJSON *obj;
+
+            next = n->next;
+            if (e->mark == s->mark)
+                continue;
+            obj = entry_remove(s, e);
+            if (fn)
+                fn(userdata, obj);
+            cJSON_Delete(obj);
+            removed++;
+        }
+    }
+    return removed;
+}
+
+void kube_store_done(struct kube_store *s)
+{
+    for (size_t i = 0; i < s->by_key.nslots; i++) {
+        struct hnode *n = s->by_key.slots[i], *next;
+
+        for (; n; n = next) {
+            next = n->next;
+            cJSON_Delete(((struct kube_store_entry *)n)->obj);
+            free(n);
+        }
+    }
+    for (int t = 0; t < 2; t++) {
+        struct kube_store_table *tab = t ? &s->by_owner : &s->by_ns;
+
+        for (size_t i = 0; i < tab->nslots; i++) {
+            struct hnode *n = tab->slots[i], *next;
+
+            for (; n; n = next) {
+                next = n->next;
+                free(n);
+            }
+        }
+        free(tab->slots);
+    }
+    free(s->by_key.slots);
+    memset(s, 0, sizeof(*s));
+}

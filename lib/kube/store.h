@@ -1,0 +1,71 @@
+#ifndef NESTCP_KUBE_STORE_H
+#define NESTCP_KUBE_STORE_H
+
+/*
+ * The informer's object cache: objects keyed by namespace/name, with two secondary indexes —
+ * by namespace and by controller owner uid — so that lookup and iteration by either are hash
+ * lookups. Objects are owned by the store once put. No I/O; the informer drives it.
+ *
+ * A relist is a mark-and-sweep: kube_store_mark_begin, kube_store_put every listed object,
+ * then kube_store_sweep hands back every object the list no longer had.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+struct kube_store_entry;
+struct kube_store_group;
+
+struct kube_store_table {
+    void **slots;
+    size_t nslots; /* a power of two, or 0 */
+    size_t count;
+};
+
+struct kube_store {
+    struct kube_store_table by_key;   /* struct kube_store_entry */
+    struct kube_store_table by_ns;    /* struct kube_store_group */
+    struct kube_store_table by_owner; /* struct kube_store_group */
+    unsigned mark;
+};
+
+/* Return false to stop an iteration early. Objects are borrowed. */
+typedef bool (*kube_store_each_fn)(void *userdata, const cJSON *obj);
+
+void kube_store_init(struct kube_store *s);
+/* Frees every object. */
+void kube_store_done(struct kube_store *s);
+
+size_t kube_store_count(const struct kube_store *s);
+
+/* The object at ns/name (ns NULL or "" for cluster-scoped), or NULL. Borrowed. */
+const cJSON *kube_store_get(const struct kube_store *s, const char *ns, const char *name);
+
+/* Puts obj (owned by the store from here on, even on failure) in place of any object with the
+ * same namespace/name, which is handed back in *ret_old (caller frees) or NULL. Marks it for
+ * the current relist. Returns 0, -EINVAL (no metadata.name), -ENOMEM. */
+int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old);
+
+/* Removes ns/name; the object goes to *ret_old (caller frees). Returns 0 or -ENOENT. */
+int kube_store_remove(struct kube_store *s, const char *ns, const char *name, cJSON **ret_old);
+
+void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void *userdata);
+void kube_store_foreach_in_namespace(const struct kube_store *s, const char *ns,
+                                     kube_store_each_fn fn, void *userdata);
+/* Objects whose controller ownerReference has this uid. */
+void kube_store_foreach_owned(const struct kube_store *s, const char *owner_uid,
+                              kube_store_each_fn fn, void *userdata);
+size_t kube_store_count_owned(const struct kube_store *s, const char *owner_uid);
+size_t kube_store_count_in_namespace(const struct kube_store *s, const char *ns);
+
+/* Relist bookkeeping. */
+void kube_store_mark_begin(struct kube_store *s);
+/* Removes every object not put since kube_store_mark_begin, calling fn (may be NULL) with each
+ * before it is freed. Returns how many were removed. */
+typedef void (*kube_store_swept_fn)(void *userdata, const cJSON *obj);
+size_t kube_store_sweep(struct kube_store *s, kube_store_swept_fn fn, void *userdata);
+
+#endif

@@ -1,0 +1,243 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include "lib/kube/config.h"
+#include "lib/kube/informer.h"
+#include "lib/kube/store.h"
+
+struct seen {
+    char log[2048];
+    int synced;
+};
+
+static void logf_(struct seen *s, const char *what, const cJSON *obj)
+{
+    size_t n = strlen(s->log);
+
+    snprintf(s->log + n, sizeof(s->log) - n, "%s %s/%s@%s;", what, kube_obj_namespace(obj),
+             kube_obj_name(obj), kube_obj_resource_version(obj));
+}
+
+static void on_add(void *ud, const cJSON *obj)
+{
+    logf_(ud, "add", obj);
+}
+
+static void on_update(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+{
+    logf_(ud, "update", new_obj);
+}
+
+static void on_delete(void *ud, const cJSON *obj, bool unknown)
+{
+    logf_(ud, unknown ? "missed-delete" : "delete", obj);
+}
+
+static void on_synced(void *ud)
+{
+    ((struct seen *)ud)->synced++;
+}
+
+static const struct kube_informer_handlers handlers = {on_add, on_update, on_delete, on_synced};
+
+static cJSON *obj(const char *ns, const char *name, const char *rv, const char *owner)
+{
+    char text[1024];
+
+    snprintf(text, sizeof(text),
+             "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"resourceVersion\":\"%s\","
+             "\"uid\":\"uid-%s\",\"managedFields\":[{\"manager\":\"x\"}]%s%s%s}}",
+             ns, name, rv, name, owner ? ",\"ownerReferences\":[{\"uid\":\"other\"},{\"uid\":\"" : "",
+             owner ? owner : "", owner ? "\",\"controller\":true}]" : "");
+    return cJSON_Parse(text);
+}
+
+static cJSON *list(const char *rv, int n, cJSON **items)
+{
+    cJSON *l = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(l, "items");
+
+    cJSON_AddStringToObject(l, "kind", "ConfigMapList");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(l, "metadata"), "resourceVersion", rv);
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, items[i]);
+    return l;
+}
+
+struct fixture {
+    struct ev_loop *loop;
+    struct kube_client *c;
+};
+
+static int setup(void **state)
+{
+    static struct fixture f;
+    struct kube_config cfg = {.server = (char *)"http://127.0.0.1:1", .allow_plain_http = true};
+
+    f.loop = ev_loop_new(0);
+    assert_int_equal(kube_client_new(f.loop, &cfg, &f.c, NULL), 0);
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    kube_client_free(f->c);
+    ev_loop_destroy(f->loop);
+    return 0;
+}
+
+static bool count_cb(void *ud, const cJSON *o)
+{
+    (*(int *)ud)++;
+    return true;
+}
+
+static void test_informer__relist_diff_delivers_missed_deletes(void **state)
+{
+    struct fixture *f = *state;
+    struct kube_informer_opts o = {.resource = &KUBE_CONFIGMAPS};
+    struct kube_informer *inf = NULL;
+    struct seen s = {0};
+    cJSON *items[3], *l;
+    int n = 0;
+
+    assert_int_equal(kube_informer_new(f->c, &o, &handlers, &s, &inf), 0);
+    assert_false(kube_informer_synced(inf));
+    items[0] = obj("a", "x", "1", NULL);
+    items[1] = obj("a", "y", "2", "owner-1");
+    items[2] = obj("b", "x", "3", "owner-1");
+    l = list("3", 3, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    assert_string_equal(s.log, "add a/x@1;add a/y@2;add b/x@3;");
+    assert_int_equal(s.synced, 1);
+    assert_true(kube_informer_synced(inf));
+    assert_string_equal(kube_informer_resource_version(inf), "3");
+
+    /* While "disconnected": a/y was deleted, b/x changed, c/z appeared, a/x unchanged. */
+    s.log[0] = '\0';
+    items[0] = obj("a", "x", "1", NULL);
+    items[1] = obj("b", "x", "7", NULL);
+    items[2] = obj("c", "z", "8", "owner-1");
+    l = list("9", 3, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    assert_string_equal(s.log, "update b/x@7;add c/z@8;missed-delete a/y@2;");
+    assert_int_equal(s.synced, 1);
+    assert_int_equal(kube_informer_count(inf), 3);
+    assert_null(kube_informer_get(inf, "a", "y"));
+    assert_string_equal(kube_obj_resource_version(kube_informer_get(inf, "b", "x")), "7");
+    /* managedFields never reach the cache. */
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(kube_informer_get(inf, "a", "x"),
+                                                        "metadata"),
+                                    "managedFields"));
+    /* Owner index follows the change of controller: b/x lost its owner. */
+    assert_int_equal(kube_informer_count_owned(inf, "owner-1"), 1);
+    assert_int_equal(kube_informer_count_owned(inf, "other"), 0);
+    kube_informer_foreach_in_namespace(inf, "a", count_cb, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(kube_informer_count_in_namespace(inf, "b"), 1);
+
+    {
+        struct kube_informer_stats st;
+
+        kube_informer_get_stats(inf, &st);
+        assert_int_equal(st.lists, 2);
+        assert_int_equal(st.missed_deletes, 1);
+    }
+    /* A list without a resourceVersion is refused. */
+    l = cJSON_Parse("{\"items\":[]}");
+    assert_int_equal(kube_informer_apply_list(inf, l), -EINVAL);
+    cJSON_Delete(l);
+    kube_informer_free(inf);
+}
+
+static bool stop_after_one(void *ud, const cJSON *o)
+{
+    (*(int *)ud)++;
+    return false;
+}
+
+static void test_informer__store_indexes(void **state)
+{
+    struct kube_store s;
+    cJSON *old = NULL;
+    char name[32];
+    int n = 0;
+
+    kube_store_init(&s);
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof(name), "o%d", i);
+        assert_int_equal(kube_store_put(&s, obj(i % 2 ? "odd" : "even", name, "1",
+                                                i % 10 == 0 ? "ten" : NULL),
+                                        &old),
+                         0);
+        assert_null(old);
+    }
+    assert_int_equal(kube_store_count(&s), 1000);
+    assert_int_equal(kube_store_count_in_namespace(&s, "odd"), 500);
+    assert_int_equal(kube_store_count_owned(&s, "ten"), 100);
+    kube_store_foreach_owned(&s, "ten", count_cb, &n);
+    assert_int_equal(n, 100);
+    n = 0;
+    kube_store_foreach(&s, stop_after_one, &n);
+    assert_int_equal(n, 1);
+    assert_non_null(kube_store_get(&s, "even", "o10"));
+    assert_null(kube_store_get(&s, "odd", "o10"));
+
+    assert_int_equal(kube_store_remove(&s, "even", "o10", &old), 0);
+    assert_string_equal(kube_obj_name(old), "o10");
+    cJSON_Delete(old);
+    assert_int_equal(kube_store_remove(&s, "even", "o10", &old), -ENOENT);
+    assert_int_equal(kube_store_count_owned(&s, "ten"), 99);
+
+    /* Cluster-scoped objects have no namespace. */
+    assert_int_equal(kube_store_put(&s, cJSON_Parse("{\"metadata\":{\"name\":\"n1\"}}"), &old),
+                     0);
+    assert_non_null(kube_store_get(&s, NULL, "n1"));
+    assert_int_equal(kube_store_put(&s, cJSON_Parse("{\"metadata\":{}}"), &old), -EINVAL);
+
+    kube_store_mark_begin(&s);
+    assert_int_equal(kube_store_put(&s, obj("odd", "o1", "2", NULL), &old), 0);
+    cJSON_Delete(old);
+    assert_int_equal(kube_store_sweep(&s, NULL, NULL), 999);
+    assert_int_equal(kube_store_count(&s), 1);
+    assert_int_equal(kube_store_count_owned(&s, "ten"), 0);
+    assert_int_equal(kube_store_count_in_namespace(&s, "even"), 0);
+    kube_store_done(&s);
+}
+
+static void test_informer__backoff_grows_to_30s_with_jitter(void **state)
+{
+    assert_true(kube_informer_backoff(0, 0.3) == 0.0);
+    assert_true(kube_informer_backoff(1, 1.0) == 0.8);
+    assert_true(kube_informer_backoff(1, 0.0) == 0.4);
+    assert_true(kube_informer_backoff(2, 1.0) == 1.6);
+    assert_true(kube_informer_backoff(6, 1.0) == 25.6);
+    assert_true(kube_informer_backoff(7, 1.0) == 30.0);
+    assert_true(kube_informer_backoff(100, 1.0) == 30.0);
+    assert_true(kube_informer_backoff(100, 0.0) == 15.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_informer__relist_diff_delivers_missed_deletes),
+        cmocka_unit_test(test_informer__store_indexes),
+        cmocka_unit_test(test_informer__backoff_grows_to_30s_with_jitter),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
