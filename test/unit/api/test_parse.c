@@ -204,6 +204,23 @@ static void test_parse__ranges_and_required(void **state)
     free(got);
 }
 
+static void test_parse__storage_size_is_a_quantity(void **state)
+{
+    char *got = component_errors("apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                                 "kind: NestedEtcd\n"
+                                 "metadata: {name: e}\n"
+                                 "spec:\n"
+                                 "  storage:\n"
+                                 "    emptyDir: {sizeLimit: 1.5.0Gi}\n"
+                                 "    persistentVolumeClaim: {size: 10Qi}\n");
+
+    assert_string_equal(got, "spec.storage.emptyDir.sizeLimit: \"1.5.0Gi\" is not a valid "
+                             "quantity\n"
+                             "spec.storage.persistentVolumeClaim.size: \"10Qi\" is not a valid "
+                             "quantity\n");
+    free(got);
+}
+
 static void test_parse__wrong_kind_or_version(void **state)
 {
     char *got = component_errors("apiVersion: controlplane.cluster.x-k8s.io/v1alpha3\n"
@@ -296,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_parse__component_fields),
         cmocka_unit_test(test_parse__type_errors_name_path_and_value),
         cmocka_unit_test(test_parse__ranges_and_required),
+        cmocka_unit_test(test_parse__storage_size_is_a_quantity),
         cmocka_unit_test(test_parse__wrong_kind_or_version),
         cmocka_unit_test(test_parse__nested_cluster_and_capi_cluster),
         cmocka_unit_test(test_parse__cluster_name_prefers_owner_cluster),
