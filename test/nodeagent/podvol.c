@@ -1,0 +1,468 @@
+#include "test/nodeagent/podvol.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/util/strutil.h"
+
+#define PODVOL_DEFAULT_MODE 0644
+#define PODVOL_PATH_MAX 4096
+
+/* The relative paths a volume's directory should hold. */
+struct podvol_names {
+    char **v;
+    size_t n;
+};
+
+static int names_add(struct podvol_names *s, const char *name)
+{
+    char **v = realloc(s->v, (s->n + 1) * sizeof(*v));
+
+    if (!v)
+        return -ENOMEM;
+    s->v = v;
+    s->v[s->n] = strdup(name);
+    if (!s->v[s->n])
+        return -ENOMEM;
+    s->n++;
+    return 0;
+}
+
+static bool names_has(const struct podvol_names *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void names_done(struct podvol_names *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+}
+
+int podvol_mkdir_p(const char *path, unsigned mode)
+{
+    char tmp[PODVOL_PATH_MAX];
+    size_t len = strlen(path);
+
+    if (len == 0 || len >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    memcpy(tmp, path, len + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static bool file_holds(const char *path, const void *data, size_t len, unsigned mode)
+{
+    struct stat st;
+    char *have;
+    bool same = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+    if (fd < 0)
+        return false;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len &&
+        (st.st_mode & 07777) == mode) {
+        have = malloc(len + 1);
+        if (have && read(fd, have, len + 1) == (ssize_t)len)
+            same = memcmp(have, data, len) == 0;
+        free(have);
+    }
+    close(fd);
+    return same;
+}
+
+int podvol_write_file(const char *path, const void *data, size_t len, unsigned mode)
+{
+    char tmp[PODVOL_PATH_MAX];
+    const char *p = data;
+    int fd, r = 0;
+
+    if (file_holds(path, data, len, mode))
+        return 0;
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = -errno;
+            break;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    if (r == 0 && fchmod(fd, mode) < 0)
+        r = -errno;
+    if (close(fd) < 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, path) < 0)
+        r = -errno;
+    if (r < 0)
+        unlink(tmp);
+    return r;
+}
+
+/* A path inside a volume: relative, not empty, no ".." component. */
+static bool rel_path_ok(const char *p)
+{
+    if (!*p || *p == '/')
+        return false;
+    while (*p) {
+        size_t n = strcspn(p, "/");
+
+        if ((n == 2 && p[0] == '.' && p[1] == '.') || n == 0)
+            return false;
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    return true;
+}
+
+static int volume_source(const cJSON *pod, const cJSON *vol, const struct podvol_dirs *dirs,
+                         char *out, size_t size)
+{
+    const char *name = podobj_str(vol, "name", NULL);
+    const char *claim = podobj_str(vol, "persistentVolumeClaim", "claimName", NULL);
+    const char *host = podobj_str(vol, "hostPath", "path", NULL);
+    size_t n;
+
+    if (!name || !rel_path_ok(name) || strchr(name, '/'))
+        return -EINVAL;
+    if (claim) {
+        if (!rel_path_ok(claim) || strchr(claim, '/'))
+            return -EINVAL;
+        n = (size_t)snprintf(out, size, "%s/%s_%s", dirs->pvc_dir,
+                             podobj_str(pod, "metadata", "namespace", NULL) ?: "default", claim);
+    } else if (host) {
+        if (host[0] != '/')
+            return -EINVAL;
+        n = (size_t)snprintf(out, size, "%s", host);
+    } else if (podobj_get(vol, "secret", NULL) || podobj_get(vol, "configMap", NULL) ||
+               podobj_get(vol, "projected", NULL) || podobj_get(vol, "emptyDir", NULL)) {
+        n = (size_t)snprintf(out, size, "%s/volumes/%s", dirs->pod_dir, name);
+    } else {
+        return -EOPNOTSUPP;
+    }
+    return n < size ? 0 : -ENAMETOOLONG;
+}
+
+static int write_key(const char *voldir, const char *rel, const char *data, size_t len,
+                     unsigned mode, struct podvol_names *names)
+{
+    char path[PODVOL_PATH_MAX];
+    char *slash;
+    int r;
+
+    if (!rel_path_ok(rel))
+        return -EINVAL;
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", voldir, rel) >= sizeof(path))
+        return -ENAMETOOLONG;
+    slash = strrchr(path, '/');
+    *slash = '\0';
+    r = podvol_mkdir_p(path, 0755);
+    *slash = '/';
+    if (r == 0)
+        r = podvol_write_file(path, data, len, mode);
+    if (r == 0)
+        r = names_add(names, rel);
+    return r;
+}
+
+/* Writes the keys of one Secret or ConfigMap source (a `secret`/`configMap` volume or a
+ * projected source) into voldir. */
+static int write_source(const cJSON *pod, const char *kind, const cJSON *src, unsigned def_mode,
+                        const char *voldir, podobj_resolve_fn resolve, void *userdata,
+                        struct podvol_names *names, struct err *e)
+{
+    const char *ns = podobj_str(pod, "metadata", "namespace", NULL) ?: "default";
+    const char *name = podobj_str(src, strcmp(kind, "Secret") == 0 ? "secretName" : "name", NULL);
+    const cJSON *obj = NULL, *items = podobj_get(src, "items", NULL), *item;
+    bool optional = podobj_bool(src, "optional", false);
+    int r;
+
+    if (!name && strcmp(kind, "Secret") == 0)
+        name = podobj_str(src, "name", NULL); /* projected secret sources use `name` */
+    if (!name)
+        return err_set(e, -EINVAL, "%s source without a name", kind);
+    r = resolve ? resolve(userdata, kind, ns, name, &obj) : -ENOENT;
+    if (r == -ENOENT && optional)
+        return 0;
+    if (r < 0)
+        return err_set(e, r, "%s %s/%s not found", kind, ns, name);
+    if (cJSON_IsArray(items) && cJSON_GetArraySize(items) > 0) {
+        cJSON_ArrayForEach(item, items)
+        {
+            const char *key = podobj_str(item, "key", NULL);
+            const char *path = podobj_str(item, "path", NULL);
+            unsigned mode = (unsigned)podobj_long(item, "mode", (long)def_mode) & 07777;
+            char *data = NULL;
+            size_t len;
+
+            if (!key || !path)
+                return err_set(e, -EINVAL, "%s %s: item without key or path", kind, name);
+            r = podobj_data_value(obj, kind, key, &data, &len);
+            if (r == -ENOENT && optional)
+                continue;
+            if (r == -ENOENT)
+                return err_set(e, r, "%s %s has no key %s", kind, name, key);
+            if (r == 0)
+                r = write_key(voldir, path, data, len, mode, names);
+            free(data);
+            if (r < 0)
+                return err_set(e, r, "%s %s key %s -> %s: %s", kind, name, key, path,
+                               strerror(-r));
+        }
+        return 0;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        const char *member = pass == 0 ? "data" : "binaryData";
+
+        if (pass == 1 && strcmp(kind, "Secret") == 0)
+            break;
+        cJSON_ArrayForEach(item, podobj_get(obj, member, NULL))
+        {
+            char *data = NULL;
+            size_t len;
+
+            r = podobj_data_value(obj, kind, item->string, &data, &len);
+            if (r == 0)
+                r = write_key(voldir, item->string, data, len, def_mode, names);
+            free(data);
+            if (r < 0)
+                return err_set(e, r, "%s %s key %s: %s", kind, name, item->string,
+                               strerror(-r));
+        }
+    }
+    return 0;
+}
+
+/* Removes the regular files under dir (relative path prefix rel) that names does not list. */
+static void prune(const char *dir, const char *rel, const struct podvol_names *names)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+
+    if (!d)
+        return;
+    while ((de = readdir(d))) {
+        char path[PODVOL_PATH_MAX], sub[PODVOL_PATH_MAX];
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path) ||
+            (size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name) >=
+                sizeof(sub))
+            continue;
+        if (de->d_type == DT_DIR)
+            prune(path, sub, names);
+        else if (!names_has(names, sub))
+            unlink(path);
+    }
+    closedir(d);
+}
+
+static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvol_dirs *dirs,
+                          podobj_resolve_fn resolve, void *userdata, struct err *e)
+{
+    struct podvol_names names = {NULL, 0};
+    char dir[PODVOL_PATH_MAX];
+    const cJSON *src;
+    int r = volume_source(pod, vol, dirs, dir, sizeof(dir));
+
+    if (r == -EOPNOTSUPP)
+        return err_set(e, r, "this node runs no volumes of this type");
+    if (r < 0)
+        return err_set(e, r, "bad volume name or path");
+    if (podobj_get(vol, "hostPath", NULL)) {
+        const char *type = podobj_str(vol, "hostPath", "type", NULL);
+
+        if (type && strcmp(type, "DirectoryOrCreate") == 0)
+            r = podvol_mkdir_p(dir, 0755);
+        return r < 0 ? err_set(e, r, "hostPath %s: %s", dir, strerror(-r)) : 0;
+    }
+    r = podvol_mkdir_p(dir, 0755);
+    if (r < 0)
+        return err_set(e, r, "%s: %s", dir, strerror(-r));
+    if ((src = podobj_get(vol, "secret", NULL)) || (src = podobj_get(vol, "configMap", NULL))) {
+        const char *kind = podobj_get(vol, "secret", NULL) ? "Secret" : "ConfigMap";
+        unsigned mode = (unsigned)podobj_long(src, "defaultMode", PODVOL_DEFAULT_MODE) & 07777;
+
+        r = write_source(pod, kind, src, mode, dir, resolve, userdata, &names, e);
+    } else if ((src = podobj_get(vol, "projected", NULL))) {
+        unsigned mode = (unsigned)podobj_long(src, "defaultMode", PODVOL_DEFAULT_MODE) & 07777;
+        const cJSON *s;
+
+        cJSON_ArrayForEach(s, podobj_get(src, "sources", NULL))
+        {
+            const cJSON *sec = podobj_get(s, "secret", NULL);
+            const cJSON *cm = podobj_get(s, "configMap", NULL);
+
+            if (!sec && !cm) {
+                r = err_set(e, -EOPNOTSUPP, "projected: only secret and configMap sources");
+                break;
+            }
+            r = write_source(pod, sec ? "Secret" : "ConfigMap", sec ? sec : cm, mode, dir,
+                             resolve, userdata, &names, e);
+            if (r < 0)
+                break;
+        }
+    } else {
+        goto out; /* emptyDir and claims keep what they hold */
+    }
+    if (r == 0)
+        prune(dir, "", &names);
+out:
+    names_done(&names);
+    return r;
+}
+
+int podvol_prepare(const cJSON *pod, const struct podvol_dirs *dirs, podobj_resolve_fn resolve,
+                   void *userdata, struct err *e)
+{
+    const cJSON *vol;
+    int r;
+
+    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL))
+    {
+        r = prepare_volume(pod, vol, dirs, resolve, userdata, e);
+        if (r < 0) {
+            err_prefix(e, "volume %s: ", podobj_str(vol, "name", NULL) ?: "?");
+            return r;
+        }
+    }
+    return 0;
+}
+
+static int depth(const char *p)
+{
+    int n = 0;
+
+    for (; *p; p++)
+        n += *p == '/';
+    return n;
+}
+
+static int mount_cmp(const void *a, const void *b)
+{
+    const struct podvol_mount *x = a, *y = b;
+
+    return depth(x->target) - depth(y->target);
+}
+
+void podvol_mounts_free(struct podvol_mount *mounts, size_t n)
+{
+    if (!mounts)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(mounts[i].source);
+        free(mounts[i].target);
+    }
+    free(mounts);
+}
+
+static const cJSON *find_volume(const cJSON *pod, const char *name)
+{
+    const cJSON *vol;
+
+    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL))
+    {
+        const char *n = podobj_str(vol, "name", NULL);
+
+        if (n && strcmp(n, name) == 0)
+            return vol;
+    }
+    return NULL;
+}
+
+int podvol_mounts(const cJSON *pod, const cJSON *container, const struct podvol_dirs *dirs,
+                  const char *hosts_path, struct podvol_mount **ret_mounts, size_t *ret_n,
+                  struct err *e)
+{
+    const cJSON *vm, *list = podobj_get(container, "volumeMounts", NULL);
+    size_t n = 0, max = (size_t)cJSON_GetArraySize(list) + 1;
+    struct podvol_mount *m = calloc(max, sizeof(*m));
+    bool hosts_mounted = false;
+    int r = -ENOMEM;
+
+    if (!m)
+        return -ENOMEM;
+    cJSON_ArrayForEach(vm, list)
+    {
+        const char *name = podobj_str(vm, "name", NULL);
+        const char *target = podobj_str(vm, "mountPath", NULL);
+        const char *sub = podobj_str(vm, "subPath", NULL);
+        const cJSON *vol = name ? find_volume(pod, name) : NULL;
+        char src[PODVOL_PATH_MAX];
+
+        if (!vol || !target || target[0] != '/') {
+            r = err_set(e, -EINVAL, "volumeMount %s: no such volume or a relative mountPath",
+                        name ? name : "?");
+            goto fail;
+        }
+        r = volume_source(pod, vol, dirs, src, sizeof(src));
+        if (r < 0) {
+            err_set(e, r, "volumeMount %s: volume cannot be provided", name);
+            goto fail;
+        }
+        if (sub && *sub) {
+            size_t len = strlen(src);
+
+            if (!rel_path_ok(sub) ||
+                (size_t)snprintf(src + len, sizeof(src) - len, "/%s", sub) >= sizeof(src) - len) {
+                r = err_set(e, -EINVAL, "volumeMount %s: bad subPath %s", name, sub);
+                goto fail;
+            }
+        }
+        if (strcmp(target, "/etc/hosts") == 0)
+            hosts_mounted = true;
+        m[n].source = strdup(src);
+        m[n].target = strdup(target);
+        m[n].readonly = podobj_bool(vm, "readOnly", false);
+        n++;
+        if (!m[n - 1].source || !m[n - 1].target) {
+            r = -ENOMEM;
+            goto fail;
+        }
+    }
+    if (hosts_path && !hosts_mounted) {
+        m[n].source = strdup(hosts_path);
+        m[n].target = strdup("/etc/hosts");
+        n++;
+        if (!m[n - 1].source || !m[n - 1].target) {
+            r = -ENOMEM;
+            goto fail;
+        }
+    }
+    qsort(m, n, sizeof(*m), mount_cmp);
+    *ret_mounts = m;
+    *ret_n = n;
+    return 0;
+fail:
+    podvol_mounts_free(m, n);
+    return r;
+}
