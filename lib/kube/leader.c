@@ -46,9 +46,9 @@ struct kube_leader {
     void *userdata;
 
     enum leader_state state;
-    enum leader_op op; /* the request in flight */
-    bool freed;        /* kube_leader_free() ran while a request was in flight */
-    bool held;         /* our last write made us the holder and nothing since says otherwise */
+    enum leader_op op;      /* the request in flight */
+    bool freed;             /* kube_leader_free() ran while a request was in flight */
+    bool held;              /* our last write made us the holder and nothing since says otherwise */
     double attempt_started; /* time_mono() when the current attempt's GET was sent */
     double last_renew;      /* attempt_started of the last successful write */
     ev_timer tick;          /* next attempt, or the deferred stop completion */
@@ -128,13 +128,16 @@ int kube_leader_new(struct kube_client *c, const struct kube_leader_opts *opts,
     if (!opts->namespace_ || !*opts->namespace_ || !opts->name || !*opts->name)
         return err_set(e, -EINVAL, "leader election: the Lease namespace and name are required");
     if (lease < 1 || lease != floor(lease) || lease > INT32_MAX)
-        return err_set(e, -EINVAL, "leader election: lease duration %g is not a whole number of "
-                                   "seconds >= 1", lease);
+        return err_set(e, -EINVAL,
+                       "leader election: lease duration %g is not a whole number of "
+                       "seconds >= 1",
+                       lease);
     /* client-go's rules: the lease outlasts the renew deadline, which outlasts a jittered retry. */
     if (renew <= 0 || retry <= 0 || lease <= renew || renew <= 1.2 * retry)
         return err_set(e, -EINVAL,
                        "leader election: need lease duration (%g) > renew deadline (%g) > "
-                       "1.2 * retry period (%g) > 0", lease, renew, retry);
+                       "1.2 * retry period (%g) > 0",
+                       lease, renew, retry);
     if (!opts->identity && kube_leader_default_identity(identity, sizeof(identity)) < 0)
         return err_set(e, -EINVAL, "leader election: host name too long for an identity");
     if (opts->identity && !*opts->identity)
@@ -528,8 +531,7 @@ int kube_leader_start(struct kube_leader *l)
     return 0;
 }
 
-int kube_leader_stop(struct kube_leader *l, void (*done)(void *userdata, int code),
-                     void *userdata)
+int kube_leader_stop(struct kube_leader *l, void (*done)(void *userdata, int code), void *userdata)
 {
     if (l->state == LEADER_STOPPING || (l->state == LEADER_FINISHED && l->stop_done))
         return -EALREADY;

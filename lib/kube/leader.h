@@ -64,8 +64,7 @@ int kube_leader_start(struct kube_leader *l);
  * conflict means someone else already holds it, which is fine). done (may be NULL) runs once
  * on the loop when nothing is left in flight, with 0 or the release's error code.
  * on_stopped_leading is not called. Returns 0, or -EALREADY if already stopping. */
-int kube_leader_stop(struct kube_leader *l, void (*done)(void *userdata, int code),
-                     void *userdata);
+int kube_leader_stop(struct kube_leader *l, void (*done)(void *userdata, int code), void *userdata);
 
 /* Frees the elector without releasing the Lease. A request still in flight completes first
  * (its result is ignored), so the client must stay alive or be freed afterwards; no callback

@@ -21,12 +21,12 @@ struct item {
     char *key;
     bool dirty;
     bool processing;
-    bool queued;           /* in the FIFO */
+    bool queued; /* in the FIFO */
     struct item *fifo_next;
     struct item *all_prev; /* every item, for shutdown and free */
     struct item *all_next;
-    ev_timer delay;        /* active while waiting; data points back to the item */
-    double ready_at;       /* loop time the delay ends */
+    ev_timer delay;  /* active while waiting; data points back to the item */
+    double ready_at; /* loop time the delay ends */
     unsigned failures;
     double queued_at; /* monotonic seconds, for the metrics */
     double started_at;
@@ -375,8 +375,8 @@ static void on_kick(struct ev_loop *loop, ev_timer *w, int revents)
     }
     /* Hand out at most the keys queued now, so a key that is re-added and finished
      * synchronously inside process() waits for the next iteration instead of spinning here. */
-    while (n-- > 0 && !q->shutting_down &&
-           q->metrics.in_flight < (uint64_t)q->opts.concurrency && (it = fifo_pop(q))) {
+    while (n-- > 0 && !q->shutting_down && q->metrics.in_flight < (uint64_t)q->opts.concurrency &&
+           (it = fifo_pop(q))) {
         double now = time_mono();
 
         it->dirty = false;

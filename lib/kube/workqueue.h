@@ -52,15 +52,15 @@ struct workqueue_result {
 
 /* Counters for export as Prometheus metrics (names follow client-go's workqueue_*). */
 struct workqueue_metrics {
-    uint64_t depth;                    /* keys queued and ready, now (gauge) */
-    uint64_t waiting;                  /* keys waiting for a delay to pass, now (gauge) */
-    uint64_t in_flight;                /* keys being processed, now (gauge) */
-    uint64_t adds;                     /* adds that queued a key (not deduplicated ones) */
-    uint64_t retries;                  /* rate-limited re-adds after an error */
-    double queue_duration_sum;         /* seconds between queueing and handing out */
-    uint64_t queue_duration_count;     /* keys handed out */
-    double work_duration_sum;          /* seconds between handing out and workqueue_done */
-    uint64_t work_duration_count;      /* keys done */
+    uint64_t depth;                /* keys queued and ready, now (gauge) */
+    uint64_t waiting;              /* keys waiting for a delay to pass, now (gauge) */
+    uint64_t in_flight;            /* keys being processed, now (gauge) */
+    uint64_t adds;                 /* adds that queued a key (not deduplicated ones) */
+    uint64_t retries;              /* rate-limited re-adds after an error */
+    double queue_duration_sum;     /* seconds between queueing and handing out */
+    uint64_t queue_duration_count; /* keys handed out */
+    double work_duration_sum;      /* seconds between handing out and workqueue_done */
+    uint64_t work_duration_count;  /* keys done */
 };
 
 /* Creates a queue on loop; opts may be NULL for the defaults. process and userdata are borrowed.

@@ -17,7 +17,10 @@ struct strmap {
     size_t size;
 };
 
-#define STRMAP_INIT {NULL, 0, 0}
+#define STRMAP_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 /* Frees the map's own memory; calls free_value (if not NULL) on each value first. The map is
  * empty afterwards and may be reused. */

@@ -78,8 +78,8 @@ static cJSON *create_configmap(struct env *env, const char *name)
     cJSON *cm = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{},"
                             "\"data\":{\"k\":\"v\"}}");
     cJSON *created = NULL;
-    struct kube_request req = {.verb = KUBE_CREATE, .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = NS, .body = cm};
+    struct kube_request req = {
+        .verb = KUBE_CREATE, .resource = &KUBE_CONFIGMAPS, .namespace_ = NS, .body = cm};
     struct err e = {0};
 
     cJSON_AddStringToObject(cJSON_GetObjectItem(cm, "metadata"), "name", name);
@@ -92,8 +92,8 @@ static cJSON *list_events_of(struct env *env, const char *name)
 {
     char selector[256];
     cJSON *list = NULL;
-    struct kube_request req = {.verb = KUBE_LIST, .resource = &KUBE_EVENTS, .namespace_ = NS,
-                               .field_selector = selector};
+    struct kube_request req = {
+        .verb = KUBE_LIST, .resource = &KUBE_EVENTS, .namespace_ = NS, .field_selector = selector};
     struct err e = {0};
 
     snprintf(selector, sizeof(selector),
@@ -126,8 +126,8 @@ static double count_of(const cJSON *ev)
 
 static void delete_object(struct env *env, const struct kube_resource *res, const char *name)
 {
-    struct kube_request req = {.verb = KUBE_DELETE, .resource = res, .namespace_ = NS,
-                               .name = name};
+    struct kube_request req = {
+        .verb = KUBE_DELETE, .resource = res, .namespace_ = NS, .name = name};
     struct err e = {0};
 
     kube_request_sync(env->client, &req, NULL, &e);
@@ -142,8 +142,8 @@ static char *kubectl_describe(const char *name)
     size_t n;
     FILE *p;
 
-    snprintf(cmd, sizeof(cmd), "kubectl --request-timeout=20s -n %s describe configmap %s",
-             NS, name);
+    snprintf(cmd, sizeof(cmd), "kubectl --request-timeout=20s -n %s describe configmap %s", NS,
+             name);
     p = popen(cmd, "r");
     assert_non_null(p);
     buf_init(&out, 1 << 20);
@@ -197,15 +197,14 @@ static void test_events__repeats_aggregate_into_counted_events_kubectl_shows(voi
         "nestcp-test");
     assert_string_equal(cJSON_GetObjectItem(synced, "reportingComponent")->valuestring,
                         "nestcp-test");
-    assert_string_equal(cJSON_GetObjectItem(synced, "reportingInstance")->valuestring,
-                        "test-host");
+    assert_string_equal(cJSON_GetObjectItem(synced, "reportingInstance")->valuestring, "test-host");
     assert_non_null(cJSON_GetObjectItem(synced, "firstTimestamp")->valuestring);
     assert_non_null(cJSON_GetObjectItem(synced, "lastTimestamp")->valuestring);
     cJSON_Delete(list);
 
     /* A later repeat (the Event now exists on the server) is a PATCH. */
-    kube_recorder_event(env->rec, &ref, KUBE_EVENT_NORMAL, "Synced",
-                        "configuration %s is in sync", name);
+    kube_recorder_event(env->rec, &ref, KUBE_EVENT_NORMAL, "Synced", "configuration %s is in sync",
+                        name);
     flush(env);
     assert_true(kube_recorder_stats(env->rec)->patched >= 1);
     list = list_events_of(env, name);

@@ -188,7 +188,8 @@ static int next_report(struct candidate *cs, int n, double timeout, char *what, 
         for (int i = 0; i < n; i++) {
             if (!(pfd[i].revents & (POLLIN | POLLHUP)))
                 continue;
-            ssize_t got = read(cs[i].fd, cs[i].line + cs[i].len, sizeof(cs[i].line) - 1 - cs[i].len);
+            ssize_t got =
+                read(cs[i].fd, cs[i].line + cs[i].len, sizeof(cs[i].line) - 1 - cs[i].len);
             if (got <= 0)
                 cs[i].alive = false; /* the process ended */
             else
@@ -219,8 +220,8 @@ static cJSON *get_lease_spec(const char *lease)
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     struct kube_config *cfg = NULL;
     struct kube_client *client = NULL;
-    struct kube_request req = {.verb = KUBE_GET, .resource = &KUBE_LEASES, .namespace_ = NS,
-                               .name = lease};
+    struct kube_request req = {
+        .verb = KUBE_GET, .resource = &KUBE_LEASES, .namespace_ = NS, .name = lease};
     cJSON *body = NULL, *spec;
     struct err e = {0};
 
@@ -241,8 +242,8 @@ static void delete_lease(const char *lease)
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     struct kube_config *cfg = NULL;
     struct kube_client *client = NULL;
-    struct kube_request req = {.verb = KUBE_DELETE, .resource = &KUBE_LEASES, .namespace_ = NS,
-                               .name = lease};
+    struct kube_request req = {
+        .verb = KUBE_DELETE, .resource = &KUBE_LEASES, .namespace_ = NS, .name = lease};
     struct err e = {0};
 
     assert_int_equal(kube_config_load(NULL, &cfg, &e), 0);
@@ -340,7 +341,8 @@ static void test_leader__clean_shutdown_releases_the_lease_for_a_quick_handover(
     assert_int_equal(i, 1);
     assert_string_equal(what, "started");
     printf("takeover after release: %.2f s (retry %.1f s; waiting out the lease would take "
-           ">= %.0f s)\n", at - t_released, RETRY_S, LEASE_S - RENEW_S);
+           ">= %.0f s)\n",
+           at - t_released, RETRY_S, LEASE_S - RENEW_S);
     assert_true(at - t_released < LEASE_S - RENEW_S);
     spec = get_lease_spec(lease);
     assert_string_equal(spec_string(spec, "holderIdentity"), "candidate-second");
@@ -369,8 +371,7 @@ static int kube_env(const char *verb)
 
     assert_non_null(src);
     assert_non_null(dir);
-    snprintf(cmd, sizeof(cmd), "'%s/hack/kube-env.sh' %s apiserver --dir '%s' >&2", src, verb,
-             dir);
+    snprintf(cmd, sizeof(cmd), "'%s/hack/kube-env.sh' %s apiserver --dir '%s' >&2", src, verb, dir);
     return system(cmd);
 }
 

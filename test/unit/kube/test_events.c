@@ -43,8 +43,7 @@ struct fixture {
     int flushed;
 };
 
-static int record_send(void *ctx, const struct kube_request *req, kube_done_fn done,
-                       void *userdata)
+static int record_send(void *ctx, const struct kube_request *req, kube_done_fn done, void *userdata)
 {
     struct fixture *f = ctx;
     struct sent *s;
@@ -363,8 +362,8 @@ static void test_events__cluster_scoped_objects_get_events_in_default(void **sta
 {
     struct fixture *f = fixture_new(NULL);
     struct kube_event_ref node = {.resource = &KUBE_NODES, .name = "node-1", .uid = "n-1"};
-    struct kube_event_ref sts = {.resource = &KUBE_STATEFULSETS, .namespace_ = "ns",
-                                 .name = "c-etcd"};
+    struct kube_event_ref sts = {
+        .resource = &KUBE_STATEFULSETS, .namespace_ = "ns", .name = "c-etcd"};
 
     kube_recorder_event(f->r, &node, KUBE_EVENT_NORMAL, "Seen", "hello");
     kube_recorder_event(f->r, &sts, KUBE_EVENT_NORMAL, "Seen", "hello");

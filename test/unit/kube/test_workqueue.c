@@ -171,8 +171,8 @@ static void add_many_during_processing(struct fixture *f, int key, int run)
             assert_int_equal(workqueue_add(f->q, f->keys[key]), 0);
 }
 
-static void test_workqueue__key_added_while_processing_runs_once_more_never_concurrently(
-    void **state)
+static void
+test_workqueue__key_added_while_processing_runs_once_more_never_concurrently(void **state)
 {
     struct workqueue_opts opts = {.concurrency = 4};
     struct fixture *f = fixture_new(&opts);
