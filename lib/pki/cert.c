@@ -456,22 +456,35 @@ static int load_ca(const char *ca_cert_pem, const char *ca_key_pem, X509 **ret_c
     return r;
 }
 
-int pki_cert_issue_for_key(const char *ca_cert_pem, const char *ca_key_pem,
-                           const struct pki_cert_spec *spec, const char *key_pem,
-                           char **ret_cert_pem, struct err *e)
+/* Loads the CA pair (if any) and signs key with it. */
+static int issue(const char *ca_cert_pem, const char *ca_key_pem,
+                 const struct pki_cert_spec *spec, EVP_PKEY *key, char **ret_cert_pem,
+                 struct err *e)
 {
     X509 *ca = NULL;
-    EVP_PKEY *ca_key = NULL, *key = NULL;
+    EVP_PKEY *ca_key = NULL;
     int r;
 
     r = load_ca(ca_cert_pem, ca_key_pem, &ca, &ca_key, e);
     if (r < 0)
         return r;
-    r = pki_ossl_load_key(key_pem, "key", &key, e);
-    if (r == 0)
-        r = sign(ca, ca_key, spec, key, ret_cert_pem, e);
+    r = sign(ca, ca_key, spec, key, ret_cert_pem, e);
     X509_free(ca);
     EVP_PKEY_free(ca_key);
+    return r;
+}
+
+int pki_cert_issue_for_key(const char *ca_cert_pem, const char *ca_key_pem,
+                           const struct pki_cert_spec *spec, const char *key_pem,
+                           char **ret_cert_pem, struct err *e)
+{
+    EVP_PKEY *key = NULL;
+    int r;
+
+    r = pki_ossl_load_key(key_pem, "key", &key, e);
+    if (r < 0)
+        return r;
+    r = issue(ca_cert_pem, ca_key_pem, spec, key, ret_cert_pem, e);
     EVP_PKEY_free(key);
     return r;
 }
@@ -480,15 +493,19 @@ int pki_cert_issue(const char *ca_cert_pem, const char *ca_key_pem,
                    const struct pki_cert_spec *spec, char **ret_cert_pem, char **ret_key_pem,
                    struct err *e)
 {
+    EVP_PKEY *key = NULL;
     char *key_pem = NULL, *cert_pem = NULL;
     int r;
 
-    r = pki_key_generate(spec->key_alg, &key_pem, e);
+    r = pki_ossl_keygen(spec->key_alg, &key, e);
     if (r < 0)
         return r;
-    r = pki_cert_issue_for_key(ca_cert_pem, ca_key_pem, spec, key_pem, &cert_pem, e);
+    r = issue(ca_cert_pem, ca_key_pem, spec, key, &cert_pem, e);
+    if (r == 0)
+        r = pki_ossl_key_pem(key, &key_pem, e);
+    EVP_PKEY_free(key);
     if (r < 0) {
-        OPENSSL_clear_free(key_pem, strlen(key_pem));
+        free(cert_pem);
         return r;
     }
     *ret_cert_pem = cert_pem;

@@ -34,6 +34,9 @@ int pki_ossl_key_pem(EVP_PKEY *key, char **ret_pem, struct err *e);
 int pki_ossl_pubkey_pem(EVP_PKEY *key, char **ret_pem, struct err *e);
 int pki_ossl_cert_pem(X509 *cert, char **ret_pem, struct err *e);
 
+/* Generates a key of alg. Returns 0, -EINVAL (unknown alg), -ENOMEM. */
+int pki_ossl_keygen(enum pki_key_alg alg, EVP_PKEY **ret_key, struct err *e);
+
 /* Maps an OpenSSL key to a supported algorithm (enum pki_key_alg, from lib/pki/key.h).
  * Returns 0 or -ENOTSUP. */
 int pki_key_alg_of_pkey(EVP_PKEY *k, enum pki_key_alg *ret_alg);

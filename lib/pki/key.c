@@ -38,10 +38,9 @@ int pki_key_alg_parse(const char *s, enum pki_key_alg *ret_alg)
     return -EINVAL;
 }
 
-int pki_key_generate(enum pki_key_alg alg, char **ret_key_pem, struct err *e)
+int pki_ossl_keygen(enum pki_key_alg alg, EVP_PKEY **ret_key, struct err *e)
 {
     EVP_PKEY *k = NULL;
-    int r;
 
     switch (alg) {
     case PKI_KEY_ECDSA_P256:
@@ -64,6 +63,18 @@ int pki_key_generate(enum pki_key_alg alg, char **ret_key_pem, struct err *e)
     }
     if (!k)
         return pki_ossl_err(e, -ENOMEM, "generating a %s key", pki_key_alg_name(alg));
+    *ret_key = k;
+    return 0;
+}
+
+int pki_key_generate(enum pki_key_alg alg, char **ret_key_pem, struct err *e)
+{
+    EVP_PKEY *k = NULL;
+    int r;
+
+    r = pki_ossl_keygen(alg, &k, e);
+    if (r < 0)
+        return r;
     r = pki_ossl_key_pem(k, ret_key_pem, e);
     EVP_PKEY_free(k);
     return r;
