@@ -292,7 +292,7 @@ static bool matches(const struct target *t, const cJSON *obj)
 
 static int apply_one(cJSON *work, const cJSON *p, int i, struct err *e)
 {
-    struct target t;
+    struct target t = {0};
     cJSON *obj, *next;
     int hits = 0, r;
 
