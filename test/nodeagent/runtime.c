@@ -940,6 +940,13 @@ int runtime_pod_remove(struct runtime *rt, const char *ns, const char *name)
     return -ENOENT;
 }
 
+bool runtime_pod_stopped(const struct runtime *rt, const char *ns, const char *name)
+{
+    struct rt_pod *p = rt_pod_find(rt, ns, name);
+
+    return p && p->stopped;
+}
+
 const char *runtime_pod_uid(const struct runtime *rt, const char *ns, const char *name)
 {
     struct rt_pod *p = rt_pod_find(rt, ns, name);

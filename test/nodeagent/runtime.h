@@ -82,6 +82,9 @@ int runtime_pod_stop(struct runtime *rt, const char *namespace_, const char *nam
  * container logs and claim directories stay. Returns 0 or -ENOENT. */
 int runtime_pod_remove(struct runtime *rt, const char *namespace_, const char *name);
 
+/* Whether a stop of the pod has finished (no process left). */
+bool runtime_pod_stopped(const struct runtime *rt, const char *namespace_, const char *name);
+
 /* Whether the runtime knows the pod, and its uid (borrowed), or NULL. */
 const char *runtime_pod_uid(const struct runtime *rt, const char *namespace_, const char *name);
 
