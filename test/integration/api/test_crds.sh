@@ -19,7 +19,8 @@ fail() {
 src=$NESTCP_SOURCE_DIR
 ns=api-crds-$$
 kubectl() { command kubectl --request-timeout=30s "$@"; }
-trap 'kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true' EXIT
+status_file=$(mktemp)
+trap 'rm -f "$status_file"; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true' EXIT
 
 # --- the CRDs ---
 kubectl apply -f "$src/config/crd/bases" -f "$src/config/crd/capi" >/dev/null
@@ -77,10 +78,9 @@ o["status"] = {"ready": True, "initialized": True,
                "observedGeneration": o["metadata"]["generation"],
                "conditions": [{"type": "Ready", "status": "True", "reason": "AsExpected",
                                "lastTransitionTime": "2021-06-09T10:00:00Z"}]}
-json.dump(o, sys.stdout)' >"$NESTCP_KUBE_ENV_DIR/ncp-status-$$.json"
+json.dump(o, sys.stdout)' >"$status_file"
 kubectl replace --raw "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/$ns/nestedcontrolplanes/standalone/status" \
-    -f "$NESTCP_KUBE_ENV_DIR/ncp-status-$$.json" >/dev/null
-rm -f "$NESTCP_KUBE_ENV_DIR/ncp-status-$$.json"
+    -f "$status_file" >/dev/null
 row=$(kubectl get ncp -n "$ns" standalone --no-headers)
 [ "$(echo $row | cut -d' ' -f1-4)" = "standalone v1.20.2 true Ready" ] || fail "ncp row: $row"
 
