@@ -1156,6 +1156,11 @@ int tmpl_parse(const char *name, const char *text, size_t len, struct tmpl **ret
     }
     ps.t = t;
     ps.e = e;
+    /* Text nodes point into the source, so the template keeps its own copy. */
+    if (!(text = arena_strndup(t, text, len))) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
     mark = memmem(text, len, MARK, MARK_LEN);
     if (mark) {
         r = perr(&ps, 1 + count_lines(text, (size_t)(mark - text)),

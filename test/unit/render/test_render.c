@@ -1,0 +1,528 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/render/catalog.h"
+#include "lib/render/patch.h"
+#include "lib/render/render.h"
+#include "lib/render/transform.h"
+#include "lib/util/buf.h"
+#include "lib/util/jsonpatch.h"
+#include "lib/util/yamlconv.h"
+
+static struct render_catalog *catalog;
+
+static int setup(void **state)
+{
+    const char *src = getenv("NESTCP_SOURCE_DIR"), *me = __FILE__;
+    char dir[4096];
+    struct err e;
+
+    /* CTest passes the source directory; run by hand, it is found from this file's path. */
+    if (src)
+        snprintf(dir, sizeof(dir), "%s/templates", src);
+    else
+        snprintf(dir, sizeof(dir), "%.*s/templates",
+                 (int)(strstr(me, "/test/unit/render/") ? strstr(me, "/test/unit/render/") - me : 1),
+                 strstr(me, "/test/unit/render/") ? me : ".");
+    err_clear(&e);
+    if (render_catalog_open(dir, &catalog, &e) < 0) {
+        print_error("catalog %s: %s\n", dir, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    render_catalog_free(catalog);
+    return 0;
+}
+
+static cJSON *yaml(const char *text)
+{
+    cJSON *doc = NULL;
+    struct err e;
+
+    err_clear(&e);
+    if (yamlconv_parse_one(text, strlen(text), "test", &doc, &e) < 0) {
+        print_error("%s\n", e.msg);
+        fail();
+    }
+    return doc;
+}
+
+static cJSON *render_ok(const char *values_yaml)
+{
+    cJSON *values = yaml(values_yaml), *objs = NULL;
+    struct err e;
+
+    err_clear(&e);
+    if (render_component(catalog, values, &objs, &e) < 0) {
+        print_error("render: %s\n", e.msg);
+        fail();
+    }
+    cJSON_Delete(values);
+    return objs;
+}
+
+static void render_fails(const char *values_yaml, int code, const char *msg)
+{
+    cJSON *values = yaml(values_yaml), *objs = NULL;
+    struct err e;
+
+    err_clear(&e);
+    assert_int_equal(render_component(catalog, values, &objs, &e), code);
+    assert_null(objs);
+    if (!strstr(e.msg, msg)) {
+        print_error("message \"%s\" lacks \"%s\"\n", e.msg, msg);
+        fail();
+    }
+    cJSON_Delete(values);
+}
+
+static const cJSON *find(const cJSON *objs, const char *kind, const char *name)
+{
+    const cJSON *o;
+
+    cJSON_ArrayForEach(o, objs)
+    {
+        const cJSON *m = cJSON_GetObjectItem(o, "metadata");
+        if (!strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, kind) &&
+            !strcmp(cJSON_GetObjectItem(m, "name")->valuestring, name))
+            return o;
+    }
+    print_error("no %s %s\n", kind, name);
+    fail();
+    return NULL;
+}
+
+static const cJSON *container(const cJSON *obj, const char *name)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(render_pod_spec(obj), "containers"))
+    if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, name))
+        return c;
+    fail();
+    return NULL;
+}
+
+/* The value of --flag in the container's args, or NULL; fails if the flag appears twice. */
+static const char *flag(const cJSON *c, const char *name)
+{
+    const cJSON *a;
+    const char *found = NULL;
+    size_t n = strlen(name);
+
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args"))
+    {
+        const char *s = a->valuestring;
+        if (!strncmp(s, "--", 2) && !strncmp(s + 2, name, n) && s[2 + n] == '=') {
+            assert_null(found);
+            found = s + 3 + n;
+        }
+    }
+    return found;
+}
+
+static const char *str(const cJSON *obj, const char *pointer)
+{
+    const cJSON *v = NULL;
+
+    assert_int_equal(jsonpatch_pointer_get(obj, pointer, &v), 0);
+    assert_true(cJSON_IsString(v));
+    return v->valuestring;
+}
+
+#define BASE "cluster: {name: c1, namespace: ns1}\n"
+
+static void test_render__etcd_three_members_know_each_other(void **state)
+{
+    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.4.23\nreplicas: 3\n");
+    const cJSON *sts = find(objs, "StatefulSet", "c1-etcd"), *svc = find(objs, "Service", "c1-etcd");
+    const cJSON *c = container(sts, "etcd");
+
+    assert_string_equal(flag(c, "initial-cluster"),
+                        "c1-etcd-0=https://c1-etcd-0.c1-etcd.ns1.svc:2380,"
+                        "c1-etcd-1=https://c1-etcd-1.c1-etcd.ns1.svc:2380,"
+                        "c1-etcd-2=https://c1-etcd-2.c1-etcd.ns1.svc:2380");
+    assert_string_equal(flag(c, "initial-advertise-peer-urls"),
+                        "https://$(POD_NAME).c1-etcd.ns1.svc:2380");
+    assert_string_equal(flag(c, "listen-client-urls"),
+                        "https://$(POD_IP):2379,https://127.0.0.1:2379");
+    assert_string_equal(flag(c, "listen-peer-urls"), "https://$(POD_IP):2380");
+    assert_string_equal(flag(c, "client-cert-auth"), "true");
+    assert_string_equal(flag(c, "peer-client-cert-auth"), "true");
+    assert_string_equal(flag(c, "trusted-ca-file"), "/etc/etcd/pki/ca/tls.crt");
+    assert_string_equal(flag(c, "peer-trusted-ca-file"), "/etc/etcd/pki/ca/tls.crt");
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint, 3);
+    assert_string_equal(str(sts, "/spec/podManagementPolicy"), "Parallel");
+    assert_string_equal(str(sts, "/spec/serviceName"), "c1-etcd");
+    assert_string_equal(str(svc, "/spec/clusterIP"), "None");
+    assert_string_equal(str(sts, "/spec/template/spec/containers/0/image"),
+                        "registry.k8s.io/etcd:3.4.23-0");
+    assert_string_equal(str(sts, "/spec/template/spec/containers/0/livenessProbe/httpGet/path"),
+                        "/health?exclude=NOSPACE&serializable=true");
+    assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "data");
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(render_pod_spec(sts), "volumes")->child,
+                                        "emptyDir"));
+    assert_string_equal(str(sts, "/spec/template/spec/volumes/2/secret/secretName"),
+                        "c1-etcd-server");
+    assert_string_equal(str(sts, "/metadata/namespace"), "ns1");
+    cJSON_Delete(objs);
+}
+
+static void test_render__etcd_pvc_storage_uses_claim_templates(void **state)
+{
+    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.5.15\nstorage: {type: "
+                                 "persistentVolumeClaim, size: 5Gi, storageClassName: fast}\n"
+                                 "etcd: {listenLoopback: false}\n");
+    const cJSON *sts = find(objs, "StatefulSet", "c1-etcd");
+
+    assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/metadata/name"), "data");
+    assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/spec/resources/requests/storage"),
+                        "5Gi");
+    assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/spec/storageClassName"), "fast");
+    assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "ca");
+    assert_string_equal(flag(container(sts, "etcd"), "listen-client-urls"), "https://$(POD_IP):2379");
+    assert_string_equal(flag(container(sts, "etcd"), "experimental-initial-corrupt-check"), "true");
+    cJSON_Delete(objs);
+}
+
+static void test_render__apiserver_120_flags(void **state)
+{
+    cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: v1.20.2\nreplicas: 2\n"
+                                 "etcd: {replicas: 3}\n"
+                                 "network: {serviceCIDRs: [10.96.0.0/12, 'fd00:10:96::/108']}\n"
+                                 "featureGates: {IPv6DualStack: true, APIPriorityAndFairness: false}\n");
+    const cJSON *sts = find(objs, "StatefulSet", "c1-apiserver");
+    const cJSON *c = container(sts, "kube-apiserver");
+
+    assert_string_equal(flag(c, "etcd-servers"),
+                        "https://c1-etcd-0.c1-etcd.ns1.svc:2379,https://c1-etcd-1.c1-etcd.ns1.svc:2379,"
+                        "https://c1-etcd-2.c1-etcd.ns1.svc:2379");
+    assert_string_equal(flag(c, "service-cluster-ip-range"), "10.96.0.0/12,fd00:10:96::/108");
+    assert_string_equal(flag(c, "feature-gates"), "APIPriorityAndFairness=false,IPv6DualStack=true");
+    assert_string_equal(flag(c, "insecure-port"), "0");
+    assert_string_equal(flag(c, "advertise-address"), "$(POD_IP)");
+    assert_string_equal(flag(c, "bind-address"), "$(POD_IP)");
+    assert_string_equal(flag(c, "service-account-issuer"),
+                        "https://kubernetes.default.svc.cluster.local");
+    assert_non_null(flag(c, "etcd-certfile"));
+    assert_non_null(flag(c, "requestheader-client-ca-file"));
+    assert_non_null(flag(c, "proxy-client-cert-file"));
+    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.20.2");
+    assert_string_equal(str(c, "/livenessProbe/httpGet/path"), "/livez");
+    assert_string_equal(str(c, "/readinessProbe/httpGet/path"), "/readyz");
+    assert_string_equal(str(c, "/readinessProbe/httpGet/scheme"), "HTTPS");
+    assert_string_equal(str(find(objs, "Service", "c1-apiserver"), "/spec/type"), "ClusterIP");
+    cJSON_Delete(objs);
+}
+
+static void test_render__apiserver_131_has_no_insecure_port(void **state)
+{
+    cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: 1.31.1\n"
+                                 "etcd: {endpoints: ['https://etcd.example:2379']}\n");
+    const cJSON *c = container(find(objs, "StatefulSet", "c1-apiserver"), "kube-apiserver");
+
+    assert_null(flag(c, "insecure-port"));
+    assert_null(flag(c, "feature-gates"));
+    assert_string_equal(flag(c, "etcd-servers"), "https://etcd.example:2379");
+    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.31.1");
+    cJSON_Delete(objs);
+}
+
+static void test_render__controller_manager_flags(void **state)
+{
+    cJSON *objs = render_ok(BASE "component: kube-controller-manager\nversion: 1.20.2\n"
+                                 "network: {podCIDRs: [10.244.0.0/16], serviceCIDRs: [10.32.0.0/16]}\n");
+    const cJSON *sts = find(objs, "StatefulSet", "c1-controller-manager");
+    const cJSON *c = container(sts, "kube-controller-manager");
+
+    assert_string_equal(flag(c, "cluster-cidr"), "10.244.0.0/16");
+    assert_string_equal(flag(c, "service-cluster-ip-range"), "10.32.0.0/16");
+    assert_string_equal(flag(c, "controllers"), "*,bootstrapsigner,tokencleaner");
+    assert_string_equal(flag(c, "use-service-account-credentials"), "true");
+    assert_string_equal(flag(c, "leader-elect"), "true");
+    assert_string_equal(flag(c, "port"), "0");
+    assert_string_equal(flag(c, "kubeconfig"), "/etc/kubernetes/kubeconfig/kubeconfig");
+    assert_string_equal(str(c, "/livenessProbe/httpGet/path"), "/healthz");
+    assert_string_equal(str(sts, "/spec/template/spec/volumes/3/secret/secretName"),
+                        "c1-controller-manager-kubeconfig");
+    cJSON_Delete(objs);
+
+    objs = render_ok(BASE "component: kube-controller-manager\nversion: 1.31.0\n");
+    assert_null(flag(container(find(objs, "StatefulSet", "c1-controller-manager"),
+                               "kube-controller-manager"),
+                     "port"));
+    cJSON_Delete(objs);
+}
+
+static void test_render__labels_owner_and_hash(void **state)
+{
+    const char *v = BASE "component: kube-apiserver\nversion: 1.20.2\n"
+                         "owner: {apiVersion: controlplane.cluster.x-k8s.io/v1alpha4, kind: "
+                         "NestedAPIServer, name: c1-apiserver, uid: 1234-5678}\n";
+    cJSON *objs = render_ok(v), *again = render_ok(v), *changed;
+    const cJSON *sts = find(objs, "StatefulSet", "c1-apiserver");
+    char *a = cJSON_PrintUnformatted(objs), *b = cJSON_PrintUnformatted(again);
+
+    assert_string_equal(a, b); /* same values, byte-identical objects */
+    assert_string_equal(str(sts, "/metadata/labels/cluster.x-k8s.io~1cluster-name"), "c1");
+    assert_string_equal(str(sts, "/metadata/labels/app.kubernetes.io~1component"), "apiserver");
+    assert_string_equal(str(sts, "/metadata/labels/app.kubernetes.io~1name"), "kube-apiserver");
+    assert_string_equal(str(sts, "/metadata/labels/app.kubernetes.io~1managed-by"), "nestcp");
+    assert_string_equal(str(sts, "/spec/template/metadata/labels/cluster.x-k8s.io~1cluster-name"),
+                        "c1");
+    assert_string_equal(str(sts, "/spec/selector/matchLabels/app.kubernetes.io~1component"),
+                        "apiserver");
+    assert_string_equal(str(sts, "/metadata/ownerReferences/0/uid"), "1234-5678");
+    assert_string_equal(str(sts, "/metadata/ownerReferences/0/kind"), "NestedAPIServer");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "metadata"), "ownerReferences"), 0),
+        "blockOwnerDeletion")));
+    assert_int_equal(strlen(str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash")), 64);
+
+    /* Another replica count changes the object's hash but not the pods'. */
+    changed = render_ok(BASE "component: kube-apiserver\nversion: 1.20.2\nreplicas: 3\n"
+                             "owner: {apiVersion: controlplane.cluster.x-k8s.io/v1alpha4, kind: "
+                             "NestedAPIServer, name: c1-apiserver, uid: 1234-5678}\n");
+    const cJSON *sts2 = find(changed, "StatefulSet", "c1-apiserver");
+    assert_string_equal(str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
+                        str(sts2, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
+    assert_string_not_equal(str(sts, "/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
+                            str(sts2, "/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
+    cJSON_Delete(changed);
+
+    /* inputsHash rolls the pods. */
+    changed = render_ok(BASE "component: kube-apiserver\nversion: 1.20.2\ninputsHash: abc\n");
+    assert_string_not_equal(
+        str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
+        str(find(changed, "StatefulSet", "c1-apiserver"),
+            "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
+    cJSON_Delete(changed);
+    free(a);
+    free(b);
+    cJSON_Delete(objs);
+    cJSON_Delete(again);
+}
+
+static void test_render__extra_args_replace_or_append_in_key_order(void **state)
+{
+    cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: 1.20.2\n"
+                                 "extraArgs: {secure-port: 7443, v: 4, audit-log-path: /tmp/a, "
+                                 "anonymous-auth: false}\n");
+    const cJSON *c = container(find(objs, "StatefulSet", "c1-apiserver"), "kube-apiserver");
+    const cJSON *args = cJSON_GetObjectItem(c, "args");
+    int n = cJSON_GetArraySize(args);
+
+    assert_string_equal(flag(c, "secure-port"), "7443");
+    /* New flags are appended in key order after the template's. */
+    assert_string_equal(cJSON_GetArrayItem(args, n - 3)->valuestring, "--anonymous-auth=false");
+    assert_string_equal(cJSON_GetArrayItem(args, n - 2)->valuestring, "--audit-log-path=/tmp/a");
+    assert_string_equal(cJSON_GetArrayItem(args, n - 1)->valuestring, "--v=4");
+    cJSON_Delete(objs);
+
+    render_fails(BASE "component: kube-apiserver\nversion: 1.31.0\nextraArgs: {insecure-port: 0}\n",
+                 -EINVAL, "extraArgs.insecure-port: kube-apiserver 1.31.0 has no flag --insecure-port");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\nextraArgs: {v: [1]}\n",
+                 -EINVAL, "extraArgs.v: must be a string");
+}
+
+static void test_render__feature_gates_are_checked(void **state)
+{
+    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\nfeatureGates: {NoSuchGate: true}\n",
+                 -EINVAL, "featureGates.NoSuchGate: not a feature gate of kube-apiserver 1.20.2");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\nfeatureGates: {TokenRequest: false}\n",
+                 -EINVAL, "featureGates.TokenRequest: locked to true");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.31.0\nfeatureGates: {IPv6DualStack: true}\n",
+                 -EINVAL, "not a feature gate of kube-apiserver 1.31.0");
+}
+
+static void test_render__image_registry_rewrite(void **state)
+{
+    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.4.23\n"
+                                 "imageRegistry: mirror.local:5000/k8s\n");
+    char *img = NULL;
+
+    assert_string_equal(str(find(objs, "StatefulSet", "c1-etcd"), "/spec/template/spec/containers/0/image"),
+                        "mirror.local:5000/k8s/etcd:3.4.23-0");
+    cJSON_Delete(objs);
+    assert_int_equal(render_image_with_registry("busybox:1", "m.io", &img), 0);
+    assert_string_equal(img, "m.io/busybox:1");
+    free(img);
+    assert_int_equal(render_image_with_registry("library/busybox@sha256:ab", "m.io", &img), 0);
+    assert_string_equal(img, "m.io/library/busybox@sha256:ab");
+    free(img);
+    assert_int_equal(render_image_with_registry("localhost/x/y:2", "m.io", &img), 0);
+    assert_string_equal(img, "m.io/x/y:2");
+    free(img);
+}
+
+static void test_render__patches(void **state)
+{
+    /* Strategic: container merged by name, args by flag key, a new env appended. */
+    cJSON *objs = render_ok(
+        BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+             "- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: c1-apiserver}\n"
+             "  spec:\n    template:\n      spec:\n        containers:\n"
+             "        - name: kube-apiserver\n          args: [--secure-port=8443, --profiling=false]\n"
+             "          env: [{name: GODEBUG, value: x509sha1=1}]\n"
+             "- target: {kind: Service, name: c1-apiserver}\n  type: merge\n"
+             "  patch: {spec: {type: NodePort}}\n"
+             "- target: {apiVersion: apps/v1, kind: StatefulSet, name: c1-apiserver}\n  type: json\n"
+             "  patch: [{op: test, path: /spec/replicas, value: 1}, "
+             "{op: replace, path: /spec/replicas, value: 2}]\n");
+    const cJSON *sts = find(objs, "StatefulSet", "c1-apiserver");
+    const cJSON *c = container(sts, "kube-apiserver");
+
+    assert_string_equal(flag(c, "secure-port"), "8443");
+    assert_string_equal(flag(c, "profiling"), "false");
+    assert_non_null(flag(c, "etcd-servers")); /* the rest of args stays */
+    assert_string_equal(str(c, "/env/0/name"), "POD_IP");
+    assert_string_equal(str(c, "/env/1/name"), "GODEBUG");
+    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.20.2");
+    assert_string_equal(str(find(objs, "Service", "c1-apiserver"), "/spec/type"), "NodePort");
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint, 2);
+    cJSON_Delete(objs);
+
+    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+                      "- target: {kind: Service, name: c1-apiserver}\n  type: merge\n  patch: {}\n"
+                      "- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: foo}\n",
+                 -EINVAL, "spec.patches[1]: matches no object (kind StatefulSet, name foo)");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+                      "- target: {kind: StatefulSet, name: c1-apiserver}\n  type: json\n"
+                      "  patch: [{op: test, path: /spec/replicas, value: 5}]\n",
+                 -EBUSY, "spec.patches[0]: operation 0 (test /spec/replicas): test failed");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+                      "- target: {kind: StatefulSet, name: c1-apiserver}\n  type: json\n"
+                      "  patch: [{op: replace, path: /metadata/name, value: x}]\n",
+                 -EINVAL, "must not change");
+}
+
+static void test_render__strategic_merge_directives(void **state)
+{
+    cJSON *doc = yaml("spec: {containers: [{name: a, image: i, args: [--x=1, run]}, {name: b}],"
+                      " ports: [{containerPort: 80, name: http}]}\n");
+    cJSON *patch = yaml("spec: {containers: [{name: b, $patch: delete}, {name: a, args: [--x=2, "
+                        "run, --y]}, {name: c, image: j}], ports: [{containerPort: 80, name: web}]}\n");
+    cJSON *out = NULL;
+    char *s;
+
+    assert_int_equal(render_patch_strategic(doc, patch, &out, NULL), 0);
+    s = cJSON_PrintUnformatted(out);
+    assert_string_equal(s, "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"i\",\"args\":"
+                           "[\"--x=2\",\"run\",\"--y\"]},{\"name\":\"c\",\"image\":\"j\"}],"
+                           "\"ports\":[{\"containerPort\":80,\"name\":\"web\"}]}}");
+    free(s);
+    cJSON_Delete(out);
+    cJSON_Delete(doc);
+    cJSON_Delete(patch);
+}
+
+static void test_render__version_and_channel_resolution(void **state)
+{
+    const struct render_package *p = NULL;
+    char v[RENDER_VERSION_MAX];
+    struct err e;
+    cJSON *versions = NULL;
+
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "v1.20.2", NULL, &p, v, &e), 0);
+    assert_string_equal(v, "1.20.2");
+    assert_string_equal(render_package_line(p), "1.20");
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.20.7", "rapid", &p, v, &e), 0);
+    assert_string_equal(v, "1.20.7"); /* an exact version wins over the channel */
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "", "rapid", &p, v, &e), 0);
+    assert_string_equal(v, "1.31.1");
+    assert_string_equal(render_package_line(p), "1.31");
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", NULL, NULL, &p, v, &e), 0);
+    assert_string_equal(v, "1.20.2"); /* default: stable */
+    assert_int_equal(render_catalog_resolve(catalog, "etcd", NULL, NULL, &p, v, &e), 0);
+    assert_string_equal(v, "3.4.23");
+
+    err_clear(&e);
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.25.0", NULL, &p, v, &e),
+                     -ENOENT);
+    assert_non_null(strstr(e.msg, "no kube-apiserver package for 1.25 (known: 1.20, 1.31)"));
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "", "nightly", &p, v, &e),
+                     -ENOENT);
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "", "../x", &p, v, &e),
+                     -EINVAL);
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.20", NULL, &p, v, &e),
+                     -EINVAL);
+    assert_int_equal(render_catalog_resolve(catalog, "kube-scheduler", "1.20.2", NULL, &p, v, &e),
+                     -ENOENT);
+    render_fails(BASE "component: kube-apiserver\nversion: 1.19.0\n", -ENOENT,
+                 "version: version 1.19.0: no kube-apiserver package for 1.19");
+
+    assert_int_equal(render_catalog_versions(catalog, &versions), 0);
+    assert_string_equal(str(versions, "/kube-apiserver/packages/1"), "1.31");
+    assert_string_equal(str(versions, "/etcd/channels/rapid"), "3.5.15");
+    cJSON_Delete(versions);
+
+    p = render_catalog_package(catalog, "kube-apiserver", "1.31");
+    assert_non_null(p);
+    assert_true(render_package_knows_flag(p, "authentication-config"));
+    assert_false(render_package_knows_flag(p, "insecure-port"));
+    assert_true(render_package_knows_flag(render_catalog_package(catalog, "kube-apiserver", "1.20.2"),
+                                          "insecure-port"));
+}
+
+static void test_render__bad_values_name_the_field(void **state)
+{
+    render_fails("component: etcd\n", -EINVAL, "cluster.name: required");
+    render_fails(BASE "component: kube-scheduler\n", -EINVAL, "component: \"kube-scheduler\"");
+    render_fails(BASE "component: etcd\nreplicas: 2\n", -EINVAL, "odd number");
+    render_fails(BASE "component: etcd\nstorage: {type: hostPath}\n", -EINVAL, "storage.type");
+    render_fails(BASE "component: etcd\nnetwork: {serviceCIDRs: []}\n", -EINVAL,
+                 "network.serviceCIDRs: must be a non-empty list");
+    render_fails(BASE "component: etcd\nsecrets: {nope: x}\n", -EINVAL, "secrets.nope");
+    render_fails("cluster: {name: a-very-long-cluster-name-that-is-too-long, namespace: ns1}\n"
+                 "component: etcd\n",
+                 -EINVAL, "too long");
+}
+
+static void test_render__yaml_output_is_golden_friendly(void **state)
+{
+    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.4.23\n"), *back = NULL;
+    struct buf b;
+
+    buf_init(&b, 0);
+    assert_int_equal(render_emit_yaml(objs, &b), 0);
+    assert_non_null(strstr(b.data, "kind: StatefulSet"));
+    assert_int_equal(yamlconv_parse_all(b.data, b.len, "out", &back, NULL), 0);
+    assert_true(cJSON_Compare(objs, back, true));
+    buf_done(&b);
+    cJSON_Delete(back);
+    cJSON_Delete(objs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_render__etcd_three_members_know_each_other),
+        cmocka_unit_test(test_render__etcd_pvc_storage_uses_claim_templates),
+        cmocka_unit_test(test_render__apiserver_120_flags),
+        cmocka_unit_test(test_render__apiserver_131_has_no_insecure_port),
+        cmocka_unit_test(test_render__controller_manager_flags),
+        cmocka_unit_test(test_render__labels_owner_and_hash),
+        cmocka_unit_test(test_render__extra_args_replace_or_append_in_key_order),
+        cmocka_unit_test(test_render__feature_gates_are_checked),
+        cmocka_unit_test(test_render__image_registry_rewrite),
+        cmocka_unit_test(test_render__patches),
+        cmocka_unit_test(test_render__strategic_merge_directives),
+        cmocka_unit_test(test_render__version_and_channel_resolution),
+        cmocka_unit_test(test_render__bad_values_name_the_field),
+        cmocka_unit_test(test_render__yaml_output_is_golden_friendly),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
