@@ -1,0 +1,190 @@
+#include "controllers/plan.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/util/buf.h"
+
+void plan_init(struct plan *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void action_done(struct plan_action *a)
+{
+    free(a->namespace_);
+    free(a->name);
+    free(a->subresource);
+    cJSON_Delete(a->body);
+    free(a->precondition_uid);
+    free(a->why);
+}
+
+void plan_done(struct plan *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_actions; i++)
+        action_done(&p->actions[i]);
+    free(p->actions);
+    for (size_t i = 0; i < p->n_events; i++) {
+        free(p->events[i].reason);
+        free(p->events[i].message);
+    }
+    free(p->events);
+    memset(p, 0, sizeof(*p));
+}
+
+static char *vformat(const char *fmt, va_list ap)
+{
+    struct buf b = BUF_INIT;
+
+    if (buf_vprintf(&b, fmt, ap) < 0) {
+        buf_done(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+static const char *meta_str(const cJSON *obj, const char *field)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Appends an action; takes body; fills strings. */
+static int push(struct plan *p, const struct plan_action *tmpl, const char *ns, const char *name,
+                const char *sub, const char *uid, const char *fmt, va_list ap)
+{
+    struct plan_action a = *tmpl;
+
+    a.namespace_ = ns ? strdup(ns) : NULL;
+    a.name = name ? strdup(name) : NULL;
+    a.subresource = sub ? strdup(sub) : NULL;
+    a.precondition_uid = uid ? strdup(uid) : NULL;
+    a.why = vformat(fmt, ap);
+    if ((ns && !a.namespace_) || (name && !a.name) || (sub && !a.subresource) ||
+        (uid && !a.precondition_uid) || !a.why)
+        goto oom;
+    if (p->n_actions == p->cap_actions) {
+        size_t n = p->cap_actions ? p->cap_actions * 2 : 8;
+        struct plan_action *na = realloc(p->actions, n * sizeof(*na));
+        if (!na)
+            goto oom;
+        p->actions = na;
+        p->cap_actions = n;
+    }
+    p->actions[p->n_actions++] = a;
+    return 0;
+oom:
+    action_done(&a);
+    return -ENOMEM;
+}
+
+int plan_create(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why, ...)
+{
+    struct plan_action a = {.verb = KUBE_CREATE, .resource = res, .body = obj};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, meta_str(obj, "namespace"), meta_str(obj, "name"), NULL, NULL, why, ap);
+    va_end(ap);
+    return r;
+}
+
+int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why, ...)
+{
+    struct plan_action a = {.verb = KUBE_PATCH,
+                            .patch_type = KUBE_PATCH_APPLY,
+                            .force = true,
+                            .resource = res,
+                            .body = obj};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, meta_str(obj, "namespace"), meta_str(obj, "name"), NULL, NULL, why, ap);
+    va_end(ap);
+    return r;
+}
+
+int plan_merge_patch(struct plan *p, const struct kube_resource *res, const char *ns,
+                     const char *name, const char *subresource, cJSON *patch, const char *why, ...)
+{
+    struct plan_action a = {
+        .verb = KUBE_PATCH, .patch_type = KUBE_PATCH_MERGE, .resource = res, .body = patch};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, ns, name, subresource, NULL, why, ap);
+    va_end(ap);
+    return r;
+}
+
+int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *obj,
+                       const char *why, ...)
+{
+    struct plan_action a = {.verb = KUBE_UPDATE, .resource = res, .body = obj};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, meta_str(obj, "namespace"), meta_str(obj, "name"), "status", NULL, why, ap);
+    va_end(ap);
+    return r;
+}
+
+int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns, const char *name,
+                const char *uid, const char *why, ...)
+{
+    struct plan_action a = {.verb = KUBE_DELETE, .resource = res};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, ns, name, NULL, uid, why, ap);
+    va_end(ap);
+    return r;
+}
+
+int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt,
+               ...)
+{
+    struct plan_event ev = {.type = type};
+    va_list ap;
+
+    va_start(ap, fmt);
+    ev.message = vformat(fmt, ap);
+    va_end(ap);
+    ev.reason = strdup(reason);
+    if (!ev.message || !ev.reason)
+        goto oom;
+    if (p->n_events == p->cap_events) {
+        size_t n = p->cap_events ? p->cap_events * 2 : 4;
+        struct plan_event *ne = realloc(p->events, n * sizeof(*ne));
+        if (!ne)
+            goto oom;
+        p->events = ne;
+        p->cap_events = n;
+    }
+    p->events[p->n_events++] = ev;
+    return 0;
+oom:
+    free(ev.message);
+    free(ev.reason);
+    return -ENOMEM;
+}
+
+void plan_requeue_after(struct plan *p, double seconds)
+{
+    if (seconds <= 0)
+        return;
+    if (p->requeue_after <= 0 || seconds < p->requeue_after)
+        p->requeue_after = seconds;
+}

@@ -1,0 +1,91 @@
+#ifndef NESTCP_CONTROLLERS_PLAN_H
+#define NESTCP_CONTROLLERS_PLAN_H
+
+/*
+ * A plan: what one reconcile wants done. Reconcilers build plans from what the caches hold
+ * (struct cache_view) without any I/O; the runtime (controllers/runtime.c) carries a plan out on
+ * the event loop, one action after another in order, stopping at the first failure.
+ *
+ * Outcome of executing a plan, as the runtime reports it to the workqueue:
+ *   - every action succeeded: requeue after `requeue_after` seconds if > 0, else done;
+ *   - an action got 409 Conflict, or a create got AlreadyExists: requeue at once (the cache is
+ *     about to catch up) with the key's rate limit;
+ *   - any other failure: the key is retried with exponential backoff, and the failure is logged
+ *     with the action's `why`.
+ * Events in the plan are recorded (asynchronously) before the actions run.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "lib/kube/client.h"
+#include "lib/kube/events.h"
+
+struct plan_action {
+    enum kube_verb verb; /* KUBE_CREATE, KUBE_PATCH, KUBE_UPDATE or KUBE_DELETE */
+    enum kube_patch_type patch_type;
+    bool force; /* server-side apply: take ownership of conflicting fields */
+    const struct kube_resource *resource;
+    char *namespace_;
+    char *name;
+    char *subresource;   /* "status" or NULL */
+    cJSON *body;         /* owned; the object, the patch, or delete options */
+    char *precondition_uid; /* delete: only this incarnation */
+    char *why;           /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
+};
+
+struct plan_event {
+    enum kube_event_type type;
+    char *reason;  /* CamelCase, e.g. "CreatedStatefulSet" */
+    char *message; /* never Secret data */
+};
+
+struct plan {
+    struct plan_action *actions;
+    size_t n_actions, cap_actions;
+    struct plan_event *events;
+    size_t n_events, cap_events;
+    double requeue_after; /* seconds; 0: none */
+};
+
+void plan_init(struct plan *p);
+void plan_done(struct plan *p);
+
+/* The field manager nestcp applies with. */
+#define PLAN_FIELD_MANAGER "nestcp"
+
+/* Each of these takes ownership of obj/body (also on failure) and copies the strings.
+ * Returns 0 or -ENOMEM. `why` is a printf format. */
+
+/* Create obj (namespace and name from its metadata). Used for objects that must never be
+ * overwritten, such as CA Secrets. */
+int plan_create(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Server-side apply obj with field manager PLAN_FIELD_MANAGER and force. */
+int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* JSON merge patch of ns/name (subresource may be NULL or "status"). */
+int plan_merge_patch(struct plan *p, const struct kube_resource *res, const char *ns,
+                     const char *name, const char *subresource, cJSON *patch, const char *why, ...)
+    __attribute__((format(printf, 7, 8)));
+
+/* Replace the status of obj (a full object carrying metadata.resourceVersion, so a concurrent
+ * write gives 409 and the key is reconciled again). */
+int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *obj,
+                       const char *why, ...) __attribute__((format(printf, 4, 5)));
+
+/* Delete ns/name with propagation Background, only if its uid is still `uid` (NULL: any). */
+int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns, const char *name,
+                const char *uid, const char *why, ...) __attribute__((format(printf, 6, 7)));
+
+int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt,
+               ...) __attribute__((format(printf, 4, 5)));
+
+/* Asks for the key to be reconciled again after `seconds` (the earliest request wins). */
+void plan_requeue_after(struct plan *p, double seconds);
+
+#endif
