@@ -94,8 +94,8 @@ static cJSON *schema(const struct api_schema *s, bool *oom)
     case API_SCHEMA_INTEGER:
         put(o, "type", cJSON_CreateString("integer"), oom);
         if (s->flags & (API_SCHEMA_INT32 | API_SCHEMA_INT64))
-            put(o, "format",
-                cJSON_CreateString((s->flags & API_SCHEMA_INT32) ? "int32" : "int64"), oom);
+            put(o, "format", cJSON_CreateString((s->flags & API_SCHEMA_INT32) ? "int32" : "int64"),
+                oom);
         if (s->flags & API_SCHEMA_MIN)
             put(o, "minimum", cJSON_CreateNumber((double)s->min), oom);
         if (s->flags & API_SCHEMA_MAX)

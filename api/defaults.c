@@ -46,8 +46,8 @@ int api_control_plane_default(struct api_control_plane *ncp, const struct api_ca
                 return -ENOMEM;
             s->control_plane_endpoint.port = cl->control_plane_endpoint.port;
         } else {
-            const char *cluster = cl && cl->meta.name ? cl->meta.name
-                                                      : api_meta_cluster_name(&ncp->meta);
+            const char *cluster =
+                cl && cl->meta.name ? cl->meta.name : api_meta_cluster_name(&ncp->meta);
             char host[512];
             snprintf(host, sizeof(host), "%s-apiserver.%s.svc", cluster ? cluster : "",
                      ncp->meta.namespace ? ncp->meta.namespace : "default");
@@ -66,10 +66,9 @@ int api_control_plane_default(struct api_control_plane *ncp, const struct api_ca
     }
     if (net->pods.n == 0 && cnet && copy_list(&net->pods, &cnet->pods) < 0)
         return -ENOMEM;
-    if (!net->service_domain &&
-        set_str(&net->service_domain, cnet && cnet->service_domain ? cnet->service_domain
-                                                                   : API_DEFAULT_SERVICE_DOMAIN) <
-            0)
+    if (!net->service_domain && set_str(&net->service_domain, cnet && cnet->service_domain
+                                                                  ? cnet->service_domain
+                                                                  : API_DEFAULT_SERVICE_DOMAIN) < 0)
         return -ENOMEM;
     if (cert->validity_days == 0)
         cert->validity_days = 365;
@@ -91,8 +90,8 @@ int api_component_default(struct api_component *c, const struct api_control_plan
     if (c->spec.version || !k8s || api_version_canonical(k8s, canon, sizeof(canon)) < 0)
         return 0;
     if (c->kind == API_KIND_NESTED_ETCD) {
-        const char *etcd = cat && cat->etcd_version_for ? cat->etcd_version_for(cat->ctx, canon)
-                                                        : NULL;
+        const char *etcd =
+            cat && cat->etcd_version_for ? cat->etcd_version_for(cat->ctx, canon) : NULL;
         if (etcd && set_str(&c->spec.version, etcd) < 0)
             return -ENOMEM;
         return 0;

@@ -27,7 +27,10 @@ struct api_errors {
     bool oom;
 };
 
-#define API_ERRORS_INIT {NULL, 0, 0, false}
+#define API_ERRORS_INIT                                                                            \
+    {                                                                                              \
+        NULL, 0, 0, false                                                                          \
+    }
 
 void api_errors_init(struct api_errors *errs);
 void api_errors_done(struct api_errors *errs);

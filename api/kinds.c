@@ -5,11 +5,16 @@
 
 #include "api/quantity.h"
 
+/* The tables are laid out by hand, one field per entry; keep the formatter off them. */
+/* clang-format off */
+
 /* Shorthands for the tables below. */
 #define STR(n, d) {.name = n, .type = API_SCHEMA_STRING, .description = d}
 #define BOOL(n, d) {.name = n, .type = API_SCHEMA_BOOLEAN, .description = d}
-#define INT32(n, d) {.name = n, .type = API_SCHEMA_INTEGER, .flags = API_SCHEMA_INT32, .description = d}
-#define INT64(n, d) {.name = n, .type = API_SCHEMA_INTEGER, .flags = API_SCHEMA_INT64, .description = d}
+#define INT32(n, d) \
+    {.name = n, .type = API_SCHEMA_INTEGER, .flags = API_SCHEMA_INT32, .description = d}
+#define INT64(n, d) \
+    {.name = n, .type = API_SCHEMA_INTEGER, .flags = API_SCHEMA_INT64, .description = d}
 #define OBJ(n, p, d) {.name = n, .type = API_SCHEMA_OBJECT, .props = p, .description = d}
 #define ARR(n, i, d) {.name = n, .type = API_SCHEMA_ARRAY, .items = i, .description = d}
 #define MAP(n, i, d) {.name = n, .type = API_SCHEMA_MAP, .items = i, .description = d}
@@ -502,6 +507,8 @@ static const struct api_kind_info kinds[API_KIND_COUNT] = {
          "Cluster API; nestcp only reads it).",
          &capi_spec, &capi_status, capi_columns, false},
 };
+
+/* clang-format on */
 
 const struct api_kind_info *api_kind_info(enum api_kind k)
 {

@@ -44,15 +44,15 @@ struct api_kind_info {
     const char *name; /* "NestedControlPlane" */
     const char *group;
     const char *plural, *singular, *list_kind;
-    const char *const *short_names;    /* NULL-terminated */
-    const char *const *categories;     /* NULL-terminated */
-    const char *const *versions;       /* served, oldest first, NULL-terminated */
+    const char *const *short_names; /* NULL-terminated */
+    const char *const *categories;  /* NULL-terminated */
+    const char *const *versions;    /* served, oldest first, NULL-terminated */
     const char *storage_version;
     const char *description;
-    const struct api_schema *spec;   /* the `spec` property */
-    const struct api_schema *status; /* the `status` property */
+    const struct api_schema *spec;            /* the `spec` property */
+    const struct api_schema *status;          /* the `status` property */
     const struct api_printer_column *columns; /* ended by a NULL name */
-    bool contract_labels; /* carries the cluster.x-k8s.io/<contract> labels */
+    bool contract_labels;                     /* carries the cluster.x-k8s.io/<contract> labels */
 };
 
 /* The versions every nestcp kind serves: {"v1alpha4", "v1beta1", NULL}. */

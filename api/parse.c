@@ -267,8 +267,8 @@ static int prepare(const cJSON *obj, const enum api_kind *wanted, size_t n_wante
     r = api_kind_lookup(av->valuestring, kv->valuestring, &kind);
     if (r == -EPROTONOSUPPORT) {
         int glen = (int)strcspn(av->valuestring, "/");
-        api_errors_add_value(errs, "apiVersion", av, "is not served; use %.*s/%s or %.*s/%s",
-                             glen, av->valuestring, API_VERSION_CAPN, glen, av->valuestring,
+        api_errors_add_value(errs, "apiVersion", av, "is not served; use %.*s/%s or %.*s/%s", glen,
+                             av->valuestring, API_VERSION_CAPN, glen, av->valuestring,
                              API_VERSION_STORAGE);
         return -EINVAL;
     }
@@ -398,8 +398,7 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
     return 0;
 }
 
-int api_component_from_json(const cJSON *obj, struct api_component **ret,
-                            struct api_errors *errs)
+int api_component_from_json(const cJSON *obj, struct api_component **ret, struct api_errors *errs)
 {
     static const enum api_kind wanted[] = {API_KIND_NESTED_ETCD, API_KIND_NESTED_APISERVER,
                                            API_KIND_NESTED_CONTROLLER_MANAGER};
@@ -493,8 +492,7 @@ int api_nested_cluster_from_json(const cJSON *obj, struct api_nested_cluster **r
         return -ENOMEM;
     }
     get_meta(&x, copy, &nc->meta);
-    get_endpoint(&x, child_obj(copy, "spec"), "controlPlaneEndpoint",
-                 &nc->control_plane_endpoint);
+    get_endpoint(&x, child_obj(copy, "spec"), "controlPlaneEndpoint", &nc->control_plane_endpoint);
     st = child_obj(copy, "status");
     nc->status.ready = get_bool(st, "ready");
     nc->status.provisioned = get_bool(child_obj(st, "initialization"), "provisioned");

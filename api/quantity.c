@@ -13,10 +13,9 @@ static const struct {
     const char *suffix;
     double factor;
 } suffixes[] = {
-    {"", 1},      {"n", 1e-9},  {"u", 1e-6},  {"m", 1e-3},         {"k", 1e3},
-    {"M", 1e6},   {"G", 1e9},   {"T", 1e12},  {"P", 1e15},         {"E", 1e18},
-    {"Ki", 0x1p10}, {"Mi", 0x1p20}, {"Gi", 0x1p30}, {"Ti", 0x1p40}, {"Pi", 0x1p50},
-    {"Ei", 0x1p60},
+    {"", 1},        {"n", 1e-9},    {"u", 1e-6},    {"m", 1e-3},    {"k", 1e3},     {"M", 1e6},
+    {"G", 1e9},     {"T", 1e12},    {"P", 1e15},    {"E", 1e18},    {"Ki", 0x1p10}, {"Mi", 0x1p20},
+    {"Gi", 0x1p30}, {"Ti", 0x1p40}, {"Pi", 0x1p50}, {"Ei", 0x1p60},
 };
 
 /* Reads digits ["." digits] at *p; returns the value, or -1 when there is no digit at all. */

@@ -96,8 +96,7 @@ static void add_ref(struct jb *b, cJSON *o, const char *key, const struct api_ob
     add_str(b, j, "uid", r->uid);
 }
 
-static void add_target(struct jb *b, cJSON *o, const char *key,
-                       const struct api_rollout_target *t)
+static void add_target(struct jb *b, cJSON *o, const char *key, const struct api_rollout_target *t)
 {
     cJSON *j;
 

@@ -164,9 +164,9 @@ enum api_storage_kind {
 
 struct api_etcd_storage {
     enum api_storage_kind kind;
-    bool both_set;           /* emptyDir and persistentVolumeClaim were both given */
-    char *size_limit;        /* emptyDir.sizeLimit */
-    char *size;              /* persistentVolumeClaim.size */
+    bool both_set;            /* emptyDir and persistentVolumeClaim were both given */
+    char *size_limit;         /* emptyDir.sizeLimit */
+    char *size;               /* persistentVolumeClaim.size */
     char *storage_class_name; /* persistentVolumeClaim.storageClassName */
 };
 
@@ -233,8 +233,7 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
 void api_control_plane_free(struct api_control_plane *ncp);
 
 /* Parses a NestedEtcd, NestedAPIServer or NestedControllerManager (the kind field says which). */
-int api_component_from_json(const cJSON *obj, struct api_component **ret,
-                            struct api_errors *errs);
+int api_component_from_json(const cJSON *obj, struct api_component **ret, struct api_errors *errs);
 void api_component_free(struct api_component *c);
 
 int api_nested_cluster_from_json(const cJSON *obj, struct api_nested_cluster **ret,

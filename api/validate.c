@@ -125,8 +125,7 @@ int api_version_validate(const char *version, const char *path, struct api_error
 }
 
 static void check_known(const char *version, const char *component, const char *what,
-                        const struct api_catalog *cat, const char *path,
-                        struct api_errors *errs)
+                        const struct api_catalog *cat, const char *path, struct api_errors *errs)
 {
     char canon[API_VERSION_MAX_LEN];
 
@@ -134,8 +133,8 @@ static void check_known(const char *version, const char *component, const char *
         api_version_canonical(version, canon, sizeof(canon)) < 0)
         return;
     if (!cat->knows_version(cat->ctx, component, canon))
-        api_errors_add_str(errs, path, version,
-                           "is not %s version the installed packages know", what);
+        api_errors_add_str(errs, path, version, "is not %s version the installed packages know",
+                           what);
 }
 
 /* ---- network ---- */
@@ -154,8 +153,10 @@ static size_t check_blocks(const struct api_strlist *l, const char *path, bool s
     size_t n = l->n < 2 ? l->n : 2;
 
     if (l->n > 2)
-        api_errors_add(errs, path, "has %zu blocks; dual-stack allows one IPv4 and one IPv6 "
-                                   "block", l->n);
+        api_errors_add(errs, path,
+                       "has %zu blocks; dual-stack allows one IPv4 and one IPv6 "
+                       "block",
+                       l->n);
     for (size_t i = 0; i < n; i++) {
         struct api_cidr *c = &out[i];
         ok[i] = false;
@@ -166,8 +167,7 @@ static size_t check_blocks(const struct api_strlist *l, const char *path, bool s
         }
         if (!api_cidr_host_bits_zero(c)) {
             api_cidr_format_network(c, net, sizeof(net));
-            api_errors_add_str(errs, p, l->items[i], "has host bits set; did you mean %s?",
-                               net);
+            api_errors_add_str(errs, p, l->items[i], "has host bits set; did you mean %s?", net);
             continue;
         }
         int *seen = c->family == AF_INET ? &seen_v4 : &seen_v6;
@@ -223,14 +223,15 @@ int api_cluster_network_validate(const struct api_cluster_network *net, const ch
             if (pod_ok[i] && svc_ok[j] && api_cidr_overlap(&pod[i], &svc[j])) {
                 char p[PATH_LEN + 32];
                 snprintf(p, sizeof(p), "%s[%zu]", pp, i);
-                api_errors_add_str(errs, p, net->pods.items[i],
-                                   "overlaps the service range \"%s\"", net->services.items[j]);
+                api_errors_add_str(errs, p, net->pods.items[i], "overlaps the service range \"%s\"",
+                                   net->services.items[j]);
             }
         }
     }
     if (ns == 2 && svc_ok[0] && svc_ok[1] && np > 0 && np < 2)
-        api_errors_add(errs, pp, "has one block but services are dual-stack; give one block "
-                                 "per family or none");
+        api_errors_add(errs, pp,
+                       "has one block but services are dual-stack; give one block "
+                       "per family or none");
     if (net->service_domain && !api_is_dns1123_subdomain(net->service_domain))
         api_errors_add_str(errs, dp, net->service_domain, "is not a valid DNS domain");
     return verdict(errs, before);
@@ -294,8 +295,7 @@ static void check_extra_args(const struct api_strmap *args, const char *path,
 
 /* ---- endpoint, certificates, references ---- */
 
-static void check_endpoint(const struct api_endpoint *ep, const char *path,
-                           struct api_errors *errs)
+static void check_endpoint(const struct api_endpoint *ep, const char *path, struct api_errors *errs)
 {
     char p[PATH_LEN];
 
@@ -357,10 +357,8 @@ static void check_ref(const struct api_object_ref *r, const char *kind, const ch
         api_errors_add_str(errs, p, r->kind, "is not %s", kind);
     sub(p, path, "apiVersion");
     if (r->api_version &&
-        (strncmp(r->api_version, API_GROUP_CONTROLPLANE, glen) != 0 ||
-         r->api_version[glen] != '/'))
-        api_errors_add_str(errs, p, r->api_version, "is not in group %s",
-                           API_GROUP_CONTROLPLANE);
+        (strncmp(r->api_version, API_GROUP_CONTROLPLANE, glen) != 0 || r->api_version[glen] != '/'))
+        api_errors_add_str(errs, p, r->api_version, "is not in group %s", API_GROUP_CONTROLPLANE);
 }
 
 /* Where the cluster name came from, for error paths. */
@@ -373,8 +371,8 @@ static const char *cluster_name_path(const struct api_meta *m, const char *name)
     return "metadata.ownerReferences[Cluster].name";
 }
 
-int api_control_plane_validate(const struct api_control_plane *ncp,
-                               const struct api_catalog *cat, struct api_errors *errs)
+int api_control_plane_validate(const struct api_control_plane *ncp, const struct api_catalog *cat,
+                               struct api_errors *errs)
 {
     const struct api_control_plane_spec *s = &ncp->spec;
     size_t before = api_errors_count(errs);
@@ -382,16 +380,14 @@ int api_control_plane_validate(const struct api_control_plane *ncp,
 
     api_cluster_name_validate(cluster, cluster_name_path(&ncp->meta, cluster), errs);
     if (api_version_validate(s->version, "spec.version", errs) == 0)
-        check_known(s->version, API_CATALOG_KUBERNETES, "a Kubernetes", cat, "spec.version",
-                    errs);
+        check_known(s->version, API_CATALOG_KUBERNETES, "a Kubernetes", cat, "spec.version", errs);
     check_endpoint(&s->control_plane_endpoint, "spec.controlPlaneEndpoint", errs);
     api_cluster_network_validate(&s->cluster_network, "spec.clusterNetwork", errs);
     api_feature_gates_validate(&s->feature_gates, s->version, cat, "spec.featureGates", errs);
     check_certificates(&s->certificates, "spec.certificates", errs);
     check_ref(&s->etcd, "NestedEtcd", "spec.etcd", errs);
     check_ref(&s->apiserver, "NestedAPIServer", "spec.apiserver", errs);
-    check_ref(&s->controller_manager, "NestedControllerManager", "spec.controllerManager",
-              errs);
+    check_ref(&s->controller_manager, "NestedControllerManager", "spec.controllerManager", errs);
     return verdict(errs, before);
 }
 

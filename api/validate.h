@@ -38,8 +38,8 @@ int api_feature_gates_validate(const struct api_gates *gates, const char *k8s_ve
 
 /* A whole NestedControlPlane (after api_control_plane_default): cluster name, version,
  * endpoint, network, feature gates, certificates, component references. */
-int api_control_plane_validate(const struct api_control_plane *ncp,
-                               const struct api_catalog *cat, struct api_errors *errs);
+int api_control_plane_validate(const struct api_control_plane *ncp, const struct api_catalog *cat,
+                               struct api_errors *errs);
 
 /* A component (after api_component_default); ncp, when given, supplies the Kubernetes version
  * the component's version and feature gates are checked against. */

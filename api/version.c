@@ -56,8 +56,8 @@ int api_version_parse(const char *s, struct api_version *ret)
     memset(&v, 0, sizeof(v));
     if (*p == 'v')
         p++;
-    if (read_part(&p, &v.major) < 0 || *p++ != '.' || read_part(&p, &v.minor) < 0 ||
-        *p++ != '.' || read_part(&p, &v.patch) < 0)
+    if (read_part(&p, &v.major) < 0 || *p++ != '.' || read_part(&p, &v.minor) < 0 || *p++ != '.' ||
+        read_part(&p, &v.patch) < 0)
         return -EINVAL;
     plus = strchr(p, '+');
     if (*p == '-') {

@@ -32,9 +32,9 @@ static void test_cidr__parses_both_families(void **state)
 
 static void test_cidr__rejects_bad_text(void **state)
 {
-    const char *bad[] = {"10.96.0.0/33", "10.96.0.0", "10.96.0/12", "10.96.0.0/-1",
-                         "10.96.0.0/ 12", "10.96.0.0/012", "fd00::/129", "/12", "x/1",
-                         "10.96.0.0/12/3", "10.96.0.0/"};
+    const char *bad[] = {"10.96.0.0/33",  "10.96.0.0",      "10.96.0/12", "10.96.0.0/-1",
+                         "10.96.0.0/ 12", "10.96.0.0/012",  "fd00::/129", "/12",
+                         "x/1",           "10.96.0.0/12/3", "10.96.0.0/"};
     struct api_cidr r;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -17,8 +17,7 @@ static void test_conditions__transition_time_moves_only_on_status_change(void **
     assert_int_equal(api_conditions_set(&cs, "EtcdAvailable", "False", "Provisioning",
                                         "waiting for 1 replica", 1, 1000),
                      1);
-    assert_int_equal(api_conditions_set(&cs, "Ready", "False", "Provisioning", NULL, 1, 1000),
-                     1);
+    assert_int_equal(api_conditions_set(&cs, "Ready", "False", "Provisioning", NULL, 1, 1000), 1);
     assert_int_equal(api_conditions_set(&cs, "Available", "Unknown", NULL, NULL, 1, 1000), 1);
     assert_string_equal(cs.items[0].type, "Ready");
     assert_string_equal(cs.items[1].type, "Available");
@@ -31,8 +30,7 @@ static void test_conditions__transition_time_moves_only_on_status_change(void **
     assert_string_equal(c->message, "waiting for 0 replicas");
     assert_string_equal(c->last_transition_time, "1970-01-01T00:16:40Z");
     /* A status change moves it. */
-    assert_int_equal(api_conditions_set(&cs, "EtcdAvailable", "True", "AsExpected", NULL, 2,
-                                        3000),
+    assert_int_equal(api_conditions_set(&cs, "EtcdAvailable", "True", "AsExpected", NULL, 2, 3000),
                      1);
     c = api_conditions_get(&cs, "EtcdAvailable");
     assert_string_equal(c->last_transition_time, "1970-01-01T00:50:00Z");

@@ -152,10 +152,8 @@ static void test_crd__structural_details(void **state)
 
     assert_int_equal(api_crd_build(API_KIND_NESTED_CONTROL_PLANE, &crd), 0);
     spec = at(crd, "spec.versions.1.schema.openAPIV3Schema.properties.spec.properties");
-    assert_string_equal(str_at(spec, "certificates.properties.keyAlgorithm.default"),
-                        "ECDSA-P256");
-    assert_int_equal(cJSON_GetArraySize(at(spec, "certificates.properties.keyAlgorithm.enum")),
-                     5);
+    assert_string_equal(str_at(spec, "certificates.properties.keyAlgorithm.default"), "ECDSA-P256");
+    assert_int_equal(cJSON_GetArraySize(at(spec, "certificates.properties.keyAlgorithm.enum")), 5);
     assert_true(cJSON_IsObject(at(spec, "certificates.default")));
     assert_string_equal(str_at(spec, "featureGates.additionalProperties.type"), "boolean");
     assert_int_equal(at(spec, "clusterNetwork.properties.services.properties.cidrBlocks."

@@ -36,9 +36,21 @@ static void test_quantity__parses_kubernetes_forms(void **state)
 
 static void test_quantity__rejects_bad_syntax(void **state)
 {
-    const char *bad[] = {"", "Gi", "1 Gi", "1.5.0", "1Qi", "1gi", "1e", "1e1.5", "--1",
-                         "1KiB", "0x10", ".", "1e+", "123456789012345678901234567890123456789"
-                                                    "01234567890123456789012345678"};
+    const char *bad[] = {"",
+                         "Gi",
+                         "1 Gi",
+                         "1.5.0",
+                         "1Qi",
+                         "1gi",
+                         "1e",
+                         "1e1.5",
+                         "--1",
+                         "1KiB",
+                         "0x10",
+                         ".",
+                         "1e+",
+                         "123456789012345678901234567890123456789"
+                         "01234567890123456789012345678"};
     double v;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -86,9 +86,10 @@ static int check_file(const char *file)
             if (api_component_validate(c, ncp, NULL, &errs) < 0)
                 fail_with(&errs, file);
             /* Every component is the one the control plane refers to. */
-            const char *ref = c->kind == API_KIND_NESTED_ETCD        ? ncp->spec.etcd.name
-                              : c->kind == API_KIND_NESTED_APISERVER ? ncp->spec.apiserver.name
-                                                                     : ncp->spec.controller_manager.name;
+            const char *ref = c->kind == API_KIND_NESTED_ETCD ? ncp->spec.etcd.name
+                              : c->kind == API_KIND_NESTED_APISERVER
+                                  ? ncp->spec.apiserver.name
+                                  : ncp->spec.controller_manager.name;
             assert_string_equal(ref, c->meta.name);
             api_component_free(c);
         }

@@ -25,8 +25,7 @@ static cJSON *wrap(const char *api_kind, const cJSON *status)
 
     cJSON_AddStringToObject(o, "apiVersion", "controlplane.cluster.x-k8s.io/v1beta1");
     cJSON_AddStringToObject(o, "kind", api_kind);
-    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "metadata"), "name",
-                          cJSON_CreateString("x"));
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "metadata"), "name", cJSON_CreateString("x"));
     cJSON_AddItemToObject(o, "status", cJSON_Duplicate(status, true));
     return o;
 }
@@ -51,12 +50,11 @@ static void test_status__control_plane_json_is_deterministic(void **state)
     st.phase = strdup("Ready");
     st.rollout.etcd.version = strdup("3.4.13");
     st.rollout.etcd.config_hash = strdup("abc");
-    assert_int_equal(api_conditions_set(&st.conditions, "Available", "True", "AsExpected", NULL,
-                                        4, 1623232800),
-                     1);
-    assert_int_equal(api_conditions_set(&st.conditions, "Ready", "True", "AsExpected", NULL, 4,
-                                        1623232800),
-                     1);
+    assert_int_equal(
+        api_conditions_set(&st.conditions, "Available", "True", "AsExpected", NULL, 4, 1623232800),
+        1);
+    assert_int_equal(
+        api_conditions_set(&st.conditions, "Ready", "True", "AsExpected", NULL, 4, 1623232800), 1);
     j = api_control_plane_status_to_json(&st);
     s = print(j);
     assert_string_equal(

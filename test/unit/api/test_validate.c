@@ -429,7 +429,7 @@ static void test_validate__component_defaults(void **state)
                                               "  featureGates: {A: true, B: true}\n");
     struct api_component *etcd = component_parse("NestedEtcd", "  {}\n");
     struct api_component *kas = component_parse("NestedAPIServer", "  featureGates: {B: false, "
-                                                                    "C: true}\n");
+                                                                   "C: true}\n");
     struct api_gates g = {NULL, 0};
 
     assert_int_equal(api_component_default(etcd, ncp, &catalog), 0);

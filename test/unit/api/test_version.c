@@ -37,9 +37,9 @@ static void test_version__with_or_without_v(void **state)
 
 static void test_version__rejects_partial_or_odd_forms(void **state)
 {
-    const char *bad[] = {"", "1", "1.20", "v", "V1.20.2", "1.20.2.1", "1.20.x", "01.2.3",
-                         "1.20.2-", "1.20.2-rc..1", "1.20.2+", " 1.20.2", "1.20.2 ", "vv1.2.3",
-                         "1.2.3-rc_1"};
+    const char *bad[] = {"",         "1",       "1.20",    "v",       "V1.20.2",
+                         "1.20.2.1", "1.20.x",  "01.2.3",  "1.20.2-", "1.20.2-rc..1",
+                         "1.20.2+",  " 1.20.2", "1.20.2 ", "vv1.2.3", "1.2.3-rc_1"};
     struct api_version v;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
