@@ -121,7 +121,6 @@ static int path_join(char *out, size_t size, const char *a, const char *b)
     return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -189,8 +188,7 @@ static int read_yaml(const char *path, const char *origin, cJSON **ret_doc, stru
     return r;
 }
 
-static int load_channel(struct render_catalog *c, const char *dir, const char *name,
-                        struct err *e)
+static int load_channel(struct render_catalog *c, const char *dir, const char *name, struct err *e)
 {
     char path[4096];
     cJSON *doc = NULL;
@@ -308,8 +306,8 @@ static int load_package(struct render_catalog *c, const char *base, const char *
     img = cJSON_GetObjectItemCaseSensitive(p.meta, "image");
     if (!cJSON_IsString(v) || strcmp(v->valuestring, component) != 0 ||
         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(img, "repository"))) {
-        r = err_set(e, -EINVAL,
-                    "%s/package.yaml: needs component: %s and image.repository", rel, component);
+        r = err_set(e, -EINVAL, "%s/package.yaml: needs component: %s and image.repository", rel,
+                    component);
         goto fail;
     }
     if (!(p.component = strdup(component)) || !(p.line = strdup(line))) {
@@ -537,8 +535,8 @@ bool render_package_knows_flag(const struct render_package *p, const char *flag)
 {
     const cJSON *it, *flags = cJSON_GetObjectItemCaseSensitive(p->meta, "flags");
 
-    cJSON_ArrayForEach(it, flags) if (cJSON_IsString(it) && strcmp(it->valuestring, flag) == 0)
-        return true;
+    cJSON_ArrayForEach(it, flags) if (cJSON_IsString(it) &&
+                                      strcmp(it->valuestring, flag) == 0) return true;
     return false;
 }
 

@@ -13,9 +13,9 @@ enum list_kind { LIST_PLAIN, LIST_BY_NAME, LIST_BY_META_NAME, LIST_PORTS, LIST_F
 
 static enum list_kind list_kind_of(const char *field)
 {
-    static const char *const by_name[] = {"containers", "initContainers", "ephemeralContainers",
-                                          "volumes",    "volumeMounts",   "env",
-                                          "imagePullSecrets"};
+    static const char *const by_name[] = {
+        "containers", "initContainers",  "ephemeralContainers", "volumes", "volumeMounts",
+        "env",        "imagePullSecrets"};
 
     for (size_t i = 0; i < sizeof(by_name) / sizeof(by_name[0]); i++)
         if (strcmp(field, by_name[i]) == 0)
@@ -118,8 +118,9 @@ static int merge_list(cJSON *cur, const cJSON *patch, enum list_kind kind, const
         element_key(kind, pe, pk, sizeof(pk));
         if (!cJSON_IsObject(pe) || !pk[0])
             return err_set(e, -EINVAL, "%s: every element needs its %s", path,
-                           kind == LIST_PORTS ? "containerPort or port"
-                           : kind == LIST_BY_META_NAME ? "metadata.name" : "name");
+                           kind == LIST_PORTS          ? "containerPort or port"
+                           : kind == LIST_BY_META_NAME ? "metadata.name"
+                                                       : "name");
         cJSON_ArrayForEach(ce, cur)
         {
             element_key(kind, ce, ck, sizeof(ck));
@@ -204,8 +205,7 @@ static int smp_into(cJSON *target, const cJSON *patch, const char *path, struct 
     return 0;
 }
 
-int render_patch_strategic(const cJSON *doc, const cJSON *patch, cJSON **ret_doc,
-                           struct err *e)
+int render_patch_strategic(const cJSON *doc, const cJSON *patch, cJSON **ret_doc, struct err *e)
 {
     cJSON *out;
     int r;
@@ -276,8 +276,8 @@ static int parse_patch(const cJSON *p, int i, struct target *ret, struct err *e)
         return err_set(e, -EINVAL, "spec.patches[%d]: the target needs kind and %s", i,
                        tg ? "name" : "metadata.name");
     if (strcmp(t.type, "strategic") && strcmp(t.type, "merge") && strcmp(t.type, "json"))
-        return err_set(e, -EINVAL,
-                       "spec.patches[%d].type: \"%s\" is not strategic, merge or json", i, t.type);
+        return err_set(e, -EINVAL, "spec.patches[%d].type: \"%s\" is not strategic, merge or json",
+                       i, t.type);
     *ret = t;
     return 0;
 }

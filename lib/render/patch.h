@@ -25,8 +25,7 @@
  * port), and args/command merge flag by flag: "--key=value" replaces the element with the same
  * "--key", anything else is appended unless already present. Returns 0 and the result in
  * *ret_doc (caller frees), or -EINVAL, -ENOMEM. */
-int render_patch_strategic(const cJSON *doc, const cJSON *patch, cJSON **ret_doc,
-                           struct err *e);
+int render_patch_strategic(const cJSON *doc, const cJSON *patch, cJSON **ret_doc, struct err *e);
 
 /* Applies every patch of the array patches, in order, to the objects array (in place; on
  * failure objects is left as it was). Errors (-EINVAL) read

@@ -12,7 +12,8 @@
 #include "lib/render/transform.h"
 #include "lib/util/yamlconv.h"
 
-#define NAME_MAX_LEN 52 /* a StatefulSet name leaves room for the controller-revision-hash label */
+#define NAME_MAX_LEN 52 /* a StatefulSet name leaves room for the controller-revision-hash label   \
+                         */
 
 static const struct {
     const char *component, *short_name;
@@ -56,8 +57,8 @@ static int get_string(const cJSON *obj, const char *key, const char *path, const
     return 0;
 }
 
-static int get_int(const cJSON *obj, const char *key, const char *path, int def, int min,
-                   int max, int *ret, struct err *e)
+static int get_int(const cJSON *obj, const char *key, const char *path, int def, int min, int max,
+                   int *ret, struct err *e)
 {
     const cJSON *v = get(obj, key);
 
@@ -133,8 +134,8 @@ static int string_list(const cJSON *v, const char *path, const char *def, cJSON 
     }
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
         return err_set(e, -EINVAL, "%s: must be a non-empty list of strings", path);
-    cJSON_ArrayForEach(it, v) if (!cJSON_IsString(it) || !it->valuestring[0])
-        return err_set(e, -EINVAL, "%s: must be a non-empty list of strings", path);
+    cJSON_ArrayForEach(it, v) if (!cJSON_IsString(it) || !it->valuestring[0]) return err_set(
+        e, -EINVAL, "%s: must be a non-empty list of strings", path);
     if (!(*ret = cJSON_Duplicate(v, true)))
         return oom(e);
     return 0;
@@ -151,11 +152,11 @@ static int build_network(const cJSON *values, cJSON *ctx, struct err *e)
         return oom(e);
     if (net && !cJSON_IsNull(net) && !cJSON_IsObject(net))
         r = err_set(e, -EINVAL, "network: must be an object");
-    else if ((r = string_list(get(net, "serviceCIDRs"), "network.serviceCIDRs", "10.96.0.0/12",
-                              &l, e)) == 0 &&
-             (r = put(out, "serviceCIDRs", l)) == 0 &&
-             (r = string_list(get(net, "podCIDRs"), "network.podCIDRs", "10.244.0.0/16", &l,
+    else if ((r = string_list(get(net, "serviceCIDRs"), "network.serviceCIDRs", "10.96.0.0/12", &l,
                               e)) == 0 &&
+             (r = put(out, "serviceCIDRs", l)) == 0 &&
+             (r = string_list(get(net, "podCIDRs"), "network.podCIDRs", "10.244.0.0/16", &l, e)) ==
+                 0 &&
              (r = put(out, "podCIDRs", l)) == 0 &&
              (r = get_string(net, "serviceDomain", "network.serviceDomain", "cluster.local",
                              &domain, e)) == 0)
@@ -173,7 +174,8 @@ static int build_network(const cJSON *values, cJSON *ctx, struct err *e)
 static int build_etcd(const cJSON *values, const char *cluster, const char *ns,
                       const char *component, int replicas, cJSON *ctx, struct err *e)
 {
-    const cJSON *ev = get(values, "etcd"), *eps = get(ev, "endpoints"), *ll = get(ev, "listenLoopback");
+    const cJSON *ev = get(values, "etcd"), *eps = get(ev, "endpoints"),
+                *ll = get(ev, "listenLoopback");
     const char *sdomain;
     char suffix[300], init[8192], host[400];
     size_t used = 0;
@@ -227,7 +229,9 @@ static int build_etcd(const cJSON *values, const char *cluster, const char *ns,
     } else {
         const cJSON *m;
         cJSON_ArrayForEach(m, members) if (!cJSON_AddItemToArray(
-            urls, cJSON_CreateString(get(m, "clientURL")->valuestring))) {
+                                               urls, cJSON_CreateString(
+                                                         get(m, "clientURL")->valuestring)))
+        {
             r = oom(e);
             goto fail;
         }
@@ -329,8 +333,8 @@ static int check_feature_gates(const struct render_package *pkg, const char *ver
         if (!cJSON_IsBool(it))
             return err_set(e, -EINVAL, "featureGates.%s: must be true or false", it->string);
         if (!render_package_knows_feature_gate(pkg, it->string, &locked))
-            return err_set(e, -EINVAL, "featureGates.%s: not a feature gate of %s %s",
-                           it->string, render_package_component(pkg), version);
+            return err_set(e, -EINVAL, "featureGates.%s: not a feature gate of %s %s", it->string,
+                           render_package_component(pkg), version);
         if (locked >= 0 && cJSON_IsTrue(it) != (locked == 1))
             return err_set(e, -EINVAL, "featureGates.%s: locked to %s in %s %s", it->string,
                            locked ? "true" : "false", render_package_component(pkg), version);
@@ -364,7 +368,8 @@ static int build_labels(cJSON *ctx, const char *cluster, const char *component,
 
     if (!sel || put_str(sel, "cluster.x-k8s.io/cluster-name", cluster) < 0 ||
         put_str(sel, "app.kubernetes.io/component", short_name) < 0 ||
-        !(all = cJSON_Duplicate(sel, true)) || put_str(all, "app.kubernetes.io/name", component) < 0 ||
+        !(all = cJSON_Duplicate(sel, true)) ||
+        put_str(all, "app.kubernetes.io/name", component) < 0 ||
         put_str(all, "app.kubernetes.io/managed-by", "nestcp") < 0) {
         cJSON_Delete(sel);
         cJSON_Delete(all);
@@ -406,8 +411,8 @@ int render_context(const struct render_catalog *c, const cJSON *values,
 {
     const struct render_package *pkg = NULL;
     const cJSON *cl = get(values, "cluster"), *v;
-    const char *cluster, *ns, *component, *short_name, *version, *channel, *image, *reg,
-        *issuer, *stype, *ihash;
+    const char *cluster, *ns, *component, *short_name, *version, *channel, *image, *reg, *issuer,
+        *stype, *ihash;
     char resolved[RENDER_VERSION_MAX], img[512], objname[128];
     cJSON *ctx = NULL, *o;
     int replicas, r;
@@ -428,8 +433,10 @@ int render_context(const struct render_catalog *c, const cJSON *values,
                        component ? component : "");
     if (snprintf(objname, sizeof(objname), "%s-%s", cluster, short_name) > NAME_MAX_LEN ||
         strlen(cluster) + strlen("-controller-manager") > NAME_MAX_LEN)
-        return err_set(e, -EINVAL, "cluster.name: \"%s\" is too long for object names of at most "
-                       "%d characters", cluster, NAME_MAX_LEN);
+        return err_set(e, -EINVAL,
+                       "cluster.name: \"%s\" is too long for object names of at most "
+                       "%d characters",
+                       cluster, NAME_MAX_LEN);
     if ((r = get_string(values, "version", "version", "", &version, e)) < 0 ||
         (r = get_string(values, "channel", "channel", "", &channel, e)) < 0)
         return r;
@@ -455,23 +462,25 @@ int render_context(const struct render_catalog *c, const cJSON *values,
         put_str(o, "namespace", ns) < 0 || put_str(ctx, "component", component) < 0 ||
         put_str(ctx, "componentShort", short_name) < 0 || put_str(ctx, "version", resolved) < 0 ||
         put_str(ctx, "packageLine", render_package_line(pkg)) < 0 ||
-        put(ctx, "replicas", cJSON_CreateNumber(replicas)) < 0 || put_str(ctx, "image", image) < 0 ||
-        put_str(ctx, "imageRegistry", reg) < 0 || put_str(ctx, "inputsHash", ihash) < 0 ||
-        put_str(ctx, "name", objname) < 0 || !(o = cJSON_CreateObject()) ||
-        put(ctx, "names", o) < 0 || put_fmt(o, "etcd", "%s-etcd", cluster) < 0 ||
+        put(ctx, "replicas", cJSON_CreateNumber(replicas)) < 0 ||
+        put_str(ctx, "image", image) < 0 || put_str(ctx, "imageRegistry", reg) < 0 ||
+        put_str(ctx, "inputsHash", ihash) < 0 || put_str(ctx, "name", objname) < 0 ||
+        !(o = cJSON_CreateObject()) || put(ctx, "names", o) < 0 ||
+        put_fmt(o, "etcd", "%s-etcd", cluster) < 0 ||
         put_fmt(o, "apiserver", "%s-apiserver", cluster) < 0 ||
         put_fmt(o, "controllerManager", "%s-controller-manager", cluster) < 0) {
         r = oom(e);
         goto fail;
     }
-    if ((r = build_network(values, ctx, e)) < 0 || (r = build_labels(ctx, cluster, component, short_name, e)) < 0 ||
+    if ((r = build_network(values, ctx, e)) < 0 ||
+        (r = build_labels(ctx, cluster, component, short_name, e)) < 0 ||
         (r = build_etcd(values, cluster, ns, component, replicas, ctx, e)) < 0 ||
-        (r = build_secrets(values, cluster, ctx, e)) < 0 || (r = build_storage(values, ctx, e)) < 0 ||
+        (r = build_secrets(values, cluster, ctx, e)) < 0 ||
+        (r = build_storage(values, ctx, e)) < 0 ||
         (r = check_feature_gates(pkg, resolved, get(values, "featureGates"), ctx, e)) < 0 ||
         (r = check_extra_args(pkg, resolved, get(values, "extraArgs"), e)) < 0)
         goto fail;
-    if (strcmp(component, "etcd") == 0 &&
-        cJSON_GetArraySize(get(ctx, "featureGates")) > 0) {
+    if (strcmp(component, "etcd") == 0 && cJSON_GetArraySize(get(ctx, "featureGates")) > 0) {
         r = err_set(e, -EINVAL, "featureGates: etcd has no feature gates");
         goto fail;
     }
@@ -480,17 +489,21 @@ int render_context(const struct render_catalog *c, const cJSON *values,
         r = err_set(e, -EINVAL, "resources: must be an object");
         goto fail;
     }
-    if ((r = get_string(values, "serviceAccountIssuer", "serviceAccountIssuer", NULL, &issuer, e)) < 0)
+    if ((r = get_string(values, "serviceAccountIssuer", "serviceAccountIssuer", NULL, &issuer, e)) <
+        0)
         goto fail;
     if ((r = get_string(get(values, "apiserver"), "serviceType", "apiserver.serviceType",
                         "ClusterIP", &stype, e)) < 0)
         goto fail;
     if (strcmp(stype, "ClusterIP") && strcmp(stype, "NodePort") && strcmp(stype, "LoadBalancer")) {
-        r = err_set(e, -EINVAL, "apiserver.serviceType: \"%s\" is not ClusterIP, NodePort or "
-                    "LoadBalancer", stype);
+        r = err_set(e, -EINVAL,
+                    "apiserver.serviceType: \"%s\" is not ClusterIP, NodePort or "
+                    "LoadBalancer",
+                    stype);
         goto fail;
     }
-    if (put(ctx, "resources", v && cJSON_IsObject(v) ? cJSON_Duplicate(v, true) : cJSON_CreateObject()) < 0 ||
+    if (put(ctx, "resources",
+            v && cJSON_IsObject(v) ? cJSON_Duplicate(v, true) : cJSON_CreateObject()) < 0 ||
         (issuer ? put_str(ctx, "serviceAccountIssuer", issuer)
                 : put_fmt(ctx, "serviceAccountIssuer", "https://kubernetes.default.svc.%s",
                           get(get(ctx, "network"), "serviceDomain")->valuestring)) < 0 ||
@@ -520,7 +533,8 @@ static int check_objects(const cJSON *objects, const char *ns, struct err *e)
         if (!cJSON_IsObject(obj) || !cJSON_IsString(get(obj, "apiVersion")) ||
             !cJSON_IsString(get(obj, "kind")) || !cJSON_IsObject(meta) ||
             !cJSON_IsString(get(meta, "name")))
-            return err_set(e, -EINVAL, "template output: every object needs apiVersion, kind and "
+            return err_set(e, -EINVAL,
+                           "template output: every object needs apiVersion, kind and "
                            "metadata.name");
         if (!get(meta, "namespace") && put_str(meta, "namespace", ns) < 0)
             return oom(e);

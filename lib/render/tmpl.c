@@ -78,9 +78,9 @@ enum expr_kind { E_FIELD, E_VAR, E_STRING, E_NUMBER, E_BOOL, E_NULL, E_CALL, E_P
 struct expr {
     enum expr_kind kind;
     int line;
-    const char *spelling;  /* source text of a field or variable reference, for messages */
-    const char *var;       /* E_VAR: the name after '$' ("" for "$" itself) */
-    const char **fields;   /* E_FIELD, E_VAR: the field chain */
+    const char *spelling; /* source text of a field or variable reference, for messages */
+    const char *var;      /* E_VAR: the name after '$' ("" for "$" itself) */
+    const char **fields;  /* E_FIELD, E_VAR: the field chain */
     int nfields;
     const char *str;       /* E_STRING */
     double num;            /* E_NUMBER */
@@ -98,11 +98,11 @@ struct node {
     struct node *next;
     const char *text; /* N_TEXT */
     size_t len;
-    struct expr *pipe;    /* N_OUTPUT, N_IF, N_RANGE, N_ASSIGN */
-    struct node *body;    /* N_IF, N_RANGE */
-    struct node *alt;     /* N_IF: the else branch */
-    const char *key_var;  /* N_RANGE: "$i" of "$i, $v :=" (NULL if absent) */
-    const char *val_var;  /* N_RANGE: "$v"; N_ASSIGN: the variable */
+    struct expr *pipe;   /* N_OUTPUT, N_IF, N_RANGE, N_ASSIGN */
+    struct node *body;   /* N_IF, N_RANGE */
+    struct node *alt;    /* N_IF: the else branch */
+    const char *key_var; /* N_RANGE: "$i" of "$i, $v :=" (NULL if absent) */
+    const char *val_var; /* N_RANGE: "$v"; N_ASSIGN: the variable */
 };
 
 /* ---- execution state (declared early: functions need it) ---- */
@@ -125,7 +125,8 @@ struct exec {
     int nvars;
 };
 
-static int fail(struct exec *x, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct exec *x, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct exec *x, int line, const char *fmt, ...)
 {
@@ -288,8 +289,8 @@ static int fn_join(struct exec *x, int line, cJSON **a, int n, cJSON **ret)
     int r;
 
     if (!cJSON_IsString(a[0]) || !cJSON_IsArray(a[1]))
-        return fail(x, line, "join wants a string and a list, not a %s and a %s",
-                    type_name(a[0]), type_name(a[1]));
+        return fail(x, line, "join wants a string and a list, not a %s and a %s", type_name(a[0]),
+                    type_name(a[1]));
     buf_init(&b, TMPL_MAX_OUTPUT);
     r = join_into(x, line, a[1], a[0]->valuestring, &b);
     if (r == 0)
@@ -482,7 +483,8 @@ static int fn_index(struct exec *x, int line, cJSON **a, int n, cJSON **ret)
     else
         return fail(x, line, "index of a %s by a %s", type_name(a[0]), type_name(a[1]));
     if (!v)
-        return fail(x, line, "index: no element %s", cJSON_IsString(a[1]) ? a[1]->valuestring : "at that position");
+        return fail(x, line, "index: no element %s",
+                    cJSON_IsString(a[1]) ? a[1]->valuestring : "at that position");
     return give(x, dup_value(v), ret);
 }
 
@@ -494,12 +496,12 @@ static int fn_add(struct exec *x, int line, cJSON **a, int n, cJSON **ret)
 }
 
 static const struct func funcs[] = {
-    {"add", 2, 2, fn_add},       {"and", 1, -1, fn_and},      {"concat", 1, -1, fn_concat},
-    {"default", 2, 2, fn_default}, {"empty", 1, 1, fn_empty}, {"eq", 2, 2, fn_eq},
-    {"hasKey", 2, 2, fn_haskey}, {"index", 2, 2, fn_index},   {"join", 2, 2, fn_join},
-    {"joinMap", 3, 3, fn_joinmap}, {"json", 1, 1, fn_json},   {"len", 1, 1, fn_len},
-    {"list", 0, -1, fn_list},    {"ne", 2, 2, fn_ne},         {"not", 1, 1, fn_not},
-    {"or", 1, -1, fn_or},        {"printf", 1, -1, fn_printf}, {"quote", 1, 1, fn_quote},
+    {"add", 2, 2, fn_add},         {"and", 1, -1, fn_and},       {"concat", 1, -1, fn_concat},
+    {"default", 2, 2, fn_default}, {"empty", 1, 1, fn_empty},    {"eq", 2, 2, fn_eq},
+    {"hasKey", 2, 2, fn_haskey},   {"index", 2, 2, fn_index},    {"join", 2, 2, fn_join},
+    {"joinMap", 3, 3, fn_joinmap}, {"json", 1, 1, fn_json},      {"len", 1, 1, fn_len},
+    {"list", 0, -1, fn_list},      {"ne", 2, 2, fn_ne},          {"not", 1, 1, fn_not},
+    {"or", 1, -1, fn_or},          {"printf", 1, -1, fn_printf}, {"quote", 1, 1, fn_quote},
 };
 
 static const struct func *func_find(const char *name, size_t n)
@@ -512,8 +514,20 @@ static const struct func *func_find(const char *name, size_t n)
 
 /* ---- lexing the inside of an action ---- */
 
-enum tok_kind { T_EOF, T_FIELD, T_VAR, T_STRING, T_NUMBER, T_IDENT, T_LPAREN, T_RPAREN,
-                T_PIPE, T_ASSIGN, T_COMMA, T_BAD };
+enum tok_kind {
+    T_EOF,
+    T_FIELD,
+    T_VAR,
+    T_STRING,
+    T_NUMBER,
+    T_IDENT,
+    T_LPAREN,
+    T_RPAREN,
+    T_PIPE,
+    T_ASSIGN,
+    T_COMMA,
+    T_BAD
+};
 
 struct tok {
     enum tok_kind kind;
@@ -532,7 +546,8 @@ struct parser {
     size_t nitems, at;
 };
 
-static int perr(struct parser *ps, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int perr(struct parser *ps, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int perr(struct parser *ps, int line, const char *fmt, ...)
 {
@@ -593,7 +608,8 @@ static void lex(struct parser *ps)
             t.kind = T_STRING;
             p++;
         }
-    } else if ((*p >= '0' && *p <= '9') || (*p == '-' && p + 1 < ps->end && p[1] >= '0' && p[1] <= '9')) {
+    } else if ((*p >= '0' && *p <= '9') ||
+               (*p == '-' && p + 1 < ps->end && p[1] >= '0' && p[1] <= '9')) {
         p++;
         while (p < ps->end && ((*p >= '0' && *p <= '9') || *p == '.'))
             p++;
@@ -606,8 +622,11 @@ static void lex(struct parser *ps)
         p += 2;
         t.kind = T_ASSIGN;
     } else {
-        t.kind = *p == '(' ? T_LPAREN : *p == ')' ? T_RPAREN : *p == '|' ? T_PIPE
-                 : *p == ',' ? T_COMMA : T_BAD;
+        t.kind = *p == '('   ? T_LPAREN
+                 : *p == ')' ? T_RPAREN
+                 : *p == '|' ? T_PIPE
+                 : *p == ',' ? T_COMMA
+                             : T_BAD;
         p++;
     }
     t.n = (size_t)(p - t.s);
@@ -665,9 +684,15 @@ static int decode_string(struct parser *ps, const struct tok *t, const char **re
         if (t->s[0] == '"' && c == '\\') {
             c = t->s[++i];
             switch (c) {
-            case 'n': c = '\n'; break;
-            case 't': c = '\t'; break;
-            case '\\': case '"': break;
+            case 'n':
+                c = '\n';
+                break;
+            case 't':
+                c = '\t';
+                break;
+            case '\\':
+            case '"':
+                break;
             default:
                 return perr(ps, ps->line, "unknown escape \\%c in string", c);
             }
@@ -696,8 +721,8 @@ static int parse_pipeline(struct parser *ps, struct expr **ret);
 
 static bool starts_operand(const struct tok *t)
 {
-    return t->kind == T_FIELD || t->kind == T_VAR || t->kind == T_STRING ||
-           t->kind == T_NUMBER || t->kind == T_IDENT || t->kind == T_LPAREN;
+    return t->kind == T_FIELD || t->kind == T_VAR || t->kind == T_STRING || t->kind == T_NUMBER ||
+           t->kind == T_IDENT || t->kind == T_LPAREN;
 }
 
 static int parse_operand(struct parser *ps, struct expr **ret)
@@ -801,7 +826,9 @@ static int parse_command(struct parser *ps, bool piped, struct expr **ret)
         if (have < ex->fn->min_args || (ex->fn->max_args >= 0 && have > ex->fn->max_args))
             return perr(ps, ex->line, "%s takes %d%s argument%s, not %d", ex->fn->name,
                         ex->fn->min_args,
-                        ex->fn->max_args < 0 ? " or more" : ex->fn->max_args > ex->fn->min_args ? "+" : "",
+                        ex->fn->max_args < 0                  ? " or more"
+                        : ex->fn->max_args > ex->fn->min_args ? "+"
+                                                              : "",
                         ex->fn->min_args == 1 && ex->fn->max_args == 1 ? "" : "s", have);
         ex->args = arena_alloc(ps->t, sizeof(*ex->args) * (size_t)(n + 1));
         if (!ex->args)
@@ -946,7 +973,8 @@ static int scan(struct parser *ps, const char *src, size_t len)
             ce--;
         if (!(ce - cs >= 4 && src[cs] == '/' && src[cs + 1] == '*' && src[ce - 2] == '*' &&
               src[ce - 1] == '/') &&
-            push_item(ps, true, src + cs, ce - cs, line + count_lines(src + text_end, cs - text_end)) < 0)
+            push_item(ps, true, src + cs, ce - cs,
+                      line + count_lines(src + text_end, cs - text_end)) < 0)
             return -ENOMEM;
         line += count_lines(src + text_end, close + 2 - text_end);
         trim_next = trim_right;
@@ -1013,7 +1041,8 @@ static int parse_if(struct parser *ps, int line, struct node **ret)
         } else if ((r = expect_end_of_action(ps)) == 0) {
             r = parse_list(ps, &n->alt, &stop);
             if (r == 0 && stop != STOP_END)
-                r = perr(ps, line, stop == STOP_ELSE ? "if with two else branches" : "if without end");
+                r = perr(ps, line,
+                         stop == STOP_ELSE ? "if with two else branches" : "if without end");
         }
         if (r < 0)
             return r;
@@ -1163,8 +1192,8 @@ int tmpl_parse(const char *name, const char *text, size_t len, struct tmpl **ret
     }
     mark = memmem(text, len, MARK, MARK_LEN);
     if (mark) {
-        r = perr(&ps, 1 + count_lines(text, (size_t)(mark - text)),
-                 "the text \"%s\" is reserved", MARK);
+        r = perr(&ps, 1 + count_lines(text, (size_t)(mark - text)), "the text \"%s\" is reserved",
+                 MARK);
         goto out;
     }
     if ((r = scan(&ps, text, len)) < 0 || (r = parse_list(&ps, &t->root, NULL)) < 0)

@@ -33,8 +33,9 @@ static int set_string(cJSON *obj, const char *key, const char *value)
 
     if (!v)
         return -ENOMEM;
-    ok = cJSON_GetObjectItemCaseSensitive(obj, key) ? cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v)
-                                                    : cJSON_AddItemToObject(obj, key, v);
+    ok = cJSON_GetObjectItemCaseSensitive(obj, key)
+             ? cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v)
+             : cJSON_AddItemToObject(obj, key, v);
     if (!ok) {
         cJSON_Delete(v);
         return -ENOMEM;
@@ -62,7 +63,8 @@ static int add_labels(cJSON *holder, const cJSON *labels)
 
     if (!meta || !(l = ensure_object(meta, "labels")))
         return -ENOMEM;
-    cJSON_ArrayForEach(it, labels) if (set_string(l, it->string, it->valuestring) < 0) return -ENOMEM;
+    cJSON_ArrayForEach(it,
+                       labels) if (set_string(l, it->string, it->valuestring) < 0) return -ENOMEM;
     return 0;
 }
 
@@ -71,8 +73,8 @@ int render_transform_labels(cJSON *objects, const cJSON *labels, struct err *e)
     const cJSON *it;
     cJSON *obj, *tpl;
 
-    cJSON_ArrayForEach(it, labels) if (!cJSON_IsString(it))
-        return err_set(e, -EINVAL, "label %s: value must be a string", it->string);
+    cJSON_ArrayForEach(it, labels) if (!cJSON_IsString(it)) return err_set(
+        e, -EINVAL, "label %s: value must be a string", it->string);
     cJSON_ArrayForEach(obj, objects)
     {
         if (add_labels(obj, labels) < 0)
@@ -233,8 +235,8 @@ static int annotate(cJSON *holder, const char *value)
 /* Removes our annotation so that hashing is stable across re-renders of rendered output. */
 static void drop_annotation(cJSON *holder)
 {
-    cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(holder, "metadata"),
-                                                "annotations");
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(holder, "metadata"), "annotations");
 
     if (a)
         cJSON_DeleteItemFromObjectCaseSensitive(a, RENDER_CONFIG_HASH_ANNOTATION);
@@ -253,10 +255,12 @@ int render_transform_config_hash(cJSON *objects, const char *extra_input, struct
             drop_annotation(tpl);
             if ((r = sha256_hex(tpl, extra_input ? extra_input : "", pod)) < 0 ||
                 (r = annotate(tpl, pod)) < 0)
-                return err_set(e, r, "config hash: %s", r == -ENOMEM ? "out of memory" : "digest failed");
+                return err_set(e, r, "config hash: %s",
+                               r == -ENOMEM ? "out of memory" : "digest failed");
         }
         if ((r = sha256_hex(obj, NULL, whole)) < 0 || (r = annotate(obj, whole)) < 0)
-            return err_set(e, r, "config hash: %s", r == -ENOMEM ? "out of memory" : "digest failed");
+            return err_set(e, r, "config hash: %s",
+                           r == -ENOMEM ? "out of memory" : "digest failed");
     }
     return 0;
 }

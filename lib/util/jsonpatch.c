@@ -160,8 +160,8 @@ static bool array_insert(cJSON *array, int idx, cJSON *item)
 struct op {
     const char *name;
     const char *path;
-    const char *from;     /* NULL unless present */
-    const cJSON *value;   /* NULL unless present (a JSON null is present) */
+    const char *from;   /* NULL unless present */
+    const cJSON *value; /* NULL unless present (a JSON null is present) */
 };
 
 /* Adds value (owned; freed on failure) at pointer in *doc. */
@@ -306,8 +306,8 @@ static int apply_one(cJSON **doc, const struct op *op, struct err *e)
 {
     cJSON *v = NULL;
     const cJSON *found = NULL;
-    bool needs_value = !strcmp(op->name, "add") || !strcmp(op->name, "replace") ||
-                       !strcmp(op->name, "test");
+    bool needs_value =
+        !strcmp(op->name, "add") || !strcmp(op->name, "replace") || !strcmp(op->name, "test");
     bool needs_from = !strcmp(op->name, "move") || !strcmp(op->name, "copy");
     int r;
 

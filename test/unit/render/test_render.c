@@ -30,9 +30,10 @@ static int setup(void **state)
     if (src)
         snprintf(dir, sizeof(dir), "%s/templates", src);
     else
-        snprintf(dir, sizeof(dir), "%.*s/templates",
-                 (int)(strstr(me, "/test/unit/render/") ? strstr(me, "/test/unit/render/") - me : 1),
-                 strstr(me, "/test/unit/render/") ? me : ".");
+        snprintf(
+            dir, sizeof(dir), "%.*s/templates",
+            (int)(strstr(me, "/test/unit/render/") ? strstr(me, "/test/unit/render/") - me : 1),
+            strstr(me, "/test/unit/render/") ? me : ".");
     err_clear(&e);
     if (render_catalog_open(dir, &catalog, &e) < 0) {
         print_error("catalog %s: %s\n", dir, e.msg);
@@ -109,9 +110,11 @@ static const cJSON *container(const cJSON *obj, const char *name)
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, cJSON_GetObjectItem(render_pod_spec(obj), "containers"))
-    if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, name))
-        return c;
+    cJSON_ArrayForEach(
+        c,
+        cJSON_GetObjectItem(render_pod_spec(obj),
+                            "containers")) if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring,
+                                                       name)) return c;
     fail();
     return NULL;
 }
@@ -148,7 +151,8 @@ static const char *str(const cJSON *obj, const char *pointer)
 static void test_render__etcd_three_members_know_each_other(void **state)
 {
     cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.4.23\nreplicas: 3\n");
-    const cJSON *sts = find(objs, "StatefulSet", "c1-etcd"), *svc = find(objs, "Service", "c1-etcd");
+    const cJSON *sts = find(objs, "StatefulSet", "c1-etcd"),
+                *svc = find(objs, "Service", "c1-etcd");
     const cJSON *c = container(sts, "etcd");
 
     assert_string_equal(flag(c, "initial-cluster"),
@@ -164,7 +168,8 @@ static void test_render__etcd_three_members_know_each_other(void **state)
     assert_string_equal(flag(c, "peer-client-cert-auth"), "true");
     assert_string_equal(flag(c, "trusted-ca-file"), "/etc/etcd/pki/ca/tls.crt");
     assert_string_equal(flag(c, "peer-trusted-ca-file"), "/etc/etcd/pki/ca/tls.crt");
-    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint, 3);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint,
+                     3);
     assert_string_equal(str(sts, "/spec/podManagementPolicy"), "Parallel");
     assert_string_equal(str(sts, "/spec/serviceName"), "c1-etcd");
     assert_string_equal(str(svc, "/spec/clusterIP"), "None");
@@ -193,25 +198,29 @@ static void test_render__etcd_pvc_storage_uses_claim_templates(void **state)
                         "5Gi");
     assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/spec/storageClassName"), "fast");
     assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "ca");
-    assert_string_equal(flag(container(sts, "etcd"), "listen-client-urls"), "https://$(POD_IP):2379");
+    assert_string_equal(flag(container(sts, "etcd"), "listen-client-urls"),
+                        "https://$(POD_IP):2379");
     assert_string_equal(flag(container(sts, "etcd"), "experimental-initial-corrupt-check"), "true");
     cJSON_Delete(objs);
 }
 
 static void test_render__apiserver_120_flags(void **state)
 {
-    cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: v1.20.2\nreplicas: 2\n"
-                                 "etcd: {replicas: 3}\n"
-                                 "network: {serviceCIDRs: [10.96.0.0/12, 'fd00:10:96::/108']}\n"
-                                 "featureGates: {IPv6DualStack: true, APIPriorityAndFairness: false}\n");
+    cJSON *objs =
+        render_ok(BASE "component: kube-apiserver\nversion: v1.20.2\nreplicas: 2\n"
+                       "etcd: {replicas: 3}\n"
+                       "network: {serviceCIDRs: [10.96.0.0/12, 'fd00:10:96::/108']}\n"
+                       "featureGates: {IPv6DualStack: true, APIPriorityAndFairness: false}\n");
     const cJSON *sts = find(objs, "StatefulSet", "c1-apiserver");
     const cJSON *c = container(sts, "kube-apiserver");
 
-    assert_string_equal(flag(c, "etcd-servers"),
-                        "https://c1-etcd-0.c1-etcd.ns1.svc:2379,https://c1-etcd-1.c1-etcd.ns1.svc:2379,"
-                        "https://c1-etcd-2.c1-etcd.ns1.svc:2379");
+    assert_string_equal(
+        flag(c, "etcd-servers"),
+        "https://c1-etcd-0.c1-etcd.ns1.svc:2379,https://c1-etcd-1.c1-etcd.ns1.svc:2379,"
+        "https://c1-etcd-2.c1-etcd.ns1.svc:2379");
     assert_string_equal(flag(c, "service-cluster-ip-range"), "10.96.0.0/12,fd00:10:96::/108");
-    assert_string_equal(flag(c, "feature-gates"), "APIPriorityAndFairness=false,IPv6DualStack=true");
+    assert_string_equal(flag(c, "feature-gates"),
+                        "APIPriorityAndFairness=false,IPv6DualStack=true");
     assert_string_equal(flag(c, "insecure-port"), "0");
     assert_string_equal(flag(c, "advertise-address"), "$(POD_IP)");
     assert_string_equal(flag(c, "bind-address"), "$(POD_IP)");
@@ -243,8 +252,9 @@ static void test_render__apiserver_131_has_no_insecure_port(void **state)
 
 static void test_render__controller_manager_flags(void **state)
 {
-    cJSON *objs = render_ok(BASE "component: kube-controller-manager\nversion: 1.20.2\n"
-                                 "network: {podCIDRs: [10.244.0.0/16], serviceCIDRs: [10.32.0.0/16]}\n");
+    cJSON *objs =
+        render_ok(BASE "component: kube-controller-manager\nversion: 1.20.2\n"
+                       "network: {podCIDRs: [10.244.0.0/16], serviceCIDRs: [10.32.0.0/16]}\n");
     const cJSON *sts = find(objs, "StatefulSet", "c1-controller-manager");
     const cJSON *c = container(sts, "kube-controller-manager");
 
@@ -261,9 +271,9 @@ static void test_render__controller_manager_flags(void **state)
     cJSON_Delete(objs);
 
     objs = render_ok(BASE "component: kube-controller-manager\nversion: 1.31.0\n");
-    assert_null(flag(container(find(objs, "StatefulSet", "c1-controller-manager"),
-                               "kube-controller-manager"),
-                     "port"));
+    assert_null(flag(
+        container(find(objs, "StatefulSet", "c1-controller-manager"), "kube-controller-manager"),
+        "port"));
     cJSON_Delete(objs);
 }
 
@@ -288,17 +298,20 @@ static void test_render__labels_owner_and_hash(void **state)
     assert_string_equal(str(sts, "/metadata/ownerReferences/0/uid"), "1234-5678");
     assert_string_equal(str(sts, "/metadata/ownerReferences/0/kind"), "NestedAPIServer");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
-        cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "metadata"), "ownerReferences"), 0),
+        cJSON_GetArrayItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "metadata"), "ownerReferences"), 0),
         "blockOwnerDeletion")));
-    assert_int_equal(strlen(str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash")), 64);
+    assert_int_equal(
+        strlen(str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash")), 64);
 
     /* Another replica count changes the object's hash but not the pods'. */
     changed = render_ok(BASE "component: kube-apiserver\nversion: 1.20.2\nreplicas: 3\n"
                              "owner: {apiVersion: controlplane.cluster.x-k8s.io/v1alpha4, kind: "
                              "NestedAPIServer, name: c1-apiserver, uid: 1234-5678}\n");
     const cJSON *sts2 = find(changed, "StatefulSet", "c1-apiserver");
-    assert_string_equal(str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
-                        str(sts2, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
+    assert_string_equal(
+        str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
+        str(sts2, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
     assert_string_not_equal(str(sts, "/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
                             str(sts2, "/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
     cJSON_Delete(changed);
@@ -333,19 +346,23 @@ static void test_render__extra_args_replace_or_append_in_key_order(void **state)
     cJSON_Delete(objs);
 
     render_fails(BASE "component: kube-apiserver\nversion: 1.31.0\nextraArgs: {insecure-port: 0}\n",
-                 -EINVAL, "extraArgs.insecure-port: kube-apiserver 1.31.0 has no flag --insecure-port");
-    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\nextraArgs: {v: [1]}\n",
-                 -EINVAL, "extraArgs.v: must be a string");
+                 -EINVAL,
+                 "extraArgs.insecure-port: kube-apiserver 1.31.0 has no flag --insecure-port");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\nextraArgs: {v: [1]}\n", -EINVAL,
+                 "extraArgs.v: must be a string");
 }
 
 static void test_render__feature_gates_are_checked(void **state)
 {
-    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\nfeatureGates: {NoSuchGate: true}\n",
+    render_fails(BASE
+                 "component: kube-apiserver\nversion: 1.20.2\nfeatureGates: {NoSuchGate: true}\n",
                  -EINVAL, "featureGates.NoSuchGate: not a feature gate of kube-apiserver 1.20.2");
-    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\nfeatureGates: {TokenRequest: false}\n",
-                 -EINVAL, "featureGates.TokenRequest: locked to true");
-    render_fails(BASE "component: kube-apiserver\nversion: 1.31.0\nfeatureGates: {IPv6DualStack: true}\n",
-                 -EINVAL, "not a feature gate of kube-apiserver 1.31.0");
+    render_fails(
+        BASE "component: kube-apiserver\nversion: 1.20.2\nfeatureGates: {TokenRequest: false}\n",
+        -EINVAL, "featureGates.TokenRequest: locked to true");
+    render_fails(
+        BASE "component: kube-apiserver\nversion: 1.31.0\nfeatureGates: {IPv6DualStack: true}\n",
+        -EINVAL, "not a feature gate of kube-apiserver 1.31.0");
 }
 
 static void test_render__image_registry_rewrite(void **state)
@@ -354,8 +371,9 @@ static void test_render__image_registry_rewrite(void **state)
                                  "imageRegistry: mirror.local:5000/k8s\n");
     char *img = NULL;
 
-    assert_string_equal(str(find(objs, "StatefulSet", "c1-etcd"), "/spec/template/spec/containers/0/image"),
-                        "mirror.local:5000/k8s/etcd:3.4.23-0");
+    assert_string_equal(
+        str(find(objs, "StatefulSet", "c1-etcd"), "/spec/template/spec/containers/0/image"),
+        "mirror.local:5000/k8s/etcd:3.4.23-0");
     cJSON_Delete(objs);
     assert_int_equal(render_image_with_registry("busybox:1", "m.io", &img), 0);
     assert_string_equal(img, "m.io/busybox:1");
@@ -372,16 +390,17 @@ static void test_render__patches(void **state)
 {
     /* Strategic: container merged by name, args by flag key, a new env appended. */
     cJSON *objs = render_ok(
-        BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
-             "- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: c1-apiserver}\n"
-             "  spec:\n    template:\n      spec:\n        containers:\n"
-             "        - name: kube-apiserver\n          args: [--secure-port=8443, --profiling=false]\n"
-             "          env: [{name: GODEBUG, value: x509sha1=1}]\n"
-             "- target: {kind: Service, name: c1-apiserver}\n  type: merge\n"
-             "  patch: {spec: {type: NodePort}}\n"
-             "- target: {apiVersion: apps/v1, kind: StatefulSet, name: c1-apiserver}\n  type: json\n"
-             "  patch: [{op: test, path: /spec/replicas, value: 1}, "
-             "{op: replace, path: /spec/replicas, value: 2}]\n");
+        BASE
+        "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+        "- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: c1-apiserver}\n"
+        "  spec:\n    template:\n      spec:\n        containers:\n"
+        "        - name: kube-apiserver\n          args: [--secure-port=8443, --profiling=false]\n"
+        "          env: [{name: GODEBUG, value: x509sha1=1}]\n"
+        "- target: {kind: Service, name: c1-apiserver}\n  type: merge\n"
+        "  patch: {spec: {type: NodePort}}\n"
+        "- target: {apiVersion: apps/v1, kind: StatefulSet, name: c1-apiserver}\n  type: json\n"
+        "  patch: [{op: test, path: /spec/replicas, value: 1}, "
+        "{op: replace, path: /spec/replicas, value: 2}]\n");
     const cJSON *sts = find(objs, "StatefulSet", "c1-apiserver");
     const cJSON *c = container(sts, "kube-apiserver");
 
@@ -392,7 +411,8 @@ static void test_render__patches(void **state)
     assert_string_equal(str(c, "/env/1/name"), "GODEBUG");
     assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.20.2");
     assert_string_equal(str(find(objs, "Service", "c1-apiserver"), "/spec/type"), "NodePort");
-    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint,
+                     2);
     cJSON_Delete(objs);
 
     render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
@@ -413,8 +433,9 @@ static void test_render__strategic_merge_directives(void **state)
 {
     cJSON *doc = yaml("spec: {containers: [{name: a, image: i, args: [--x=1, run]}, {name: b}],"
                       " ports: [{containerPort: 80, name: http}]}\n");
-    cJSON *patch = yaml("spec: {containers: [{name: b, $patch: delete}, {name: a, args: [--x=2, "
-                        "run, --y]}, {name: c, image: j}], ports: [{containerPort: 80, name: web}]}\n");
+    cJSON *patch =
+        yaml("spec: {containers: [{name: b, $patch: delete}, {name: a, args: [--x=2, "
+             "run, --y]}, {name: c, image: j}], ports: [{containerPort: 80, name: web}]}\n");
     cJSON *out = NULL;
     char *s;
 
@@ -436,10 +457,12 @@ static void test_render__version_and_channel_resolution(void **state)
     struct err e;
     cJSON *versions = NULL;
 
-    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "v1.20.2", NULL, &p, v, &e), 0);
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "v1.20.2", NULL, &p, v, &e),
+                     0);
     assert_string_equal(v, "1.20.2");
     assert_string_equal(render_package_line(p), "1.20");
-    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.20.7", "rapid", &p, v, &e), 0);
+    assert_int_equal(
+        render_catalog_resolve(catalog, "kube-apiserver", "1.20.7", "rapid", &p, v, &e), 0);
     assert_string_equal(v, "1.20.7"); /* an exact version wins over the channel */
     assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "", "rapid", &p, v, &e), 0);
     assert_string_equal(v, "1.31.1");
@@ -473,8 +496,8 @@ static void test_render__version_and_channel_resolution(void **state)
     assert_non_null(p);
     assert_true(render_package_knows_flag(p, "authentication-config"));
     assert_false(render_package_knows_flag(p, "insecure-port"));
-    assert_true(render_package_knows_flag(render_catalog_package(catalog, "kube-apiserver", "1.20.2"),
-                                          "insecure-port"));
+    assert_true(render_package_knows_flag(
+        render_catalog_package(catalog, "kube-apiserver", "1.20.2"), "insecure-port"));
 }
 
 static void test_render__bad_values_name_the_field(void **state)

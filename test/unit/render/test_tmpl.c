@@ -71,8 +71,8 @@ static void check_error(const char *text, int line, const char *what)
     assert_null(docs);
     snprintf(prefix, sizeof(prefix), "t.yaml:%d: ", line);
     if (strncmp(e.msg, prefix, strlen(prefix)) != 0 || !strstr(e.msg, what)) {
-        print_error("template:\n%s\nmessage \"%s\"\nwant prefix \"%s\" and \"%s\"\n", text,
-                    e.msg, prefix, what);
+        print_error("template:\n%s\nmessage \"%s\"\nwant prefix \"%s\" and \"%s\"\n", text, e.msg,
+                    prefix, what);
         fail();
     }
     tmpl_free(t);
@@ -110,7 +110,8 @@ static void test_tmpl__range_if_and_variables(void **state)
           "{{- end }}\n",
           "{\"peers\":[\"m0=0 c1\",\"m1=1 c1\"]}");
     check("l:\n{{- range .members }}\n- {{ .name }}\n{{- end }}\n", "{\"l\":[\"m0\",\"m1\"]}");
-    check("{{- $n := .cluster.name }}\nm:\n{{- range $k, $v := .gates }}\n  {{ $k }}: {{ $v }}-{{ $n }}\n{{- end }}\n",
+    check("{{- $n := .cluster.name }}\nm:\n{{- range $k, $v := .gates }}\n  {{ $k }}: {{ $v }}-{{ "
+          "$n }}\n{{- end }}\n",
           "{\"m\":{\"A\":\"true-c1\",\"B\":\"false-c1\"}}");
     check("{{ if .empty }}a: 1{{ else if eq .replicas 3 }}a: 2{{ else }}a: 3{{ end }}\n",
           "{\"a\":2}");

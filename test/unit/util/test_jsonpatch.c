@@ -108,7 +108,8 @@ static void test_jsonpatch__rfc6902_appendix_a(void **state)
                 "{\"/\":9,\"~1\":10}", 0, NULL);
     check_patch("{\"/\":9,\"~1\":10}", "[{\"op\":\"test\",\"path\":\"/~01\",\"value\":\"10\"}]",
                 NULL, -EBUSY, "test failed");
-    check_patch("{\"foo\":[\"bar\"]}", "[{\"op\":\"add\",\"path\":\"/foo/-\",\"value\":[\"abc\",\"def\"]}]",
+    check_patch("{\"foo\":[\"bar\"]}",
+                "[{\"op\":\"add\",\"path\":\"/foo/-\",\"value\":[\"abc\",\"def\"]}]",
                 "{\"foo\":[\"bar\",[\"abc\",\"def\"]]}", 0, NULL);
 }
 
@@ -118,19 +119,20 @@ static void test_jsonpatch__copy_replace_root_and_errors(void **state)
                 "{\"a\":{\"b\":[1,2]},\"c\":[1,2]}", 0, NULL);
     check_patch("{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"\",\"value\":[true]}]", "[true]", 0,
                 NULL);
-    check_patch("[1,2,3]", "[{\"op\":\"replace\",\"path\":\"/1\",\"value\":null}]", "[1,null,3]",
-                0, NULL);
+    check_patch("[1,2,3]", "[{\"op\":\"replace\",\"path\":\"/1\",\"value\":null}]", "[1,null,3]", 0,
+                NULL);
     /* A failing operation leaves no partial result behind (atomicity). */
-    check_patch("{\"a\":1}",
-                "[{\"op\":\"add\",\"path\":\"/b\",\"value\":2},{\"op\":\"remove\",\"path\":\"/zz\"}]",
-                NULL, -ENOENT, "operation 1 (remove /zz)");
+    check_patch(
+        "{\"a\":1}",
+        "[{\"op\":\"add\",\"path\":\"/b\",\"value\":2},{\"op\":\"remove\",\"path\":\"/zz\"}]", NULL,
+        -ENOENT, "operation 1 (remove /zz)");
     check_patch("{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"/b\",\"value\":2}]", NULL, -ENOENT,
                 NULL);
     check_patch("[1]", "[{\"op\":\"add\",\"path\":\"/2\",\"value\":2}]", NULL, -ENOENT,
                 "out of range");
     check_patch("[1]", "[{\"op\":\"add\",\"path\":\"/01\",\"value\":2}]", NULL, -ENOENT, NULL);
-    check_patch("{\"a\":{\"b\":1}}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a/c\"}]",
-                NULL, -EINVAL, "children");
+    check_patch("{\"a\":{\"b\":1}}", "[{\"op\":\"move\",\"from\":\"/a\",\"path\":\"/a/c\"}]", NULL,
+                -EINVAL, "children");
     check_patch("{}", "[{\"op\":\"frobnicate\",\"path\":\"/a\"}]", NULL, -EINVAL, "unknown op");
     check_patch("{}", "[{\"op\":\"add\",\"path\":\"/a\"}]", NULL, -EINVAL, "\"value\" is missing");
     check_patch("{}", "[{\"op\":\"add\",\"path\":\"a\",\"value\":1}]", NULL, -EINVAL,
@@ -173,19 +175,21 @@ static void check_merge(const char *doc_text, const char *patch_text, const char
 /* RFC 7386 section 3 example and every row of Appendix A. */
 static void test_jsonpatch__rfc7386_examples(void **state)
 {
-    check_merge("{\"title\":\"Goodbye!\",\"author\":{\"givenName\":\"John\",\"familyName\":\"Doe\"},"
-                "\"tags\":[\"example\",\"sample\"],\"content\":\"This will be unchanged\"}",
-                "{\"title\":\"Hello!\",\"phoneNumber\":\"+01-123-456-7890\","
-                "\"author\":{\"familyName\":null},\"tags\":[\"example\"]}",
-                "{\"title\":\"Hello!\",\"author\":{\"givenName\":\"John\"},\"tags\":[\"example\"],"
-                "\"content\":\"This will be unchanged\",\"phoneNumber\":\"+01-123-456-7890\"}");
+    check_merge(
+        "{\"title\":\"Goodbye!\",\"author\":{\"givenName\":\"John\",\"familyName\":\"Doe\"},"
+        "\"tags\":[\"example\",\"sample\"],\"content\":\"This will be unchanged\"}",
+        "{\"title\":\"Hello!\",\"phoneNumber\":\"+01-123-456-7890\","
+        "\"author\":{\"familyName\":null},\"tags\":[\"example\"]}",
+        "{\"title\":\"Hello!\",\"author\":{\"givenName\":\"John\"},\"tags\":[\"example\"],"
+        "\"content\":\"This will be unchanged\",\"phoneNumber\":\"+01-123-456-7890\"}");
     check_merge("{\"a\":\"b\"}", "{\"a\":\"c\"}", "{\"a\":\"c\"}");
     check_merge("{\"a\":\"b\"}", "{\"b\":\"c\"}", "{\"a\":\"b\",\"b\":\"c\"}");
     check_merge("{\"a\":\"b\"}", "{\"a\":null}", "{}");
     check_merge("{\"a\":\"b\",\"b\":\"c\"}", "{\"a\":null}", "{\"b\":\"c\"}");
     check_merge("{\"a\":[\"b\"]}", "{\"a\":\"c\"}", "{\"a\":\"c\"}");
     check_merge("{\"a\":\"c\"}", "{\"a\":[\"b\"]}", "{\"a\":[\"b\"]}");
-    check_merge("{\"a\":{\"b\":\"c\"}}", "{\"a\":{\"b\":\"d\",\"c\":null}}", "{\"a\":{\"b\":\"d\"}}");
+    check_merge("{\"a\":{\"b\":\"c\"}}", "{\"a\":{\"b\":\"d\",\"c\":null}}",
+                "{\"a\":{\"b\":\"d\"}}");
     check_merge("{\"a\":[{\"b\":\"c\"}]}", "{\"a\":[1]}", "{\"a\":[1]}");
     check_merge("[\"a\",\"b\"]", "[\"c\",\"d\"]", "[\"c\",\"d\"]");
     check_merge("{\"a\":\"b\"}", "[\"c\"]", "[\"c\"]");
