@@ -179,6 +179,7 @@ static void status_done(void *userdata, const struct kube_result *res)
 
     if (na->closing)
         goto out;
+    log_debug("status written", "pod=%s code=%s", c->key, err_code_name(res->code));
     if (res->code == 0 || res->code == -ENOENT) {
         p = pod_state(na, c->key, res->code == 0);
         if (p && res->code == 0) {
@@ -325,6 +326,9 @@ static void sync_pod(void *userdata, const char *key)
     obj = na->pods ? kube_informer_get(na->pods, ns, name) : NULL;
     rt_uid = runtime_pod_uid(na->rt, ns, name);
     uid = obj ? kube_obj_uid(obj) : NULL;
+    log_debug("sync pod", "pod=%s uid=%s running_uid=%s deleting=%s", key, uid ? uid : "-",
+              rt_uid ? rt_uid : "-",
+              podobj_get(obj, "metadata", "deletionTimestamp", NULL) ? "yes" : "no");
     if (!obj || (rt_uid && uid && strcmp(rt_uid, uid) != 0)) {
         /* Gone from the API (or replaced): nothing of the old pod may keep running. */
         if (!runtime_retire(na, key, ns, name, -1))

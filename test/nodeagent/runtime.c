@@ -270,8 +270,8 @@ static void pod_update_ready(struct rt_pod *p)
         p->ready = ready;
         p->ready_changed = time_wall();
         hosts_schedule(p->rt);
+        pod_notify(p);
     }
-    pod_notify(p);
 }
 
 static void container_kill(struct rt_container *c, double grace)
@@ -354,6 +354,7 @@ static void start_after_startup(struct rt_container *c)
     if (c->has_liveness)
         probe_start(&c->liveness, c->pid, c->env.vars);
     pod_update_ready(c->pod);
+    pod_notify(c->pod);
 }
 
 static void startup_result(struct probe *pr, bool ok)
@@ -441,6 +442,7 @@ static void child_cb(struct ev_loop *loop, ev_child *w, int revents)
         container_schedule_restart(c, c->term.finished_at - c->term.started_at);
     }
     pod_update_ready(p);
+    pod_notify(p);
     pod_check_stopped(p);
 }
 
@@ -905,6 +907,13 @@ int runtime_pod_stop(struct runtime *rt, const char *ns, const char *name, doubl
         grace = p->grace;
     if (rt->stopping_all && grace > rt->max_grace)
         grace = rt->max_grace;
+    if (p->stopping) {
+        /* Again: only a shorter grace period changes anything. */
+        for (size_t i = 0; i < p->nctrs; i++)
+            if (p->ctrs[i].pid > 0)
+                container_kill(&p->ctrs[i], grace);
+        return 0;
+    }
     p->stopping = true;
     ev_timer_stop(rt->loop, &p->setup_w);
     for (size_t i = 0; i < p->nctrs; i++) {
@@ -919,6 +928,7 @@ int runtime_pod_stop(struct runtime *rt, const char *ns, const char *name, doubl
         }
     }
     pod_update_ready(p);
+    pod_notify(p);
     pod_check_stopped(p);
     return 0;
 }
