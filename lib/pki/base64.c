@@ -28,8 +28,8 @@ int pki_base64_encode(const void *data, size_t len, char **ret_text)
 
 static int is_b64(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/';
 }
 
 int pki_base64_decode(const char *text, size_t len, size_t max, unsigned char **ret_data,

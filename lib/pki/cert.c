@@ -402,15 +402,13 @@ static int sign(X509 *ca, EVP_PKEY *ca_key, const struct pki_cert_spec *spec, EV
     if (spec->is_ca) {
         r = add_conf_ext(x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0", e);
         if (r == 0)
-            r = add_conf_ext(x, NID_key_usage, "critical,digitalSignature,keyCertSign,cRLSign",
-                             e);
+            r = add_conf_ext(x, NID_key_usage, "critical,digitalSignature,keyCertSign,cRLSign", e);
     } else {
         r = add_conf_ext(x, NID_basic_constraints, "critical,CA:FALSE", e);
         if (r == 0)
-            r = add_conf_ext(x, NID_key_usage,
-                             rsa ? "critical,digitalSignature,keyEncipherment"
-                                 : "critical,digitalSignature",
-                             e);
+            r = add_conf_ext(
+                x, NID_key_usage,
+                rsa ? "critical,digitalSignature,keyEncipherment" : "critical,digitalSignature", e);
         if (r == 0 && eku)
             r = add_conf_ext(x, NID_ext_key_usage, eku, e);
     }
@@ -457,9 +455,8 @@ static int load_ca(const char *ca_cert_pem, const char *ca_key_pem, X509 **ret_c
 }
 
 /* Loads the CA pair (if any) and signs key with it. */
-static int issue(const char *ca_cert_pem, const char *ca_key_pem,
-                 const struct pki_cert_spec *spec, EVP_PKEY *key, char **ret_cert_pem,
-                 struct err *e)
+static int issue(const char *ca_cert_pem, const char *ca_key_pem, const struct pki_cert_spec *spec,
+                 EVP_PKEY *key, char **ret_cert_pem, struct err *e)
 {
     X509 *ca = NULL;
     EVP_PKEY *ca_key = NULL;

@@ -55,15 +55,15 @@ struct pki_strv {
 };
 
 struct pki_cert_spec {
-    char *common_name;          /* required, 1..64 bytes */
-    struct pki_strv orgs;       /* subject O, in order */
-    struct pki_strv dns_names;  /* lower-cased, without duplicates */
-    struct pki_strv ips;        /* canonical text (inet_ntop), without duplicates */
-    unsigned ext_usage;         /* enum pki_ext_usage bits; ignored for CAs */
+    char *common_name;         /* required, 1..64 bytes */
+    struct pki_strv orgs;      /* subject O, in order */
+    struct pki_strv dns_names; /* lower-cased, without duplicates */
+    struct pki_strv ips;       /* canonical text (inet_ntop), without duplicates */
+    unsigned ext_usage;        /* enum pki_ext_usage bits; ignored for CAs */
     bool is_ca;
-    enum pki_key_alg key_alg;   /* of the key pki_cert_issue generates; default ECDSA-P256 */
-    int64_t validity;           /* seconds; 0: the default for a CA or a leaf */
-    int64_t now;                /* seconds since the epoch; 0: the wall clock */
+    enum pki_key_alg key_alg; /* of the key pki_cert_issue generates; default ECDSA-P256 */
+    int64_t validity;         /* seconds; 0: the default for a CA or a leaf */
+    int64_t now;              /* seconds since the epoch; 0: the wall clock */
 };
 
 /* An empty spec (ECDSA-P256, leaf, default validity). pki_cert_spec_done frees it. */
@@ -101,14 +101,14 @@ struct pki_cert_info {
     struct pki_strv orgs;
     struct pki_strv dns_names;
     struct pki_strv ips;
-    bool is_ca;            /* basicConstraints CA:TRUE */
-    unsigned key_usage;    /* enum pki_key_usage bits; 0 when the extension is absent */
-    unsigned ext_usage;    /* enum pki_ext_usage bits; 0 when the extension is absent */
-    int64_t not_before;    /* seconds since the epoch */
+    bool is_ca;         /* basicConstraints CA:TRUE */
+    unsigned key_usage; /* enum pki_key_usage bits; 0 when the extension is absent */
+    unsigned ext_usage; /* enum pki_ext_usage bits; 0 when the extension is absent */
+    int64_t not_before; /* seconds since the epoch */
     int64_t not_after;
-    bool key_alg_known;    /* false for keys outside enum pki_key_alg */
+    bool key_alg_known; /* false for keys outside enum pki_key_alg */
     enum pki_key_alg key_alg;
-    char serial[64];       /* upper-case hex, no leading zeros */
+    char serial[64]; /* upper-case hex, no leading zeros */
 };
 
 /* Reads the first certificate of pem. *ret_info is freed with pki_cert_info_free.
@@ -122,8 +122,8 @@ void pki_cert_info_free(struct pki_cert_info *info);
  * validity. Messages name the inputs as cert_what/key_what (NULL: "tls.crt"/"tls.key"), e.g.
  * "tls.key does not match tls.crt". Returns 0, -EINVAL, -EKEYREJECTED (mismatch),
  * -EKEYEXPIRED (expired or not yet valid). */
-int pki_cert_check_ca(const char *cert_pem, const char *key_pem, int64_t now,
-                      const char *cert_what, const char *key_what, struct err *e);
+int pki_cert_check_ca(const char *cert_pem, const char *key_pem, int64_t now, const char *cert_what,
+                      const char *key_what, struct err *e);
 
 /* Decides whether an issued leaf is still the one spec describes: signed by ca_cert_pem, with
  * the same CN, organisations, SAN sets, CA flag and extended usages, and more than

@@ -64,15 +64,15 @@ static int name_entries(const X509_NAME *name, int nid, struct pki_strv *all, ch
         idx = X509_NAME_get_index_by_NID(name, nid, -1);
         const ASN1_STRING *s =
             idx >= 0 ? X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx)) : NULL;
-        *ret_first = s ? strndup((const char *)ASN1_STRING_get0_data(s),
-                                 (size_t)ASN1_STRING_length(s))
-                       : strdup("");
+        *ret_first =
+            s ? strndup((const char *)ASN1_STRING_get0_data(s), (size_t)ASN1_STRING_length(s))
+              : strdup("");
         return *ret_first ? 0 : -ENOMEM;
     }
     while ((idx = X509_NAME_get_index_by_NID(name, nid, idx)) >= 0) {
         const ASN1_STRING *s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx));
-        if (strv_push(all, (const char *)ASN1_STRING_get0_data(s),
-                      (size_t)ASN1_STRING_length(s)) < 0)
+        if (strv_push(all, (const char *)ASN1_STRING_get0_data(s), (size_t)ASN1_STRING_length(s)) <
+            0)
             return -ENOMEM;
     }
     return 0;
@@ -202,8 +202,8 @@ int pki_cert_info_read(const char *pem, const char *what, struct pki_cert_info *
     return 0;
 }
 
-int pki_cert_check_ca(const char *cert_pem, const char *key_pem, int64_t now,
-                      const char *cert_what, const char *key_what, struct err *e)
+int pki_cert_check_ca(const char *cert_pem, const char *key_pem, int64_t now, const char *cert_what,
+                      const char *key_what, struct err *e)
 {
     struct pki_cert_info *info = NULL;
     char when[32];
@@ -298,8 +298,7 @@ int pki_cert_check_leaf(const char *cert_pem, const char *ca_cert_pem,
         err_set(e, r, "%s: organizations differ", info->common_name);
     else if (!same_set(&info->dns_names, &spec->dns_names) || !same_set(&info->ips, &spec->ips))
         err_set(e, r, "%s: subject alternative names differ", info->common_name);
-    else if (info->is_ca != spec->is_ca ||
-             (!spec->is_ca && info->ext_usage != spec->ext_usage))
+    else if (info->is_ca != spec->is_ca || (!spec->is_ca && info->ext_usage != spec->ext_usage))
         err_set(e, r, "%s: usages differ", info->common_name);
     else if (!info->key_alg_known || info->key_alg != spec->key_alg)
         err_set(e, r, "%s: key algorithm differs from %s", info->common_name,

@@ -150,8 +150,7 @@ int pki_cluster_validate(const struct pki_cluster *c, struct err *e)
                        "cluster name: \"%.80s\" must be a DNS label of at most %zu characters",
                        c->name ? c->name : "", 63 - strlen("-controller-manager"));
     if (!dns_label(c->ns, 63))
-        return err_set(e, -EINVAL, "namespace: \"%.80s\" must be a DNS label",
-                       c->ns ? c->ns : "");
+        return err_set(e, -EINVAL, "namespace: \"%.80s\" must be a DNS label", c->ns ? c->ns : "");
     if (c->service_domain && !dns_domain(c->service_domain))
         return err_set(e, -EINVAL, "serviceDomain: \"%.80s\" is not a DNS domain",
                        c->service_domain);
@@ -161,8 +160,8 @@ int pki_cluster_validate(const struct pki_cluster *c, struct err *e)
     for (size_t i = 0; i < c->n_service_cidrs; i++)
         if (!c->service_cidrs[i] || cidr_first_ip(c->service_cidrs[i], ip) < 0)
             return err_set(e, -EINVAL,
-                           "service CIDR %zu: \"%.80s\" is not a CIDR with room for addresses",
-                           i, c->service_cidrs[i] ? c->service_cidrs[i] : "");
+                           "service CIDR %zu: \"%.80s\" is not a CIDR with room for addresses", i,
+                           c->service_cidrs[i] ? c->service_cidrs[i] : "");
     if (c->etcd_members < 0 || c->etcd_members > PKI_MAX_ETCD_MEMBERS)
         return err_set(e, -EINVAL, "etcd members: %d is not within 1..%d", c->etcd_members,
                        PKI_MAX_ETCD_MEMBERS);
@@ -320,8 +319,8 @@ int pki_kubeadm_spec(const struct pki_cluster *c, enum pki_kubeadm_cert which, i
     if (r < 0)
         return r;
     if (etcd_member && (member < -1 || member >= members))
-        return err_set(e, -EINVAL, "%s: member %d is not within 0..%d", defs[which].file,
-                       member, members - 1);
+        return err_set(e, -EINVAL, "%s: member %d is not within 0..%d", defs[which].file, member,
+                       members - 1);
     d = &defs[which];
     pki_cert_spec_init(&s);
     s.key_alg = c->key_alg;

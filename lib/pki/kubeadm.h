@@ -35,31 +35,32 @@ struct pki_cluster {
     const char *service_domain; /* the tenant cluster's DNS domain; NULL: "cluster.local" */
     const char *super_domain;   /* the super cluster's DNS domain (where the etcd and
                                    apiserver Services live); NULL: "cluster.local" */
-    const char *const *service_cidrs; /* tenant Service CIDRs (one per family); none: 10.96.0.0/12 */
+    const char *const
+        *service_cidrs; /* tenant Service CIDRs (one per family); none: 10.96.0.0/12 */
     size_t n_service_cidrs;
-    const char *endpoint_host;  /* controlPlaneEndpoint.host (DNS name or IP); NULL: none */
+    const char *endpoint_host;     /* controlPlaneEndpoint.host (DNS name or IP); NULL: none */
     const char *const *extra_sans; /* more apiserver SANs (DNS names or IPs) */
     size_t n_extra_sans;
-    int etcd_members;           /* etcd replicas, 1..PKI_MAX_ETCD_MEMBERS; 0 means 1 */
-    enum pki_key_alg key_alg;   /* for every key generated; default ECDSA-P256 */
-    int64_t ca_validity;        /* seconds; 0: 10 years */
-    int64_t leaf_validity;      /* seconds; 0: 1 year */
-    int64_t now;                /* seconds since the epoch; 0: the wall clock */
+    int etcd_members;         /* etcd replicas, 1..PKI_MAX_ETCD_MEMBERS; 0 means 1 */
+    enum pki_key_alg key_alg; /* for every key generated; default ECDSA-P256 */
+    int64_t ca_validity;      /* seconds; 0: 10 years */
+    int64_t leaf_validity;    /* seconds; 0: 1 year */
+    int64_t now;              /* seconds since the epoch; 0: the wall clock */
 };
 
 enum pki_kubeadm_cert {
-    PKI_KUBEADM_CA = 0,                  /* CN kubernetes */
-    PKI_KUBEADM_ETCD_CA,                 /* CN etcd-ca */
-    PKI_KUBEADM_FRONT_PROXY_CA,          /* CN front-proxy-ca */
-    PKI_KUBEADM_APISERVER,               /* serving cert of kube-apiserver */
+    PKI_KUBEADM_CA = 0,         /* CN kubernetes */
+    PKI_KUBEADM_ETCD_CA,        /* CN etcd-ca */
+    PKI_KUBEADM_FRONT_PROXY_CA, /* CN front-proxy-ca */
+    PKI_KUBEADM_APISERVER,      /* serving cert of kube-apiserver */
     PKI_KUBEADM_APISERVER_KUBELET_CLIENT,
     PKI_KUBEADM_APISERVER_ETCD_CLIENT,
     PKI_KUBEADM_FRONT_PROXY_CLIENT,
-    PKI_KUBEADM_ETCD_SERVER,             /* per member */
-    PKI_KUBEADM_ETCD_PEER,               /* per member */
+    PKI_KUBEADM_ETCD_SERVER, /* per member */
+    PKI_KUBEADM_ETCD_PEER,   /* per member */
     PKI_KUBEADM_ETCD_HEALTHCHECK_CLIENT,
-    PKI_KUBEADM_CONTROLLER_MANAGER,      /* client cert of the controller-manager kubeconfig */
-    PKI_KUBEADM_ADMIN,                   /* client cert of the <cluster>-kubeconfig */
+    PKI_KUBEADM_CONTROLLER_MANAGER, /* client cert of the controller-manager kubeconfig */
+    PKI_KUBEADM_ADMIN,              /* client cert of the <cluster>-kubeconfig */
     PKI_KUBEADM__COUNT
 };
 

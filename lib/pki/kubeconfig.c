@@ -84,8 +84,9 @@ int pki_kubeconfig_build(const struct pki_kubeconfig *kc, cJSON **ret_doc, struc
     if (!kc->server || !*kc->server)
         return err_set(e, -EINVAL, "kubeconfig: server is required");
     if (!kc->ca_cert_pem || !kc->client_cert_pem || !kc->client_key_pem)
-        return err_set(e, -EINVAL, "kubeconfig: CA certificate, client certificate and key "
-                                   "are required");
+        return err_set(e, -EINVAL,
+                       "kubeconfig: CA certificate, client certificate and key "
+                       "are required");
     snprintf(user, sizeof(user), "%s-admin", kc->cluster_name);
     if (kc->user_name)
         snprintf(user, sizeof(user), "%s", kc->user_name);

@@ -38,11 +38,11 @@
 
 /* Strings are borrowed. */
 struct pki_kubeconfig {
-    const char *cluster_name; /* required */
-    const char *user_name;    /* NULL: "<cluster_name>-admin" */
-    const char *context_name; /* NULL: "<user_name>@<cluster_name>" */
-    const char *server;       /* required, "https://host:port" (see pki_kubeconfig_server_url) */
-    const char *ca_cert_pem;  /* required */
+    const char *cluster_name;    /* required */
+    const char *user_name;       /* NULL: "<cluster_name>-admin" */
+    const char *context_name;    /* NULL: "<user_name>@<cluster_name>" */
+    const char *server;          /* required, "https://host:port" (see pki_kubeconfig_server_url) */
+    const char *ca_cert_pem;     /* required */
     const char *client_cert_pem; /* required */
     const char *client_key_pem;  /* required */
 };

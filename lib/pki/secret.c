@@ -41,8 +41,8 @@ static int add_b64(cJSON *data, const char *key, const char *text, size_t len)
 }
 
 /* The Secret skeleton; *ret_data is its (empty) data object. */
-static int secret_new(const char *cluster, const char *ns, const char *purpose,
-                      cJSON **ret_secret, cJSON **ret_data, struct err *e)
+static int secret_new(const char *cluster, const char *ns, const char *purpose, cJSON **ret_secret,
+                      cJSON **ret_data, struct err *e)
 {
     char name[254];
     cJSON *s, *meta, *labels, *data;
@@ -72,8 +72,7 @@ static int secret_new(const char *cluster, const char *ns, const char *purpose,
 }
 
 int pki_secret_tls_new(const char *cluster, const char *ns, const char *purpose,
-                       const char *cert_pem, const char *key_pem, cJSON **ret_secret,
-                       struct err *e)
+                       const char *cert_pem, const char *key_pem, cJSON **ret_secret, struct err *e)
 {
     cJSON *s = NULL, *data;
     int r;
@@ -121,8 +120,8 @@ static void secret_ref(const cJSON *secret, char *out, size_t size)
 }
 
 /* Decodes data[key] into a NUL-terminated string of at most max bytes. */
-static int read_key(const cJSON *secret, const char *ref, const char *key, size_t max,
-                    char **ret, size_t *ret_len, struct err *e)
+static int read_key(const cJSON *secret, const char *ref, const char *key, size_t max, char **ret,
+                    size_t *ret_len, struct err *e)
 {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(secret, "data");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, key);
@@ -155,8 +154,7 @@ static void free_key_text(char *s)
         OPENSSL_clear_free(s, strlen(s));
 }
 
-int pki_secret_read_tls(const cJSON *secret, char **ret_cert_pem, char **ret_key_pem,
-                        struct err *e)
+int pki_secret_read_tls(const cJSON *secret, char **ret_cert_pem, char **ret_key_pem, struct err *e)
 {
     char ref[512];
     char *crt = NULL, *key = NULL;

@@ -209,21 +209,25 @@ static void start_etcd(struct env *env)
     char a[16][256];
     const char *d = env->dir;
     char *argv[] = {
-        "/usr/bin/etcd", "--name", "tls-etcd-0",
+        "/usr/bin/etcd",
+        "--name",
+        "tls-etcd-0",
         fmt(a[0], 256, "--data-dir=%s/etcd-data", d),
         fmt(a[1], 256, "--listen-client-urls=https://127.0.0.1:%d", env->etcd_port),
         fmt(a[2], 256, "--advertise-client-urls=https://127.0.0.1:%d", env->etcd_port),
         fmt(a[3], 256, "--listen-peer-urls=https://127.0.0.1:%d", env->peer_port),
         fmt(a[4], 256, "--initial-advertise-peer-urls=https://127.0.0.1:%d", env->peer_port),
         fmt(a[5], 256, "--initial-cluster=tls-etcd-0=https://127.0.0.1:%d", env->peer_port),
-        "--client-cert-auth", "--peer-client-cert-auth",
+        "--client-cert-auth",
+        "--peer-client-cert-auth",
         fmt(a[6], 256, "--trusted-ca-file=%s/etcd-ca.crt", d),
         fmt(a[7], 256, "--cert-file=%s/etcd-server.crt", d),
         fmt(a[8], 256, "--key-file=%s/etcd-server.key", d),
         fmt(a[9], 256, "--peer-trusted-ca-file=%s/etcd-ca.crt", d),
         fmt(a[10], 256, "--peer-cert-file=%s/etcd-peer.crt", d),
         fmt(a[11], 256, "--peer-key-file=%s/etcd-peer.key", d),
-        "--log-level=warn", NULL};
+        "--log-level=warn",
+        NULL};
 
     env->etcd = spawn(env, "etcd.log", argv);
 }
@@ -239,8 +243,10 @@ static void start_apiserver(struct env *env)
         fmt(a[1], 512, "--etcd-cafile=%s/etcd-ca.crt", d),
         fmt(a[2], 512, "--etcd-certfile=%s/apiserver-etcd-client.crt", d),
         fmt(a[3], 512, "--etcd-keyfile=%s/apiserver-etcd-client.key", d),
-        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-        fmt(a[4], 512, "--secure-port=%d", env->api_port), "--insecure-port=0",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        fmt(a[4], 512, "--secure-port=%d", env->api_port),
+        "--insecure-port=0",
         fmt(a[5], 512, "--tls-cert-file=%s/apiserver.crt", d),
         fmt(a[6], 512, "--tls-private-key-file=%s/apiserver.key", d),
         fmt(a[7], 512, "--client-ca-file=%s/ca.crt", d),
@@ -255,8 +261,10 @@ static void start_apiserver(struct env *env)
         fmt(a[13], 512, "--service-account-key-file=%s/sa.crt", d),
         fmt(a[14], 512, "--service-account-signing-key-file=%s/sa.key", d),
         "--service-account-issuer=https://kubernetes.default.svc",
-        "--service-cluster-ip-range=10.96.0.0/12", "--authorization-mode=Node,RBAC",
-        "--profiling=false", NULL};
+        "--service-cluster-ip-range=10.96.0.0/12",
+        "--authorization-mode=Node,RBAC",
+        "--profiling=false",
+        NULL};
 
     env->apiserver = spawn(env, "apiserver.log", argv);
 }
@@ -313,8 +321,7 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
     for (const char *host = "127.0.0.1", *file = "admin.conf"; host;
          host = strcmp(host, "127.0.0.1") == 0 ? "localhost" : NULL,
                     file = "admin-localhost.conf") {
-        assert_int_equal(pki_kubeconfig_server_url(host, env->api_port, server, sizeof(server)),
-                         0);
+        assert_int_equal(pki_kubeconfig_server_url(host, env->api_port, server, sizeof(server)), 0);
         struct pki_kubeconfig kc = {.cluster_name = "tls",
                                     .server = server,
                                     .ca_cert_pem = s->pairs[PKI_KUBEADM_CA].cert_pem,
@@ -328,7 +335,8 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
                                 .user_name = "system:kube-controller-manager",
                                 .server = server,
                                 .ca_cert_pem = s->pairs[PKI_KUBEADM_CA].cert_pem,
-                                .client_cert_pem = s->pairs[PKI_KUBEADM_CONTROLLER_MANAGER].cert_pem,
+                                .client_cert_pem =
+                                    s->pairs[PKI_KUBEADM_CONTROLLER_MANAGER].cert_pem,
                                 .client_key_pem = s->pairs[PKI_KUBEADM_CONTROLLER_MANAGER].key_pem};
     assert_int_equal(pki_kubeconfig_render(&cm, &yaml, &e), 0);
     write_file(env, "controller-manager.conf", yaml);
@@ -338,8 +346,8 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
         usleep(200 * 1000);
         if (!alive(env->apiserver))
             break;
-        ready = run(out, sizeof(out),
-                    "kubectl --kubeconfig %s/admin.conf get --raw /readyz 2>&1", env->dir) == 0 &&
+        ready = run(out, sizeof(out), "kubectl --kubeconfig %s/admin.conf get --raw /readyz 2>&1",
+                    env->dir) == 0 &&
                 strcmp(out, "ok") == 0;
     }
     if (!ready) {

@@ -87,7 +87,8 @@ static void test_cert__ca_has_kubeadm_shape(void **state)
     assert_string_equal(info->common_name, "kubernetes");
     assert_string_equal(info->issuer_common_name, "kubernetes");
     assert_true(info->is_ca);
-    assert_int_equal(info->key_usage, PKI_KU_DIGITAL_SIGNATURE | PKI_KU_CERT_SIGN | PKI_KU_CRL_SIGN);
+    assert_int_equal(info->key_usage,
+                     PKI_KU_DIGITAL_SIGNATURE | PKI_KU_CERT_SIGN | PKI_KU_CRL_SIGN);
     assert_true(info->key_alg_known);
     assert_int_equal(info->key_alg, PKI_KEY_ECDSA_P256);
     assert_true(strlen(info->serial) >= 16);
@@ -307,8 +308,7 @@ static void test_cert__same_spec_gives_same_fields(void **state)
     assert_int_equal(X509_NAME_cmp(X509_get_subject_name(a), X509_get_subject_name(b)), 0);
     assert_int_equal(ASN1_TIME_compare(X509_get0_notBefore(a), X509_get0_notBefore(b)), 0);
     assert_int_equal(ASN1_TIME_compare(X509_get0_notAfter(a), X509_get0_notAfter(b)), 0);
-    assert_int_not_equal(ASN1_INTEGER_cmp(X509_get0_serialNumber(a), X509_get0_serialNumber(b)),
-                         0);
+    assert_int_not_equal(ASN1_INTEGER_cmp(X509_get0_serialNumber(a), X509_get0_serialNumber(b)), 0);
     for (int j = 0; j < 4; j++) {
         assert_int_equal(len[0][j], len[1][j]);
         assert_memory_equal(der[0][j], der[1][j], (size_t)len[0][j]);
@@ -343,8 +343,7 @@ static void test_cert__check_ca_names_each_fault(void **state)
                                "missing)");
     assert_int_equal(pki_cert_check_ca(old.crt, old.key, 0, NULL, NULL, &e), -EKEYEXPIRED);
     assert_true(strncmp(e.msg, "tls.crt expired at ", 19) == 0);
-    assert_int_equal(pki_cert_check_ca(ca.crt, ca.key, now - 3600, NULL, NULL, &e),
-                     -EKEYEXPIRED);
+    assert_int_equal(pki_cert_check_ca(ca.crt, ca.key, now - 3600, NULL, NULL, &e), -EKEYEXPIRED);
     assert_true(strncmp(e.msg, "tls.crt is not valid before ", 28) == 0);
     assert_int_equal(pki_cert_check_ca("-----BEGIN CERTIFICATE-----\nAAAA\n-----END "
                                        "CERTIFICATE-----\n",
@@ -380,8 +379,7 @@ static void test_cert__check_leaf_asks_for_renewal(void **state)
     assert_int_equal(pki_cert_check_leaf(crt, ca.crt, &s, 0, 180 * DAY, &e), 0);
     assert_int_equal(pki_cert_check_leaf(crt, other.crt, &s, 0, 180 * DAY, &e), -ESTALE);
     assert_string_equal(e.msg, "kube-apiserver: not signed by the current CA");
-    assert_int_equal(pki_cert_check_leaf(crt, ca.crt, &s, now + 200 * DAY, 180 * DAY, &e),
-                     -ESTALE);
+    assert_int_equal(pki_cert_check_leaf(crt, ca.crt, &s, now + 200 * DAY, 180 * DAY, &e), -ESTALE);
     assert_true(strncmp(e.msg, "kube-apiserver: expires at ", 27) == 0);
     assert_int_equal(pki_cert_spec_add_san(&s, "b.example", NULL), 0);
     assert_int_equal(pki_cert_check_leaf(crt, ca.crt, &s, 0, 180 * DAY, &e), -ESTALE);

@@ -98,8 +98,8 @@ static void test_key__reads_pkcs8_and_refuses_encrypted(void **state)
     struct err e;
 
     assert_true(PEM_write_bio_PrivateKey(plain, k, NULL, NULL, 0, NULL, NULL));
-    assert_true(PEM_write_bio_PrivateKey(enc, k, EVP_aes_128_cbc(), (unsigned char *)"pw", 2,
-                                         NULL, NULL));
+    assert_true(
+        PEM_write_bio_PrivateKey(enc, k, EVP_aes_128_cbc(), (unsigned char *)"pw", 2, NULL, NULL));
     BIO_write(plain, "", 1);
     BIO_write(enc, "", 1);
     BIO_get_mem_data(plain, &data);
@@ -126,8 +126,8 @@ static void test_key__unsupported_and_garbage_keys_are_named(void **state)
     BIO_write(b, "", 1);
     BIO_get_mem_data(b, &data);
     assert_int_equal(pki_key_alg_of(data, &alg, &e), -ENOTSUP);
-    assert_string_equal(e.msg,
-                        "key: RSA keys of 1024 bits are not supported (use RSA or ECDSA P-256/P-384)");
+    assert_string_equal(
+        e.msg, "key: RSA keys of 1024 bits are not supported (use RSA or ECDSA P-256/P-384)");
     assert_int_equal(pki_key_alg_of("not a key", &alg, &e), -EINVAL);
     assert_int_equal(pki_key_public_pem(NULL, &pem, &e), -EINVAL);
     assert_string_equal(e.msg, "key: missing");
@@ -158,8 +158,8 @@ static void test_key__truncated_pem_at_every_byte_is_refused(void **state)
 
 static void test_base64__round_trips_and_rejects_junk(void **state)
 {
-    const char *cases[][2] = {{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"},
-                              {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}};
+    const char *cases[][2] = {{"", ""},        {"f", "Zg=="},        {"fo", "Zm8="},
+                              {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}};
     unsigned char *out;
     size_t len;
     char *text;

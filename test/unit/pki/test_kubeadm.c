@@ -112,8 +112,7 @@ static void test_kubeadm__every_leaf_chains_to_the_right_ca(void **state)
                      X509_V_OK);
     /* ... and client certificates are not server certificates. */
     assert_int_equal(verify_chain(set->pairs[PKI_KUBEADM_CA].cert_pem,
-                                  set->pairs[PKI_KUBEADM_ADMIN].cert_pem,
-                                  X509_PURPOSE_SSL_SERVER),
+                                  set->pairs[PKI_KUBEADM_ADMIN].cert_pem, X509_PURPOSE_SSL_SERVER),
                      X509_V_ERR_INVALID_PURPOSE);
     pki_kubeadm_set_free(set);
 }
@@ -253,7 +252,8 @@ static void test_kubeadm__defaults_and_bad_parameters(void **state)
 
     c.name = "Foo";
     assert_int_equal(pki_kubeadm_spec(&c, PKI_KUBEADM_CA, 0, &s, &e), -EINVAL);
-    assert_string_equal(e.msg, "cluster name: \"Foo\" must be a DNS label of at most 44 characters");
+    assert_string_equal(e.msg,
+                        "cluster name: \"Foo\" must be a DNS label of at most 44 characters");
     c.name = "foo";
     const char *const bad_san[] = {"ok.example", "bad name"};
     c.extra_sans = bad_san;
@@ -400,17 +400,18 @@ static void test_kubeadm__openssl_cli_verifies_the_set(void **state)
     assert_string_equal(out, "apiserver.crt: OK\nadmin.crt: OK\nproxy-client.crt: OK\n"
                              "etcd-peer-0.crt: OK\n");
     /* The wrong CA and the wrong purpose are refused by the tool too. */
-    assert_int_not_equal(
-        run(out, sizeof(out), "openssl verify -CAfile %s/etcd-ca.crt %s/apiserver.crt 2>&1", dir,
-            dir),
-        0);
+    assert_int_not_equal(run(out, sizeof(out),
+                             "openssl verify -CAfile %s/etcd-ca.crt %s/apiserver.crt 2>&1", dir,
+                             dir),
+                         0);
     assert_int_not_equal(run(out, sizeof(out),
                              "openssl verify -CAfile %s/ca.crt -purpose sslserver %s/admin.crt "
                              "2>&1",
                              dir, dir),
                          0);
-    assert_int_equal(run(out, sizeof(out), "openssl x509 -in %s/apiserver.crt -noout -ext "
-                                           "subjectAltName,basicConstraints,extendedKeyUsage",
+    assert_int_equal(run(out, sizeof(out),
+                         "openssl x509 -in %s/apiserver.crt -noout -ext "
+                         "subjectAltName,basicConstraints,extendedKeyUsage",
                          dir),
                      0);
     assert_non_null(strstr(out, "DNS:kubernetes.default.svc.tenant.local"));

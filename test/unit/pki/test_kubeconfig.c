@@ -91,8 +91,7 @@ static void test_kubeconfig__renders_capi_names_and_parses_back(void **state)
                                  "preferences: {}\nusers:\n- name: foo-admin\n  user:\n"));
     assert_int_equal(yamlconv_parse_one(yaml, strlen(yaml), "kubeconfig", &doc, &e), 0);
     assert_string_equal(cJSON_GetObjectItem(doc, "kind")->valuestring, "Config");
-    assert_string_equal(cJSON_GetObjectItem(doc, "current-context")->valuestring,
-                        "foo-admin@foo");
+    assert_string_equal(cJSON_GetObjectItem(doc, "current-context")->valuestring, "foo-admin@foo");
     assert_string_equal(at(doc, "clusters", 0, "name")->valuestring, "foo");
     assert_string_equal(at(doc, "contexts", 0, "name")->valuestring, "foo-admin@foo");
     assert_string_equal(at(doc, "users", 0, "name")->valuestring, "foo-admin");

@@ -61,9 +61,8 @@ static void test_secret__tls_secret_has_capi_shape(void **state)
     cJSON *s = NULL;
     char *json, *crt = NULL, *key = NULL;
 
-    assert_int_equal(pki_secret_tls_new("foo", "tenants", PKI_PURPOSE_ETCD, ca.crt, ca.key, &s,
-                                        NULL),
-                     0);
+    assert_int_equal(
+        pki_secret_tls_new("foo", "tenants", PKI_PURPOSE_ETCD, ca.crt, ca.key, &s, NULL), 0);
     json = cJSON_PrintUnformatted(s);
     assert_true(strncmp(json,
                         "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"foo-"
@@ -97,8 +96,7 @@ static void test_secret__sa_secret_holds_public_key(void **state)
     assert_int_equal(pki_secret_check_sa(s, &e), 0);
     cJSON_Delete(s);
     assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &other, NULL), 0);
-    assert_int_equal(pki_secret_tls_new("foo", "default", PKI_PURPOSE_SA, pub, other, &s, NULL),
-                     0);
+    assert_int_equal(pki_secret_tls_new("foo", "default", PKI_PURPOSE_SA, pub, other, &s, NULL), 0);
     assert_int_equal(pki_secret_check_sa(s, &e), -EKEYREJECTED);
     assert_string_equal(e.msg, "Secret default/foo-sa: tls.key does not match tls.crt");
     cJSON_Delete(s);
@@ -156,15 +154,16 @@ static void test_secret__user_ca_is_validated_with_named_errors(void **state)
 
     s = ca_secret("foo", "this is not PEM", ca.key);
     assert_int_equal(pki_secret_check_ca(s, 0, &e), -EINVAL);
-    assert_true(strncmp(e.msg, "Secret default/foo-ca: tls.crt: no readable PEM certificate",
-                        59) == 0);
+    assert_true(strncmp(e.msg, "Secret default/foo-ca: tls.crt: no readable PEM certificate", 59) ==
+                0);
     cJSON_Delete(s);
 
-    s = ca_secret("foo", ca.crt, "-----BEGIN EC PRIVATE KEY-----\nAAAA\n"
-                                 "-----END EC PRIVATE KEY-----\n");
+    s = ca_secret("foo", ca.crt,
+                  "-----BEGIN EC PRIVATE KEY-----\nAAAA\n"
+                  "-----END EC PRIVATE KEY-----\n");
     assert_int_equal(pki_secret_check_ca(s, 0, &e), -EINVAL);
-    assert_true(strncmp(e.msg, "Secret default/foo-ca: tls.key: no readable PEM private key",
-                        59) == 0);
+    assert_true(strncmp(e.msg, "Secret default/foo-ca: tls.key: no readable PEM private key", 59) ==
+                0);
     assert_null(strstr(e.msg, "AAAA"));
     cJSON_Delete(s);
 
