@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# The node agent against the real super cluster: a StatefulSet of two etcd members with a
+# headless Service is bound and run by nestcp-nodeagent; the members find each other by their
+# StatefulSet DNS names and form a quorum; a deleted pod is stopped, removed and recreated on
+# the same data directory; deleting the StatefulSet stops every process; the agent leaves no
+# process behind when it exits.
+set -euo pipefail
+: "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
+agent_bin=${NESTCP_NODEAGENT:-${NESTCP_BUILD_DIR:-build}/test/nodeagent/nestcp-nodeagent}
+[ -x "$agent_bin" ] || { echo "FAIL: no node agent binary at $agent_bin" >&2; exit 1; }
+
+id=$$
+ns=nodeagent-it-$id
+node=nodeagent-it-$id
+net=$((60 + RANDOM % 150))
+state=$(mktemp -d /tmp/nodeagent-it.XXXXXX)
+agent_pid=
+created_kcm_binding=0
+pids_seen=()
+
+kubectl() { command kubectl --request-timeout=20s "$@"; }
+etcdctl() { ETCDCTL_API=3 command etcdctl --command-timeout=5s "$@"; }
+log() { echo "--- $*"; }
+fail() {
+    echo "FAIL: $*" >&2
+    echo "---- agent log (last 60 lines) ----" >&2
+    tail -n 60 "$state/agent.log" >&2 || true
+    exit 1
+}
+
+cleanup() {
+    if [ -n "$agent_pid" ] && kill -0 "$agent_pid" 2>/dev/null; then
+        kill -TERM "$agent_pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$agent_pid" 2>/dev/null || true
+    fi
+    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+    kubectl delete node "$node" --wait=false >/dev/null 2>&1 || true
+    kubectl -n kube-node-lease delete lease "$node" --wait=false >/dev/null 2>&1 || true
+    if [ "$created_kcm_binding" = 1 ]; then
+        kubectl delete clusterrolebinding "nodeagent-it-kcm-$id" >/dev/null 2>&1 || true
+    fi
+    rm -rf "$state"
+}
+trap cleanup EXIT
+
+# Polls a command until it succeeds: wait_for SECONDS WHAT CMD...
+wait_for() {
+    local secs=$1 what=$2
+    shift 2
+    for _ in $(seq 1 $((secs * 2))); do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        sleep 0.5
+    done
+    fail "timed out after ${secs}s waiting for $what"
+}
+
+# Remembers every container pid the agent records, to check they are all gone at the end.
+record_pids() {
+    local f
+    for f in "$state"/pods/*/*.pid; do
+        [ -f "$f" ] && pids_seen+=("$(cat "$f")")
+    done
+    return 0
+}
+
+sts_ready() {
+    [ "$(kubectl -n "$ns" get statefulset etcd -o jsonpath='{.status.readyReplicas}')" = "$1" ]
+}
+
+pod_ready() {
+    [ "$(kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+pod_ip() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.podIP}'; }
+pod_uid() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.metadata.uid}'; }
+no_pods() { [ -z "$(kubectl -n "$ns" get pods -o name)" ]; }
+
+# The super cluster's controller manager runs as system:kube-controller-manager without
+# --use-service-account-credentials; that user may not create ControllerRevisions, so no
+# StatefulSet would get pods. Grant what the per-controller service accounts would have.
+if [ "$(kubectl auth can-i create controllerrevisions.apps -n default \
+        --as=system:kube-controller-manager)" != yes ]; then
+    log "NOTE: granting system:kube-controller-manager cluster-admin for this test" \
+        "(hack/kube-env.sh starts it without --use-service-account-credentials)"
+    kubectl create clusterrolebinding "nodeagent-it-kcm-$id" --clusterrole=cluster-admin \
+        --user=system:kube-controller-manager >/dev/null
+    created_kcm_binding=1
+fi
+
+cat >"$state/images" <<MAP
+nestcp.test/shell host
+MAP
+log "starting the node agent (node $node, pods on 127.$net.0.0/16)"
+"$agent_bin" --node-name "$node" --state-dir "$state" --selector "nodeagent-test=$id" \
+    --image-map "$state/images" --pod-network "$net" --restart-backoff 1s --heartbeat 2s \
+    --stop-grace-max 10s --log-level debug >"$state/agent.log" 2>&1 &
+agent_pid=$!
+wait_for 30 "node $node Ready" \
+    kubectl wait --for=condition=Ready "node/$node" --timeout=1s
+kubectl create namespace "$ns" >/dev/null
+
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: etcd, namespace: $ns}
+spec:
+  clusterIP: None
+  publishNotReadyAddresses: true
+  selector: {app: etcd, nodeagent-test: "$id"}
+  ports: [{name: client, port: 2379}, {name: peer, port: 2380}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: etcd, namespace: $ns}
+spec:
+  serviceName: etcd
+  replicas: 2
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: etcd, nodeagent-test: "$id"}}
+  template:
+    metadata: {labels: {app: etcd, nodeagent-test: "$id"}}
+    spec:
+      terminationGracePeriodSeconds: 10
+      containers:
+      - name: etcd
+        image: registry.k8s.io/etcd:3.4.23-0
+        command: [etcd]
+        args:
+        - --name=\$(POD_NAME)
+        - --data-dir=/var/lib/etcd/data
+        - --listen-client-urls=http://\$(POD_IP):2379
+        - --advertise-client-urls=http://\$(POD_NAME).etcd.\$(POD_NAMESPACE).svc:2379
+        - --listen-peer-urls=http://\$(POD_IP):2380
+        - --initial-advertise-peer-urls=http://\$(POD_NAME).etcd.\$(POD_NAMESPACE).svc:2380
+        - --initial-cluster=etcd-0=http://etcd-0.etcd.\$(POD_NAMESPACE).svc:2380,etcd-1=http://etcd-1.etcd.\$(POD_NAMESPACE).svc.cluster.local:2380
+        - --initial-cluster-token=nodeagent-it
+        env:
+        - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        ports: [{name: client, containerPort: 2379}, {name: peer, containerPort: 2380}]
+        volumeMounts: [{name: data, mountPath: /var/lib/etcd}]
+        readinessProbe:
+          httpGet: {path: /health, port: client}
+          periodSeconds: 1
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+YAML
+
+log "waiting for both members to be Ready"
+wait_for 120 "StatefulSet readyReplicas 2" sts_ready 2
+record_pids
+for p in etcd-0 etcd-1; do
+    [ "$(kubectl -n "$ns" get pod "$p" -o jsonpath='{.spec.nodeName}')" = "$node" ] ||
+        fail "$p is not bound to $node"
+    case "$(pod_ip "$p")" in 127.$net.*) ;; *) fail "$p has pod IP '$(pod_ip "$p")'" ;; esac
+    kubectl -n "$ns" get pod "$p" -o jsonpath='{.status.containerStatuses[0].containerID}' |
+        grep -q '^nestcp://' || fail "$p has no containerID"
+done
+ip0=$(pod_ip etcd-0)
+ip1=$(pod_ip etcd-1)
+[ "$ip0" != "$ip1" ] || fail "both pods have IP $ip0"
+
+log "the members found each other by StatefulSet DNS names: a 2-member quorum"
+members=$(etcdctl --endpoints "http://$ip0:2379" member list)
+echo "$members"
+[ "$(echo "$members" | grep -c ', started, ')" = 2 ] || fail "expected 2 started members"
+echo "$members" | grep -q "http://etcd-1.etcd.$ns.svc.cluster.local:2380" ||
+    fail "etcd-1's peer URL is not its DNS name"
+etcdctl --endpoints "http://$ip0:2379,http://$ip1:2379" endpoint health ||
+    fail "members are not healthy"
+etcdctl --endpoints "http://$ip1:2379" put nodeagent-key kept >/dev/null
+id0=$(etcdctl --endpoints "http://$ip0:2379" endpoint status | awk -F', ' '{print $2}')
+
+log "deleting etcd-0: stopped, removed, recreated on the same data directory"
+old_uid=$(pod_uid etcd-0)
+old_pid=$(cat "$state/pods/${ns}_etcd-0/etcd.pid")
+kubectl -n "$ns" delete pod etcd-0 --timeout=60s >/dev/null
+kill -0 "$old_pid" 2>/dev/null && fail "the deleted pod's etcd (pid $old_pid) still runs"
+wait_for 60 "a new etcd-0" bash -c "[ -n \"\$(kubectl -n $ns get pod etcd-0 -o jsonpath='{.metadata.uid}')\" ] &&
+    [ \"\$(kubectl -n $ns get pod etcd-0 -o jsonpath='{.metadata.uid}')\" != $old_uid ]"
+wait_for 90 "the new etcd-0 Ready" pod_ready etcd-0
+wait_for 30 "StatefulSet readyReplicas 2 again" sts_ready 2
+record_pids
+ip0=$(pod_ip etcd-0)
+new_id0=$(etcdctl --endpoints "http://$ip0:2379" endpoint status | awk -F', ' '{print $2}')
+[ "$new_id0" = "$id0" ] || fail "etcd-0 came back as member $new_id0, not $id0 (data lost?)"
+[ "$(etcdctl --endpoints "http://$ip0:2379" get --print-value-only nodeagent-key)" = kept ] ||
+    fail "the key written before the restart is gone"
+
+log "deleting the StatefulSet stops every process"
+kubectl -n "$ns" delete statefulset etcd >/dev/null
+wait_for 60 "every pod gone" no_pods
+for p in "${pids_seen[@]}"; do
+    kill -0 "$p" 2>/dev/null && fail "process $p of a deleted pod still runs"
+done
+
+log "a pod still running when the agent stops is stopped with it"
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: sleeper, namespace: $ns, labels: {nodeagent-test: "$id"}}
+spec:
+  terminationGracePeriodSeconds: 3
+  containers:
+  - {name: sh, image: nestcp.test/shell, command: [/bin/sh, -c, 'trap "" TERM; sleep 600 & wait']}
+YAML
+wait_for 30 "sleeper Ready" pod_ready sleeper
+record_pids
+kill -TERM "$agent_pid"
+for _ in $(seq 1 100); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.2; done
+kill -0 "$agent_pid" 2>/dev/null && fail "the agent did not exit within 20s of SIGTERM"
+rc=0
+wait "$agent_pid" || rc=$?
+agent_pid=
+[ "$rc" = 0 ] || fail "the agent exited with $rc"
+for p in "${pids_seen[@]}"; do
+    kill -0 "$p" 2>/dev/null && fail "process $p is left behind"
+done
+for p in "${pids_seen[@]}"; do
+    pgrep -g "$p" >/dev/null && fail "process group $p still has members"
+done
+if pgrep -f "$state" >/dev/null; then fail "a process still refers to $state"; fi
+[ "$(kubectl -n "$ns" get pod sleeper -o jsonpath='{.status.containerStatuses[0].ready}')" = false ] ||
+    fail "sleeper is still reported ready"
+log "PASS (${#pids_seen[@]} container processes checked)"
