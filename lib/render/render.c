@@ -271,10 +271,10 @@ static int build_secrets(const cJSON *values, const char *cluster, cJSON *ctx, s
         {"serviceAccount", "sa"},
         {"etcdServer", "etcd-server"},
         {"etcdPeer", "etcd-peer"},
-        {"apiserverServing", "apiserver-serving"},
+        {"apiserverServing", "apiserver"},
         {"apiserverEtcdClient", "apiserver-etcd-client"},
         {"apiserverKubeletClient", "apiserver-kubelet-client"},
-        {"frontProxyClient", "proxy-client"},
+        {"frontProxyClient", "front-proxy-client"},
         {"controllerManagerKubeconfig", "controller-manager-kubeconfig"},
     };
     const cJSON *sv = get(values, "secrets"), *it;

@@ -33,10 +33,10 @@
  *   secrets:       names of the Secrets to mount, each defaulting to "<cluster>-<suffix>":
  *                  ca (-ca), etcdCA (-etcd), frontProxyCA (-proxy), serviceAccount (-sa),
  *                  etcdServer (-etcd-server), etcdPeer (-etcd-peer),
- *                  apiserverServing (-apiserver-serving),
+ *                  apiserverServing (-apiserver),
  *                  apiserverEtcdClient (-apiserver-etcd-client),
  *                  apiserverKubeletClient (-apiserver-kubelet-client),
- *                  frontProxyClient (-proxy-client),
+ *                  frontProxyClient (-front-proxy-client),
  *                  controllerManagerKubeconfig (-controller-manager-kubeconfig)
  *   serviceAccountIssuer: default "https://kubernetes.default.svc.<serviceDomain>"
  *   superClusterDomain: DNS domain of the hosting cluster; "" (default) makes etcd member
