@@ -19,6 +19,9 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+    kt_sync(&T, &(struct kube_request){.verb = KUBE_DELETE, .resource = &KUBE_CRDS,
+                                       .name = "statusprobes.kubetest.nestcp.io"},
+            NULL);
     kt_teardown(&T);
     return 0;
 }
@@ -268,16 +271,18 @@ static void test_client__server_side_apply_conflict_and_force(void **state)
     assert_int_equal(apply("alpha", "a2", false, NULL, &e), -EBUSY);
 }
 
-static const struct kube_resource WIDGETS = {"kubetest.nestcp.io", "v1", "widgets", "Widget",
-                                             true};
+/* A kind name no other test uses, so short names such as `kubectl get widget` stay
+ * unambiguous in the shared super cluster; the CRD is deleted again in teardown. */
+static const struct kube_resource PROBES = {"kubetest.nestcp.io", "v1", "statusprobes",
+                                            "StatusProbe", true};
 
-static void install_widget_crd(void)
+static void install_probe_crd(void)
 {
     cJSON *crd = kt_obj(
         "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
-        "\"metadata\":{\"name\":\"widgets.kubetest.nestcp.io\"},\"spec\":{\"group\":"
-        "\"kubetest.nestcp.io\",\"scope\":\"Namespaced\",\"names\":{\"plural\":\"widgets\","
-        "\"singular\":\"widget\",\"kind\":\"Widget\",\"listKind\":\"WidgetList\"},\"versions\":"
+        "\"metadata\":{\"name\":\"statusprobes.kubetest.nestcp.io\"},\"spec\":{\"group\":"
+        "\"kubetest.nestcp.io\",\"scope\":\"Namespaced\",\"names\":{\"plural\":\"statusprobes\","
+        "\"singular\":\"statusprobe\",\"kind\":\"StatusProbe\",\"listKind\":\"StatusProbeList\"},\"versions\":"
         "[{\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}},"
         "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{\"spec\":{"
         "\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true},\"status\":{"
@@ -304,9 +309,9 @@ static void test_client__status_subresource(void **state)
     double end;
     int r;
 
-    install_widget_crd();
+    install_probe_crd();
     snprintf(json, sizeof(json),
-             "{\"apiVersion\":\"kubetest.nestcp.io/v1\",\"kind\":\"Widget\",\"metadata\":"
+             "{\"apiVersion\":\"kubetest.nestcp.io/v1\",\"kind\":\"StatusProbe\",\"metadata\":"
              "{\"name\":\"w1\",\"namespace\":\"%s\"},\"spec\":{\"size\":1},"
              "\"status\":{\"phase\":\"ignored\"}}",
              T.ns);
@@ -314,7 +319,7 @@ static void test_client__status_subresource(void **state)
     /* The new type takes a moment to be served. */
     end = time_mono() + 30;
     do {
-        r = kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE, .resource = &WIDGETS,
+        r = kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE, .resource = &PROBES,
                                                .body = w},
                     &out);
         if (r == -ENOENT)
@@ -327,7 +332,7 @@ static void test_client__status_subresource(void **state)
     out = NULL;
 
     st = kt_obj("{\"status\":{\"phase\":\"Ready\"}}");
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_PATCH, .resource = &WIDGETS,
+    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_PATCH, .resource = &PROBES,
                                                         .namespace_ = T.ns, .name = "w1",
                                                         .subresource = "status", .body = st,
                                                         .patch_type = KUBE_PATCH_MERGE},
@@ -346,7 +351,7 @@ static void test_client__status_subresource(void **state)
         cJSON *put = NULL;
 
         assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_UPDATE,
-                                                            .resource = &WIDGETS,
+                                                            .resource = &PROBES,
                                                             .namespace_ = T.ns, .name = "w1",
                                                             .subresource = "status",
                                                             .body = out},
