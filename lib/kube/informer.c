@@ -399,6 +399,11 @@ size_t kube_informer_count(const struct kube_informer *inf)
     return kube_store_count(&inf->store);
 }
 
+const struct kube_store *kube_informer_store(const struct kube_informer *inf)
+{
+    return &inf->store;
+}
+
 void kube_informer_foreach(const struct kube_informer *inf, kube_informer_each_fn fn,
                            void *userdata)
 {

@@ -26,6 +26,7 @@
 #include "lib/kube/client.h"
 
 struct kube_informer;
+struct kube_store;
 
 struct kube_informer_opts {
     const struct kube_resource *resource;
@@ -79,6 +80,10 @@ void kube_informer_get_stats(const struct kube_informer *inf, struct kube_inform
 /* Cached object at ns/name (ns NULL for cluster-scoped), or NULL. */
 const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns, const char *name);
 size_t kube_informer_count(const struct kube_informer *inf);
+
+/* The cache itself, read-only (for views that hand several caches to pure functions).
+ * Borrowed for the informer's lifetime; the same validity rule as lookups applies to objects. */
+const struct kube_store *kube_informer_store(const struct kube_informer *inf);
 
 /* Iteration; fn returns false to stop. Do not start or stop informers from fn. */
 typedef bool (*kube_informer_each_fn)(void *userdata, const cJSON *obj);
