@@ -31,6 +31,25 @@ kubectl wait --for condition=established --timeout=60s \
     crd/nestedapiservers.controlplane.cluster.x-k8s.io \
     crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io \
     crd/clusters.cluster.x-k8s.io >/dev/null
+# Discovery (and kubectl's cache of it) follows Established by a moment; wait until every
+# resource can be listed, in both versions.
+for r in nestedclusters.v1alpha4.infrastructure.cluster.x-k8s.io \
+    nestedclusters.v1beta1.infrastructure.cluster.x-k8s.io \
+    nestedcontrolplanes.v1alpha4.controlplane.cluster.x-k8s.io \
+    nestedcontrolplanes.v1beta1.controlplane.cluster.x-k8s.io \
+    nestedetcds.v1alpha4.controlplane.cluster.x-k8s.io \
+    nestedetcds.v1beta1.controlplane.cluster.x-k8s.io \
+    nestedapiservers.v1alpha4.controlplane.cluster.x-k8s.io \
+    nestedapiservers.v1beta1.controlplane.cluster.x-k8s.io \
+    nestedcontrollermanagers.v1alpha4.controlplane.cluster.x-k8s.io \
+    nestedcontrollermanagers.v1beta1.controlplane.cluster.x-k8s.io \
+    clusters.v1alpha4.cluster.x-k8s.io clusters.v1beta1.cluster.x-k8s.io; do
+    for i in $(seq 1 60); do
+        kubectl get "$r" --all-namespaces >/dev/null 2>&1 && break
+        [ "$i" -eq 60 ] && fail "$r is not served 60s after the CRDs were established"
+        sleep 1
+    done
+done
 for f in "$src"/config/crd/bases/*.yaml; do
     name=$(basename "$f" .yaml)
     name="${name#*_}.${name%_*}"
