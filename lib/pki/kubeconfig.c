@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 
 #include "lib/pki/base64.h"
+#include "lib/pki/internal.h"
 #include "lib/pki/key.h"
 #include "lib/util/buf.h"
 #include "lib/util/yamlconv.h"
@@ -225,9 +226,10 @@ static int copy_str(const cJSON *obj, const char *key, char **ret)
     return *ret ? 0 : -ENOMEM;
 }
 
-/* Decodes obj[key] (base64 PEM) into *ret when present. */
-static int copy_data(const cJSON *obj, const char *key, const char *path, const char *origin,
-                     char **ret, struct err *e)
+/* Decodes obj[key] (base64 PEM) into *ret when present, and checks that it reads as a
+ * certificate or (is_key) a private key. */
+static int copy_data(const cJSON *obj, const char *key, bool is_key, const char *path,
+                     const char *origin, char **ret, struct err *e)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(obj, key);
     unsigned char *data = NULL;
@@ -246,6 +248,20 @@ static int copy_data(const cJSON *obj, const char *key, const char *path, const 
     if (memchr(data, '\0', len)) {
         OPENSSL_clear_free(data, len + 1);
         return err_set(e, -EINVAL, "%s: %s.%s is not PEM text", origin, path, key);
+    }
+    /* Check the PEM now, so a damaged kubeconfig is refused here rather than half-read. */
+    if (is_key) {
+        EVP_PKEY *k = NULL;
+        r = pki_ossl_load_key((char *)data, key, &k, e);
+        EVP_PKEY_free(k);
+    } else {
+        X509 *x = NULL;
+        r = pki_ossl_load_cert((char *)data, key, &x, e);
+        X509_free(x);
+    }
+    if (r < 0) {
+        OPENSSL_clear_free(data, len + 1);
+        return err_prefix(e, "%s: %s.", origin, path);
     }
     *ret = (char *)data;
     return 0;
@@ -308,11 +324,12 @@ int pki_kubeconfig_read(const char *yaml, size_t len, const char *origin,
         goto out;
     r = copy_str(cl, "server", &c->server);
     if (r == 0)
-        r = copy_data(cl, "certificate-authority-data", "cluster", origin, &c->ca_cert_pem, e);
+        r = copy_data(cl, "certificate-authority-data", false, "cluster", origin, &c->ca_cert_pem,
+                      e);
     if (r == 0)
-        r = copy_data(us, "client-certificate-data", "user", origin, &c->client_cert_pem, e);
+        r = copy_data(us, "client-certificate-data", false, "user", origin, &c->client_cert_pem, e);
     if (r == 0)
-        r = copy_data(us, "client-key-data", "user", origin, &c->client_key_pem, e);
+        r = copy_data(us, "client-key-data", true, "user", origin, &c->client_key_pem, e);
     if (r == -ENOMEM)
         err_set(e, r, "%s: out of memory", origin);
     if (r == 0) {

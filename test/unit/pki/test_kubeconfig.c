@@ -188,6 +188,40 @@ static void test_kubeconfig__server_url_and_required_fields(void **state)
     assert_null(doc);
 }
 
+/* A kubeconfig cut at any byte is read whole or refused with a message, never half-read:
+ * whenever it is accepted, the key it yields is the full key. */
+static void test_kubeconfig__read_survives_truncation_at_every_byte(void **state)
+{
+    struct fixture *f = *state;
+    struct pki_kubeconfig kc = {.cluster_name = "foo",
+                                .server = "https://foo-apiserver:6443",
+                                .ca_cert_pem = f->ca_crt,
+                                .client_cert_pem = f->crt,
+                                .client_key_pem = f->key};
+    char *yaml = NULL;
+    int accepted = 0;
+
+    assert_int_equal(pki_kubeconfig_render(&kc, &yaml, NULL), 0);
+    size_t n = strlen(yaml);
+    for (size_t cut = 0; cut <= n; cut++) {
+        struct pki_kubeconfig_creds *c = NULL;
+        struct err e = {0};
+        int r = pki_kubeconfig_read(yaml, cut, NULL, &c, &e);
+        if (r == 0) {
+            accepted++;
+            if (c->client_key_pem)
+                assert_string_equal(c->client_key_pem, f->key);
+        } else {
+            assert_int_equal(r, -EINVAL);
+            assert_true(e.msg[0] != '\0');
+            assert_null(c);
+        }
+        pki_kubeconfig_creds_free(c);
+    }
+    assert_true(accepted >= 1); /* at least the whole text */
+    free(yaml);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_kubeconfig__read_resolves_the_current_context),
         cmocka_unit_test(test_kubeconfig__read_names_what_is_wrong),
         cmocka_unit_test(test_kubeconfig__server_url_and_required_fields),
+        cmocka_unit_test(test_kubeconfig__read_survives_truncation_at_every_byte),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
