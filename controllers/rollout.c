@@ -1,0 +1,226 @@
+#include "controllers/rollout.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/version.h"
+
+static const char *const component_names[ROLLOUT__COUNT] = {"etcd", "kube-apiserver",
+                                                            "kube-controller-manager"};
+
+const char *rollout_component_name(enum rollout_component c)
+{
+    return c < ROLLOUT__COUNT ? component_names[c] : "unknown";
+}
+
+const char *rollout_phase_name(enum rollout_phase p)
+{
+    switch (p) {
+    case ROLLOUT_PHASE_PROVISIONING:
+        return "Provisioning";
+    case ROLLOUT_PHASE_READY:
+        return "Ready";
+    case ROLLOUT_PHASE_UPGRADING:
+        return "Upgrading";
+    case ROLLOUT_PHASE_REFUSED:
+        return "Refused";
+    case ROLLOUT_PHASE_WAITING:
+        return "Waiting";
+    }
+    return "Unknown";
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static bool version_eq(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    return api_version_equal(a, b);
+}
+
+/* The component's target is its desired state. */
+static bool at_desired(const struct rollout_component_state *s)
+{
+    return s->desired.hash && str_eq(s->desired.hash, s->target.hash) &&
+           version_eq(s->desired.version, s->target.version);
+}
+
+/* Checks one component's version change from its target to its desired state. Returns the
+ * refusal reason, or NULL when allowed. */
+static const char *check_step(enum rollout_component i, const struct rollout_component_state *s,
+                              char *msg, size_t msgsz)
+{
+    struct api_version from, to;
+    const char *name = rollout_component_name(i);
+
+    if (!s->desired.hash || !s->target.version || !s->desired.version)
+        return NULL;
+    if (version_eq(s->target.version, s->desired.version))
+        return NULL;
+    if (api_version_parse(s->target.version, &from) < 0 ||
+        api_version_parse(s->desired.version, &to) < 0)
+        return NULL; /* unparsable versions are refused by validation, not here */
+    if (api_version_cmp(&to, &from) < 0) {
+        snprintf(msg, msgsz, "%s: downgrade from %s to %s is not supported", name,
+                 s->target.version, s->desired.version);
+        return "DowngradeRefused";
+    }
+    if (to.major != from.major || to.minor > from.minor + 1) {
+        snprintf(msg, msgsz,
+                 "%s: %s to %s skips a minor version; upgrade one minor version at a time", name,
+                 s->target.version, s->desired.version);
+        return "MinorSkipRefused";
+    }
+    return NULL;
+}
+
+/* The controller manager's desired version against the API servers'. */
+static const char *check_skew(const struct rollout_input *in, char *msg, size_t msgsz)
+{
+    const struct rollout_component_state *as = &in->c[ROLLOUT_APISERVER];
+    const struct rollout_component_state *cm = &in->c[ROLLOUT_CONTROLLER_MANAGER];
+    struct api_version a, c;
+
+    if (!as->desired.version || !cm->desired.version ||
+        api_version_parse(as->desired.version, &a) < 0 ||
+        api_version_parse(cm->desired.version, &c) < 0)
+        return NULL;
+    if (api_version_cmp(&c, &a) > 0) {
+        snprintf(msg, msgsz,
+                 "kube-controller-manager %s would be newer than kube-apiserver %s; the version "
+                 "skew policy does not allow it",
+                 cm->desired.version, as->desired.version);
+        return "VersionSkewRefused";
+    }
+    if (a.major != c.major || a.minor > c.minor + 1) {
+        snprintf(msg, msgsz,
+                 "kube-controller-manager %s would be more than one minor version older than "
+                 "kube-apiserver %s",
+                 cm->desired.version, as->desired.version);
+        return "VersionSkewRefused";
+    }
+    return NULL;
+}
+
+static bool serving(const struct rollout_input *in)
+{
+    const struct rollout_component_state *e = &in->c[ROLLOUT_ETCD];
+
+    if (e->replicas <= 0 || e->ready_replicas < e->replicas / 2 + 1)
+        return false;
+    for (int i = ROLLOUT_APISERVER; i < ROLLOUT__COUNT; i++)
+        if (in->c[i].replicas <= 0 || in->c[i].ready_replicas < 1)
+            return false;
+    return true;
+}
+
+/* Appends one "; "-separated part to msg. */
+static void append(char *msg, size_t msgsz, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void append(char *msg, size_t msgsz, const char *fmt, ...)
+{
+    size_t n = strlen(msg);
+    va_list ap;
+
+    if (n + 3 >= msgsz)
+        return;
+    if (n) {
+        memcpy(msg + n, "; ", 3);
+        n += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(msg + n, msgsz - n, fmt, ap);
+    va_end(ap);
+}
+
+void rollout_step(const struct rollout_input *in, struct rollout_output *out)
+{
+    int i, active = -1;
+    bool tail = true; /* list the components after the active one as waiting */
+    const char *refused = NULL;
+
+    memset(out, 0, sizeof(*out));
+    for (i = 0; i < ROLLOUT__COUNT; i++)
+        out->target[i] = in->c[i].target;
+    out->initialized = in->initialized;
+    out->serving = serving(in);
+
+    /* Version rules across every component, before anything moves. */
+    for (i = 0; i < ROLLOUT__COUNT && !refused; i++)
+        refused = check_step((enum rollout_component)i, &in->c[i], out->message,
+                             sizeof(out->message));
+    if (!refused)
+        refused = check_skew(in, out->message, sizeof(out->message));
+    if (refused) {
+        out->phase = ROLLOUT_PHASE_REFUSED;
+        out->reason = refused;
+        return;
+    }
+
+    for (i = 0; i < ROLLOUT__COUNT; i++) {
+        const struct rollout_component_state *s = &in->c[i];
+
+        if (!s->desired.hash) {
+            out->phase = ROLLOUT_PHASE_WAITING;
+            out->reason = "WaitingForInputs";
+            append(out->message, sizeof(out->message), "%s waiting for its certificates",
+                   rollout_component_name((enum rollout_component)i));
+            active = i;
+            break;
+        }
+        if (!at_desired(s)) {
+            int busy = -1;
+            /* Only one component rolls at a time: a change to an earlier component waits for
+             * a later one that is still rolling out. */
+            for (int j = i + 1; j < ROLLOUT__COUNT && busy < 0; j++)
+                if (in->c[j].target.hash && !in->c[j].complete)
+                    busy = j;
+            active = i;
+            if (busy >= 0) {
+                const struct rollout_component_state *b = &in->c[busy];
+                append(out->message, sizeof(out->message), "%s %d/%d updated",
+                       rollout_component_name((enum rollout_component)busy),
+                       b->updated_replicas, b->replicas);
+                append(out->message, sizeof(out->message), "%s waiting for %s to finish",
+                       rollout_component_name((enum rollout_component)i),
+                       rollout_component_name((enum rollout_component)busy));
+                tail = false;
+                break;
+            }
+            out->target[i] = s->desired;
+            out->target_changed[i] = true;
+            append(out->message, sizeof(out->message), "%s 0/%d updated",
+                   rollout_component_name((enum rollout_component)i), s->replicas);
+            break;
+        }
+        if (!s->complete) {
+            active = i;
+            append(out->message, sizeof(out->message), "%s %d/%d updated",
+                   rollout_component_name((enum rollout_component)i), s->updated_replicas,
+                   s->replicas);
+            break;
+        }
+    }
+    if (active < 0) {
+        out->phase = ROLLOUT_PHASE_READY;
+        out->reason = "Ready";
+        out->initialized = true;
+        snprintf(out->message, sizeof(out->message), "every component runs its desired state");
+        return;
+    }
+    for (i = active + 1; tail && i < ROLLOUT__COUNT; i++)
+        append(out->message, sizeof(out->message), "%s waiting",
+               rollout_component_name((enum rollout_component)i));
+    if (out->phase != ROLLOUT_PHASE_WAITING) {
+        out->phase = in->initialized ? ROLLOUT_PHASE_UPGRADING : ROLLOUT_PHASE_PROVISIONING;
+        out->reason = in->initialized ? "RollingOut" : "Provisioning";
+    }
+}

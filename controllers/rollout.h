@@ -1,0 +1,80 @@
+#ifndef NESTCP_CONTROLLERS_ROLLOUT_H
+#define NESTCP_CONTROLLERS_ROLLOUT_H
+
+/*
+ * The per-cluster rollout state machine: a pure function from what the three components
+ * should run (desired), what each is allowed to run (its target, kept in the control plane's
+ * status.rollout) and how far each StatefulSet has got, to the next targets.
+ *
+ * Rules (docs/architecture.md, "The rollout state machine"):
+ *   - Order: etcd, then every API server, then controller managers. A component's target moves
+ *     to its desired state only when every component before it has completed its rollout at
+ *     its own desired state. Creation is the first wave.
+ *   - Versions, checked across all components before any target moves: no downgrade; one
+ *     minor at a time; a controller manager never newer than the API servers, nor more than one
+ *     minor older. A refused change moves no target and says why.
+ *   - A target never moves while the desired state of that component is unknown (e.g. its
+ *     certificates are not issued yet).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum rollout_component {
+    ROLLOUT_ETCD = 0,
+    ROLLOUT_APISERVER = 1,
+    ROLLOUT_CONTROLLER_MANAGER = 2,
+    ROLLOUT__COUNT
+};
+
+/* A version and the hash of everything else a component is rendered from. */
+struct rollout_target {
+    const char *version; /* canonical ("1.20.2", "3.4.23"); NULL: none */
+    const char *hash;    /* NULL: none */
+};
+
+struct rollout_component_state {
+    struct rollout_target desired; /* NULL hash: not known yet */
+    struct rollout_target target;  /* NULL hash: never set */
+    /* The StatefulSet has completed its rollout at target.hash: observedGeneration current,
+     * updatedReplicas = readyReplicas = replicas, currentRevision = updateRevision, and its pod
+     * template carries target.hash. */
+    bool complete;
+    int replicas, ready_replicas, updated_replicas;
+};
+
+struct rollout_input {
+    struct rollout_component_state c[ROLLOUT__COUNT];
+    bool initialized; /* the control plane was complete once (status.initialized) */
+};
+
+enum rollout_phase {
+    ROLLOUT_PHASE_PROVISIONING, /* first wave still running */
+    ROLLOUT_PHASE_READY,        /* every component complete at its desired state */
+    ROLLOUT_PHASE_UPGRADING,    /* a later wave running */
+    ROLLOUT_PHASE_REFUSED,      /* a change was refused; nothing moves until it is undone */
+    ROLLOUT_PHASE_WAITING,      /* waiting for a desired state to become known */
+};
+
+struct rollout_output {
+    struct rollout_target target[ROLLOUT__COUNT]; /* borrowed from the input */
+    bool target_changed[ROLLOUT__COUNT];
+    enum rollout_phase phase;
+    bool initialized;  /* the first wave has completed (sticky) */
+    bool serving;      /* every component has all its replicas ready (whatever version) */
+    /* For conditions and events: */
+    const char *reason; /* CamelCase: "Provisioning", "RollingOut", "Ready",
+                           "DowngradeRefused", "MinorSkipRefused", "VersionSkewRefused",
+                           "WaitingForCertificates" */
+    char message[512];  /* e.g. "kube-apiserver 1/3 updated; controller-manager waiting" */
+};
+
+/* Decides the next step. Never fails. */
+void rollout_step(const struct rollout_input *in, struct rollout_output *out);
+
+/* "etcd", "kube-apiserver", "kube-controller-manager". */
+const char *rollout_component_name(enum rollout_component c);
+
+const char *rollout_phase_name(enum rollout_phase p);
+
+#endif

@@ -1,0 +1,287 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "controllers/rollout.h"
+
+enum { E = ROLLOUT_ETCD, A = ROLLOUT_APISERVER, M = ROLLOUT_CONTROLLER_MANAGER };
+
+/* A control plane running 1.20.2 (etcd 3.4.23) everywhere, complete, 3 replicas each. */
+static struct rollout_input steady(void)
+{
+    struct rollout_input in = {.initialized = true};
+    const char *versions[] = {"3.4.23", "1.20.2", "1.20.2"};
+    const char *hashes[] = {"e1", "a1", "m1"};
+
+    for (int i = 0; i < ROLLOUT__COUNT; i++) {
+        in.c[i].desired.version = in.c[i].target.version = versions[i];
+        in.c[i].desired.hash = in.c[i].target.hash = hashes[i];
+        in.c[i].complete = true;
+        in.c[i].replicas = in.c[i].ready_replicas = in.c[i].updated_replicas = 3;
+    }
+    return in;
+}
+
+/* A control plane that was just created: desired known, nothing targeted, nothing running. */
+static struct rollout_input fresh(void)
+{
+    struct rollout_input in = steady();
+
+    in.initialized = false;
+    for (int i = 0; i < ROLLOUT__COUNT; i++) {
+        in.c[i].target.version = in.c[i].target.hash = NULL;
+        in.c[i].complete = false;
+        in.c[i].replicas = in.c[i].ready_replicas = in.c[i].updated_replicas = 0;
+    }
+    return in;
+}
+
+static void assert_moved(const struct rollout_output *out, int which)
+{
+    for (int i = 0; i < ROLLOUT__COUNT; i++)
+        assert_int_equal(out->target_changed[i], i == which);
+}
+
+/* Marks component i as having rolled out completely at its (new) target. */
+static void complete(struct rollout_input *in, const struct rollout_output *out, int i)
+{
+    in->c[i].target = out->target[i];
+    in->c[i].complete = true;
+    in->c[i].replicas = in->c[i].ready_replicas = in->c[i].updated_replicas = 3;
+}
+
+static void test_rollout__creation_goes_etcd_then_apiserver_then_controller_manager(void **state)
+{
+    struct rollout_input in = fresh();
+    struct rollout_output out;
+
+    rollout_step(&in, &out);
+    assert_moved(&out, E);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_PROVISIONING);
+    assert_string_equal(out.message,
+                        "etcd 0/0 updated; kube-apiserver waiting; kube-controller-manager waiting");
+    assert_false(out.initialized);
+
+    /* etcd targeted but not yet complete: nothing else moves */
+    in.c[E].target = out.target[E];
+    in.c[E].replicas = 3;
+    in.c[E].updated_replicas = 1;
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.message,
+                        "etcd 1/3 updated; kube-apiserver waiting; kube-controller-manager waiting");
+
+    complete(&in, &out, E);
+    rollout_step(&in, &out);
+    assert_moved(&out, A);
+    assert_string_equal(out.target[A].hash, "a1");
+
+    in.c[A].target = out.target[A];
+    rollout_step(&in, &out);
+    assert_moved(&out, -1); /* controller manager waits for every API server */
+
+    complete(&in, &out, A);
+    rollout_step(&in, &out);
+    assert_moved(&out, M);
+
+    complete(&in, &out, M);
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
+    assert_true(out.initialized);
+    assert_true(out.serving);
+}
+
+static void test_rollout__steady_state_moves_nothing(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
+    assert_string_equal(out.reason, "Ready");
+}
+
+static void test_rollout__version_bump_rolls_in_dependency_order(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[E].desired = (struct rollout_target){"3.4.23", "e2"}; /* new flags for etcd too */
+    in.c[A].desired = (struct rollout_target){"1.21.0", "a2"};
+    in.c[M].desired = (struct rollout_target){"1.21.0", "m2"};
+
+    rollout_step(&in, &out);
+    assert_moved(&out, E);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_UPGRADING);
+    in.c[E].target = out.target[E];
+    in.c[E].complete = false;
+    in.c[E].updated_replicas = 2;
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.message,
+                        "etcd 2/3 updated; kube-apiserver waiting; kube-controller-manager waiting");
+
+    complete(&in, &out, E);
+    rollout_step(&in, &out);
+    assert_moved(&out, A);
+    assert_string_equal(out.target[A].version, "1.21.0");
+    assert_string_equal(out.target[M].version, "1.20.2"); /* never newer than an API server */
+
+    in.c[A].target = out.target[A];
+    in.c[A].complete = false;
+    in.c[A].updated_replicas = 1;
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.message, "kube-apiserver 1/3 updated; kube-controller-manager waiting");
+
+    complete(&in, &out, A);
+    rollout_step(&in, &out);
+    assert_moved(&out, M);
+    complete(&in, &out, M);
+    rollout_step(&in, &out);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
+}
+
+static void test_rollout__flag_change_of_one_component_rolls_only_it(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[M].desired.hash = "m2";
+    rollout_step(&in, &out);
+    assert_moved(&out, M);
+    assert_string_equal(out.target[M].hash, "m2");
+}
+
+static void test_rollout__earlier_change_waits_for_a_later_rollout_in_progress(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[A].target.hash = in.c[A].desired.hash = "a2"; /* API servers rolling */
+    in.c[A].complete = false;
+    in.c[A].updated_replicas = 1;
+    in.c[E].desired.hash = "e2"; /* and now etcd changes */
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.message,
+                        "kube-apiserver 1/3 updated; etcd waiting for kube-apiserver to finish");
+}
+
+static void test_rollout__downgrade_is_refused_and_moves_nothing(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[E].desired.hash = "e2";
+    in.c[A].desired = (struct rollout_target){"1.19.7", "a2"};
+    in.c[M].desired = (struct rollout_target){"1.19.7", "m2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_REFUSED);
+    assert_string_equal(out.reason, "DowngradeRefused");
+    assert_string_equal(out.message,
+                        "kube-apiserver: downgrade from 1.20.2 to 1.19.7 is not supported");
+    assert_true(out.serving);
+}
+
+static void test_rollout__skipping_a_minor_is_refused(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[A].desired = (struct rollout_target){"1.22.0", "a2"};
+    in.c[M].desired = (struct rollout_target){"1.22.0", "m2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.reason, "MinorSkipRefused");
+    assert_string_equal(out.message, "kube-apiserver: 1.20.2 to 1.22.0 skips a minor version; "
+                                     "upgrade one minor version at a time");
+}
+
+static void test_rollout__patch_downgrade_is_refused_too(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[E].desired = (struct rollout_target){"3.4.13", "e2"};
+    rollout_step(&in, &out);
+    assert_string_equal(out.reason, "DowngradeRefused");
+    assert_moved(&out, -1);
+}
+
+static void test_rollout__controller_manager_newer_than_apiserver_is_refused(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[M].desired = (struct rollout_target){"1.21.0", "m2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.reason, "VersionSkewRefused");
+    assert_non_null(strstr(out.message, "kube-controller-manager 1.21.0 would be newer than "
+                                        "kube-apiserver 1.20.2"));
+}
+
+static void test_rollout__apiserver_alone_may_lead_by_one_minor(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[A].desired = (struct rollout_target){"1.21.0", "a2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, A);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_UPGRADING);
+}
+
+static void test_rollout__unknown_desired_state_waits(void **state)
+{
+    struct rollout_input in = fresh();
+    struct rollout_output out;
+
+    in.c[E].desired.hash = NULL;
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_WAITING);
+    assert_string_equal(out.message, "etcd waiting for its certificates; kube-apiserver waiting; "
+                                     "kube-controller-manager waiting");
+}
+
+static void test_rollout__serving_needs_etcd_quorum_and_one_of_each(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[E].ready_replicas = 2;
+    in.c[A].ready_replicas = 1;
+    rollout_step(&in, &out);
+    assert_true(out.serving);
+    in.c[E].ready_replicas = 1;
+    rollout_step(&in, &out);
+    assert_false(out.serving);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rollout__creation_goes_etcd_then_apiserver_then_controller_manager),
+        cmocka_unit_test(test_rollout__steady_state_moves_nothing),
+        cmocka_unit_test(test_rollout__version_bump_rolls_in_dependency_order),
+        cmocka_unit_test(test_rollout__flag_change_of_one_component_rolls_only_it),
+        cmocka_unit_test(test_rollout__earlier_change_waits_for_a_later_rollout_in_progress),
+        cmocka_unit_test(test_rollout__downgrade_is_refused_and_moves_nothing),
+        cmocka_unit_test(test_rollout__skipping_a_minor_is_refused),
+        cmocka_unit_test(test_rollout__patch_downgrade_is_refused_too),
+        cmocka_unit_test(test_rollout__controller_manager_newer_than_apiserver_is_refused),
+        cmocka_unit_test(test_rollout__apiserver_alone_may_lead_by_one_minor),
+        cmocka_unit_test(test_rollout__unknown_desired_state_waits),
+        cmocka_unit_test(test_rollout__serving_needs_etcd_quorum_and_one_of_each),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
