@@ -371,13 +371,32 @@ static int run(char *out, size_t size, const char *fmt, ...)
     return pclose(p);
 }
 
+/* A temporary directory for the files, removed even when an assertion fails. */
+static int make_dir(void **state)
+{
+    static char dir[64];
+
+    snprintf(dir, sizeof(dir), "/tmp/nestcp-pki-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    *state = dir;
+    return 0;
+}
+
+static int remove_dir(void **state)
+{
+    char out[64];
+
+    run(out, sizeof(out), "rm -rf %s", (const char *)*state);
+    return 0;
+}
+
 static void test_kubeadm__openssl_cli_verifies_the_set(void **state)
 {
     struct pki_kubeadm_set *set = full_set(PKI_KEY_ECDSA_P256);
-    char dir[] = "/tmp/nestcp-pki-XXXXXX";
+    const char *dir = *state;
     char out[8192];
 
-    assert_non_null(mkdtemp(dir));
     write_file(dir, "ca.crt", set->pairs[PKI_KUBEADM_CA].cert_pem);
     write_file(dir, "etcd-ca.crt", set->pairs[PKI_KUBEADM_ETCD_CA].cert_pem);
     write_file(dir, "proxy-ca.crt", set->pairs[PKI_KUBEADM_FRONT_PROXY_CA].cert_pem);
@@ -427,7 +446,6 @@ static void test_kubeadm__openssl_cli_verifies_the_set(void **state)
                          dir),
                      0);
     assert_string_equal(out, "same\n");
-    run(out, sizeof(out), "rm -rf %s", dir);
     pki_kubeadm_set_free(set);
 }
 
@@ -442,7 +460,8 @@ int main(void)
         cmocka_unit_test(test_kubeadm__names_and_signers),
         cmocka_unit_test(test_kubeadm__fill_keeps_supplied_cas),
         cmocka_unit_test(test_kubeadm__rsa_set_uses_rsa_everywhere),
-        cmocka_unit_test(test_kubeadm__openssl_cli_verifies_the_set),
+        cmocka_unit_test_setup_teardown(test_kubeadm__openssl_cli_verifies_the_set, make_dir,
+                                        remove_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
