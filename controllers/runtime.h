@@ -17,6 +17,7 @@
 
 #include "controllers/plan.h"
 #include "lib/kube/client.h"
+#include "lib/kube/events.h"
 #include "lib/kube/store.h"
 #include "lib/util/err.h"
 
@@ -64,5 +65,89 @@ extern const struct kube_resource NESTCP_APISERVERS;
 extern const struct kube_resource NESTCP_CONTROLLER_MANAGERS;
 extern const struct kube_resource NESTCP_NESTED_CLUSTERS;
 extern const struct kube_resource CAPI_CLUSTERS;
+
+/* The label selectors of the shared caches of Secrets, and of Services and StatefulSets. */
+#define MANAGER_SECRET_SELECTOR "cluster.x-k8s.io/cluster-name"
+#define MANAGER_OWNED_SELECTOR "app.kubernetes.io/managed-by=nestcp"
+/* The Lease of leader election. */
+#define MANAGER_LEASE_NAME "nestcp-manager"
+
+struct manager_opts {
+    const char *namespace_; /* watch only this namespace; NULL: all */
+    int concurrency;        /* keys each controller reconciles at once; 0: 4 */
+    /* Leader election: informers run on every replica, workqueues only on the leader. */
+    bool leader_elect;
+    /* The Lease's namespace. NULL: the service account's namespace file in a pod, else
+     * "nestcp-system" if that namespace exists, else "default". */
+    const char *leader_election_namespace;
+    const char *leader_election_id; /* NULL: MANAGER_LEASE_NAME */
+    double lease_duration;          /* seconds; 0: 15 */
+    double renew_deadline;          /* seconds; 0: 10 */
+    double retry_period;            /* seconds; 0: 2 */
+    /* Called on the loop when leadership is lost (code -ETIMEDOUT or -EBUSY). Every
+     * workqueue has stopped by then; the process is expected to exit. */
+    void (*on_lost_leadership)(void *userdata, int code);
+    void *userdata;
+    /* Bound on waiting for in-flight plans at manager_stop(), seconds; 0: 15. */
+    double shutdown_timeout;
+    /* Seconds between checks for the Cluster API Cluster CRD while it is absent; 0: 60. */
+    double cluster_crd_retry;
+    /* Tests: send every plan action and Event through this hook instead of the client
+     * (client may then be NULL: no informer runs and every cache stays empty). */
+    kube_send_fn send;
+    void *send_ctx;
+};
+
+/* Creates a manager on loop for client (both borrowed; they must outlive the manager).
+ * opts may be NULL for the defaults; its strings are copied. Returns 0, -EINVAL (detail in e),
+ * -ENOMEM. */
+int manager_new(struct ev_loop *loop, struct kube_client *client, const struct manager_opts *opts,
+                struct manager **ret_manager, struct err *e);
+
+/* Adds a controller; def is copied, its strings and ctx are borrowed. Only before
+ * manager_start(). Returns 0, -EINVAL (missing name, primary or reconcile; a name used twice;
+ * started already), -ENOMEM. */
+int manager_add_controller(struct manager *m, const struct controller_def *def, struct err *e);
+
+/* Starts the informers (and leader election). Controllers begin to process keys once every
+ * cache has synced and, under leader election, this replica leads; each begins with every
+ * object of its primary type. Returns 0 or a negative code (detail in e). */
+int manager_start(struct manager *m, struct err *e);
+
+/* Graceful stop: stops handing out keys, waits (up to shutdown_timeout) for plans in flight,
+ * then for Events in flight, then releases a held Lease; done (may be NULL) runs once on the
+ * loop after that. Informers keep running until manager_free(). Returns 0 or -EALREADY. */
+int manager_stop(struct manager *m, void (*done)(void *userdata), void *userdata);
+
+/* Cancels whatever is still in flight and frees everything; does not release the Lease (see
+ * manager_stop). Must not be called from a manager callback. Accepts NULL. */
+void manager_free(struct manager *m);
+
+/* Every cache has synced (the Cluster cache counts as synced while its CRD is absent). */
+bool manager_synced(const struct manager *m);
+/* Leading, or leader election is off. */
+bool manager_leading(const struct manager *m);
+/* Controllers are processing keys. */
+bool manager_processing(const struct manager *m);
+
+/* The caches now; the stores are borrowed until control returns to the loop. */
+void manager_view(const struct manager *m, struct cache_view *ret_view);
+
+/* Queues ns/name for the named controller (for tests and tools; reconcilers ask for a later
+ * reconcile through plan_requeue_after). Returns 0, -ENOENT (no such controller), -EAGAIN (not
+ * processing yet), -ENOMEM. */
+int manager_enqueue(struct manager *m, const char *controller, const char *ns, const char *name);
+
+/* The registry the manager exports its metrics to; reconcilers may add families (see
+ * controllers/metrics.h). Borrowed for the manager's lifetime. */
+struct metrics *manager_metrics(struct manager *m);
+
+/* The event recorder (borrowed), for reconcilers that record outside a plan. */
+struct kube_recorder *manager_recorder(struct manager *m);
+
+/* The Lease's namespace and this replica's identity; NULL before they are known or without
+ * leader election. */
+const char *manager_lease_namespace(const struct manager *m);
+const char *manager_identity(const struct manager *m);
 
 #endif

@@ -1,0 +1,618 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <ev.h>
+
+#include "controllers/metrics.h"
+#include "controllers/runtime.h"
+#include "lib/util/buf.h"
+#include "lib/util/strutil.h"
+
+/*
+ * The executor with the real workqueue and event recorder, and a send hook in place of the
+ * network: the hook records each request and completes it on the loop with a scripted result.
+ * What is checked is what the plan contract (controllers/plan.h) promises: actions in order,
+ * stop at the first failure, conflicts and AlreadyExists requeued, other failures backed off,
+ * requeue_after honoured, Events recorded, concurrency capped, a graceful stop.
+ */
+
+#define MAX_SENT 128
+
+struct sent {
+    enum kube_verb verb;
+    enum kube_patch_type patch_type;
+    bool force;
+    const struct kube_resource *res;
+    char key[128];
+    char field_manager[32];
+    char subresource[16];
+    char propagation[16];
+    char reason[64]; /* Events: the reason */
+};
+
+struct pending {
+    ev_timer timer;
+    struct hook *h;
+    kube_done_fn done;
+    void *userdata;
+    int code;
+    long http;
+    struct pending *next;
+};
+
+struct hook {
+    struct ev_loop *loop;
+    struct sent sent[MAX_SENT];
+    int n_sent;
+    int n_events;
+    struct {
+        int code;
+        long http;
+    } script[16];
+    int n_script, next_script;
+    bool hold; /* keep completions until release_all() */
+    struct pending *held;
+    int in_flight;
+};
+
+static void complete_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct pending *p = w->data;
+    struct kube_result res = {.code = p->code,
+                              .http_status = p->http,
+                              .message = p->code ? "scripted failure" : ""};
+
+    p->h->in_flight--;
+    p->done(p->userdata, &res);
+    free(p);
+}
+
+static void schedule(struct pending *p)
+{
+    ev_timer_init(&p->timer, complete_cb, 0.001, 0);
+    p->timer.data = p;
+    ev_timer_start(p->h->loop, &p->timer);
+}
+
+static int hook_send(void *ctx, const struct kube_request *req, kube_done_fn done, void *userdata)
+{
+    struct hook *h = ctx;
+    struct pending *p = calloc(1, sizeof(*p));
+    struct sent *s;
+
+    assert_non_null(p);
+    p->h = h;
+    p->done = done;
+    p->userdata = userdata;
+    p->http = 200;
+    h->in_flight++;
+    if (req->resource == &KUBE_EVENTS) {
+        h->n_events++;
+        p->http = req->verb == KUBE_CREATE ? 201 : 200;
+        schedule(p);
+        assert_true(h->n_sent < MAX_SENT);
+        s = &h->sent[h->n_sent++];
+        memset(s, 0, sizeof(*s));
+        s->verb = req->verb;
+        s->res = req->resource;
+        if (req->body) {
+            const cJSON *reason = cJSON_GetObjectItemCaseSensitive(req->body, "reason");
+            const cJSON *inv = cJSON_GetObjectItemCaseSensitive(req->body, "involvedObject");
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(inv, "name");
+            if (cJSON_IsString(reason))
+                snprintf(s->reason, sizeof(s->reason), "%s", reason->valuestring);
+            if (cJSON_IsString(name))
+                snprintf(s->key, sizeof(s->key), "%s", name->valuestring);
+        }
+        return 0;
+    }
+    assert_true(h->n_sent < MAX_SENT);
+    s = &h->sent[h->n_sent++];
+    memset(s, 0, sizeof(*s));
+    s->verb = req->verb;
+    s->patch_type = req->patch_type;
+    s->force = req->force;
+    s->res = req->resource;
+    snprintf(s->key, sizeof(s->key), "%s/%s", req->namespace_ ? req->namespace_ : "",
+             req->name ? req->name : kube_obj_name(req->body));
+    snprintf(s->field_manager, sizeof(s->field_manager), "%s",
+             req->field_manager ? req->field_manager : "");
+    snprintf(s->subresource, sizeof(s->subresource), "%s", req->subresource ? req->subresource : "");
+    snprintf(s->propagation, sizeof(s->propagation), "%s",
+             req->propagation_policy ? req->propagation_policy : "");
+    if (h->next_script < h->n_script) {
+        p->code = h->script[h->next_script].code;
+        p->http = h->script[h->next_script].http;
+        h->next_script++;
+    }
+    if (h->hold) {
+        p->next = h->held;
+        h->held = p;
+    } else {
+        schedule(p);
+    }
+    return 0;
+}
+
+static void release_all(struct hook *h)
+{
+    struct pending *p = h->held, *next;
+
+    h->held = NULL;
+    h->hold = false;
+    for (; p; p = next) {
+        next = p->next;
+        schedule(p);
+    }
+}
+
+static void script(struct hook *h, int code, long http)
+{
+    h->script[h->n_script].code = code;
+    h->script[h->n_script].http = http;
+    h->n_script++;
+}
+
+/* ---- a test controller: its plan is set by the test ---- */
+
+enum plan_kind {
+    PLAN_THREE_ACTIONS, /* apply, create, delete */
+    PLAN_STATUS,        /* update status */
+    PLAN_CREATE,
+    PLAN_REQUEUE_AFTER, /* nothing to do; look again in 0.2 s */
+    PLAN_EVENT,         /* one Event, one apply */
+    PLAN_FAIL,          /* the reconcile function itself fails */
+    PLAN_DELETE,
+};
+
+struct fixture {
+    struct ev_loop *loop;
+    struct hook hook;
+    struct manager *m;
+    enum plan_kind kind;
+    int fail_first; /* PLAN_FAIL: fail this many times, then succeed */
+    int reconciles;
+    double reconciled_at[16];
+    int max_active, active_now;
+};
+
+static cJSON *object(const char *api_version, const char *kind, const char *ns, const char *name)
+{
+    cJSON *o = cJSON_CreateObject(), *meta = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(o, "apiVersion", api_version);
+    cJSON_AddStringToObject(o, "kind", kind);
+    cJSON_AddStringToObject(meta, "name", name);
+    cJSON_AddStringToObject(meta, "namespace", ns);
+    cJSON_AddItemToObject(o, "metadata", meta);
+    return o;
+}
+
+static int reconcile(void *ctx, const struct cache_view *view, const char *ns, const char *name,
+                     struct plan *plan, struct err *e)
+{
+    struct fixture *f = ctx;
+
+    assert_non_null(view->control_planes);
+    assert_non_null(view->clusters);
+    assert_true(view->now > 1.6e9);
+    if (f->reconciles < 16)
+        f->reconciled_at[f->reconciles] = time_mono();
+    f->reconciles++;
+    switch (f->kind) {
+    case PLAN_THREE_ACTIONS:
+        assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
+                                    "Service %s/svc: spec changed", ns),
+                         0);
+        assert_int_equal(plan_create(plan, &KUBE_SECRETS, object("v1", "Secret", ns, "ca"),
+                                     "Secret %s/ca: missing", ns),
+                         0);
+        assert_int_equal(plan_delete(plan, &KUBE_SECRETS, ns, "old", "uid-1", "superseded"), 0);
+        break;
+    case PLAN_STATUS:
+        assert_int_equal(plan_update_status(plan, &NESTCP_CONTROL_PLANES,
+                                            object("controlplane.cluster.x-k8s.io/v1beta1",
+                                                   "NestedControlPlane", ns, name),
+                                            "status"),
+                         0);
+        break;
+    case PLAN_CREATE:
+        assert_int_equal(
+            plan_create(plan, &KUBE_SECRETS, object("v1", "Secret", ns, "ca"), "CA missing"), 0);
+        break;
+    case PLAN_REQUEUE_AFTER:
+        plan_requeue_after(plan, 0.2);
+        break;
+    case PLAN_EVENT:
+        assert_int_equal(plan_event(plan, KUBE_EVENT_NORMAL, "CreatedService", "Service %s/svc",
+                                    ns),
+                         0);
+        assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
+                                    "Service: missing"),
+                         0);
+        break;
+    case PLAN_FAIL:
+        if (f->reconciles <= f->fail_first)
+            return err_set(e, -EINVAL, "NestedControlPlane %s/%s: spec.version: bad", ns, name);
+        break;
+    case PLAN_DELETE:
+        assert_int_equal(plan_delete(plan, &KUBE_SECRETS, ns, "gone", NULL, "superseded"), 0);
+        break;
+    }
+    return 0;
+}
+
+static int setup_with(struct fixture *f, int concurrency)
+{
+    struct manager_opts o = {.send = hook_send, .send_ctx = &f->hook, .concurrency = concurrency};
+    struct controller_def def = {
+        .name = "test",
+        .primary = &NESTCP_CONTROL_PLANES,
+        .reconcile = reconcile,
+        .ctx = f,
+    };
+    struct err e;
+
+    f->loop = ev_loop_new(EVFLAG_AUTO);
+    f->hook.loop = f->loop;
+    assert_int_equal(manager_new(f->loop, NULL, &o, &f->m, &e), 0);
+    assert_int_equal(manager_add_controller(f->m, &def, &e), 0);
+    assert_int_equal(manager_start(f->m, &e), 0);
+    assert_true(manager_synced(f->m));
+    assert_true(manager_processing(f->m));
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    *state = f;
+    return setup_with(f, 0);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    double end = time_mono() + 2;
+
+    /* Let completions still scheduled run (Events, held requests). */
+    release_all(&f->hook);
+    while (f->hook.in_flight > 0 && time_mono() < end)
+        ev_run(f->loop, EVRUN_ONCE);
+    manager_free(f->m);
+    ev_loop_destroy(f->loop);
+    free(f);
+    return 0;
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+}
+
+static void run_for(struct fixture *f, double seconds)
+{
+    double end = time_mono() + seconds;
+    ev_timer tick;
+
+    ev_timer_init(&tick, tick_cb, 0.005, 0.005);
+    ev_timer_start(f->loop, &tick);
+    while (time_mono() < end)
+        ev_run(f->loop, EVRUN_ONCE);
+    ev_timer_stop(f->loop, &tick);
+}
+
+static bool run_until_reconciles(struct fixture *f, int n, double timeout)
+{
+    double end = time_mono() + timeout;
+    ev_timer tick;
+
+    ev_timer_init(&tick, tick_cb, 0.005, 0.005);
+    ev_timer_start(f->loop, &tick);
+    while (f->reconciles < n && time_mono() < end)
+        ev_run(f->loop, EVRUN_ONCE);
+    ev_timer_stop(f->loop, &tick);
+    return f->reconciles >= n;
+}
+
+static double reconcile_total(struct fixture *f, const char *result)
+{
+    struct metric *m = metrics_find(manager_metrics(f->m), "controller_runtime_reconcile_total");
+
+    assert_non_null(m);
+    return metric_value(m, (const char *[]){"test", result});
+}
+
+static double metric(struct fixture *f, const char *name, const char *const *labels)
+{
+    struct metric *m = metrics_find(manager_metrics(f->m), name);
+    struct buf out = BUF_INIT;
+
+    assert_non_null(m);
+    /* Rendering runs the collectors, which copy live counters into the registry. */
+    assert_int_equal(metrics_render(manager_metrics(f->m), &out), 0);
+    buf_done(&out);
+    return metric_value(m, labels);
+}
+
+static void test_runtime__actions_run_in_order_with_field_manager(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_THREE_ACTIONS;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 1, 2));
+    run_for(f, 0.1);
+    assert_int_equal(f->hook.n_sent, 3);
+    assert_int_equal(f->hook.sent[0].verb, KUBE_PATCH);
+    assert_int_equal(f->hook.sent[0].patch_type, KUBE_PATCH_APPLY);
+    assert_true(f->hook.sent[0].force);
+    assert_string_equal(f->hook.sent[0].field_manager, PLAN_FIELD_MANAGER);
+    assert_string_equal(f->hook.sent[0].key, "ns1/svc");
+    assert_int_equal(f->hook.sent[1].verb, KUBE_CREATE);
+    assert_string_equal(f->hook.sent[1].key, "ns1/ca");
+    assert_int_equal(f->hook.sent[2].verb, KUBE_DELETE);
+    assert_string_equal(f->hook.sent[2].key, "ns1/old");
+    assert_string_equal(f->hook.sent[2].propagation, "Background");
+    assert_int_equal(reconcile_total(f, "success"), 1);
+    assert_int_equal(f->reconciles, 1);
+    assert_int_equal(metric(f, "nestcp_api_requests_total", (const char *[]){"apply", "200"}), 1);
+    assert_int_equal(metric(f, "nestcp_api_requests_total", (const char *[]){"delete", "200"}), 1);
+}
+
+static void test_runtime__stops_at_first_failure_and_backs_off(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_THREE_ACTIONS;
+    script(&f->hook, 0, 200);
+    script(&f->hook, -EIO, 500);
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 3));
+    run_for(f, 0.1);
+    /* First pass: apply, then the failed create, and no delete; the retry does all three. */
+    assert_int_equal(f->hook.n_sent, 5);
+    assert_int_equal(f->hook.sent[1].verb, KUBE_CREATE);
+    assert_int_equal(f->hook.sent[2].verb, KUBE_PATCH);
+    assert_int_equal(reconcile_total(f, "error"), 1);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+    assert_int_equal(metric(f, "controller_runtime_reconcile_errors_total", (const char *[]){"test"}),
+                     1);
+    assert_int_equal(metric(f, "workqueue_retries_total", (const char *[]){"test"}), 1);
+    assert_int_equal(metric(f, "nestcp_api_requests_total", (const char *[]){"create", "500"}),
+                     1);
+}
+
+static void test_runtime__conflict_requeues_without_error(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_STATUS;
+    script(&f->hook, -EBUSY, 409);
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    run_for(f, 0.05);
+    assert_string_equal(f->hook.sent[0].subresource, "status");
+    assert_string_equal(f->hook.sent[0].field_manager, PLAN_FIELD_MANAGER);
+    assert_int_equal(reconcile_total(f, "requeue"), 1);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+    assert_int_equal(metric(f, "controller_runtime_reconcile_errors_total", (const char *[]){"test"}),
+                     0);
+    /* Requeued at once: the second reconcile follows within the first rate-limit step. */
+    assert_true(f->reconciled_at[1] - f->reconciled_at[0] < 0.5);
+}
+
+static void test_runtime__already_exists_on_create_requeues(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_CREATE;
+    script(&f->hook, -EEXIST, 409);
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    run_for(f, 0.05);
+    assert_int_equal(reconcile_total(f, "requeue"), 1);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+}
+
+static void test_runtime__requeue_after_reconciles_again_later(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_REQUEUE_AFTER;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    assert_true(f->reconciled_at[1] - f->reconciled_at[0] >= 0.19);
+    assert_true(reconcile_total(f, "requeue_after") >= 1);
+    assert_int_equal(f->hook.n_sent, 0);
+}
+
+static void test_runtime__reconcile_error_retries_with_backoff(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_FAIL;
+    f->fail_first = 3;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 4, 3));
+    run_for(f, 0.05);
+    assert_int_equal(reconcile_total(f, "error"), 3);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+    /* 5 ms, 10 ms, 20 ms: each wait longer than the one before. */
+    assert_true(f->reconciled_at[3] - f->reconciled_at[2] >
+                f->reconciled_at[1] - f->reconciled_at[0]);
+    assert_int_equal(f->hook.n_sent, 0);
+}
+
+static void test_runtime__delete_of_missing_object_succeeds(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_DELETE;
+    script(&f->hook, -ENOENT, 404);
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 1, 2));
+    run_for(f, 0.1);
+    assert_int_equal(f->reconciles, 1);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+}
+
+static void test_runtime__events_are_recorded_before_actions(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_EVENT;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 1, 2));
+    run_for(f, 0.1);
+    assert_int_equal(f->hook.n_events, 1);
+    assert_int_equal(f->hook.n_sent, 2);
+    assert_ptr_equal(f->hook.sent[0].res, &KUBE_EVENTS);
+    assert_string_equal(f->hook.sent[0].reason, "CreatedService");
+    assert_string_equal(f->hook.sent[0].key, "cp");
+    assert_int_equal(f->hook.sent[1].verb, KUBE_PATCH);
+}
+
+static void test_runtime__concurrency_is_capped(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    *state = f;
+    setup_with(f, 2);
+    f->kind = PLAN_CREATE;
+    f->hook.hold = true;
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "cp%d", i);
+        assert_int_equal(manager_enqueue(f->m, "test", "ns1", name), 0);
+    }
+    run_for(f, 0.1);
+    /* Two keys hold their one request each; the other three wait in the queue. */
+    assert_int_equal(f->reconciles, 2);
+    assert_int_equal(f->hook.n_sent, 2);
+    assert_int_equal(metric(f, "controller_runtime_active_workers", (const char *[]){"test"}), 2);
+    assert_int_equal(metric(f, "workqueue_depth", (const char *[]){"test"}), 3);
+    release_all(&f->hook);
+    f->hook.hold = false;
+    assert_true(run_until_reconciles(f, 5, 2));
+    run_for(f, 0.05);
+    assert_int_equal(reconcile_total(f, "success"), 5);
+}
+
+static void stopped(void *userdata)
+{
+    *(bool *)userdata = true;
+}
+
+static void test_runtime__stop_waits_for_plans_in_flight(void **state)
+{
+    struct fixture *f = *state;
+    bool done = false;
+
+    f->kind = PLAN_CREATE;
+    f->hook.hold = true;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    run_for(f, 0.05);
+    assert_int_equal(f->hook.n_sent, 1);
+    assert_int_equal(manager_stop(f->m, stopped, &done), 0);
+    assert_int_equal(manager_stop(f->m, stopped, &done), -EALREADY);
+    assert_false(manager_processing(f->m));
+    /* New keys are refused while stopping. */
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "other"), -EAGAIN);
+    run_for(f, 0.1);
+    assert_false(done);
+    release_all(&f->hook);
+    run_for(f, 0.1);
+    assert_true(done);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+}
+
+static void test_runtime__add_controller_checks_its_definition(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct manager_opts o = {.send = hook_send, .send_ctx = &f->hook};
+    struct controller_def def = {.name = "a", .primary = &NESTCP_ETCDS, .reconcile = reconcile};
+    struct controller_def bad = def;
+    struct err e;
+
+    *state = f;
+    f->loop = ev_loop_new(EVFLAG_AUTO);
+    f->hook.loop = f->loop;
+    assert_int_equal(manager_new(f->loop, NULL, &o, &f->m, &e), 0);
+    assert_int_equal(manager_add_controller(f->m, &def, &e), 0);
+    assert_int_equal(manager_add_controller(f->m, &def, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "twice"));
+    bad.primary = &KUBE_CONFIGMAPS;
+    bad.name = "b";
+    assert_int_equal(manager_add_controller(f->m, &bad, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "configmaps"));
+    bad = def;
+    bad.name = "c";
+    bad.reconcile = NULL;
+    assert_int_equal(manager_add_controller(f->m, &bad, &e), -EINVAL);
+    assert_int_equal(manager_enqueue(f->m, "a", "ns", "x"), -EAGAIN);
+    assert_int_equal(manager_enqueue(f->m, "nope", "ns", "x"), -ENOENT);
+    assert_int_equal(manager_start(f->m, &e), 0);
+    assert_int_equal(manager_add_controller(f->m, &bad, &e), -EINVAL);
+    assert_int_equal(manager_enqueue(f->m, "a", "ns", "x"), 0);
+    f->kind = PLAN_REQUEUE_AFTER;
+    assert_int_equal(manager_new(f->loop, NULL, NULL, &(struct manager *){NULL}, &e), -EINVAL);
+}
+
+static void test_runtime__resources_name_the_served_kinds(void **state)
+{
+    assert_string_equal(NESTCP_CONTROL_PLANES.group, "controlplane.cluster.x-k8s.io");
+    assert_string_equal(NESTCP_CONTROL_PLANES.version, "v1beta1");
+    assert_string_equal(NESTCP_CONTROL_PLANES.resource, "nestedcontrolplanes");
+    assert_string_equal(NESTCP_ETCDS.kind, "NestedEtcd");
+    assert_string_equal(NESTCP_APISERVERS.resource, "nestedapiservers");
+    assert_string_equal(NESTCP_CONTROLLER_MANAGERS.resource, "nestedcontrollermanagers");
+    assert_string_equal(NESTCP_NESTED_CLUSTERS.group, "infrastructure.cluster.x-k8s.io");
+    assert_string_equal(CAPI_CLUSTERS.group, "cluster.x-k8s.io");
+    assert_string_equal(CAPI_CLUSTERS.resource, "clusters");
+    assert_true(NESTCP_NESTED_CLUSTERS.namespaced && CAPI_CLUSTERS.namespaced);
+}
+
+static int teardown_owned(void **state)
+{
+    return *state ? teardown(state) : 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_runtime__actions_run_in_order_with_field_manager,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__stops_at_first_failure_and_backs_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__conflict_requeues_without_error, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__already_exists_on_create_requeues, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__requeue_after_reconciles_again_later, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__reconcile_error_retries_with_backoff, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__delete_of_missing_object_succeeds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__events_are_recorded_before_actions, setup,
+                                        teardown),
+        cmocka_unit_test_teardown(test_runtime__concurrency_is_capped, teardown_owned),
+        cmocka_unit_test_setup_teardown(test_runtime__stop_waits_for_plans_in_flight, setup,
+                                        teardown),
+        cmocka_unit_test_teardown(test_runtime__add_controller_checks_its_definition,
+                                  teardown_owned),
+        cmocka_unit_test(test_runtime__resources_name_the_served_kinds),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
