@@ -262,59 +262,33 @@ fail:
     return r;
 }
 
-static int build_secrets(const cJSON *values, const char *cluster, cJSON *ctx, struct err *e)
+/* The one Secret a component mounts: its certificates, keys and kubeconfig
+ * (lib/render/cluster.h builds it). */
+static int build_secrets(const cJSON *values, const char *cluster, const char *short_name,
+                         cJSON *ctx, struct err *e)
 {
-    static const char *const names[][2] = {
-        {"ca", "ca"},
-        {"etcdCA", "etcd"},
-        {"frontProxyCA", "proxy"},
-        {"serviceAccount", "sa"},
-        {"etcdServer", "etcd-server"},
-        {"etcdPeer", "etcd-peer"},
-        {"apiserverServing", "apiserver"},
-        {"apiserverEtcdClient", "apiserver-etcd-client"},
-        {"apiserverKubeletClient", "apiserver-kubelet-client"},
-        {"frontProxyClient", "front-proxy-client"},
-        {"controllerManagerKubeconfig", "controller-manager-kubeconfig"},
-    };
     const cJSON *sv = get(values, "secrets"), *it;
-    cJSON *out = cJSON_CreateObject();
-    char path[128];
+    const char *v;
+    cJSON *out;
+    int r;
 
-    if (!out)
-        return oom(e);
-    if (sv && !cJSON_IsNull(sv) && !cJSON_IsObject(sv)) {
-        cJSON_Delete(out);
+    if (sv && !cJSON_IsNull(sv) && !cJSON_IsObject(sv))
         return err_set(e, -EINVAL, "secrets: must be an object");
-    }
     cJSON_ArrayForEach(it, sv)
     {
-        bool known = false;
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-            known |= strcmp(it->string, names[i][0]) == 0;
-        if (!known) {
-            cJSON_Delete(out);
+        if (strcmp(it->string, "certs") != 0)
             return err_set(e, -EINVAL, "secrets.%s: unknown Secret role", it->string);
-        }
     }
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        const char *v;
-        int r;
-        snprintf(path, sizeof(path), "secrets.%s", names[i][0]);
-        if ((r = get_string(sv, names[i][0], path, NULL, &v, e)) < 0) {
-            cJSON_Delete(out);
-            return r;
-        }
-        if (v && !dns_label(v, 253)) {
-            cJSON_Delete(out);
-            return err_set(e, -EINVAL, "%s: \"%s\" is not a valid Secret name", path, v);
-        }
-        r = v ? put_str(out, names[i][0], v)
-              : put_fmt(out, names[i][0], "%s-%s", cluster, names[i][1]);
-        if (r < 0) {
-            cJSON_Delete(out);
-            return oom(e);
-        }
+    if ((r = get_string(sv, "certs", "secrets.certs", NULL, &v, e)) < 0)
+        return r;
+    if (v && !dns_label(v, 253))
+        return err_set(e, -EINVAL, "secrets.certs: \"%s\" is not a valid Secret name", v);
+    if (!(out = cJSON_CreateObject()))
+        return oom(e);
+    r = v ? put_str(out, "certs", v) : put_fmt(out, "certs", "%s-%s-certs", cluster, short_name);
+    if (r < 0) {
+        cJSON_Delete(out);
+        return oom(e);
     }
     return put(ctx, "secrets", out) < 0 ? oom(e) : 0;
 }
@@ -385,7 +359,7 @@ static int build_labels(cJSON *ctx, const char *cluster, const char *component,
 static int build_storage(const cJSON *values, cJSON *ctx, struct err *e)
 {
     const cJSON *sv = get(values, "storage");
-    const char *type, *size, *cls;
+    const char *type, *size, *cls, *limit;
     cJSON *out;
     int r;
 
@@ -393,13 +367,15 @@ static int build_storage(const cJSON *values, cJSON *ctx, struct err *e)
         return err_set(e, -EINVAL, "storage: must be an object");
     if ((r = get_string(sv, "type", "storage.type", "emptyDir", &type, e)) < 0 ||
         (r = get_string(sv, "size", "storage.size", "1Gi", &size, e)) < 0 ||
+        (r = get_string(sv, "sizeLimit", "storage.sizeLimit", "", &limit, e)) < 0 ||
         (r = get_string(sv, "storageClassName", "storage.storageClassName", "", &cls, e)) < 0)
         return r;
     if (strcmp(type, "emptyDir") && strcmp(type, "persistentVolumeClaim"))
         return err_set(e, -EINVAL, "storage.type: \"%s\" is not emptyDir or persistentVolumeClaim",
                        type);
     if (!(out = cJSON_CreateObject()) || put_str(out, "type", type) < 0 ||
-        put_str(out, "size", size) < 0 || put_str(out, "storageClassName", cls) < 0) {
+        put_str(out, "size", size) < 0 || put_str(out, "storageClassName", cls) < 0 ||
+        put_str(out, "sizeLimit", limit) < 0) {
         cJSON_Delete(out);
         return oom(e);
     }
@@ -475,7 +451,7 @@ int render_context(const struct render_catalog *c, const cJSON *values,
     if ((r = build_network(values, ctx, e)) < 0 ||
         (r = build_labels(ctx, cluster, component, short_name, e)) < 0 ||
         (r = build_etcd(values, cluster, ns, component, replicas, ctx, e)) < 0 ||
-        (r = build_secrets(values, cluster, ctx, e)) < 0 ||
+        (r = build_secrets(values, cluster, short_name, ctx, e)) < 0 ||
         (r = build_storage(values, ctx, e)) < 0 ||
         (r = check_feature_gates(pkg, resolved, get(values, "featureGates"), ctx, e)) < 0 ||
         (r = check_extra_args(pkg, resolved, get(values, "extraArgs"), e)) < 0)

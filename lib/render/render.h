@@ -27,17 +27,13 @@
  *   featureGates:  {Name: bool}, checked against the package                 optional
  *   extraArgs:     {flag-without-dashes: value}, checked against the package optional
  *   resources:     container resources object                               optional
- *   storage:       {type: emptyDir | persistentVolumeClaim, size, storageClassName}  (etcd)
+ *   storage:       {type: emptyDir | persistentVolumeClaim, size, storageClassName,
+ *                   sizeLimit}  (etcd)
  *   etcd:          {replicas: N (the etcd cluster's size), endpoints: [client URLs of an
  *                   external etcd], listenLoopback: bool (default true)}   optional
- *   secrets:       names of the Secrets to mount, each defaulting to "<cluster>-<suffix>":
- *                  ca (-ca), etcdCA (-etcd), frontProxyCA (-proxy), serviceAccount (-sa),
- *                  etcdServer (-etcd-server), etcdPeer (-etcd-peer),
- *                  apiserverServing (-apiserver),
- *                  apiserverEtcdClient (-apiserver-etcd-client),
- *                  apiserverKubeletClient (-apiserver-kubelet-client),
- *                  frontProxyClient (-front-proxy-client),
- *                  controllerManagerKubeconfig (-controller-manager-kubeconfig)
+ *   secrets:       {certs: name of the one Secret the component mounts (its certificates,
+ *                  keys, kubeconfig; lib/render/cluster.h builds it)}, default
+ *                  "<cluster>-<short name>-certs"
  *   serviceAccountIssuer: default "https://kubernetes.default.svc.<serviceDomain>"
  *   superClusterDomain: DNS domain of the hosting cluster; "" (default) makes etcd member
  *                  names end in ".svc", otherwise ".svc.<domain>"

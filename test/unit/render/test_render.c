@@ -166,8 +166,10 @@ static void test_render__etcd_three_members_know_each_other(void **state)
     assert_string_equal(flag(c, "listen-peer-urls"), "https://$(POD_IP):2380");
     assert_string_equal(flag(c, "client-cert-auth"), "true");
     assert_string_equal(flag(c, "peer-client-cert-auth"), "true");
-    assert_string_equal(flag(c, "trusted-ca-file"), "/etc/etcd/pki/ca/tls.crt");
-    assert_string_equal(flag(c, "peer-trusted-ca-file"), "/etc/etcd/pki/ca/tls.crt");
+    assert_string_equal(flag(c, "trusted-ca-file"), "/etc/etcd/pki/ca.crt");
+    assert_string_equal(flag(c, "peer-trusted-ca-file"), "/etc/etcd/pki/ca.crt");
+    assert_string_equal(flag(c, "cert-file"), "/etc/etcd/pki/$(POD_NAME)-server.crt");
+    assert_string_equal(flag(c, "peer-key-file"), "/etc/etcd/pki/$(POD_NAME)-peer.key");
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint,
                      3);
     assert_string_equal(str(sts, "/spec/podManagementPolicy"), "Parallel");
@@ -180,8 +182,8 @@ static void test_render__etcd_three_members_know_each_other(void **state)
     assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "data");
     assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(render_pod_spec(sts), "volumes")->child,
                                         "emptyDir"));
-    assert_string_equal(str(sts, "/spec/template/spec/volumes/2/secret/secretName"),
-                        "c1-etcd-server");
+    assert_string_equal(str(sts, "/spec/template/spec/volumes/1/secret/secretName"),
+                        "c1-etcd-certs");
     assert_string_equal(str(sts, "/metadata/namespace"), "ns1");
     cJSON_Delete(objs);
 }
@@ -197,7 +199,7 @@ static void test_render__etcd_pvc_storage_uses_claim_templates(void **state)
     assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/spec/resources/requests/storage"),
                         "5Gi");
     assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/spec/storageClassName"), "fast");
-    assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "ca");
+    assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "certs");
     assert_string_equal(flag(container(sts, "etcd"), "listen-client-urls"),
                         "https://$(POD_IP):2379");
     assert_string_equal(flag(container(sts, "etcd"), "experimental-initial-corrupt-check"), "true");
@@ -264,10 +266,10 @@ static void test_render__controller_manager_flags(void **state)
     assert_string_equal(flag(c, "use-service-account-credentials"), "true");
     assert_string_equal(flag(c, "leader-elect"), "true");
     assert_string_equal(flag(c, "port"), "0");
-    assert_string_equal(flag(c, "kubeconfig"), "/etc/kubernetes/kubeconfig/kubeconfig");
+    assert_string_equal(flag(c, "kubeconfig"), "/etc/kubernetes/pki/controller-manager.conf");
     assert_string_equal(str(c, "/livenessProbe/httpGet/path"), "/healthz");
-    assert_string_equal(str(sts, "/spec/template/spec/volumes/3/secret/secretName"),
-                        "c1-controller-manager-kubeconfig");
+    assert_string_equal(str(sts, "/spec/template/spec/volumes/0/secret/secretName"),
+                        "c1-controller-manager-certs");
     cJSON_Delete(objs);
 
     objs = render_ok(BASE "component: kube-controller-manager\nversion: 1.31.0\n");
