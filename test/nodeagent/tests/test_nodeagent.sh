@@ -34,6 +34,9 @@ cleanup() {
         for _ in $(seq 1 100); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.2; done
         kill -KILL "$agent_pid" 2>/dev/null || true
     fi
+    # Pods left on the stopped node would stay Terminating (no kubelet finishes them).
+    kubectl -n "$ns" delete pods --all --grace-period=0 --force --wait=false >/dev/null 2>&1 ||
+        true
     kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
     kubectl delete node "$node" --wait=false >/dev/null 2>&1 || true
     kubectl -n kube-node-lease delete lease "$node" --wait=false >/dev/null 2>&1 || true

@@ -35,6 +35,7 @@ struct fixture {
     double starts[16];
     int nstarts;
     int stopped;
+    int changed;
     bool unhealthy;
     ev_timer tick;
 };
@@ -54,6 +55,11 @@ static int resolve(void *userdata, const char *kind, const char *ns, const char 
 static void on_stopped(void *userdata, const char *ns, const char *name)
 {
     fx->stopped++;
+}
+
+static void on_changed(void *userdata, const char *ns, const char *name)
+{
+    fx->changed++;
 }
 
 static void on_event(void *userdata, const char *ns, const char *name, const char *container,
@@ -90,6 +96,7 @@ static int setup(void **state)
     o.backoff_max = 10;
     o.resolve = resolve;
     o.cb.pod_stopped = on_stopped;
+    o.cb.pod_changed = on_changed;
     o.cb.event = on_event;
     assert_int_equal(runtime_new(EV_DEFAULT, &o, &fx->rt, &e), 0);
     ev_timer_init(&fx->tick, tick_cb, 0.05, 0.05);
@@ -416,6 +423,34 @@ static void test_runtime__stop_sends_sigterm_then_sigkill_after_grace(void **sta
     cJSON_Delete(st);
 }
 
+static bool never(const char *arg)
+{
+    return false;
+}
+
+static void test_runtime__repeated_stop_of_a_stopped_pod_changes_nothing(void **state)
+{
+    int changed;
+
+    apply_yaml("metadata: {name: quiet, namespace: " NS ", uid: u9}\n"
+               "spec: {terminationGracePeriodSeconds: 5, containers: [{name: c,"
+               " image: nestcp.test/shell, command: [sleep, '600']}]}\n");
+    assert_true(run_until(n_starts, "1", 10));
+    assert_int_equal(runtime_pod_stop(fx->rt, NS, "quiet", -1), 0);
+    assert_true(run_until(n_stopped, "1", 10));
+    assert_true(runtime_pod_stopped(fx->rt, NS, "quiet"));
+    run_until(never, NULL, 0.2);
+    changed = fx->changed;
+    /* What a sync loop does when it sees the pod still being deleted: no new notification,
+     * which would bring it back at once. */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(runtime_pod_stop(fx->rt, NS, "quiet", -1), 0);
+        run_until(never, NULL, 0.1);
+    }
+    assert_int_equal(fx->changed, changed);
+    assert_int_equal(fx->stopped, 1);
+}
+
 static bool restarted_once(const char *name)
 {
     cJSON *st = status(name);
@@ -473,6 +508,8 @@ int main(void)
             test_runtime__stop_sends_sigterm_then_sigkill_after_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_runtime__exec_probes_run_inside_the_pod_and_liveness_restarts, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_runtime__repeated_stop_of_a_stopped_pod_changes_nothing, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
