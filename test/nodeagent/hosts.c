@@ -16,8 +16,8 @@ static const struct hosts_pod *service_endpoint(const cJSON *svc, const struct h
 {
     const char *ns = podobj_str(svc, "metadata", "namespace", NULL);
     const cJSON *selector = podobj_get(svc, "spec", "selector", NULL);
-    bool not_ready_ok = podobj_bool(podobj_get(svc, "spec", NULL), "publishNotReadyAddresses",
-                                    false);
+    bool not_ready_ok =
+        podobj_bool(podobj_get(svc, "spec", NULL), "publishNotReadyAddresses", false);
     const struct hosts_pod *best = NULL;
 
     for (size_t i = 0; i < npods; i++) {
@@ -84,8 +84,8 @@ int hosts_render(const struct hosts_pod *self, const struct hosts_pod *pods, siz
             break;
         if (!name || !ns || !(ep = service_endpoint(svc, pods, npods)))
             continue;
-        r = buf_printf(out, "%s\t%s.%s.svc.%s %s.%s.svc %s.%s", ep->ip, name, ns, domain, name,
-                       ns, name, ns);
+        r = buf_printf(out, "%s\t%s.%s.svc.%s %s.%s.svc %s.%s", ep->ip, name, ns, domain, name, ns,
+                       name, ns);
         if (r == 0 && same_ns(self, ns))
             r = buf_printf(out, " %s", name);
         if (r == 0)

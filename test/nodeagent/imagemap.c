@@ -125,8 +125,7 @@ int imagemap_load_file(struct imagemap *m, const char *path, struct err *e)
                 end++;
         }
         if (!*binary || *end) {
-            r = err_set(e, -EINVAL, "%s:%d: expected `<repository-suffix> <binary>`", path,
-                        lineno);
+            r = err_set(e, -EINVAL, "%s:%d: expected `<repository-suffix> <binary>`", path, lineno);
             goto out;
         }
         r = imagemap_add(m, suffix, binary);

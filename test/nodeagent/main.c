@@ -138,28 +138,58 @@ int main(int argc, char **argv)
     o.runtime.state_dir = "/tmp/nestcp-nodeagent";
     while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
         switch (c) {
-        case 'k': kubeconfig = optarg; break;
-        case 'n': o.node_name = optarg; break;
-        case 's': o.runtime.state_dir = optarg; break;
-        case 'l': o.selector = optarg; break;
-        case 'i': image_map = optarg; break;
-        case 'b': bin_flag = optarg; break;
-        case 'd': o.runtime.cluster_domain = optarg; break;
-        case 'r': r = parse_seconds(optarg, &o.runtime.backoff_base); goto check;
-        case 'R': r = parse_seconds(optarg, &o.runtime.backoff_max); goto check;
-        case 'H': r = parse_seconds(optarg, &o.heartbeat); goto check;
-        case 'g': r = parse_seconds(optarg, &m.max_grace); goto check;
+        case 'k':
+            kubeconfig = optarg;
+            break;
+        case 'n':
+            o.node_name = optarg;
+            break;
+        case 's':
+            o.runtime.state_dir = optarg;
+            break;
+        case 'l':
+            o.selector = optarg;
+            break;
+        case 'i':
+            image_map = optarg;
+            break;
+        case 'b':
+            bin_flag = optarg;
+            break;
+        case 'd':
+            o.runtime.cluster_domain = optarg;
+            break;
+        case 'r':
+            r = parse_seconds(optarg, &o.runtime.backoff_base);
+            goto check;
+        case 'R':
+            r = parse_seconds(optarg, &o.runtime.backoff_max);
+            goto check;
+        case 'H':
+            r = parse_seconds(optarg, &o.heartbeat);
+            goto check;
+        case 'g':
+            r = parse_seconds(optarg, &m.max_grace);
+            goto check;
         case 'p':
             r = str_to_int(optarg, 0, 255, &pod_net);
             o.runtime.pod_net = (unsigned)pod_net;
             goto check;
-        case 'v': r = log_parse_level(optarg, &level); goto check;
-        case 'f': r = log_parse_format(optarg, &format); goto check;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'v':
+            r = log_parse_level(optarg, &level);
+            goto check;
+        case 'f':
+            r = log_parse_format(optarg, &format);
+            goto check;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
         continue;
-check:
+    check:
         if (r < 0) {
             fprintf(stderr, "nestcp-nodeagent: bad value '%s' for --%s\n", optarg,
                     longopts[idx].name);

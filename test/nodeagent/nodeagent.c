@@ -20,7 +20,7 @@
 
 /* What the agent remembers of a pod bound to its node. */
 struct na_pod {
-    char *key; /* "ns/name"; the map's key */
+    char *key;      /* "ns/name"; the map's key */
     cJSON *written; /* the status last written, or NULL */
     bool deleting;  /* the final DELETE is in flight */
 };
@@ -165,8 +165,8 @@ static void rt_event(void *userdata, const char *ns, const char *name, const cha
     bool warn = strcmp(reason, "Failed") == 0 || strcmp(reason, "BackOff") == 0 ||
                 strcmp(reason, "Unhealthy") == 0 || strcmp(reason, "FailedMount") == 0;
 
-    log_emit(warn ? LOG_LEVEL_WARN : LOG_LEVEL_INFO, reason, "pod=%s/%s container=%s detail=%s",
-             ns, name, container ? container : "-", message);
+    log_emit(warn ? LOG_LEVEL_WARN : LOG_LEVEL_INFO, reason, "pod=%s/%s container=%s detail=%s", ns,
+             name, container ? container : "-", message);
 }
 
 /* ---- pod status, deletion ---- */
@@ -255,8 +255,8 @@ static void delete_done(void *userdata, const struct kube_result *res)
         log_info("pod deleted", "pod=%s", c->key);
         workqueue_done(na->syncq, c->key, WORKQUEUE_RESULT_SUCCESS);
     } else {
-        log_warn("pod delete failed", "pod=%s code=%s message=%s", c->key,
-                 err_code_name(res->code), res->message);
+        log_warn("pod delete failed", "pod=%s code=%s message=%s", c->key, err_code_name(res->code),
+                 res->message);
         workqueue_done(na->syncq, c->key, WORKQUEUE_RESULT_ERROR);
     }
 out:
@@ -298,8 +298,8 @@ static bool pod_delete(struct nodeagent *na, const char *key, const cJSON *obj)
 
 /* Stops the runtime's pod of that name (another incarnation, or one gone from the API) and
  * forgets it once stopped. Returns true when it is gone from the runtime. */
-static bool runtime_retire(struct nodeagent *na, const char *key, const char *ns,
-                           const char *name, double grace)
+static bool runtime_retire(struct nodeagent *na, const char *key, const char *ns, const char *name,
+                           double grace)
 {
     if (!runtime_pod_uid(na->rt, ns, name))
         return true;
@@ -386,8 +386,8 @@ static void bind_done(void *userdata, const struct kube_result *res)
     } else if (res->code == -ENOENT || res->code == -EEXIST || res->code == -EBUSY) {
         workqueue_done(na->bindq, c->key, WORKQUEUE_RESULT_SUCCESS); /* gone or bound */
     } else {
-        log_warn("binding failed", "pod=%s code=%s message=%s", c->key,
-                 err_code_name(res->code), res->message);
+        log_warn("binding failed", "pod=%s code=%s message=%s", c->key, err_code_name(res->code),
+                 res->message);
         workqueue_done(na->bindq, c->key, WORKQUEUE_RESULT_ERROR);
     }
 out:
@@ -554,17 +554,17 @@ static void refresh_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static cJSON *node_status(struct nodeagent *na, bool ready)
 {
     char now[32], since[32];
-    cJSON *st = cJSON_Parse(
-        "{\"capacity\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"1000\","
-        "\"ephemeral-storage\":\"1Ti\"},"
-        "\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"1000\","
-        "\"ephemeral-storage\":\"1Ti\"},"
-        "\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":10250}},"
-        "\"nodeInfo\":{\"machineID\":\"\",\"systemUUID\":\"\",\"bootID\":\"\","
-        "\"kernelVersion\":\"\",\"osImage\":\"nestcp-nodeagent\","
-        "\"containerRuntimeVersion\":\"nestcp://0.1\",\"kubeletVersion\":\"v1.20.2\","
-        "\"kubeProxyVersion\":\"v1.20.2\",\"operatingSystem\":\"linux\","
-        "\"architecture\":\"amd64\"}}");
+    cJSON *st =
+        cJSON_Parse("{\"capacity\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"1000\","
+                    "\"ephemeral-storage\":\"1Ti\"},"
+                    "\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"1000\","
+                    "\"ephemeral-storage\":\"1Ti\"},"
+                    "\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":10250}},"
+                    "\"nodeInfo\":{\"machineID\":\"\",\"systemUUID\":\"\",\"bootID\":\"\","
+                    "\"kernelVersion\":\"\",\"osImage\":\"nestcp-nodeagent\","
+                    "\"containerRuntimeVersion\":\"nestcp://0.1\",\"kubeletVersion\":\"v1.20.2\","
+                    "\"kubeProxyVersion\":\"v1.20.2\",\"operatingSystem\":\"linux\","
+                    "\"architecture\":\"amd64\"}}");
     cJSON *conds, *addrs, *c;
     static const char *const pressures[] = {"MemoryPressure", "DiskPressure", "PIDPressure"};
 
@@ -583,12 +583,12 @@ static cJSON *node_status(struct nodeagent *na, bool ready)
         if (!c || !cJSON_AddItemToArray(conds, c) ||
             !cJSON_AddStringToObject(c, "type", is_ready ? "Ready" : pressures[i]) ||
             !cJSON_AddStringToObject(c, "status", is_ready && ready ? "True" : "False") ||
-            !cJSON_AddStringToObject(c, "reason", is_ready ? (ready ? "KubeletReady"
-                                                                    : "KubeletNotReady")
-                                                           : "KubeletHasSufficientResources") ||
-            !cJSON_AddStringToObject(c, "message", is_ready && !ready
-                                                       ? "nestcp-nodeagent stopped"
-                                                       : "nestcp-nodeagent is running") ||
+            !cJSON_AddStringToObject(c, "reason",
+                                     is_ready ? (ready ? "KubeletReady" : "KubeletNotReady")
+                                              : "KubeletHasSufficientResources") ||
+            !cJSON_AddStringToObject(c, "message",
+                                     is_ready && !ready ? "nestcp-nodeagent stopped"
+                                                        : "nestcp-nodeagent is running") ||
             !cJSON_AddStringToObject(c, "lastHeartbeatTime", now) ||
             !cJSON_AddStringToObject(c, "lastTransitionTime", is_ready && !ready ? now : since))
             goto fail;
@@ -614,8 +614,8 @@ static void node_call_done(void *userdata, const struct kube_result *res)
     if (!na->closing) {
         na->node_calls--;
         if (res->code < 0)
-            log_warn("node heartbeat failed", "node=%s what=%s code=%s message=%s",
-                     na->node_name, c->key, err_code_name(res->code), res->message);
+            log_warn("node heartbeat failed", "node=%s what=%s code=%s message=%s", na->node_name,
+                     c->key, err_code_name(res->code), res->message);
     }
     call_free(c);
 }
@@ -849,8 +849,7 @@ static void pods_all_stopped(void *userdata)
 
 static void shutdown_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    struct nodeagent *na =
-        (struct nodeagent *)((char *)w - offsetof(struct nodeagent, shutdown_w));
+    struct nodeagent *na = (struct nodeagent *)((char *)w - offsetof(struct nodeagent, shutdown_w));
 
     if (!na->pods_stopped)
         return;

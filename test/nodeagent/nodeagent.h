@@ -26,9 +26,9 @@ struct ev_loop;
 struct nodeagent;
 
 struct nodeagent_opts {
-    const char *node_name;  /* NULL: "nestcp-node" */
-    const char *selector;   /* label selector of the pods to bind; NULL: every pod */
-    double heartbeat;       /* seconds; 0: 10 */
+    const char *node_name; /* NULL: "nestcp-node" */
+    const char *selector;  /* label selector of the pods to bind; NULL: every pod */
+    double heartbeat;      /* seconds; 0: 10 */
     /* state_dir, images, pod_net, backoff, cluster_domain; the callbacks, resolve and
      * node_name are the agent's own. */
     struct runtime_opts runtime;

@@ -111,8 +111,8 @@ int podenv_expand(const char *in, const struct podenv *env, char **ret_out)
 }
 
 /* The value a downward-API fieldRef names, or NULL for an unsupported path. */
-static const char *podenv_field(const cJSON *pod, const char *path,
-                                const struct podenv_fields *f, char *tmp, size_t tmpsize)
+static const char *podenv_field(const cJSON *pod, const char *path, const struct podenv_fields *f,
+                                char *tmp, size_t tmpsize)
 {
     if (strcmp(path, "metadata.name") == 0)
         return podobj_str(pod, "metadata", "name", NULL);
@@ -139,8 +139,7 @@ static const char *podenv_field(const cJSON *pod, const char *path,
             return NULL;
         memcpy(tmp, path + pl, len - pl - 2);
         tmp[len - pl - 2] = '\0';
-        const char *v = podobj_str(pod, "metadata", i == 0 ? "labels" : "annotations", tmp,
-                                   NULL);
+        const char *v = podobj_str(pod, "metadata", i == 0 ? "labels" : "annotations", tmp, NULL);
         return v ? v : "";
     }
     return NULL;
@@ -190,8 +189,7 @@ static int podenv_from(const cJSON *pod, const cJSON *src, podobj_resolve_fn res
     }
     if (!podobj_str(ref, "name", NULL))
         return err_set(e, -EINVAL, "envFrom entry without configMapRef or secretRef name");
-    r = resolve ? resolve(userdata, kind, ns ? ns : "default", podobj_str(ref, "name", NULL),
-                          &obj)
+    r = resolve ? resolve(userdata, kind, ns ? ns : "default", podobj_str(ref, "name", NULL), &obj)
                 : -ENOENT;
     if (r == -ENOENT && podobj_bool(ref, "optional", false))
         return 0;
@@ -207,8 +205,8 @@ static int podenv_from(const cJSON *pod, const cJSON *src, podobj_resolve_fn res
             char *value = NULL;
             size_t len;
 
-            if ((size_t)snprintf(name, sizeof(name), "%s%s", prefix ? prefix : "",
-                                 item->string) >= sizeof(name))
+            if ((size_t)snprintf(name, sizeof(name), "%s%s", prefix ? prefix : "", item->string) >=
+                sizeof(name))
                 continue;
             r = podobj_data_value(obj, kind, item->string, &value, &len);
             if (r == 0)
@@ -262,8 +260,7 @@ int podenv_build(const cJSON *pod, const cJSON *container, const struct podenv_f
                     return err_set(e, -EINVAL, "env %s: unsupported fieldRef %s", name, path);
             } else if ((ref = podobj_get(from, "secretKeyRef", NULL)) ||
                        (ref = podobj_get(from, "configMapKeyRef", NULL))) {
-                const char *kind =
-                    podobj_get(from, "secretKeyRef", NULL) ? "Secret" : "ConfigMap";
+                const char *kind = podobj_get(from, "secretKeyRef", NULL) ? "Secret" : "ConfigMap";
 
                 r = podenv_key_ref(pod, kind, ref, resolve, userdata, &owned, e);
                 if (r < 0) {

@@ -22,7 +22,10 @@ struct podenv {
     size_t cap;
 };
 
-#define PODENV_INIT {NULL, 0, 0}
+#define PODENV_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 /* What the downward API knows besides the pod object. */
 struct podenv_fields {

@@ -134,9 +134,8 @@ bool podobj_selector_matches(const cJSON *selector, const cJSON *labels)
         return false;
     cJSON_ArrayForEach(pair, selector)
     {
-        const cJSON *l = cJSON_IsObject(labels)
-                             ? cJSON_GetObjectItemCaseSensitive(labels, pair->string)
-                             : NULL;
+        const cJSON *l =
+            cJSON_IsObject(labels) ? cJSON_GetObjectItemCaseSensitive(labels, pair->string) : NULL;
 
         if (!cJSON_IsString(pair) || !cJSON_IsString(l) ||
             strcmp(pair->valuestring, l->valuestring) != 0)

@@ -234,8 +234,7 @@ static int write_source(const cJSON *pod, const char *kind, const cJSON *src, un
                 r = write_key(voldir, path, data, len, mode, names);
             free(data);
             if (r < 0)
-                return err_set(e, r, "%s %s key %s -> %s: %s", kind, name, key, path,
-                               strerror(-r));
+                return err_set(e, r, "%s %s key %s -> %s: %s", kind, name, key, path, strerror(-r));
         }
         return 0;
     }
@@ -254,8 +253,7 @@ static int write_source(const cJSON *pod, const char *kind, const cJSON *src, un
                 r = write_key(voldir, item->string, data, len, def_mode, names);
             free(data);
             if (r < 0)
-                return err_set(e, r, "%s %s key %s: %s", kind, name, item->string,
-                               strerror(-r));
+                return err_set(e, r, "%s %s key %s: %s", kind, name, item->string, strerror(-r));
         }
     }
     return 0;
@@ -326,8 +324,8 @@ static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvo
                 r = err_set(e, -EOPNOTSUPP, "projected: only secret and configMap sources");
                 break;
             }
-            r = write_source(pod, sec ? "Secret" : "ConfigMap", sec ? sec : cm, mode, dir,
-                             resolve, userdata, &names, e);
+            r = write_source(pod, sec ? "Secret" : "ConfigMap", sec ? sec : cm, mode, dir, resolve,
+                             userdata, &names, e);
             if (r < 0)
                 break;
         }

@@ -31,11 +31,11 @@ enum probe_kind {
 struct probe_spec {
     enum probe_kind kind;
     bool https;
-    char *host;      /* an IP address */
-    int port;        /* http, tcp */
-    char *path;      /* http */
-    char **headers;  /* http: "Name: value", NULL-terminated, or NULL */
-    char **command;  /* exec: NULL-terminated */
+    char *host;     /* an IP address */
+    int port;       /* http, tcp */
+    char *path;     /* http */
+    char **headers; /* http: "Name: value", NULL-terminated, or NULL */
+    char **command; /* exec: NULL-terminated */
     double initial_delay, period, timeout;
     int success_threshold, failure_threshold;
 };
@@ -56,11 +56,11 @@ struct probe {
     struct ev_loop *loop;
     ev_timer timer; /* the next run, or the running check's timeout */
     ev_child child;
-    pid_t pid;             /* the running check, or 0 */
-    pid_t target;          /* exec probes: the container process whose namespace to join */
-    char *const *envp;     /* exec probes: borrowed from the owner */
-    int successes;         /* consecutive */
-    int failures;          /* consecutive */
+    pid_t pid;         /* the running check, or 0 */
+    pid_t target;      /* exec probes: the container process whose namespace to join */
+    char *const *envp; /* exec probes: borrowed from the owner */
+    int successes;     /* consecutive */
+    int failures;      /* consecutive */
     probe_result_fn on_result;
 };
 

@@ -94,8 +94,7 @@ static void child_setup_mounts(const struct proc_spec *s, int fd)
             child_fail(fd, -r, "create mount point", m->target);
         if (mount(m->source, m->target, NULL, MS_BIND | MS_REC, NULL) < 0)
             child_fail(fd, errno, "bind mount on", m->target);
-        if (m->readonly &&
-            mount(NULL, m->target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+        if (m->readonly && mount(NULL, m->target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
             child_fail(fd, errno, "remount read-only", m->target);
     }
 }

@@ -45,11 +45,10 @@ static void set_waiting(struct rt_container *c, const char *reason, const char *
     set_str(&c->message, message);
 }
 
-static void emit(struct rt_pod *p, const char *container, const char *reason, const char *fmt,
-                 ...) __attribute__((format(printf, 4, 5)));
+static void emit(struct rt_pod *p, const char *container, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static void emit(struct rt_pod *p, const char *container, const char *reason, const char *fmt,
-                 ...)
+static void emit(struct rt_pod *p, const char *container, const char *reason, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -200,8 +199,7 @@ static void hosts_schedule(struct runtime *rt)
 
 static void ip_format(const struct runtime *rt, unsigned index, char out[INET_ADDRSTRLEN])
 {
-    snprintf(out, INET_ADDRSTRLEN, "127.%u.%u.%u", rt->o.pod_net, 1 + index / 253,
-             2 + index % 253);
+    snprintf(out, INET_ADDRSTRLEN, "127.%u.%u.%u", rt->o.pod_net, 1 + index / 253, 2 + index % 253);
 }
 
 static bool ip_taken(const struct runtime *rt, unsigned index)
@@ -338,8 +336,7 @@ static void liveness_result(struct probe *pr, bool ok)
 
     if (ok || pr->failures < pr->spec.failure_threshold || c->killing)
         return;
-    emit(c->pod, c->name, "Unhealthy", "liveness probe failed %d times; restarting",
-         pr->failures);
+    emit(c->pod, c->name, "Unhealthy", "liveness probe failed %d times; restarting", pr->failures);
     probes_stop(c);
     container_kill(c, c->pod->grace);
 }
@@ -391,8 +388,8 @@ static void container_schedule_restart(struct rt_container *c, double ran_for)
         c->backoff = rt->o.backoff_base;
     delay = c->backoff;
     c->backoff = c->backoff * 2 > rt->o.backoff_max ? rt->o.backoff_max : c->backoff * 2;
-    snprintf(msg, sizeof(msg), "back-off %gs restarting failed container=%s pod=%s_%s(%s)",
-             delay, c->name, c->pod->name, c->pod->ns, c->pod->uid);
+    snprintf(msg, sizeof(msg), "back-off %gs restarting failed container=%s pod=%s_%s(%s)", delay,
+             c->name, c->pod->name, c->pod->ns, c->pod->uid);
     set_waiting(c, "CrashLoopBackOff", msg);
     emit(c->pod, c->name, "BackOff", "%s", msg);
     ev_timer_set(&c->restart_w, delay, 0);
@@ -507,8 +504,10 @@ static int container_argv(struct rt_container *c, const cJSON *spec, char *exe, 
         }
     } else {
         if (strcmp(c->binary, IMAGEMAP_HOST) == 0) {
-            r = err_set(e, -EINVAL, "image %s runs host commands, but the container has no "
-                                    "command", c->image);
+            r = err_set(e, -EINVAL,
+                        "image %s runs host commands, but the container has no "
+                        "command",
+                        c->image);
             goto fail;
         }
         snprintf(exe, exesize, "%s", c->binary);
@@ -534,8 +533,7 @@ fail:
 
 static const cJSON *container_spec(const struct rt_container *c)
 {
-    return cJSON_GetArrayItem(podobj_get(c->pod->obj, "spec", "containers", NULL),
-                              (int)c->index);
+    return cJSON_GetArrayItem(podobj_get(c->pod->obj, "spec", "containers", NULL), (int)c->index);
 }
 
 static void container_start(struct rt_container *c)
@@ -622,8 +620,8 @@ retry:
     pod_notify(p);
 }
 
-static int container_init(struct rt_pod *p, struct rt_container *c, size_t index,
-                          const cJSON *spec, struct err *e)
+static int container_init(struct rt_pod *p, struct rt_container *c, size_t index, const cJSON *spec,
+                          struct err *e)
 {
     struct runtime *rt = p->rt;
     static const char *const kinds[] = {"readinessProbe", "livenessProbe", "startupProbe"};
@@ -660,11 +658,13 @@ static int container_init(struct rt_pod *p, struct rt_container *c, size_t index
         char msg[1024];
 
         if (c->binary && strcmp(c->binary, IMAGEMAP_HOST) != 0)
-            snprintf(msg, sizeof(msg), "image \"%s\": its local binary %s is missing",
-                     c->image, c->binary);
+            snprintf(msg, sizeof(msg), "image \"%s\": its local binary %s is missing", c->image,
+                     c->binary);
         else
-            snprintf(msg, sizeof(msg), "image \"%s\" has no local binary on this node (see "
-                     "--image-map)", c->image);
+            snprintf(msg, sizeof(msg),
+                     "image \"%s\" has no local binary on this node (see "
+                     "--image-map)",
+                     c->image);
         c->image_missing = true;
         c->binary = NULL;
         set_waiting(c, "ErrImagePull", msg);
@@ -806,8 +806,8 @@ static int pod_new(struct runtime *rt, const cJSON *obj, struct rt_pod **ret, st
         r = err_set(e, -EINVAL, "bad pod name %s/%s", p->ns, p->name);
         goto fail;
     }
-    p->grace = (double)podobj_long(podobj_get(obj, "spec", NULL),
-                                   "terminationGracePeriodSeconds", 30);
+    p->grace =
+        (double)podobj_long(podobj_get(obj, "spec", NULL), "terminationGracePeriodSeconds", 30);
     if ((size_t)snprintf(dir, sizeof(dir), "%s/pods/%s_%s", rt->state_dir, p->ns, p->name) >=
         sizeof(dir)) {
         r = err_set(e, -ENAMETOOLONG, "pod directory name too long");
@@ -866,8 +866,10 @@ int runtime_pod_apply(struct runtime *rt, const cJSON *obj, struct err *e)
         return err_set(e, -EINVAL, "pod without a name or containers");
     p = rt_pod_find(rt, ns, name);
     if (p && strcmp(p->uid, uid) != 0)
-        return err_set(e, -EBUSY, "pod %s/%s: an earlier pod of that name (uid %s) is still "
-                                  "known", ns, name, p->uid);
+        return err_set(e, -EBUSY,
+                       "pod %s/%s: an earlier pod of that name (uid %s) is still "
+                       "known",
+                       ns, name, p->uid);
     if (p) {
         cJSON *copy = cJSON_Duplicate(obj, true);
         cJSON *spec;
@@ -1055,8 +1057,9 @@ int runtime_new(struct ev_loop *loop, const struct runtime_opts *opts, struct ru
     int r = -ENOMEM;
 
     if (!opts->state_dir || !opts->images || opts->pod_net > 255)
-        return err_set(e, -EINVAL, "runtime needs a state directory, an image map and a pod "
-                                   "network 0..255");
+        return err_set(e, -EINVAL,
+                       "runtime needs a state directory, an image map and a pod "
+                       "network 0..255");
     rt = calloc(1, sizeof(*rt));
     if (!rt)
         return -ENOMEM;
@@ -1082,8 +1085,8 @@ int runtime_new(struct ev_loop *loop, const struct runtime_opts *opts, struct ru
     if (imagemap_bin_dirs(opts->images, dirs, sizeof(dirs)) < 0)
         dirs[0] = '\0';
     snprintf(rt->path_env, sizeof(rt->path_env),
-             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin%s%s",
-             dirs[0] ? ":" : "", dirs);
+             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin%s%s", dirs[0] ? ":" : "",
+             dirs);
     r = podvol_mkdir_p(rt->pvc_dir, 0700);
     if (r == 0)
         r = podvol_mkdir_p(rt->state_dir, 0700);

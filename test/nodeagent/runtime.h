@@ -38,20 +38,20 @@ struct runtime_callbacks {
     void (*pod_stopped)(void *userdata, const char *namespace_, const char *name);
     /* Something a person may want in a log: reason is a kubelet event reason ("Started",
      * "BackOff", "Killing", "Unhealthy", "Failed"), message says what and why. May be NULL. */
-    void (*event)(void *userdata, const char *namespace_, const char *name,
-                  const char *container, const char *reason, const char *message);
+    void (*event)(void *userdata, const char *namespace_, const char *name, const char *container,
+                  const char *reason, const char *message);
 };
 
 struct runtime_opts {
-    const char *state_dir;        /* required; created if missing */
+    const char *state_dir;         /* required; created if missing */
     const struct imagemap *images; /* required, borrowed */
-    const char *node_name;        /* spec.nodeName for the downward API; NULL: "nestcp-node" */
-    const char *host_ip;          /* NULL: "127.0.0.1" */
-    const char *cluster_domain;   /* NULL: "cluster.local" */
-    unsigned pod_net;             /* pod IPs are 127.<pod_net>.<n>.<m>, n in 1..254 */
-    double backoff_base;          /* first restart delay in seconds; 0: 10 */
-    double backoff_max;           /* longest restart delay; 0: 300 */
-    podobj_resolve_fn resolve;    /* Secrets and ConfigMaps; NULL: none exist */
+    const char *node_name;         /* spec.nodeName for the downward API; NULL: "nestcp-node" */
+    const char *host_ip;           /* NULL: "127.0.0.1" */
+    const char *cluster_domain;    /* NULL: "cluster.local" */
+    unsigned pod_net;              /* pod IPs are 127.<pod_net>.<n>.<m>, n in 1..254 */
+    double backoff_base;           /* first restart delay in seconds; 0: 10 */
+    double backoff_max;            /* longest restart delay; 0: 300 */
+    podobj_resolve_fn resolve;     /* Secrets and ConfigMaps; NULL: none exist */
     struct runtime_callbacks cb;
     void *userdata;
 };

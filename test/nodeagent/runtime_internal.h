@@ -31,10 +31,10 @@ struct rt_container {
     char *image;
     const char *binary; /* from the image map (borrowed), or NULL */
     enum rt_state state;
-    char *reason;  /* waiting reason */
-    char *message; /* waiting message */
-    struct rt_exit term;      /* state terminated */
-    struct rt_exit last;      /* lastState terminated, when has_last */
+    char *reason;        /* waiting reason */
+    char *message;       /* waiting message */
+    struct rt_exit term; /* state terminated */
+    struct rt_exit last; /* lastState terminated, when has_last */
     bool has_last;
     bool ever_ran;
     bool image_missing; /* permanent: no local binary */
@@ -71,7 +71,7 @@ struct rt_pod {
     bool stopping, stopped, stop_notified;
     double grace;
     bool ready;
-    double ready_changed;       /* Ready and ContainersReady lastTransitionTime */
+    double ready_changed; /* Ready and ContainersReady lastTransitionTime */
     double initialized_at;
     ev_timer notify_w;
 };

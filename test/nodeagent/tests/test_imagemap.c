@@ -18,8 +18,8 @@ static void test_imagemap__repository_drops_tag_and_digest_keeps_registry_port(v
 
     assert_int_equal(imagemap_repository("registry.k8s.io/etcd:3.4.23-0", repo, sizeof(repo)), 0);
     assert_string_equal(repo, "registry.k8s.io/etcd");
-    assert_int_equal(imagemap_repository("localhost:5000/kube-apiserver@sha256:abc", repo,
-                                         sizeof(repo)), 0);
+    assert_int_equal(
+        imagemap_repository("localhost:5000/kube-apiserver@sha256:abc", repo, sizeof(repo)), 0);
     assert_string_equal(repo, "localhost:5000/kube-apiserver");
     assert_int_equal(imagemap_repository("localhost:5000/etcd", repo, sizeof(repo)), 0);
     assert_string_equal(repo, "localhost:5000/etcd");
@@ -40,8 +40,8 @@ static void test_imagemap__defaults_map_components_by_repository_suffix(void **s
     assert_string_equal(bin, "/usr/bin/etcd");
     assert_int_equal(imagemap_resolve_image(m, "k8s.gcr.io/kube-apiserver:v1.20.2", &bin), 0);
     assert_string_equal(bin, "/opt/kube/bin/kube-apiserver");
-    assert_int_equal(imagemap_resolve_image(m, "k8s.gcr.io/kube-controller-manager:v1.20.2",
-                                            &bin), 0);
+    assert_int_equal(imagemap_resolve_image(m, "k8s.gcr.io/kube-controller-manager:v1.20.2", &bin),
+                     0);
     assert_string_equal(bin, "/opt/kube/bin/kube-controller-manager");
     /* Not at a name boundary, and unknown images. */
     assert_int_equal(imagemap_resolve_image(m, "example.com/fetcd:1", &bin), -ENOENT);

@@ -24,10 +24,10 @@ static void test_podenv__expand_follows_kubernetes_rules(void **state)
     static const char *const cases[][2] = {
         {"--listen=http://$(POD_IP):2379", "--listen=http://127.0.5.2:2379"},
         {"$(POD_IP)$(POD_IP)", "127.0.5.2127.0.5.2"},
-        {"$$(POD_IP)", "$(POD_IP)"},          /* escaped */
-        {"$(UNDEFINED)", "$(UNDEFINED)"},     /* kept as written */
+        {"$$(POD_IP)", "$(POD_IP)"},      /* escaped */
+        {"$(UNDEFINED)", "$(UNDEFINED)"}, /* kept as written */
         {"cost $$5 and $x and $", "cost $5 and $x and $"},
-        {"$(POD_IP", "$(POD_IP"},             /* no closing parenthesis */
+        {"$(POD_IP", "$(POD_IP"}, /* no closing parenthesis */
         {"", ""},
     };
 
@@ -74,10 +74,12 @@ static void test_podenv__build_resolves_downward_api_secrets_and_earlier_vars(vo
 
     the_secret = cJSON_Parse("{\"data\":{\"token\":\"czNjcjN0\"}}"); /* "s3cr3t" */
     assert_non_null(pod);
-    assert_int_equal(podenv_build(pod, cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
-                                                              pod, "spec"), "containers"), 0),
-                                  &f, resolve, NULL, &env, &e),
-                     0);
+    assert_int_equal(
+        podenv_build(pod,
+                     cJSON_GetArrayItem(
+                         cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"), 0),
+                     &f, resolve, NULL, &env, &e),
+        0);
     assert_string_equal(podenv_get(&env, "POD_IP"), "127.0.5.2");
     assert_string_equal(podenv_get(&env, "POD_NAME"), "etcd-0");
     assert_string_equal(podenv_get(&env, "POD_NAMESPACE"), "tenant");
@@ -102,8 +104,8 @@ static void test_podenv__missing_secret_key_names_the_variable(void **state)
     struct podenv_fields f = {.pod_ip = "127.0.5.2"};
     struct podenv env = PODENV_INIT;
     struct err e = {0};
-    const cJSON *c = cJSON_GetArrayItem(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"), 0);
+    const cJSON *c =
+        cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"), 0);
 
     assert_int_equal(podenv_build(pod, c, &f, resolve, NULL, &env, &e), -ENOENT);
     assert_non_null(strstr(e.msg, "env TOKEN"));

@@ -129,8 +129,8 @@ static void test_podvol__mounts_are_ordered_parents_first_with_hosts(void **stat
 {
     cJSON *pod = cJSON_Parse(pod_json);
     struct podvol_dirs dirs = {"/s/pods/t_etcd-0", "/s/pvc"};
-    const cJSON *c = cJSON_GetArrayItem(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"), 0);
+    const cJSON *c =
+        cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"), 0);
     struct podvol_mount *m;
     size_t n;
     struct err e = {0};
@@ -177,9 +177,11 @@ static void test_podvol__unsupported_volume_and_bad_paths_are_refused(void **sta
     assert_int_equal(podvol_prepare(nfs, &dirs, resolve, NULL, &e), -EOPNOTSUPP);
     assert_non_null(strstr(e.msg, "volume n"));
     assert_int_equal(
-        podvol_mounts(escape, cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
-                                                     escape, "spec"), "containers"), 0),
-                      &dirs, NULL, &m, &n, &e),
+        podvol_mounts(
+            escape,
+            cJSON_GetArrayItem(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(escape, "spec"), "containers"), 0),
+            &dirs, NULL, &m, &n, &e),
         -EINVAL);
     assert_non_null(strstr(e.msg, "subPath"));
     cJSON_Delete(nfs);
@@ -192,8 +194,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_podvol__secret_files_follow_items_modes_and_updates,
                                         setup, teardown),
         cmocka_unit_test(test_podvol__mounts_are_ordered_parents_first_with_hosts),
-        cmocka_unit_test_setup_teardown(
-            test_podvol__unsupported_volume_and_bad_paths_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_podvol__unsupported_volume_and_bad_paths_are_refused,
+                                        setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

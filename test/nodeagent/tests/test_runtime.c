@@ -272,8 +272,8 @@ static void test_runtime__etcd_pod_serves_on_its_pod_ip_with_private_mounts(void
     assert_true(str_has_prefix(ip, "127."));
     assert_string_not_equal(ip, "127.0.0.1");
     assert_string_equal(cJSON_GetObjectItem(st, "phase")->valuestring, "Running");
-    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(ctr_status(st, 0), "state"),
-                                        "running"));
+    assert_non_null(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(ctr_status(st, 0), "state"), "running"));
     assert_true(str_has_prefix(cJSON_GetObjectItem(ctr_status(st, 0), "containerID")->valuestring,
                                "nestcp://"));
     cJSON_Delete(st);
@@ -370,8 +370,8 @@ static void test_runtime__crashing_container_restarts_with_growing_backoff(void 
 static bool crash_backing_off(const char *name)
 {
     cJSON *st = status(name);
-    const cJSON *w = cJSON_GetObjectItem(cJSON_GetObjectItem(ctr_status(st, 0), "state"),
-                                         "waiting");
+    const cJSON *w =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(ctr_status(st, 0), "state"), "waiting");
     bool ok = w && strcmp(cJSON_GetObjectItem(w, "reason")->valuestring, "CrashLoopBackOff") == 0;
 
     cJSON_Delete(st);
@@ -504,8 +504,8 @@ int main(void)
             test_runtime__crashing_container_restarts_with_growing_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime__crash_loop_shows_back_off_reason, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(
-            test_runtime__stop_sends_sigterm_then_sigkill_after_grace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__stop_sends_sigterm_then_sigkill_after_grace,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_runtime__exec_probes_run_inside_the_pod_and_liveness_restarts, setup, teardown),
         cmocka_unit_test_setup_teardown(
