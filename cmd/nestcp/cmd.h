@@ -4,5 +4,6 @@
 /* Subcommands of the nestcp binary. Each returns the process exit status. */
 
 int cmd_version(int argc, char **argv);
+int cmd_manager(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
+    {"manager", cmd_manager, "run the controllers, with metrics and health endpoints"},
     {"version", cmd_version, "print the version and build information"},
 };
 
