@@ -125,7 +125,8 @@ cmdline() {
         cmd=("$bin_dir/kube-controller-manager" --kubeconfig "$dir/controller-manager.kubeconfig" \
             --leader-elect=false --controllers '*' \
             --service-account-private-key-file "$dir/pki/sa.key" \
-            --root-ca-file "$dir/pki/ca.crt" --secure-port 0 --port 0 \
+            --root-ca-file "$dir/pki/ca.crt" --use-service-account-credentials=true \
+            --secure-port 0 --port 0 \
             --profiling=false --v=1)
         ;;
     esac

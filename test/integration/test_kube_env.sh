@@ -84,8 +84,35 @@ for _ in $(seq 1 100); do
 done
 kubectl -n "$ns" get serviceaccount default >/dev/null || fail "no default ServiceAccount (kube-controller-manager)"
 
+# StatefulSets get Pods (they stay Pending: no scheduler, no kubelet) and garbage collection
+# removes them with their owner.
+kubectl -n "$ns" create -f - >/dev/null <<YAML
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: sts}
+spec:
+  serviceName: sts
+  replicas: 1
+  selector: {matchLabels: {app: sts}}
+  template:
+    metadata: {labels: {app: sts}}
+    spec:
+      containers: [{name: c, image: example.invalid/none}]
+YAML
+for _ in $(seq 1 150); do
+    kubectl -n "$ns" get pod sts-0 >/dev/null 2>&1 && break
+    sleep 0.2
+done
+kubectl -n "$ns" get pod sts-0 >/dev/null || fail "the StatefulSet controller created no Pod"
+kubectl -n "$ns" delete statefulset sts --wait=false >/dev/null
+for _ in $(seq 1 150); do
+    kubectl -n "$ns" get pod sts-0 >/dev/null 2>&1 || break
+    sleep 0.2
+done
+kubectl -n "$ns" get pod sts-0 >/dev/null 2>&1 && fail "garbage collection left Pod sts-0 behind"
+
 # RBAC is real: an unprivileged ServiceAccount token is forbidden from listing secrets.
 answer=$(kubectl auth can-i list secrets --as="system:serviceaccount:$ns:default" -n "$ns" 2>/dev/null || true)
 [ "$answer" = no ] || fail "RBAC allows what it should not (can-i said '$answer')"
 
-echo "PASS: namespace, CRD, server-side apply, status subresource, controller manager, RBAC"
+echo "PASS: namespace, CRD, server-side apply, status subresource, controller manager (service accounts, StatefulSet pods, garbage collection), RBAC"
