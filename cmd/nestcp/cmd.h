@@ -5,5 +5,6 @@
 
 int cmd_version(int argc, char **argv);
 int cmd_manager(int argc, char **argv);
+int cmd_render(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"manager", cmd_manager, "run the controllers, with metrics and health endpoints"},
+    {"render", cmd_render, "print the objects the controllers would create, without a cluster"},
     {"version", cmd_version, "print the version and build information"},
 };
 

@@ -1,0 +1,936 @@
+/* Resolving one tenant control plane from its API objects (render_cluster_resolve). */
+
+#include "lib/render/cluster.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "api/cidr.h"
+#include "api/defaults.h"
+#include "api/validate.h"
+#include "api/version.h"
+#include "lib/render/cluster_internal.h"
+#include "lib/render/render.h"
+#include "lib/util/strutil.h"
+
+#define CLUSTER_NAME_LABEL "cluster.x-k8s.io/cluster-name"
+
+static const struct {
+    const char *component, *short_name;
+    enum api_kind kind;
+    const char *ref_path; /* the NestedControlPlane's reference */
+} parts[RENDER_PART__COUNT] = {
+    {"etcd", "etcd", API_KIND_NESTED_ETCD, "spec.etcd"},
+    {"kube-apiserver", "apiserver", API_KIND_NESTED_APISERVER, "spec.apiserver"},
+    {"kube-controller-manager", "controller-manager", API_KIND_NESTED_CONTROLLER_MANAGER,
+     "spec.controllerManager"},
+};
+
+const char *render_part_component(enum render_part part)
+{
+    return part < RENDER_PART__COUNT ? parts[part].component : NULL;
+}
+
+const char *render_part_short(enum render_part part)
+{
+    return part < RENDER_PART__COUNT ? parts[part].short_name : NULL;
+}
+
+enum api_kind render_part_kind(enum render_part part)
+{
+    return part < RENDER_PART__COUNT ? parts[part].kind : API_KIND_COUNT;
+}
+
+static const char *kind_name(enum api_kind kind)
+{
+    return kind == API_KIND_CLUSTER ? "Cluster" : api_kind_info(kind)->name;
+}
+
+void render_cluster_what(enum api_kind kind, const char *ns, const char *name, char *out,
+                         size_t size)
+{
+    snprintf(out, size, "%s %.253s/%.253s", kind_name(kind), ns ? ns : "default",
+             name ? name : "");
+}
+
+const char *render_cluster_meta_str(const cJSON *obj, const char *field)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int render_cluster_set_owner(cJSON *obj, const char *api_version, enum api_kind kind,
+                             const struct api_meta *meta)
+{
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata"), *refs, *ref;
+    char av[128];
+
+    if (!meta->uid || !*meta->uid)
+        return 0;
+    if (!api_version)
+        snprintf(av, sizeof(av), "%s/%s", api_kind_info(kind)->group, API_VERSION_STORAGE);
+    if (!md || (!(refs = cJSON_GetObjectItemCaseSensitive(md, "ownerReferences")) &&
+                !(refs = cJSON_AddArrayToObject(md, "ownerReferences"))))
+        return -ENOMEM;
+    ref = cJSON_CreateObject();
+    if (!ref || !cJSON_AddItemToArray(refs, ref)) {
+        cJSON_Delete(ref);
+        return -ENOMEM;
+    }
+    if (!cJSON_AddStringToObject(ref, "apiVersion", api_version ? api_version : av) ||
+        !cJSON_AddStringToObject(ref, "kind", kind_name(kind)) ||
+        !cJSON_AddStringToObject(ref, "name", meta->name) ||
+        !cJSON_AddStringToObject(ref, "uid", meta->uid) ||
+        !cJSON_AddTrueToObject(ref, "controller") ||
+        !cJSON_AddTrueToObject(ref, "blockOwnerDeletion"))
+        return -ENOMEM;
+    return 0;
+}
+
+/* ---- the validation catalog ---- */
+
+static bool cat_knows_version(void *ctx, const char *component, const char *version)
+{
+    const struct render_catalog *c = ctx;
+
+    if (strcmp(component, API_CATALOG_ETCD) == 0)
+        return render_catalog_package(c, "etcd", version) != NULL;
+    return render_catalog_package(c, "kube-apiserver", version) &&
+           render_catalog_package(c, "kube-controller-manager", version);
+}
+
+static bool cat_knows_feature_gate(void *ctx, const char *k8s_version, const char *gate)
+{
+    const struct render_package *p = render_catalog_package(ctx, "kube-apiserver", k8s_version);
+
+    /* A version without a package is reported by the version check; do not pile up a line
+     * per gate on top of it. */
+    return !p || render_package_knows_feature_gate(p, gate, NULL);
+}
+
+static const char *cat_etcd_version_for(void *ctx, const char *k8s_version)
+{
+    const struct render_package *p = render_catalog_package(ctx, "kube-apiserver", k8s_version);
+    const cJSON *v = p ? cJSON_GetObjectItemCaseSensitive(render_package_metadata(p), "etcd")
+                       : NULL;
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *cat_default_version(void *ctx)
+{
+    static _Thread_local char version[RENDER_VERSION_MAX];
+    const struct render_package *p;
+
+    if (render_catalog_resolve(ctx, "kube-apiserver", NULL, "stable", &p, version, NULL) < 0)
+        return NULL;
+    return version;
+}
+
+struct api_catalog render_cluster_api_catalog(const struct render_catalog *cat)
+{
+    struct api_catalog ac = {
+        .ctx = (void *)cat,
+        .knows_version = cat_knows_version,
+        .knows_feature_gate = cat_knows_feature_gate,
+        .etcd_version_for = cat_etcd_version_for,
+        .default_version = cat_default_version,
+    };
+    return ac;
+}
+
+/* ---- errors ---- */
+
+/* Appends every line of local to errs as "<what>: <line>", skipping lines errs already has. */
+static void merge(struct api_errors *errs, const struct api_errors *local, const char *what)
+{
+    if (!errs)
+        return;
+    if (api_errors_oom(local))
+        errs->oom = true;
+    for (size_t i = 0; i < local->n; i++) {
+        char line[2048];
+        snprintf(line, sizeof(line), "%s: %s", what, local->lines[i]);
+        if (!api_errors_contains(errs, line))
+            api_errors_add(errs, NULL, "%s", line);
+    }
+    if (local->dropped)
+        api_errors_add(errs, NULL, "%s: ... and %zu more", what, local->dropped);
+}
+
+static int errs_code(const struct api_errors *errs, int r)
+{
+    if (errs && api_errors_oom(errs))
+        return -ENOMEM;
+    return r;
+}
+
+/* ---- finding the objects ---- */
+
+struct match {
+    const char *ncp_name, *cluster_name;
+    const cJSON *found;
+    int count;
+};
+
+static bool owner_is(const cJSON *obj, const char *kind, const char *group, const char *name,
+                     bool controller_only)
+{
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "ownerReferences"),
+                *r;
+    size_t glen = strlen(group);
+
+    cJSON_ArrayForEach(r, refs)
+    {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind"),
+                    *av = cJSON_GetObjectItemCaseSensitive(r, "apiVersion"),
+                    *n = cJSON_GetObjectItemCaseSensitive(r, "name");
+        if (controller_only && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
+            continue;
+        if (cJSON_IsString(k) && strcmp(k->valuestring, kind) == 0 && cJSON_IsString(av) &&
+            strncmp(av->valuestring, group, glen) == 0 && av->valuestring[glen] == '/' &&
+            cJSON_IsString(n) && (!name || strcmp(n->valuestring, name) == 0))
+            return true;
+    }
+    return false;
+}
+
+static const char *label_of(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                         "labels"),
+        key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool match_component(void *ud, const cJSON *obj)
+{
+    struct match *m = ud;
+    const char *label = label_of(obj, CLUSTER_NAME_LABEL);
+
+    if (owner_is(obj, "NestedControlPlane", API_GROUP_CONTROLPLANE, m->ncp_name, true) ||
+        (label && strcmp(label, m->cluster_name) == 0)) {
+        m->found = obj;
+        m->count++;
+    }
+    return true;
+}
+
+static bool match_cluster(void *ud, const cJSON *obj)
+{
+    struct match *m = ud;
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "spec"), "controlPlaneRef");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(ref, "kind"),
+                *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
+
+    if (cJSON_IsString(k) && strcmp(k->valuestring, "NestedControlPlane") == 0 &&
+        cJSON_IsString(n) && strcmp(n->valuestring, m->ncp_name) == 0) {
+        m->found = obj;
+        m->count++;
+    }
+    return true;
+}
+
+static char *dup_api_version(const cJSON *obj)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "apiVersion");
+
+    return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+}
+
+/* The Cluster of the control plane, parsed into rc->capi (or none). */
+static int find_capi_cluster(struct render_cluster *rc, const struct render_source *src,
+                             const cJSON *ncp_json, const char *what, struct api_errors *errs)
+{
+    const struct api_meta *m = &rc->ncp->meta;
+    struct api_errors local = API_ERRORS_INIT;
+    const cJSON *cl = NULL;
+    char cwhat[600];
+    int r = 0;
+
+    for (size_t i = 0; i < m->n_owners; i++) {
+        const struct api_owner_ref *o = &m->owners[i];
+        if (o->kind && o->api_version && o->name && strcmp(o->kind, "Cluster") == 0 &&
+            str_has_prefix(o->api_version, API_GROUP_CLUSTER "/")) {
+            cl = src->get(src->ctx, API_KIND_CLUSTER, rc->ns, o->name);
+            if (!cl) {
+                api_errors_add(errs, NULL,
+                               "%s: metadata.ownerReferences: Cluster %s/%s does not exist", what,
+                               rc->ns, o->name);
+                return -ENOENT;
+            }
+            break;
+        }
+    }
+    if (!cl) {
+        struct match mt = {.ncp_name = m->name};
+        src->each(src->ctx, API_KIND_CLUSTER, rc->ns, match_cluster, &mt);
+        if (mt.count > 1) {
+            api_errors_add(errs, NULL,
+                           "%s: %d Clusters name it in spec.controlPlaneRef; at most one may",
+                           what, mt.count);
+            return -EINVAL;
+        }
+        cl = mt.found;
+    }
+    (void)ncp_json;
+    if (!cl)
+        return 0;
+    render_cluster_what(API_KIND_CLUSTER, rc->ns, render_cluster_meta_str(cl, "name"), cwhat,
+                        sizeof(cwhat));
+    r = api_capi_cluster_from_json(cl, &rc->capi, &local);
+    if (r == 0)
+        api_cluster_network_validate(&rc->capi->cluster_network, "spec.clusterNetwork", &local);
+    merge(errs, &local, cwhat);
+    api_errors_done(&local);
+    return r;
+}
+
+static int find_nested_cluster(struct render_cluster *rc, const struct render_source *src,
+                               struct api_errors *errs)
+{
+    const struct api_object_ref *ref = rc->capi ? &rc->capi->infrastructure_ref : NULL;
+    struct api_errors local = API_ERRORS_INIT;
+    const cJSON *obj;
+    char what[600];
+    int r;
+
+    if (!ref || !ref->name || !ref->kind || strcmp(ref->kind, "NestedCluster") != 0)
+        return 0;
+    obj = src->get(src->ctx, API_KIND_NESTED_CLUSTER, rc->ns, ref->name);
+    if (!obj)
+        return 0; /* nothing of it is rendered; its controller waits for it */
+    render_cluster_what(API_KIND_NESTED_CLUSTER, rc->ns, ref->name, what, sizeof(what));
+    r = api_nested_cluster_from_json(obj, &rc->nc, &local);
+    if (r == 0 && (r = api_nested_cluster_default(rc->nc, rc->capi)) == 0)
+        api_nested_cluster_validate(rc->nc, &local);
+    merge(errs, &local, what);
+    api_errors_done(&local);
+    return r == -ENOMEM ? r : 0;
+}
+
+static int set_missing(struct render_cluster_part *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int set_missing(struct render_cluster_part *p, const char *fmt, ...)
+{
+    char buf[800];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    free(p->missing);
+    p->missing = strdup(buf);
+    return p->missing ? 0 : -ENOMEM;
+}
+
+/* Finds and parses each component. */
+static int find_components(struct render_cluster *rc, const struct render_source *src,
+                           struct api_errors *errs)
+{
+    const struct api_object_ref *refs[RENDER_PART__COUNT] = {
+        &rc->ncp->spec.etcd, &rc->ncp->spec.apiserver, &rc->ncp->spec.controller_manager};
+    int ret = 0;
+
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        struct render_cluster_part *p = &rc->parts[i];
+        const char *kname = api_kind_info(parts[i].kind)->name;
+        struct api_errors local = API_ERRORS_INIT;
+        const cJSON *obj;
+        char what[600];
+        int r;
+
+        if (refs[i]->name) {
+            obj = src->get(src->ctx, parts[i].kind, rc->ns, refs[i]->name);
+            if (!obj && set_missing(p, "%s.name: %s %s/%s does not exist", parts[i].ref_path,
+                                    kname, rc->ns, refs[i]->name) < 0)
+                return -ENOMEM;
+        } else {
+            struct match mt = {.ncp_name = rc->ncp->meta.name, .cluster_name = rc->name};
+            src->each(src->ctx, parts[i].kind, rc->ns, match_component, &mt);
+            obj = mt.count == 1 ? mt.found : NULL;
+            if (mt.count > 1) {
+                api_errors_add(errs, NULL,
+                               "NestedControlPlane %s/%s: %s: %d %s objects belong to cluster "
+                               "%s; name one in %s.name",
+                               rc->ns, rc->ncp->meta.name, parts[i].ref_path, mt.count, kname,
+                               rc->name, parts[i].ref_path);
+                ret = -EINVAL;
+                continue;
+            }
+            if (!obj && set_missing(p,
+                                    "%s: not set, and no %s in namespace %s is owned by this "
+                                    "control plane or labelled %s=%s",
+                                    parts[i].ref_path, kname, rc->ns, CLUSTER_NAME_LABEL,
+                                    rc->name) < 0)
+                return -ENOMEM;
+        }
+        if (!obj)
+            continue;
+        render_cluster_what(parts[i].kind, rc->ns, render_cluster_meta_str(obj, "name"), what,
+                            sizeof(what));
+        r = api_component_from_json(obj, &p->obj, &local);
+        if (r == 0 && p->obj->kind != parts[i].kind) {
+            api_errors_add(&local, "kind", "is not %s", kname);
+            api_component_free(p->obj);
+            p->obj = NULL;
+            r = -EINVAL;
+        }
+        merge(errs, &local, what);
+        api_errors_done(&local);
+        if (r == -ENOMEM)
+            return r;
+        if (r < 0) {
+            ret = -EINVAL;
+            continue;
+        }
+        if (!(p->api_version = dup_api_version(obj)))
+            return -ENOMEM;
+    }
+    return ret;
+}
+
+/* ---- defaults ---- */
+
+static bool overlaps_services(const struct api_cluster_network *net, const char *cidr)
+{
+    struct api_cidr a, b;
+
+    if (api_cidr_parse(cidr, &a) < 0)
+        return true;
+    for (size_t i = 0; i < net->services.n; i++)
+        if (api_cidr_parse(net->services.items[i], &b) == 0 && api_cidr_overlap(&a, &b))
+            return true;
+    return false;
+}
+
+/* Pods get a default when neither the control plane nor the Cluster gives one: one block per
+ * service family. */
+static int default_pods(struct api_cluster_network *net)
+{
+    bool v4 = false, v6 = false;
+
+    if (net->pods.n > 0)
+        return 0;
+    for (size_t i = 0; i < net->services.n; i++) {
+        int fam = api_ip_family(net->services.items[i]);
+        struct api_cidr c;
+        if (fam < 0 && api_cidr_parse(net->services.items[i], &c) == 0)
+            fam = c.family;
+        v4 |= fam == AF_INET;
+        v6 |= fam == AF_INET6;
+    }
+    if (!v4 && !v6)
+        v4 = true;
+    if (v4 && api_strlist_add(&net->pods, overlaps_services(net, RENDER_CLUSTER_DEFAULT_POD_CIDR)
+                                              ? RENDER_CLUSTER_FALLBACK_POD_CIDR
+                                              : RENDER_CLUSTER_DEFAULT_POD_CIDR) < 0)
+        return -ENOMEM;
+    if (v6 && api_strlist_add(&net->pods, RENDER_CLUSTER_DEFAULT_POD_CIDR6) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* ---- versions ---- */
+
+enum vsource { VS_NONE, VS_NCP, VS_VERSION, VS_CHANNEL, VS_DEFAULT };
+
+struct vres {
+    enum vsource source;
+    const char *given; /* the version or channel as written */
+};
+
+static void part_what(const struct render_cluster *rc, int i, char *out, size_t size)
+{
+    render_cluster_what(parts[i].kind, rc->ns, rc->parts[i].obj->meta.name, out, size);
+}
+
+/* Resolves version (or the channel when version is NULL) of component; on success fills the
+ * part. On failure the error goes to errs under path of `what` when report is set. */
+static void resolve_one(struct render_cluster *rc, int i, const char *version,
+                        const char *channel, bool report, const char *what, const char *path,
+                        struct api_errors *errs)
+{
+    struct render_cluster_part *p = &rc->parts[i];
+    struct err e = {0};
+
+    if (render_catalog_resolve(rc->cat, parts[i].component, version, channel, &p->pkg,
+                               p->version, &e) < 0) {
+        p->pkg = NULL;
+        p->version[0] = '\0';
+        if (report)
+            api_errors_add(errs, NULL, "%s: %s: %s", what, path, e.msg);
+    }
+}
+
+static int minor_of(const char *v, int *ret_major)
+{
+    int major, minor, patch;
+
+    if (render_version_parse(v, &major, &minor, &patch) < 0)
+        return -1;
+    *ret_major = major;
+    return minor;
+}
+
+static void resolve_versions(struct render_cluster *rc, struct vres vr[RENDER_PART__COUNT],
+                             struct api_errors *errs)
+{
+    const char *ncpv = rc->ncp->spec.version;
+    char ncp_what[600], what[600];
+
+    render_cluster_what(API_KIND_NESTED_CONTROL_PLANE, rc->ns, rc->ncp->meta.name, ncp_what,
+                        sizeof(ncp_what));
+    for (int i = RENDER_PART_APISERVER; i <= RENDER_PART_CONTROLLER_MANAGER; i++) {
+        const struct api_component *c = rc->parts[i].obj;
+        const struct render_cluster_part *api = &rc->parts[RENDER_PART_APISERVER];
+        if (c)
+            part_what(rc, i, what, sizeof(what));
+        if (ncpv) {
+            vr[i] = (struct vres){VS_NCP, ncpv};
+            resolve_one(rc, i, ncpv, NULL, false, ncp_what, "spec.version", errs);
+        } else if (c && c->spec.version) {
+            vr[i] = (struct vres){VS_VERSION, c->spec.version};
+            resolve_one(rc, i, c->spec.version, NULL, false, what, "spec.version", errs);
+        } else if (c && c->spec.channel) {
+            vr[i] = (struct vres){VS_CHANNEL, c->spec.channel};
+            resolve_one(rc, i, NULL, c->spec.channel, true, what, "spec.channel", errs);
+        } else if (i == RENDER_PART_CONTROLLER_MANAGER && api->version[0]) {
+            vr[i] = (struct vres){VS_DEFAULT, api->version};
+            resolve_one(rc, i, api->version, NULL, true, ncp_what, "spec.version", errs);
+        } else {
+            vr[i] = (struct vres){VS_DEFAULT, "stable"};
+            resolve_one(rc, i, NULL, "stable", true, ncp_what, "spec.version", errs);
+        }
+    }
+    /* etcd: its own version or channel, else what the Kubernetes package names. */
+    {
+        const struct api_component *c = rc->parts[RENDER_PART_ETCD].obj;
+        const char *k8s = rc->parts[RENDER_PART_APISERVER].version;
+        const struct render_package *kp = rc->parts[RENDER_PART_APISERVER].pkg;
+        const cJSON *need = kp ? cJSON_GetObjectItemCaseSensitive(render_package_metadata(kp),
+                                                                   "etcd")
+                               : NULL;
+        if (c)
+            part_what(rc, RENDER_PART_ETCD, what, sizeof(what));
+        if (c && c->spec.version) {
+            vr[0] = (struct vres){VS_VERSION, c->spec.version};
+            resolve_one(rc, 0, c->spec.version, NULL, false, what, "spec.version", errs);
+        } else if (c && c->spec.channel) {
+            vr[0] = (struct vres){VS_CHANNEL, c->spec.channel};
+            resolve_one(rc, 0, NULL, c->spec.channel, true, what, "spec.channel", errs);
+        } else if (cJSON_IsString(need)) {
+            vr[0] = (struct vres){VS_DEFAULT, need->valuestring};
+            resolve_one(rc, 0, need->valuestring, NULL, true, ncp_what, "spec.version", errs);
+        } else {
+            vr[0] = (struct vres){VS_DEFAULT, "stable"};
+            resolve_one(rc, 0, NULL, "stable", true, ncp_what, "spec.version", errs);
+        }
+        /* A channel's etcd must still be new enough (a version is checked by api/). */
+        if (vr[0].source == VS_CHANNEL && rc->parts[0].version[0] && cJSON_IsString(need)) {
+            struct api_version have, want;
+            if (api_version_parse(rc->parts[0].version, &have) == 0 &&
+                api_version_parse(need->valuestring, &want) == 0 &&
+                api_version_cmp(&have, &want) < 0)
+                api_errors_add(errs, NULL,
+                               "%s: spec.channel: \"%s\" gives etcd %s, older than %s, the etcd "
+                               "version Kubernetes %s needs",
+                               what, c->spec.channel, rc->parts[0].version, need->valuestring,
+                               k8s);
+        }
+    }
+    /* Skew between the API server and the controller manager when each picks its own. */
+    if (!ncpv && rc->parts[1].version[0] && rc->parts[2].version[0] && rc->parts[2].obj &&
+        vr[2].source != VS_DEFAULT) {
+        int amaj = 0, kmaj = 0, amin = minor_of(rc->parts[1].version, &amaj),
+                        kmin = minor_of(rc->parts[2].version, &kmaj);
+        const char *path = vr[2].source == VS_CHANNEL ? "spec.channel" : "spec.version";
+        part_what(rc, RENDER_PART_CONTROLLER_MANAGER, what, sizeof(what));
+        if (kmaj > amaj || (kmaj == amaj && kmin > amin))
+            api_errors_add(errs, NULL,
+                           "%s: %s: \"%s\" gives kube-controller-manager %s, newer than "
+                           "kube-apiserver %s; a controller manager may not be newer than the "
+                           "API server",
+                           what, path, vr[2].given, rc->parts[2].version, rc->parts[1].version);
+        else if (kmaj < amaj || kmin + 1 < amin)
+            api_errors_add(errs, NULL,
+                           "%s: %s: \"%s\" gives kube-controller-manager %s, more than one minor "
+                           "older than kube-apiserver %s",
+                           what, path, vr[2].given, rc->parts[2].version, rc->parts[1].version);
+    }
+}
+
+/* ---- checks against the package ---- */
+
+static void check_against_package(struct render_cluster *rc, struct api_errors *errs)
+{
+    char ncp_what[600], what[600];
+
+    render_cluster_what(API_KIND_NESTED_CONTROL_PLANE, rc->ns, rc->ncp->meta.name, ncp_what,
+                        sizeof(ncp_what));
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        struct render_cluster_part *p = &rc->parts[i];
+        const struct api_component *c = p->obj;
+        if (!c)
+            continue;
+        part_what(rc, i, what, sizeof(what));
+        if (i == RENDER_PART_ETCD && c->spec.feature_gates.n > 0)
+            api_errors_add(errs, NULL, "%s: spec.featureGates: etcd has no feature gates", what);
+        for (size_t g = 0; p->pkg && i != RENDER_PART_ETCD && g < p->gates.n; g++) {
+            const struct api_gate *gate = &p->gates.items[g];
+            bool own = api_gates_get(&c->spec.feature_gates, gate->name) != NULL;
+            char line[1400];
+            int locked;
+            if (!render_package_knows_feature_gate(p->pkg, gate->name, &locked) || locked < 0 ||
+                (locked == 1) == gate->enabled)
+                continue;
+            snprintf(line, sizeof(line),
+                     "%s: spec.featureGates: \"%s\" is locked to %s in %s %s", own ? what : ncp_what,
+                     gate->name, locked ? "true" : "false", parts[i].component, p->version);
+            if (!api_errors_contains(errs, line))
+                api_errors_add(errs, NULL, "%s", line);
+        }
+        for (size_t a = 0; p->pkg && a < c->spec.extra_args.n; a++) {
+            const char *flag = c->spec.extra_args.items[a].key;
+            if (*flag && *flag != '-' && !strchr(flag, '=') && strcmp(flag, "feature-gates") &&
+                !render_package_knows_flag(p->pkg, flag))
+                api_errors_add(errs, NULL, "%s: spec.extraArgs: \"%s\" is not a flag of %s %s",
+                               what, flag, parts[i].component, p->version);
+        }
+    }
+}
+
+/* ---- validation ---- */
+
+/* Runs api validation of the control plane and each component, each against the Kubernetes
+ * version it will run, and of their combination. */
+static void validate(struct render_cluster *rc, const struct api_catalog *ac,
+                     struct api_errors *errs)
+{
+    struct api_control_plane view = *rc->ncp;
+    struct api_errors local = API_ERRORS_INIT;
+    char what[600];
+
+    if (!view.spec.version && rc->parts[RENDER_PART_APISERVER].version[0])
+        view.spec.version = rc->parts[RENDER_PART_APISERVER].version;
+    api_control_plane_validate(&view, ac, &local);
+    render_cluster_what(API_KIND_NESTED_CONTROL_PLANE, rc->ns, rc->ncp->meta.name, what,
+                        sizeof(what));
+    merge(errs, &local, what);
+    api_errors_done(&local);
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        const struct render_cluster_part *p = &rc->parts[i];
+        const char *k8s = i == RENDER_PART_ETCD ? rc->parts[RENDER_PART_APISERVER].version
+                                                : p->version;
+        if (!p->obj)
+            continue;
+        /* A shallow view: validation only reads it. */
+        view.spec.version = rc->ncp->spec.version ? rc->ncp->spec.version
+                            : k8s[0]              ? (char *)k8s
+                                                  : NULL;
+        api_errors_init(&local);
+        api_component_validate(p->obj, &view, ac, &local);
+        part_what(rc, i, what, sizeof(what));
+        merge(errs, &local, what);
+        api_errors_done(&local);
+    }
+}
+
+/* The Cluster gave the network and it was reported there already: drop the same line about
+ * the control plane, which only inherited it. */
+static void drop_inherited_network_lines(struct api_errors *errs, size_t from, const char *cwhat,
+                                         const char *nwhat)
+{
+    size_t clen = strlen(cwhat), nlen = strlen(nwhat), out = from;
+
+    for (size_t i = from; i < errs->n; i++) {
+        char *l = errs->lines[i];
+        bool dup = false;
+        if (strncmp(l, nwhat, nlen) == 0 && strncmp(l + nlen, ": spec.clusterNetwork", 21) == 0) {
+            for (size_t j = 0; j < errs->n && !dup; j++)
+                dup = strncmp(errs->lines[j], cwhat, clen) == 0 &&
+                      strcmp(errs->lines[j] + clen, l + nlen) == 0;
+        }
+        if (dup)
+            free(l);
+        else
+            errs->lines[out++] = l;
+    }
+    errs->n = out;
+}
+
+/* ---- resolve ---- */
+
+void render_cluster_free(struct render_cluster *rc)
+{
+    if (!rc)
+        return;
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        api_component_free(rc->parts[i].obj);
+        free(rc->parts[i].api_version);
+        free(rc->parts[i].missing);
+        api_gates_done(&rc->parts[i].gates);
+    }
+    api_control_plane_free(rc->ncp);
+    api_capi_cluster_free(rc->capi);
+    api_nested_cluster_free(rc->nc);
+    free(rc->ncp_api_version);
+    free(rc->name);
+    free(rc->ns);
+    free(rc);
+}
+
+int render_cluster_resolve(const struct render_catalog *cat, const struct render_source *src,
+                           const char *ns, const char *name, struct render_cluster **ret_rc,
+                           struct api_errors *errs)
+{
+    struct api_errors own = API_ERRORS_INIT, local = API_ERRORS_INIT;
+    struct api_catalog ac = render_cluster_api_catalog(cat), ac_nodefault = ac;
+    struct render_cluster *rc = calloc(1, sizeof(*rc));
+    struct vres vr[RENDER_PART__COUNT] = {{0}};
+    const cJSON *ncp_json;
+    char what[600];
+    const char *label;
+    size_t before;
+    int r = -ENOMEM;
+
+    if (!errs)
+        errs = &own;
+    before = api_errors_count(errs);
+    if (!rc || !(rc->ns = strdup(ns && *ns ? ns : "default")))
+        goto out;
+    rc->cat = cat;
+    render_cluster_what(API_KIND_NESTED_CONTROL_PLANE, rc->ns, name, what, sizeof(what));
+    ncp_json = src->get(src->ctx, API_KIND_NESTED_CONTROL_PLANE, rc->ns, name);
+    if (!ncp_json) {
+        api_errors_add(errs, NULL, "%s: does not exist", what);
+        r = -ENOENT;
+        goto out;
+    }
+    r = api_control_plane_from_json(ncp_json, &rc->ncp, &local);
+    merge(errs, &local, what);
+    api_errors_done(&local);
+    if (r < 0)
+        goto out;
+    if (!(rc->ncp_api_version = dup_api_version(ncp_json))) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if ((r = find_capi_cluster(rc, src, ncp_json, what, errs)) < 0 && r != -EINVAL)
+        goto out;
+    /* The cluster name: the Cluster's, as CAPN names every child after it. */
+    label = api_strmap_get(&rc->ncp->meta.labels, CLUSTER_NAME_LABEL);
+    if (rc->capi) {
+        if (label && strcmp(label, rc->capi->meta.name) != 0)
+            api_errors_add(errs, NULL,
+                           "%s: metadata.labels[%s]: \"%s\" is not the name of its Cluster "
+                           "\"%s\"",
+                           what, CLUSTER_NAME_LABEL, label, rc->capi->meta.name);
+        /* What Cluster API would set on the control plane; api_meta_cluster_name() then
+         * agrees with the Cluster everywhere. */
+        else if (!label && api_strmap_set(&rc->ncp->meta.labels, CLUSTER_NAME_LABEL,
+                                          rc->capi->meta.name) < 0)
+            goto oom;
+        rc->name = strdup(rc->capi->meta.name);
+    } else {
+        rc->name = strdup(api_meta_cluster_name(&rc->ncp->meta));
+    }
+    if (!rc->name)
+        goto oom;
+    if ((r = find_nested_cluster(rc, src, errs)) < 0 ||
+        ((r = find_components(rc, src, errs)) < 0 && r != -EINVAL))
+        goto out;
+    /* Defaults. The control plane's version is not defaulted here: components may pick
+     * theirs (resolve_versions). */
+    ac_nodefault.default_version = NULL;
+    if (api_control_plane_default(rc->ncp, rc->capi, &ac_nodefault) < 0 ||
+        default_pods(&rc->ncp->spec.cluster_network) < 0)
+        goto oom;
+    {
+        struct api_control_plane view = *rc->ncp;
+        view.spec.version = NULL; /* replicas only; versions are resolved below */
+        for (int i = 0; i < RENDER_PART__COUNT; i++)
+            if (rc->parts[i].obj && api_component_default(rc->parts[i].obj, &view, &ac) < 0)
+                goto oom;
+    }
+    resolve_versions(rc, vr, errs);
+    for (int i = RENDER_PART_APISERVER; i < RENDER_PART__COUNT; i++)
+        if (rc->parts[i].obj &&
+            api_component_effective_gates(rc->parts[i].obj, rc->ncp, &rc->parts[i].gates) < 0)
+            goto oom;
+    {
+        size_t mark = errs->n;
+        validate(rc, &ac, errs);
+        if (rc->capi) {
+            char cwhat[600];
+            render_cluster_what(API_KIND_CLUSTER, rc->ns, rc->capi->meta.name, cwhat,
+                                sizeof(cwhat));
+            drop_inherited_network_lines(errs, mark, cwhat, what);
+        }
+    }
+    check_against_package(rc, errs);
+    r = api_errors_count(errs) > before ? -EINVAL : 0;
+    goto out;
+oom:
+    r = -ENOMEM;
+out:
+    r = errs_code(errs, r);
+    api_errors_done(&own);
+    if (r == 0 && api_errors_count(errs) > before)
+        r = -EINVAL;
+    if (r < 0) {
+        render_cluster_free(rc);
+        return r;
+    }
+    *ret_rc = rc;
+    return 0;
+}
+
+/* ---- which control plane a component belongs to ---- */
+
+struct owner_match {
+    const cJSON *component;
+    const char *cname, *kind_name, *label;
+    const struct render_source *src;
+    const char *found;
+    int count;
+};
+
+static bool match_owner_ncp(void *ud, const cJSON *ncp)
+{
+    struct owner_match *m = ud;
+    static const char *const refs[] = {"etcd", "apiserver", "controllerManager"};
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(ncp, "spec");
+    const char *name = render_cluster_meta_str(ncp, "name");
+
+    for (size_t i = 0; i < 3 && name; i++) {
+        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(spec, refs[i]);
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(ref, "name"),
+                    *k = cJSON_GetObjectItemCaseSensitive(ref, "kind");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, m->cname) == 0 &&
+            (!cJSON_IsString(k) || strcmp(k->valuestring, m->kind_name) == 0)) {
+            m->found = name;
+            m->count++;
+            return true;
+        }
+    }
+    if (m->label && name) {
+        /* The control plane's cluster name: its Cluster owner, label, or name. */
+        const char *cn = label_of(ncp, CLUSTER_NAME_LABEL);
+        const cJSON *refs_json = cJSON_GetObjectItemCaseSensitive(
+                        cJSON_GetObjectItemCaseSensitive(ncp, "metadata"), "ownerReferences"),
+                    *r;
+        cJSON_ArrayForEach(r, refs_json)
+        {
+            const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind"),
+                        *n = cJSON_GetObjectItemCaseSensitive(r, "name");
+            if (cJSON_IsString(k) && strcmp(k->valuestring, "Cluster") == 0 && cJSON_IsString(n))
+                cn = n->valuestring;
+        }
+        if (!cn)
+            cn = name;
+        if (strcmp(cn, m->label) == 0) {
+            m->found = name;
+            m->count++;
+        }
+    }
+    return true;
+}
+
+int render_cluster_control_plane_of(const struct render_source *src, const cJSON *component,
+                                    char ret_name[static RENDER_CLUSTER_NAME_MAX])
+{
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(component, "metadata"), "ownerReferences"),
+                *r;
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(component, "kind");
+    struct owner_match m = {.component = component, .src = src};
+    const char *ns = render_cluster_meta_str(component, "namespace");
+
+    cJSON_ArrayForEach(r, refs)
+    {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind"),
+                    *n = cJSON_GetObjectItemCaseSensitive(r, "name");
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")) &&
+            cJSON_IsString(k) && strcmp(k->valuestring, "NestedControlPlane") == 0 &&
+            cJSON_IsString(n) && strlen(n->valuestring) < RENDER_CLUSTER_NAME_MAX) {
+            snprintf(ret_name, RENDER_CLUSTER_NAME_MAX, "%s", n->valuestring);
+            return 0;
+        }
+    }
+    m.cname = render_cluster_meta_str(component, "name");
+    m.kind_name = cJSON_IsString(kind) ? kind->valuestring : "";
+    if (!m.cname)
+        return -ENOENT;
+    src->each(src->ctx, API_KIND_NESTED_CONTROL_PLANE, ns ? ns : "default", match_owner_ncp, &m);
+    if (m.count == 0) {
+        m.label = label_of(component, CLUSTER_NAME_LABEL);
+        if (m.label)
+            src->each(src->ctx, API_KIND_NESTED_CONTROL_PLANE, ns ? ns : "default",
+                      match_owner_ncp, &m);
+    }
+    if (m.count != 1 || strlen(m.found) >= RENDER_CLUSTER_NAME_MAX)
+        return -ENOENT;
+    snprintf(ret_name, RENDER_CLUSTER_NAME_MAX, "%s", m.found);
+    return 0;
+}
+
+/* ---- accessors ---- */
+
+const char *render_cluster_name(const struct render_cluster *rc)
+{
+    return rc->name;
+}
+
+const char *render_cluster_namespace(const struct render_cluster *rc)
+{
+    return rc->ns;
+}
+
+const struct api_control_plane *render_cluster_control_plane(const struct render_cluster *rc)
+{
+    return rc->ncp;
+}
+
+const struct api_capi_cluster *render_cluster_capi_cluster(const struct render_cluster *rc)
+{
+    return rc->capi;
+}
+
+const struct api_nested_cluster *render_cluster_nested_cluster(const struct render_cluster *rc)
+{
+    return rc->nc;
+}
+
+const struct api_component *render_cluster_component_object(const struct render_cluster *rc,
+                                                             enum render_part part)
+{
+    return part < RENDER_PART__COUNT ? rc->parts[part].obj : NULL;
+}
+
+const char *render_cluster_missing(const struct render_cluster *rc, enum render_part part)
+{
+    return part < RENDER_PART__COUNT && !rc->parts[part].obj ? rc->parts[part].missing : NULL;
+}
+
+const char *render_cluster_version(const struct render_cluster *rc, enum render_part part)
+{
+    return part < RENDER_PART__COUNT ? rc->parts[part].version : NULL;
+}
+
+const struct api_gates *render_cluster_gates(const struct render_cluster *rc,
+                                             enum render_part part)
+{
+    return part < RENDER_PART__COUNT ? &rc->parts[part].gates : NULL;
+}

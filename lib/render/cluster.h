@@ -1,0 +1,327 @@
+#ifndef NESTCP_RENDER_CLUSTER_H
+#define NESTCP_RENDER_CLUSTER_H
+
+/*
+ * One tenant control plane assembled from its API objects: the one code path that the
+ * controllers and `nestcp render` share (docs/render.md).
+ *
+ *   render_cluster_resolve     NestedControlPlane, its three components, the Cluster API
+ *                              Cluster and NestedCluster -> validated, effective settings
+ *   render_cluster_pki_load    the CA Secrets <c>-ca, <c>-etcd, <c>-proxy, <c>-sa: an existing
+ *                              one is checked and used as it is, a missing one is generated
+ *   render_cluster_certs*      each component's immutable certs Secret <c>-<short>-certs-<hash>:
+ *                              an existing one that is still good, or a new one
+ *   render_cluster_kubeconfig  the admin kubeconfig Secret <c>-kubeconfig
+ *   render_cluster_component   one component's Services and StatefulSet, and its config hash
+ *   render_cluster_all         all of the above in apply order (`nestcp render`)
+ *
+ * Everything is a pure function of the objects a struct render_source hands out, the render
+ * catalog and a clock: given the same Secrets the output is byte-identical, and key generation
+ * is the only randomness. Nothing here does I/O or logs.
+ *
+ * A controller reconciling one component needs only: resolve, pki_load (without generating),
+ * certs (or certs_find when it may not create), component. The NestedControlPlane controller
+ * computes every component's desired {version, config hash} with render_cluster_desired().
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "api/catalog.h"
+#include "api/errors.h"
+#include "api/kinds.h"
+#include "api/types.h"
+#include "lib/render/catalog.h"
+#include "lib/util/err.h"
+
+/* The components of a control plane, in rollout (and apply) order. */
+enum render_part {
+    RENDER_PART_ETCD = 0,
+    RENDER_PART_APISERVER,
+    RENDER_PART_CONTROLLER_MANAGER,
+    RENDER_PART__COUNT
+};
+
+/* Room for any object name (253) plus NUL. */
+#define RENDER_CLUSTER_NAME_MAX 254
+/* A config hash: sha256 in hex, plus NUL. */
+#define RENDER_CLUSTER_HASH_MAX 65
+/* Length of the content hash in a certs Secret's name. */
+#define RENDER_CLUSTER_SECRET_HASH_LEN 10
+/* Default pod networks when neither the NestedControlPlane nor the Cluster gives one. */
+#define RENDER_CLUSTER_DEFAULT_POD_CIDR "10.244.0.0/16"
+#define RENDER_CLUSTER_FALLBACK_POD_CIDR "192.168.0.0/16" /* when the default overlaps services */
+#define RENDER_CLUSTER_DEFAULT_POD_CIDR6 "fd00:10:244::/56"
+
+/* Labels on the Secrets this module builds. */
+#define RENDER_CLUSTER_COMPONENT_LABEL "nestcp.x-k8s.io/component"
+
+/* "etcd", "kube-apiserver", "kube-controller-manager". */
+const char *render_part_component(enum render_part part);
+/* "etcd", "apiserver", "controller-manager" (object names, the component label). */
+const char *render_part_short(enum render_part part);
+/* API_KIND_NESTED_ETCD, _APISERVER, _CONTROLLER_MANAGER. */
+enum api_kind render_part_kind(enum render_part part);
+
+/* ---- where objects come from ---- */
+
+/* Return false to stop an iteration. Objects are borrowed. */
+typedef bool (*render_source_fn)(void *userdata, const cJSON *obj);
+
+/*
+ * A read-only view of the objects of the management cluster: the informer caches for the
+ * controllers, the input documents for `nestcp render`. Objects are borrowed and must not
+ * change while a function of this module runs.
+ */
+struct render_source {
+    void *ctx;
+    /* The object of kind (a nestcp kind or API_KIND_CLUSTER) at ns/name, or NULL. */
+    const cJSON *(*get)(void *ctx, enum api_kind kind, const char *ns, const char *name);
+    /* Calls fn with every object of kind in ns until fn returns false. */
+    void (*each)(void *ctx, enum api_kind kind, const char *ns, render_source_fn fn,
+                 void *userdata);
+    /* The same for core/v1 Secrets. */
+    const cJSON *(*get_secret)(void *ctx, const char *ns, const char *name);
+    void (*each_secret)(void *ctx, const char *ns, render_source_fn fn, void *userdata);
+};
+
+/* A source over a JSON array of objects (borrowed; it must outlive the source). Objects are
+ * told apart by apiVersion and kind; an object without metadata.namespace is in "default". */
+void render_source_from_objects(const cJSON *objects, struct render_source *ret_src);
+
+/* ---- resolution ---- */
+
+struct render_cluster;
+
+/*
+ * Resolves the NestedControlPlane ns/name and everything it is assembled from:
+ *
+ * - its components: those its spec.etcd / spec.apiserver / spec.controllerManager name in its
+ *   namespace (CAPN's shape); for a reference that is not set, the one component of that kind
+ *   in the namespace whose controller ownerReference is this control plane or whose label
+ *   cluster.x-k8s.io/cluster-name is the cluster name (standalone). A missing component is
+ *   not an error here (see render_cluster_missing);
+ * - the Cluster API Cluster: the one named by the control plane's ownerReference (it must
+ *   exist: -ENOENT), else one in the namespace whose spec.controlPlaneRef names this control
+ *   plane, else none; its NestedCluster through spec.infrastructureRef;
+ * - the cluster name: the Cluster's name when there is one (as CAPN names every child after
+ *   the Cluster), else the label cluster.x-k8s.io/cluster-name, else the control plane's name;
+ * - defaults: network from the NestedControlPlane, else the Cluster, else services
+ *   10.96.0.0/12, pods RENDER_CLUSTER_DEFAULT_POD_CIDR (RENDER_CLUSTER_FALLBACK_POD_CIDR when
+ *   that overlaps a service block; plus RENDER_CLUSTER_DEFAULT_POD_CIDR6 for IPv6 services),
+ *   serviceDomain cluster.local; endpoint from the control plane, else the Cluster, else
+ *   <c>-apiserver.<ns>.svc:6443;
+ * - versions: kube-apiserver runs the control plane's spec.version, else its own
+ *   spec.version, else its spec.channel's, else the "stable" channel's; the controller manager
+ *   likewise, falling back to the API server's version; with no spec.version on the control
+ *   plane, a controller manager may not be newer than the API server nor more than one minor
+ *   older. etcd runs its spec.version, else its channel's, else the version the Kubernetes
+ *   package names (package.yaml `etcd`), and never older than that;
+ * - feature gates: the control plane's, overridden gate by gate by the component's; checked
+ *   against the package (unknown or locked gates are errors), as are extraArgs flags.
+ *
+ * Every problem is appended to errs (which may be NULL) as one line naming the object and the
+ * field, e.g.
+ *   NestedControlPlane default/c: spec.clusterNetwork.services.cidrBlocks[0]: "10.96.0.0/33"
+ *   is not a valid CIDR
+ * Returns 0 with *ret_rc (free with render_cluster_free), -EINVAL (invalid objects), -ENOENT
+ * (the control plane or its owner Cluster does not exist), -ENOMEM.
+ */
+int render_cluster_resolve(const struct render_catalog *cat, const struct render_source *src,
+                           const char *ns, const char *name, struct render_cluster **ret_rc,
+                           struct api_errors *errs);
+void render_cluster_free(struct render_cluster *rc);
+
+/* The name of the NestedControlPlane a component object belongs to: its controller
+ * ownerReference of kind NestedControlPlane, else the control plane in its namespace whose
+ * spec reference names it, else the one whose cluster name equals the component's label
+ * cluster.x-k8s.io/cluster-name. Returns 0, -ENOENT. */
+int render_cluster_control_plane_of(const struct render_source *src, const cJSON *component,
+                                    char ret_name[static RENDER_CLUSTER_NAME_MAX]);
+
+/* A validation catalog over the render catalog (borrowed; it must outlive the result):
+ * Kubernetes versions with both a kube-apiserver and a kube-controller-manager package, etcd
+ * versions with an etcd package, feature gates of the kube-apiserver package of that minor
+ * (true for a version without a package, which is reported on its own), the etcd version the
+ * kube-apiserver package names, and the stable channel's kube-apiserver version. */
+struct api_catalog render_cluster_api_catalog(const struct render_catalog *cat);
+
+/* Accessors; everything is borrowed from rc. */
+const char *render_cluster_name(const struct render_cluster *rc);
+const char *render_cluster_namespace(const struct render_cluster *rc);
+/* Parsed and defaulted (network, endpoint, certificates). */
+const struct api_control_plane *render_cluster_control_plane(const struct render_cluster *rc);
+const struct api_capi_cluster *render_cluster_capi_cluster(const struct render_cluster *rc);
+const struct api_nested_cluster *render_cluster_nested_cluster(const struct render_cluster *rc);
+/* The component object, parsed and defaulted; NULL when it does not exist (yet). */
+const struct api_component *render_cluster_component_object(const struct render_cluster *rc,
+                                                             enum render_part part);
+/* Why a component is missing ("spec.etcd.name: NestedEtcd default/x does not exist"), or NULL
+ * when it is there. */
+const char *render_cluster_missing(const struct render_cluster *rc, enum render_part part);
+/* The version a component runs ("1.20.2", "3.4.13"); never NULL after a successful resolve. */
+const char *render_cluster_version(const struct render_cluster *rc, enum render_part part);
+/* The gates a component runs with (empty for etcd). */
+const struct api_gates *render_cluster_gates(const struct render_cluster *rc,
+                                             enum render_part part);
+
+/* ---- CAs ---- */
+
+struct render_cluster_pki;
+
+/*
+ * Loads the four CA Secrets of the cluster from src. A Secret that exists is used as it is,
+ * never regenerated, after checking it (tls.crt and tls.key present and parse, the key
+ * matches, a CA that may sign, valid at now; for <c>-sa a key and its public half); each bad
+ * one is a line in errs naming the Secret and key ("Secret default/c-ca: tls.key does not
+ * match tls.crt"). A missing one is generated with spec.certificates' algorithm and validity
+ * when generate_missing is set (render_cluster_pki_created lists the new Secrets), else the
+ * call fails with -ENOENT. now is seconds since the epoch (0: the wall clock); every
+ * certificate later issued through this pki uses it.
+ *
+ * Generated Secrets are type cluster.x-k8s.io/secret, labelled with the cluster name, and
+ * owned (controller) by the NestedControlPlane when its uid is known.
+ *
+ * Returns 0 with *ret_pki (free with render_cluster_pki_free; it borrows from rc, free it
+ * first), -EINVAL, -ENOENT, -ENOMEM.
+ */
+int render_cluster_pki_load(const struct render_cluster *rc, const struct render_source *src,
+                            int64_t now, bool generate_missing, struct render_cluster_pki **ret_pki,
+                            struct api_errors *errs);
+void render_cluster_pki_free(struct render_cluster_pki *pki);
+
+/* The CA Secrets generated by render_cluster_pki_load, in the order ca, etcd, proxy, sa (a
+ * JSON array, borrowed; empty when all existed). */
+const cJSON *render_cluster_pki_created(const struct render_cluster_pki *pki);
+
+/* The time the pki works at (seconds since the epoch). */
+int64_t render_cluster_pki_now(const struct render_cluster_pki *pki);
+
+/* ---- each component's certs Secret ---- */
+
+/*
+ * A component mounts one immutable Secret <c>-<short>-certs-<hash of its data>, type Opaque,
+ * labelled cluster.x-k8s.io/cluster-name and nestcp.x-k8s.io/component, owned (controller) by
+ * the component object when its uid is known. Keys (docs/render.md):
+ *   etcd:               ca.crt, <c>-etcd-<i>-server.{crt,key}, <c>-etcd-<i>-peer.{crt,key} for
+ *                       each member i, healthcheck-client.{crt,key}
+ *   kube-apiserver:     ca.crt, etcd-ca.crt, front-proxy-ca.crt, apiserver.{crt,key},
+ *                       apiserver-etcd-client.{crt,key}, apiserver-kubelet-client.{crt,key},
+ *                       front-proxy-client.{crt,key}, sa.pub, sa.key
+ *   controller-manager: controller-manager.conf (kubeconfig, client CN
+ *                       system:kube-controller-manager, server https://<c>-apiserver.<ns>.svc:6443),
+ *                       ca.crt, ca.key, front-proxy-ca.crt, sa.key
+ *
+ * An existing certs Secret is still good when every key is present, every certificate is
+ * signed by the current CA, matches what is needed now (subject, SANs - e.g. a new etcd member
+ * after a scale-up - usages, algorithm) with more than spec.certificates.renewBeforeDays left,
+ * every key matches its certificate, and every copied CA certificate or key equals the current
+ * one.
+ */
+
+/* Finds a good certs Secret of part among the Secrets of src in the cluster's namespace that
+ * carry its labels: prefer (the one the live StatefulSet mounts, see
+ * render_cluster_certs_mounted; may be NULL) when it is good, else the newest good one
+ * (creationTimestamp, then name). Cheap: no key is generated. Returns 0 with its name, -ENOENT
+ * (none is good; e says why for the best candidate), -ENOMEM. */
+int render_cluster_certs_find(const struct render_cluster *rc,
+                              const struct render_cluster_pki *pki,
+                              const struct render_source *src, enum render_part part,
+                              const char *prefer, char ret_name[static RENDER_CLUSTER_NAME_MAX],
+                              struct err *e);
+
+/* Builds a new certs Secret of part, reusing every certificate and key of the best existing
+ * one (prefer, else the newest) that is still good and generating the rest. The component
+ * object must exist. Returns 0 with *ret_secret (caller frees), -ENOENT (no such component),
+ * -EINVAL, -ENOMEM. */
+int render_cluster_certs_issue(const struct render_cluster *rc,
+                               const struct render_cluster_pki *pki,
+                               const struct render_source *src, enum render_part part,
+                               const char *prefer, cJSON **ret_secret, struct err *e);
+
+/* render_cluster_certs_find, else render_cluster_certs_issue: ret_name is the Secret to mount,
+ * *ret_secret the new Secret to create or NULL when an existing one is kept. */
+int render_cluster_certs(const struct render_cluster *rc, const struct render_cluster_pki *pki,
+                         const struct render_source *src, enum render_part part,
+                         const char *prefer, cJSON **ret_secret,
+                         char ret_name[static RENDER_CLUSTER_NAME_MAX], struct err *e);
+
+/* The name of the certs Secret a rendered or live StatefulSet mounts (its volume "certs"), or
+ * NULL. Borrowed from statefulset. */
+const char *render_cluster_certs_mounted(const cJSON *statefulset);
+
+/* ---- the admin kubeconfig ---- */
+
+/*
+ * The Secret <c>-kubeconfig (key `value`, type cluster.x-k8s.io/secret, Cluster API's shape):
+ * a kubeconfig for https://<controlPlaneEndpoint> (the control plane's, else the Cluster's,
+ * else <c>-apiserver.<ns>.svc:6443) with a client certificate CN kubernetes-admin,
+ * O system:masters, owned (controller) by the NestedControlPlane when its uid is known. Sets
+ * *ret_secret to NULL when the existing one is still good (same server and CA, client
+ * certificate signed by the current CA with more than renewBeforeDays left), else to a new
+ * Secret to create or replace it with (caller frees). Returns 0, -EINVAL, -ENOMEM.
+ */
+int render_cluster_kubeconfig(const struct render_cluster *rc, const struct render_cluster_pki *pki,
+                              const struct render_source *src, cJSON **ret_secret, struct err *e);
+
+/* ---- rendering ---- */
+
+/* The values document render_component() gets for part (lib/render/render.h), mounting the
+ * certs Secret certs_name. Returns 0 with *ret_values (caller frees), -ENOENT (the component,
+ * or for kube-apiserver the NestedEtcd, does not exist), -ENOMEM. */
+int render_cluster_values(const struct render_cluster *rc, enum render_part part,
+                          const char *certs_name, cJSON **ret_values, struct err *e);
+
+/*
+ * Renders one component: its Services and StatefulSet in apply order, with a controller owner
+ * reference to the component object (when its uid is known), the cluster labels, and the
+ * config hash annotations. ret_hash (may be NULL) receives the component's config hash: the
+ * StatefulSet pod template's annotation nestcp.x-k8s.io/config-hash, a sha256 of the pod
+ * template and the certs Secret name. It covers version, image, flags, feature gates, CIDRs,
+ * extraArgs, resources, patches and the certs Secret, but not replicas (except for etcd,
+ * whose member list is in its flags). This is the hash the controllers compare with the live
+ * StatefulSet's pod template annotation and keep in status.rollout.
+ *
+ * Errors name the object and field ("NestedAPIServer default/c-apiserver: spec.patches[0]:
+ * matches no object (kind StatefulSet, name x)"). Returns 0 with *ret_objects (caller frees),
+ * -EINVAL, -ENOENT, -ENOMEM.
+ */
+int render_cluster_component(const struct render_catalog *cat, const struct render_cluster *rc,
+                             enum render_part part, const char *certs_name, cJSON **ret_objects,
+                             char ret_hash[RENDER_CLUSTER_HASH_MAX], struct err *e);
+
+/* The config hash of rendered objects (the first StatefulSet's pod template annotation), or
+ * NULL. Borrowed. */
+const char *render_cluster_config_hash(const cJSON *objects);
+
+/* What the NestedControlPlane controller keeps as each component's target: the version and
+ * config hash the component would render with the certs Secret it has now. known is false
+ * when the component does not exist or has no good certs Secret yet (its controller will
+ * issue one). Never generates keys. */
+struct render_cluster_desired {
+    bool known;
+    char version[RENDER_VERSION_MAX];
+    char config_hash[RENDER_CLUSTER_HASH_MAX];
+    char certs_name[RENDER_CLUSTER_NAME_MAX];
+};
+int render_cluster_desired(const struct render_catalog *cat, const struct render_cluster *rc,
+                           const struct render_cluster_pki *pki, const struct render_source *src,
+                           enum render_part part, const char *prefer,
+                           struct render_cluster_desired *ret, struct err *e);
+
+/*
+ * Everything the controllers would create or update for the cluster, in apply order: CA
+ * Secrets that do not exist yet, certs Secrets that are new, the kubeconfig Secret when new or
+ * due, then per component in rollout order (etcd, kube-apiserver, kube-controller-manager) its
+ * Services and StatefulSet. Existing Secrets in src that are still good are reused, not
+ * repeated. Every problem goes to errs; on failure nothing is returned. now: seconds since
+ * the epoch, 0 for the wall clock. Returns 0 with *ret_objects (caller frees), -EINVAL,
+ * -ENOENT (a component is missing), -ENOMEM.
+ */
+int render_cluster_all(const struct render_catalog *cat, const struct render_cluster *rc,
+                       const struct render_source *src, int64_t now, cJSON **ret_objects,
+                       struct api_errors *errs);
+
+#endif

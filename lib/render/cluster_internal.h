@@ -1,0 +1,40 @@
+#ifndef NESTCP_RENDER_CLUSTER_INTERNAL_H
+#define NESTCP_RENDER_CLUSTER_INTERNAL_H
+
+/* What lib/render/cluster*.c share; not for other modules. */
+
+#include "lib/render/cluster.h"
+
+struct render_cluster_part {
+    struct api_component *obj; /* NULL when missing */
+    char *api_version;         /* of the object as read (for owner references) */
+    char *missing;             /* why obj is NULL */
+    char version[RENDER_VERSION_MAX];
+    const struct render_package *pkg;
+    struct api_gates gates; /* effective */
+};
+
+struct render_cluster {
+    const struct render_catalog *cat;
+    char *name; /* cluster name */
+    char *ns;
+    struct api_control_plane *ncp;
+    char *ncp_api_version;
+    struct api_capi_cluster *capi;
+    struct api_nested_cluster *nc;
+    struct render_cluster_part parts[RENDER_PART__COUNT];
+};
+
+/* "<Kind> <ns>/<name>" for messages. */
+void render_cluster_what(enum api_kind kind, const char *ns, const char *name, char *out,
+                         size_t size);
+
+/* Adds {apiVersion, kind, name, uid, controller, blockOwnerDeletion} to obj's
+ * metadata.ownerReferences when uid is known. Returns 0 or -ENOMEM. */
+int render_cluster_set_owner(cJSON *obj, const char *api_version, enum api_kind kind,
+                             const struct api_meta *meta);
+
+/* metadata.<field> of obj as a string, or NULL. */
+const char *render_cluster_meta_str(const cJSON *obj, const char *field);
+
+#endif
