@@ -1,0 +1,499 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <ev.h>
+
+#include "controllers/httpserver.h"
+#include "controllers/runtime.h"
+#include "lib/util/buf.h"
+#include "lib/util/strutil.h"
+#include "test/support/kube_testenv.h"
+
+/*
+ * The runtime in this process against the real super cluster, with a tiny controller whose
+ * primary is NestedControlPlane. For each one it applies a headless Service it controls (so the
+ * shared Services cache maps changes back to it) and a ConfigMap naming the manager that wrote
+ * it, then sets status.phase with an update at the cached resourceVersion, recording an Event.
+ */
+
+#define NCP_API_VERSION "controlplane.cluster.x-k8s.io/v1beta1"
+
+struct tiny {
+    struct manager *m;
+    struct kube_client *client;
+    struct httpserver *http;
+    const char *identity;
+    int reconciles;
+    bool conflict_once; /* the next status update uses a stale resourceVersion */
+};
+
+static struct kt t;
+/* Managers still running, freed by the test teardown when an assertion ended a test early. */
+static struct tiny *live[4];
+
+static cJSON *owned(const char *kind, const char *ns, const char *name, const cJSON *owner)
+{
+    cJSON *o = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(o, "metadata");
+    cJSON *refs = cJSON_AddArrayToObject(meta, "ownerReferences"), *ref = cJSON_CreateObject();
+    cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
+
+    cJSON_AddStringToObject(o, "apiVersion", "v1");
+    cJSON_AddStringToObject(o, "kind", kind);
+    cJSON_AddStringToObject(meta, "name", name);
+    cJSON_AddStringToObject(meta, "namespace", ns);
+    cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "nestcp");
+    cJSON_AddStringToObject(ref, "apiVersion", NCP_API_VERSION);
+    cJSON_AddStringToObject(ref, "kind", "NestedControlPlane");
+    cJSON_AddStringToObject(ref, "name", kube_obj_name(owner));
+    cJSON_AddStringToObject(ref, "uid", kube_obj_uid(owner));
+    cJSON_AddBoolToObject(ref, "controller", true);
+    cJSON_AddItemToArray(refs, ref);
+    return o;
+}
+
+static int tiny_reconcile(void *ctx, const struct cache_view *view, const char *ns,
+                          const char *name, struct plan *plan, struct err *e)
+{
+    struct tiny *ti = ctx;
+    const cJSON *ncp = kube_store_get(view->control_planes, ns, name);
+    const cJSON *phase;
+    char child[256];
+    cJSON *svc, *spec, *ports, *port, *cm, *status;
+
+    ti->reconciles++;
+    if (!ncp)
+        return 0;
+    snprintf(child, sizeof(child), "%s-svc", name);
+    svc = owned("Service", ns, child, ncp);
+    spec = cJSON_AddObjectToObject(svc, "spec");
+    cJSON_AddStringToObject(spec, "clusterIP", "None");
+    ports = cJSON_AddArrayToObject(spec, "ports");
+    port = cJSON_CreateObject();
+    cJSON_AddStringToObject(port, "name", "http");
+    /* Server-side apply in 1.20 needs the list-map key spelled out. */
+    cJSON_AddStringToObject(port, "protocol", "TCP");
+    cJSON_AddNumberToObject(port, "port", 80);
+    cJSON_AddItemToArray(ports, port);
+    if (plan_apply(plan, &KUBE_SERVICES, svc, "Service %s/%s: desired", ns, child) < 0)
+        return err_set(e, -ENOMEM, "out of memory");
+    snprintf(child, sizeof(child), "%s-cm", name);
+    cm = owned("ConfigMap", ns, child, ncp);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(cm, "data"), "writer", ti->identity);
+    if (plan_apply(plan, &KUBE_CONFIGMAPS, cm, "ConfigMap %s/%s: desired", ns, child) < 0)
+        return err_set(e, -ENOMEM, "out of memory");
+    phase = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ncp, "status"),
+                                             "phase");
+    if (cJSON_IsString(phase) && strcmp(phase->valuestring, "Reconciled") == 0)
+        return 0;
+    status = cJSON_Duplicate(ncp, true);
+    cJSON_DeleteItemFromObjectCaseSensitive(status, "status");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(status, "status"), "phase", "Reconciled");
+    if (ti->conflict_once) {
+        ti->conflict_once = false;
+        cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(status, "metadata"),
+                                               "resourceVersion", cJSON_CreateString("1"));
+    }
+    if (plan_update_status(plan, &NESTCP_CONTROL_PLANES, status, "status: phase Reconciled") < 0 ||
+        plan_event(plan, KUBE_EVENT_NORMAL, "Reconciled", "children applied by %s",
+                   ti->identity) < 0)
+        return err_set(e, -ENOMEM, "out of memory");
+    return 0;
+}
+
+static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool http)
+{
+    struct manager_opts o = extra ? *extra : (struct manager_opts){0};
+    struct controller_def def = {
+        .name = "tiny", .primary = &NESTCP_CONTROL_PLANES, .reconcile = tiny_reconcile, .ctx = ti};
+    struct httpserver_opts ho = {.metrics_address = "127.0.0.1:0",
+                                 .health_address = "127.0.0.1:0"};
+    struct err e;
+
+    o.namespace_ = t.ns;
+    for (int i = 0; i < 4; i++) {
+        if (!live[i]) {
+            live[i] = ti;
+            break;
+        }
+    }
+    ti->client = kt_client(&t);
+    assert_int_equal(manager_new(t.loop, ti->client, &o, &ti->m, &e), 0);
+    assert_int_equal(manager_add_controller(ti->m, &def, &e), 0);
+    if (http)
+        assert_int_equal(httpserver_start(t.loop, ti->m, &ho, &ti->http, &e), 0);
+    assert_int_equal(manager_start(ti->m, &e), 0);
+}
+
+static void tiny_free(struct tiny *ti)
+{
+    for (int i = 0; i < 4; i++)
+        if (live[i] == ti)
+            live[i] = NULL;
+    httpserver_free(ti->http);
+    manager_free(ti->m);
+    kube_client_free(ti->client);
+    memset(ti, 0, sizeof(*ti));
+}
+
+/* GET path from the manager's endpoint on loopback while the loop runs; returns the status
+ * line and body, or "" on timeout. */
+static char *http_get(struct tiny *ti, const char *path)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)httpserver_metrics_port(ti->http))};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    double end = time_mono() + 10;
+    struct buf b = BUF_INIT;
+    char req[256], chunk[4096];
+    int n;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+    assert_int_equal(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+    buf_puts(&b, "");
+    while (time_mono() < end) {
+        ssize_t got = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+        if (got == 0)
+            break;
+        if (got > 0) {
+            buf_append(&b, chunk, (size_t)got);
+            continue;
+        }
+        ev_run(t.loop, EVRUN_NOWAIT);
+        usleep(1000);
+    }
+    close(fd);
+    return buf_steal(&b);
+}
+
+/* The value of the sample `line_prefix <value>` in a scrape, or -1. */
+static double sample(const char *scrape, const char *line_prefix)
+{
+    size_t n = strlen(line_prefix);
+
+    for (const char *p = scrape; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, line_prefix, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
+}
+
+static void create_ncp(const char *name)
+{
+    char json[512];
+    cJSON *o;
+
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"" NCP_API_VERSION "\",\"kind\":\"NestedControlPlane\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{}}",
+             name, t.ns);
+    o = kt_obj(json);
+    assert_int_equal(kt_sync(&t,
+                             &(struct kube_request){.verb = KUBE_CREATE,
+                                                    .resource = &NESTCP_CONTROL_PLANES,
+                                                    .body = o},
+                             NULL),
+                     0);
+    cJSON_Delete(o);
+}
+
+static cJSON *get(const struct kube_resource *res, const char *name)
+{
+    cJSON *body = NULL;
+
+    if (kt_sync(&t, &(struct kube_request){.verb = KUBE_GET, .resource = res, .namespace_ = t.ns,
+                                           .name = name},
+                &body) < 0)
+        return NULL;
+    return body;
+}
+
+struct expect {
+    const struct kube_resource *res;
+    const char *name;
+    const char *path[3]; /* nested fields */
+    const char *value;   /* NULL: exists */
+};
+
+static bool has_value(void *arg)
+{
+    const struct expect *x = arg;
+    cJSON *o = get(x->res, x->name);
+    const cJSON *v = o;
+    bool ok;
+
+    for (int i = 0; v && i < 3 && x->path[i]; i++)
+        v = cJSON_GetObjectItemCaseSensitive(v, x->path[i]);
+    ok = o && (!x->value || (cJSON_IsString(v) && strcmp(v->valuestring, x->value) == 0));
+    cJSON_Delete(o);
+    return ok;
+}
+
+struct event_query {
+    const char *object, *reason;
+};
+
+static bool event_exists(void *arg)
+{
+    const struct event_query *q = arg;
+    char selector[256];
+    cJSON *list = NULL, *it;
+    bool found = false;
+
+    snprintf(selector, sizeof(selector), "involvedObject.name=%s,reason=%s", q->object, q->reason);
+    if (kt_sync(&t, &(struct kube_request){.verb = KUBE_LIST, .resource = &KUBE_EVENTS,
+                                           .namespace_ = t.ns, .field_selector = selector},
+                &list) < 0)
+        return false;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
+    {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(it, "involvedObject"), "kind");
+        found = found || (cJSON_IsString(kind) && strcmp(kind->valuestring, "NestedControlPlane") == 0);
+    }
+    cJSON_Delete(list);
+    return found;
+}
+
+static bool synced(void *arg)
+{
+    return manager_synced(arg);
+}
+
+static void install_crds(void)
+{
+    const char *src = getenv("NESTCP_SOURCE_DIR");
+    char cmd[1024];
+    double end = time_mono() + 60;
+
+    assert_non_null(src);
+    snprintf(cmd, sizeof(cmd),
+             "kubectl apply -f '%s/config/crd/bases' >/dev/null && kubectl wait --for "
+             "condition=established --timeout=60s "
+             "crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io >/dev/null",
+             src);
+    assert_int_equal(system(cmd), 0);
+    /* Discovery follows Established by a moment: wait until the resource lists. */
+    while (kt_sync(&t, &(struct kube_request){.verb = KUBE_LIST,
+                                              .resource = &NESTCP_CONTROL_PLANES,
+                                              .namespace_ = t.ns, .limit = 1},
+                   NULL) < 0) {
+        assert_true(time_mono() < end);
+        usleep(200000);
+    }
+}
+
+static int group_setup(void **state)
+{
+    kt_setup(&t, "runtime");
+    install_crds();
+    return 0;
+}
+
+static int test_teardown(void **state)
+{
+    for (int i = 0; i < 4; i++)
+        if (live[i])
+            tiny_free(live[i]);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    kt_teardown(&t);
+    return 0;
+}
+
+static void test_runtime__plans_land_and_events_appear(void **state)
+{
+    struct tiny ti = {.identity = "tiny-a"};
+    struct expect cm = {&KUBE_CONFIGMAPS, "a-cm", {"data", "writer"}, "tiny-a"};
+    struct expect phase = {&NESTCP_CONTROL_PLANES, "a", {"status", "phase"}, "Reconciled"};
+    struct expect svc = {&KUBE_SERVICES, "a-svc", {NULL}, NULL};
+    struct event_query ev = {"a", "Reconciled"};
+    char *r, *scrape;
+    cJSON *old;
+    char old_uid[64];
+
+    tiny_start(&ti, NULL, true);
+    /* Nothing has been listed yet: not ready, but live. */
+    r = http_get(&ti, "/readyz");
+    assert_true(str_has_prefix(r, "HTTP/1.1 503"));
+    free(r);
+    r = http_get(&ti, "/healthz");
+    assert_true(str_has_prefix(r, "HTTP/1.1 200"));
+    free(r);
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    r = http_get(&ti, "/readyz");
+    assert_true(str_has_prefix(r, "HTTP/1.1 200"));
+    free(r);
+
+    create_ncp("a");
+    assert_true(kt_wait(&t, has_value, &cm, 20));
+    assert_true(kt_wait(&t, has_value, &phase, 20));
+    assert_true(kt_wait(&t, has_value, &svc, 20));
+    assert_true(kt_wait(&t, event_exists, &ev, 20));
+
+    /* Deleting an owned Service: its change maps to the owner, which recreates it. */
+    old = get(&KUBE_SERVICES, "a-svc");
+    snprintf(old_uid, sizeof(old_uid), "%s", kube_obj_uid(old));
+    cJSON_Delete(old);
+    assert_int_equal(kt_sync(&t, &(struct kube_request){.verb = KUBE_DELETE,
+                                                        .resource = &KUBE_SERVICES,
+                                                        .namespace_ = t.ns, .name = "a-svc"},
+                             NULL),
+                     0);
+    for (double end = time_mono() + 20;; kt_run_for(&t, 0.2)) {
+        cJSON *now = get(&KUBE_SERVICES, "a-svc");
+        bool recreated = now && strcmp(kube_obj_uid(now), old_uid) != 0;
+        cJSON_Delete(now);
+        if (recreated)
+            break;
+        assert_true(time_mono() < end);
+    }
+
+    scrape = http_get(&ti, "/metrics");
+    assert_true(str_has_prefix(scrape, "HTTP/1.1 200"));
+    assert_non_null(strstr(scrape, "Content-Type: text/plain; version=0.0.4"));
+    assert_true(sample(scrape, "controller_runtime_reconcile_total{controller=\"tiny\","
+                               "result=\"success\"}") >= 2);
+    assert_true(sample(scrape, "nestcp_api_requests_total{verb=\"apply\",code=\"200\"}") >= 3);
+    assert_true(sample(scrape, "nestcp_api_requests_total{verb=\"update\",code=\"200\"}") >= 1);
+    assert_true(sample(scrape, "workqueue_adds_total{name=\"tiny\"}") >= 2);
+    assert_true(sample(scrape, "nestcp_informer_synced{resource=\"services\"}") == 1);
+    assert_true(sample(scrape, "nestcp_informer_objects{resource=\"nestedcontrolplanes\"}") == 1);
+    assert_true(sample(scrape, "nestcp_events_total{result=\"created\"}") >= 1);
+    assert_true(sample(scrape, "leader_election_master_status{name=\"nestcp-manager\"}") == 1);
+    free(scrape);
+    tiny_free(&ti);
+}
+
+static void test_runtime__conflict_is_retried(void **state)
+{
+    struct tiny ti = {.identity = "tiny-b", .conflict_once = true};
+    struct expect phase = {&NESTCP_CONTROL_PLANES, "b", {"status", "phase"}, "Reconciled"};
+    char *scrape;
+
+    tiny_start(&ti, NULL, true);
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    create_ncp("b");
+    assert_true(kt_wait(&t, has_value, &phase, 20));
+    assert_false(ti.conflict_once);
+    scrape = http_get(&ti, "/metrics");
+    assert_true(sample(scrape, "nestcp_api_requests_total{verb=\"update\",code=\"409\"}") == 1);
+    assert_true(sample(scrape, "controller_runtime_reconcile_total{controller=\"tiny\","
+                               "result=\"requeue\"}") == 1);
+    assert_true(sample(scrape, "controller_runtime_reconcile_errors_total{controller=\"tiny\"}") <=
+                0);
+    free(scrape);
+    tiny_free(&ti);
+}
+
+static void stopped(void *userdata)
+{
+    *(bool *)userdata = true;
+}
+
+static void test_runtime__stop_is_quick_when_idle(void **state)
+{
+    struct tiny ti = {.identity = "tiny-c"};
+    bool done = false;
+    double t0;
+
+    tiny_start(&ti, NULL, false);
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    kt_run_for(&t, 0.5);
+    t0 = time_mono();
+    assert_int_equal(manager_stop(ti.m, stopped, &done), 0);
+    assert_true(kt_run_until(&t, &done, 5));
+    printf("stop took %.3f s\n", time_mono() - t0);
+    assert_true(time_mono() - t0 < 1.0);
+    tiny_free(&ti);
+}
+
+#define LEASE_S 4.0
+#define RENEW_S 2.0
+#define RETRY_S 0.5
+#define SLACK_S 2.5
+
+static bool one_leads(void *arg)
+{
+    struct tiny *pair = arg;
+
+    return manager_processing(pair[0].m) || manager_processing(pair[1].m);
+}
+
+static bool other_leads(void *arg)
+{
+    return manager_processing(arg);
+}
+
+static void test_runtime__only_the_leader_reconciles_and_a_standby_takes_over(void **state)
+{
+    struct tiny pair[2] = {{.identity = "tiny-one"}, {.identity = "tiny-two"}};
+    struct manager_opts o = {.leader_elect = true,
+                             .leader_election_namespace = t.ns,
+                             .leader_election_id = "runtime-test",
+                             .lease_duration = LEASE_S,
+                             .renew_deadline = RENEW_S,
+                             .retry_period = RETRY_S};
+    struct expect cm = {&KUBE_CONFIGMAPS, "d-cm", {"data", "writer"}, NULL};
+    int leader, standby;
+    double t0, took;
+
+    create_ncp("d");
+    tiny_start(&pair[0], &o, false);
+    tiny_start(&pair[1], &o, false);
+    assert_true(kt_wait(&t, synced, pair[0].m, 30));
+    assert_true(kt_wait(&t, synced, pair[1].m, 30));
+    assert_true(kt_wait(&t, one_leads, pair, 15));
+    leader = manager_processing(pair[0].m) ? 0 : 1;
+    standby = 1 - leader;
+    cm.value = pair[leader].identity;
+    assert_true(kt_wait(&t, has_value, &cm, 20));
+    /* A standby is warm (synced) but reconciles nothing. */
+    kt_run_for(&t, 2 * RETRY_S);
+    assert_true(manager_synced(pair[standby].m));
+    assert_false(manager_processing(pair[standby].m));
+    assert_int_equal(pair[standby].reconciles, 0);
+    assert_true(pair[leader].reconciles >= 1);
+
+    /* The leader vanishes without releasing the Lease (as after kill -9). */
+    tiny_free(&pair[leader]);
+    t0 = time_mono();
+    assert_true(kt_wait(&t, other_leads, pair[standby].m, LEASE_S + RETRY_S + SLACK_S + 2));
+    took = time_mono() - t0;
+    printf("standby took over after %.2f s (lease %.0f s + retry %.1f s)\n", took, LEASE_S,
+           RETRY_S);
+    assert_true(took <= LEASE_S + RETRY_S + SLACK_S);
+    cm.value = pair[standby].identity;
+    assert_true(kt_wait(&t, has_value, &cm, 20));
+    assert_true(pair[standby].reconciles >= 1);
+    tiny_free(&pair[standby]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_runtime__plans_land_and_events_appear, test_teardown),
+        cmocka_unit_test_teardown(test_runtime__conflict_is_retried, test_teardown),
+        cmocka_unit_test_teardown(test_runtime__stop_is_quick_when_idle, test_teardown),
+        cmocka_unit_test_teardown(test_runtime__only_the_leader_reconciles_and_a_standby_takes_over,
+                                  test_teardown),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
