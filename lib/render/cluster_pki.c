@@ -386,7 +386,7 @@ static int check_piece(const struct render_cluster_pki *pki, const struct piece 
     free_secret_text(a);
     free_secret_text(b);
     if (r < 0)
-        err_prefix(e, "%s: ", p->key);
+        err_prefix(e, "%s%s: ", p->key, p->kind == P_LEAF ? ".crt" : "");
     return r;
 }
 

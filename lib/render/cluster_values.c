@@ -254,11 +254,29 @@ int render_cluster_all(const struct render_catalog *cat, const struct render_clu
         r = -ENOMEM;
         goto out;
     }
+    /* First every problem that needs no key: missing components, patches, templates. A
+     * placeholder stands in for the certs Secret; nothing is generated for a bad input. */
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        cJSON *objs = NULL;
         if (!rc->parts[i].obj) {
             api_errors_add(errs, NULL, "NestedControlPlane %s/%s: %s", rc->ns, rc->ncp->meta.name,
                            rc->parts[i].missing);
             r = -ENOENT;
+            continue;
+        }
+        if (i == RENDER_PART_APISERVER && !rc->parts[RENDER_PART_ETCD].obj)
+            continue;
+        q = render_cluster_component(cat, rc, (enum render_part)i, "placeholder", &objs, NULL,
+                                     &e);
+        cJSON_Delete(objs);
+        if (q == -ENOMEM) {
+            r = q;
+            goto out;
+        }
+        if (q < 0) {
+            api_errors_add(errs, NULL, "%s", e.msg);
+            if (r == 0)
+                r = -EINVAL;
         }
     }
     if (r < 0)

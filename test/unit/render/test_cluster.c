@@ -1,0 +1,968 @@
+/* Assembling a tenant control plane from its API objects (lib/render/cluster.h). */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/pki/base64.h"
+#include "lib/pki/cert.h"
+#include "lib/pki/kubeadm.h"
+#include "lib/pki/kubeconfig.h"
+#include "lib/pki/secret.h"
+#include "lib/render/catalog.h"
+#include "lib/render/cluster.h"
+#include "lib/render/patch.h"
+#include "lib/util/yamlconv.h"
+
+#define DAY ((int64_t)86400)
+
+static struct render_catalog *catalog;
+static int64_t T0; /* the wall clock at the start: CAs made here start then */
+
+static int setup(void **state)
+{
+    const char *src = getenv("NESTCP_SOURCE_DIR"), *me = __FILE__;
+    const char *at = strstr(me, "/test/unit/render/");
+    char dir[4096];
+    struct err e = {0};
+
+    T0 = (int64_t)time(NULL);
+    if (src)
+        snprintf(dir, sizeof(dir), "%s/templates", src);
+    else
+        snprintf(dir, sizeof(dir), "%.*s/templates", at ? (int)(at - me) : 1, at ? me : ".");
+    if (render_catalog_open(dir, &catalog, &e) < 0) {
+        print_error("catalog %s: %s\n", dir, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    render_catalog_free(catalog);
+    return 0;
+}
+
+/* ---- fixtures ---- */
+
+#define NCP_HEAD                                                                                   \
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"               \
+    "metadata: {name: c, namespace: ns1, uid: ncp-uid}\n"
+
+#define COMPONENTS_WITH(etcd_spec, api_spec, cm_spec)                                              \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"                  \
+    "metadata: {name: c-etcd, namespace: ns1, uid: etcd-uid, labels: "                            \
+    "{cluster.x-k8s.io/cluster-name: c}}\nspec: " etcd_spec "\n"                                   \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedAPIServer\n"             \
+    "metadata: {name: c-apiserver, namespace: ns1, uid: api-uid, labels: "                        \
+    "{cluster.x-k8s.io/cluster-name: c}}\nspec: " api_spec "\n"                                    \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControllerManager\n"     \
+    "metadata: {name: c-cm, namespace: ns1, uid: cm-uid, labels: "                                \
+    "{cluster.x-k8s.io/cluster-name: c}}\nspec: " cm_spec "\n"
+
+#define COMPONENTS COMPONENTS_WITH("{}", "{}", "{}")
+
+/* A Cluster API cluster in CAPN's shape: the Cluster names the control plane, which names
+ * its components; no labels anywhere. */
+#define CAPN                                                                                       \
+    "apiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata: {name: capn, namespace: "     \
+    "ns1}\nspec:\n  clusterNetwork:\n    services: {cidrBlocks: [10.100.0.0/16]}\n"                \
+    "    pods: {cidrBlocks: [10.200.0.0/16]}\n    serviceDomain: tenant.local\n"                   \
+    "  controlPlaneEndpoint: {host: capn-apiserver, port: 6443}\n"                                 \
+    "  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1alpha4, kind: "               \
+    "NestedControlPlane, name: capn-control-plane}\n"                                              \
+    "  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha4, kind: "           \
+    "NestedCluster, name: capn}\n"                                                                  \
+    "---\napiVersion: infrastructure.cluster.x-k8s.io/v1alpha4\nkind: NestedCluster\n"            \
+    "metadata: {name: capn, namespace: ns1}\nspec: {controlPlaneEndpoint: {host: capn-apiserver, " \
+    "port: 6443}}\n"                                                                                \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedControlPlane\n"         \
+    "metadata: {name: capn-control-plane, namespace: ns1}\nspec:\n  version: 1.20.2\n"            \
+    "  etcd: {kind: NestedEtcd, name: capn-nestedetcd}\n"                                          \
+    "  apiserver: {kind: NestedAPIServer, name: capn-nestedapiserver}\n"                           \
+    "  controllerManager: {kind: NestedControllerManager, name: capn-nestedcontrollermanager}\n"   \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedEtcd\n"                 \
+    "metadata: {name: capn-nestedetcd, namespace: ns1}\nspec: {replicas: 1}\n"                     \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedAPIServer\n"            \
+    "metadata: {name: capn-nestedapiserver, namespace: ns1}\nspec: {replicas: 1}\n"                \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedControllerManager\n"    \
+    "metadata: {name: capn-nestedcontrollermanager, namespace: ns1}\nspec: {replicas: 1}\n"
+
+static cJSON *docs(const char *text)
+{
+    cJSON *d = NULL;
+    struct err e = {0};
+
+    if (yamlconv_parse_all(text, strlen(text), "test", &d, &e) < 0) {
+        print_error("%s\n", e.msg);
+        fail();
+    }
+    return d;
+}
+
+static struct render_cluster *resolve_ok(const cJSON *objs, const char *name)
+{
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_source src;
+    struct render_cluster *rc = NULL;
+    struct buf b = BUF_INIT;
+
+    render_source_from_objects(objs, &src);
+    if (render_cluster_resolve(catalog, &src, "ns1", name, &rc, &errs) < 0) {
+        api_errors_format(&errs, &b);
+        print_error("resolve: %s\n", b.data);
+        buf_done(&b);
+        fail();
+    }
+    api_errors_done(&errs);
+    return rc;
+}
+
+/* Resolving (and, when that works, rendering) fails and one problem reads exactly line. */
+static void fails_with(const char *text, const char *line)
+{
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_source src;
+    struct render_cluster *rc = NULL;
+    cJSON *objs = docs(text), *out = NULL;
+    int r;
+
+    render_source_from_objects(objs, &src);
+    r = render_cluster_resolve(catalog, &src, "ns1", "c", &rc, &errs);
+    if (r == 0) {
+        r = render_cluster_all(catalog, rc, &src, T0, &out, &errs);
+        render_cluster_free(rc);
+    }
+    assert_int_not_equal(r, 0);
+    assert_null(out);
+    if (!api_errors_contains(&errs, line)) {
+        struct buf b = BUF_INIT;
+        api_errors_format(&errs, &b);
+        print_error("want: %s\ngot:\n%s", line, b.data ? b.data : "(nothing)\n");
+        buf_done(&b);
+        fail();
+    }
+    api_errors_done(&errs);
+    cJSON_Delete(objs);
+}
+
+static struct render_cluster_pki *pki_ok(const struct render_cluster *rc, const cJSON *objs,
+                                         int64_t now)
+{
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_source src;
+    struct render_cluster_pki *pki = NULL;
+
+    render_source_from_objects(objs, &src);
+    if (render_cluster_pki_load(rc, &src, now, true, &pki, &errs) < 0) {
+        struct buf b = BUF_INIT;
+        api_errors_format(&errs, &b);
+        print_error("pki: %s\n", b.data);
+        fail();
+    }
+    api_errors_done(&errs);
+    return pki;
+}
+
+/* Moves each CA Secret the pki generated into objs, as the controller's create would. */
+static void store_cas(cJSON *objs, const struct render_cluster_pki *pki)
+{
+    const cJSON *s;
+
+    cJSON_ArrayForEach(s, render_cluster_pki_created(pki))
+        cJSON_AddItemToArray(objs, cJSON_Duplicate(s, true));
+}
+
+static const cJSON *find(const cJSON *objs, const char *kind, const char *name)
+{
+    const cJSON *o;
+
+    cJSON_ArrayForEach(o, objs)
+    {
+        const cJSON *k = cJSON_GetObjectItem(o, "kind");
+        const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "name");
+        if (k && n && strcmp(k->valuestring, kind) == 0 && strcmp(n->valuestring, name) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+static const char *container_flag(const cJSON *sts, const char *flag)
+{
+    const cJSON *c = cJSON_GetObjectItem(render_pod_spec(sts), "containers")->child, *a;
+    size_t n = strlen(flag);
+
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args"))
+    {
+        if (strncmp(a->valuestring, "--", 2) == 0 && strncmp(a->valuestring + 2, flag, n) == 0 &&
+            a->valuestring[2 + n] == '=')
+            return a->valuestring + 3 + n;
+    }
+    return NULL;
+}
+
+static cJSON *render_part(const struct render_cluster *rc, enum render_part part,
+                          const char *certs, char hash[RENDER_CLUSTER_HASH_MAX])
+{
+    cJSON *objs = NULL;
+    struct err e = {0};
+
+    if (render_cluster_component(catalog, rc, part, certs, &objs, hash, &e) < 0) {
+        print_error("render: %s\n", e.msg);
+        fail();
+    }
+    return objs;
+}
+
+/* The decoded data[key] of a Secret (caller frees). */
+static char *secret_data(const cJSON *secret, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(secret, "data"), key);
+    unsigned char *out = NULL;
+    size_t len;
+
+    if (!v || pki_base64_decode(v->valuestring, strlen(v->valuestring), 1 << 20, &out, &len) < 0)
+        return NULL;
+    return (char *)out;
+}
+
+/* ---- resolution ---- */
+
+static void test_cluster__capn_shape_takes_name_and_network_from_the_cluster(void **state)
+{
+    cJSON *objs = docs(CAPN);
+    struct render_cluster *rc = resolve_ok(objs, "capn-control-plane");
+    const struct api_control_plane *ncp = render_cluster_control_plane(rc);
+    char hash[RENDER_CLUSTER_HASH_MAX];
+    cJSON *out;
+
+    assert_string_equal(render_cluster_name(rc), "capn");
+    assert_non_null(render_cluster_capi_cluster(rc));
+    assert_non_null(render_cluster_nested_cluster(rc));
+    assert_string_equal(render_cluster_component_object(rc, RENDER_PART_ETCD)->meta.name,
+                        "capn-nestedetcd");
+    assert_string_equal(ncp->spec.cluster_network.services.items[0], "10.100.0.0/16");
+    assert_string_equal(ncp->spec.cluster_network.pods.items[0], "10.200.0.0/16");
+    assert_string_equal(ncp->spec.control_plane_endpoint.host, "capn-apiserver");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.20.2");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.4.13");
+
+    out = render_part(rc, RENDER_PART_APISERVER, "capn-apiserver-certs-x", hash);
+    const cJSON *sts = find(out, "StatefulSet", "capn-apiserver");
+    assert_non_null(sts);
+    assert_string_equal(container_flag(sts, "service-cluster-ip-range"), "10.100.0.0/16");
+    assert_string_equal(container_flag(sts, "service-account-issuer"),
+                        "https://kubernetes.default.svc.tenant.local");
+    assert_string_equal(container_flag(sts, "etcd-servers"),
+                        "https://capn-etcd-0.capn-etcd.ns1.svc:2379");
+    assert_string_equal(render_cluster_certs_mounted(sts), "capn-apiserver-certs-x");
+    /* No uid in the input: no owner reference to an object that does not exist yet. */
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "metadata"), "ownerReferences"));
+    cJSON_Delete(out);
+    out = render_part(rc, RENDER_PART_CONTROLLER_MANAGER, "x", hash);
+    assert_string_equal(container_flag(find(out, "StatefulSet", "capn-controller-manager"),
+                                       "cluster-cidr"),
+                        "10.200.0.0/16");
+    cJSON_Delete(out);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__control_plane_network_wins_over_the_cluster(void **state)
+{
+    char text[8192];
+    snprintf(text, sizeof(text), "%s", CAPN);
+    /* Give the control plane a network of its own. */
+    char *at = strstr(text, "  version: 1.20.2\n");
+    const char *extra = "  clusterNetwork: {services: {cidrBlocks: [10.32.0.0/16]}}\n";
+    memmove(at + strlen(extra), at, strlen(at) + 1);
+    memcpy(at, extra, strlen(extra));
+    cJSON *objs = docs(text);
+    struct render_cluster *rc = resolve_ok(objs, "capn-control-plane");
+    const struct api_cluster_network *net = &render_cluster_control_plane(rc)->spec.cluster_network;
+
+    assert_string_equal(net->services.items[0], "10.32.0.0/16");
+    assert_int_equal(net->services.n, 1);
+    assert_string_equal(net->pods.items[0], "10.200.0.0/16"); /* still the Cluster's */
+    assert_string_equal(net->service_domain, "tenant.local");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__standalone_defaults(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS);
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    const struct api_control_plane *ncp = render_cluster_control_plane(rc);
+
+    assert_string_equal(render_cluster_name(rc), "c");
+    assert_null(render_cluster_capi_cluster(rc));
+    assert_string_equal(ncp->spec.cluster_network.services.items[0], "10.96.0.0/12");
+    assert_string_equal(ncp->spec.cluster_network.pods.items[0], "10.244.0.0/16");
+    assert_string_equal(ncp->spec.cluster_network.service_domain, "cluster.local");
+    assert_string_equal(ncp->spec.control_plane_endpoint.host, "c-apiserver.ns1.svc");
+    assert_int_equal(ncp->spec.control_plane_endpoint.port, 6443);
+    /* No version anywhere: the stable channel, and the etcd its Kubernetes package names. */
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.20.2");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.20.2");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.4.13");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+
+    /* Dual-stack services get a pod block per family; a default that would overlap the
+     * services moves out of the way. */
+    objs = docs(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/12, "
+                         "'fd00:10:96::/108']}}, featureGates: {IPv6DualStack: true}}\n" COMPONENTS);
+    rc = resolve_ok(objs, "c");
+    ncp = render_cluster_control_plane(rc);
+    assert_int_equal(ncp->spec.cluster_network.pods.n, 2);
+    assert_string_equal(ncp->spec.cluster_network.pods.items[1], "fd00:10:244::/56");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+    objs = docs(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.240.0.0/12]}}}\n"
+                COMPONENTS);
+    rc = resolve_ok(objs, "c");
+    assert_string_equal(render_cluster_control_plane(rc)->spec.cluster_network.pods.items[0],
+                        "192.168.0.0/16");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__versions_from_channel_and_component(void **state)
+{
+    /* The API server on the rapid channel: the controller manager follows it, etcd is what
+     * Kubernetes 1.31 needs. */
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{}", "{channel: rapid}", "{}"));
+    struct render_cluster *rc = resolve_ok(objs, "c");
+
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.31.1");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.31.1");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.5.15");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+
+    /* A component's own version, without one on the control plane. */
+    objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{version: 3.4.23}", "{version: v1.20.2}",
+                                                      "{version: 1.20.2}"));
+    rc = resolve_ok(objs, "c");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.20.2");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.4.23");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+
+    /* The control plane's version wins over the channel. */
+    objs = docs(NCP_HEAD "spec: {version: 1.31.0}\n" COMPONENTS_WITH("{}", "{channel: stable}",
+                                                                     "{}"));
+    rc = resolve_ok(objs, "c");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.31.0");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.31.0");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__version_skew_is_refused(void **state)
+{
+    fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.20.2}", "{channel: rapid}"),
+               "NestedControllerManager ns1/c-cm: spec.channel: \"rapid\" gives "
+               "kube-controller-manager 1.31.1, newer than kube-apiserver 1.20.2; a controller "
+               "manager may not be newer than the API server");
+    fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}", "{version: 1.20.2}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.20.2\" gives "
+               "kube-controller-manager 1.20.2, more than one minor older than kube-apiserver "
+               "1.31.1");
+    fails_with(NCP_HEAD "spec: {version: 1.20.2}\n"
+                        COMPONENTS_WITH("{}", "{}", "{version: 1.31.1}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.31.1\" differs from the "
+               "NestedControlPlane's spec.version \"1.20.2\"");
+    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{channel: stable}", "{}", "{}"),
+               "NestedEtcd ns1/c-etcd: spec.channel: \"stable\" gives etcd 3.4.23, older than "
+               "3.5.15, the etcd version Kubernetes 1.31.1 needs");
+    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{version: 3.4.23}", "{}", "{}"),
+               "NestedEtcd ns1/c-etcd: spec.version: \"3.4.23\" is older than 3.5.15, the etcd "
+               "version Kubernetes 1.31.1 needs");
+}
+
+static void test_cluster__feature_gates_component_overrides_cluster(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {version: 1.20.2, featureGates: {EphemeralContainers: "
+                                "true, APIPriorityAndFairness: false}}\n"
+                           COMPONENTS_WITH("{}", "{featureGates: {APIPriorityAndFairness: true}}",
+                                           "{}"));
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    char hash[RENDER_CLUSTER_HASH_MAX];
+    cJSON *out;
+
+    out = render_part(rc, RENDER_PART_APISERVER, "x", hash);
+    assert_string_equal(container_flag(find(out, "StatefulSet", "c-apiserver"), "feature-gates"),
+                        "APIPriorityAndFairness=true,EphemeralContainers=true");
+    cJSON_Delete(out);
+    out = render_part(rc, RENDER_PART_CONTROLLER_MANAGER, "x", hash);
+    assert_string_equal(
+        container_flag(find(out, "StatefulSet", "c-controller-manager"), "feature-gates"),
+        "APIPriorityAndFairness=false,EphemeralContainers=true");
+    cJSON_Delete(out);
+    out = render_part(rc, RENDER_PART_ETCD, "x", hash);
+    assert_null(container_flag(find(out, "StatefulSet", "c-etcd"), "feature-gates"));
+    cJSON_Delete(out);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__bad_input_names_object_and_field(void **state)
+{
+    fails_with(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}}\n"
+                   COMPONENTS,
+               "NestedControlPlane ns1/c: spec.clusterNetwork.services.cidrBlocks[0]: "
+               "\"10.96.0.0/33\" is not a valid CIDR");
+    fails_with(NCP_HEAD "spec: {version: 1.25.0}\n" COMPONENTS,
+               "NestedControlPlane ns1/c: spec.version: \"1.25.0\" is not a Kubernetes version "
+               "the installed packages know");
+    fails_with(NCP_HEAD "spec: {version: 1.20.2, featureGates: {NoSuchGate: true}}\n" COMPONENTS,
+               "NestedControlPlane ns1/c: spec.featureGates: \"NoSuchGate\" is not a feature "
+               "gate of Kubernetes 1.20.2");
+    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n"
+                   COMPONENTS_WITH("{}", "{featureGates: {KMSv2: false}}", "{}"),
+               "NestedAPIServer ns1/c-apiserver: spec.featureGates: \"KMSv2\" is locked to true "
+               "in kube-apiserver 1.31.1");
+    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n"
+                   COMPONENTS_WITH("{}", "{extraArgs: {insecure-port: '0'}}", "{}"),
+               "NestedAPIServer ns1/c-apiserver: spec.extraArgs: \"insecure-port\" is not a flag "
+               "of kube-apiserver 1.31.1");
+    fails_with(NCP_HEAD "spec: {}\n"
+                   COMPONENTS_WITH("{}",
+                                   "{patches: [{target: {kind: StatefulSet, name: nope}, type: "
+                                   "merge, patch: {spec: {}}}]}",
+                                   "{}"),
+               "NestedAPIServer ns1/c-apiserver: spec.patches[0]: matches no object (kind "
+               "StatefulSet, name nope)");
+    fails_with(NCP_HEAD "spec: {}\n"
+                   COMPONENTS_WITH("{channel: nightly}", "{}", "{}"),
+               "NestedEtcd ns1/c-etcd: spec.channel: channel \"nightly\" does not exist");
+    fails_with(NCP_HEAD "spec: {controllerManager: {kind: NestedControllerManager, name: gone}}\n"
+                   COMPONENTS,
+               "NestedControlPlane ns1/c: spec.controllerManager.name: NestedControllerManager "
+               "ns1/gone does not exist");
+    fails_with("apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+               "metadata: {name: c, namespace: ns1, ownerReferences: [{apiVersion: "
+               "cluster.x-k8s.io/v1beta1, kind: Cluster, name: gone, uid: u}]}\nspec: {}\n",
+               "NestedControlPlane ns1/c: metadata.ownerReferences: Cluster ns1/gone does not "
+               "exist");
+}
+
+/* A bad network on the Cluster is reported on the Cluster, once. */
+static void test_cluster__bad_cluster_network_is_reported_once(void **state)
+{
+    char text[8192];
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_source src;
+    struct render_cluster *rc = NULL;
+    char *at;
+    cJSON *objs;
+
+    snprintf(text, sizeof(text), "%s", CAPN);
+    at = strstr(text, "10.100.0.0/16");
+    memcpy(at, "10.100.0.1/16", 13);
+    objs = docs(text);
+    render_source_from_objects(objs, &src);
+    assert_int_equal(render_cluster_resolve(catalog, &src, "ns1", "capn-control-plane", &rc, &errs),
+                     -EINVAL);
+    assert_true(api_errors_contains(&errs, "Cluster ns1/capn: spec.clusterNetwork.services."
+                                           "cidrBlocks[0]: \"10.100.0.1/16\" has host bits set; "
+                                           "did you mean 10.100.0.0/16?"));
+    assert_int_equal(api_errors_count(&errs), 1);
+    api_errors_done(&errs);
+    cJSON_Delete(objs);
+}
+
+/* ---- CAs ---- */
+
+static cJSON *ca_secret(const char *purpose, bool matching_key)
+{
+    struct pki_cert_spec spec;
+    char *crt = NULL, *key = NULL, *other = NULL;
+    cJSON *s = NULL;
+    struct err e = {0};
+
+    pki_cert_spec_init(&spec);
+    spec.is_ca = true;
+    assert_int_equal(pki_cert_spec_set_cn(&spec, "my-own-ca", &e), 0);
+    assert_int_equal(pki_cert_issue(NULL, NULL, &spec, &crt, &key, &e), 0);
+    if (!matching_key)
+        assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &other, &e), 0);
+    assert_int_equal(pki_secret_tls_new("c", "ns1", purpose, crt, other ? other : key, &s, &e), 0);
+    pki_cert_spec_done(&spec);
+    free(crt);
+    free(key);
+    free(other);
+    return s;
+}
+
+static void test_cluster__existing_ca_is_used_as_it_is(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *ca = ca_secret("ca", true), *certs;
+    char *ca_crt = secret_data(ca, "tls.crt"), name[RENDER_CLUSTER_NAME_MAX];
+    struct render_cluster *rc;
+    struct render_cluster_pki *pki;
+    struct render_source src;
+    struct pki_cert_info *info = NULL;
+    struct err e = {0};
+
+    cJSON_AddItemToArray(objs, ca);
+    rc = resolve_ok(objs, "c");
+    pki = pki_ok(rc, objs, T0);
+    /* The other three are generated; the cluster CA is not. */
+    assert_int_equal(cJSON_GetArraySize(render_cluster_pki_created(pki)), 3);
+    assert_null(find(render_cluster_pki_created(pki), "Secret", "c-ca"));
+    assert_non_null(find(render_cluster_pki_created(pki), "Secret", "c-sa"));
+    /* Leaves come from it. */
+    render_source_from_objects(objs, &src);
+    assert_int_equal(render_cluster_certs_issue(rc, pki, &src, RENDER_PART_APISERVER, NULL,
+                                                &certs, &e),
+                     0);
+    char *leaf = secret_data(certs, "apiserver.crt"), *copied = secret_data(certs, "ca.crt");
+    assert_string_equal(copied, ca_crt);
+    assert_int_equal(pki_cert_info_read(leaf, "apiserver.crt", &info, &e), 0);
+    assert_string_equal(info->issuer_common_name, "my-own-ca");
+    snprintf(name, sizeof(name), "%s", cJSON_GetObjectItem(cJSON_GetObjectItem(certs, "metadata"),
+                                                         "name")
+                                             ->valuestring);
+    assert_true(strncmp(name, "c-apiserver-certs-", 18) == 0);
+    assert_int_equal(strlen(name), 18 + RENDER_CLUSTER_SECRET_HASH_LEN);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(certs, "immutable")));
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(certs, "metadata"), "labels"),
+                            "nestcp.x-k8s.io/component")
+            ->valuestring,
+        "apiserver");
+    /* Owned by the component object, whose uid is known. */
+    const cJSON *owner =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(certs, "metadata"), "ownerReferences")->child;
+    assert_string_equal(cJSON_GetObjectItem(owner, "kind")->valuestring, "NestedAPIServer");
+    assert_string_equal(cJSON_GetObjectItem(owner, "uid")->valuestring, "api-uid");
+    pki_cert_info_free(info);
+    free(leaf);
+    free(copied);
+    free(ca_crt);
+    cJSON_Delete(certs);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__invalid_user_ca_names_secret_and_key(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS);
+    char text[64 * 1024];
+    struct buf b = BUF_INIT;
+
+    cJSON_AddItemToArray(objs, ca_secret("etcd", false));
+    yamlconv_emit_all(objs, &b);
+    snprintf(text, sizeof(text), "%s", b.data);
+    buf_done(&b);
+    cJSON_Delete(objs);
+    fails_with(text, "Secret ns1/c-etcd: tls.key does not match tls.crt");
+}
+
+/* ---- certs Secrets ---- */
+
+static cJSON *issue(const struct render_cluster *rc, const struct render_cluster_pki *pki,
+                    const cJSON *objs, enum render_part part)
+{
+    struct render_source src;
+    struct err e = {0};
+    cJSON *s = NULL;
+
+    render_source_from_objects(objs, &src);
+    if (render_cluster_certs_issue(rc, pki, &src, part, NULL, &s, &e) < 0) {
+        print_error("issue: %s\n", e.msg);
+        fail();
+    }
+    return s;
+}
+
+static const char *name_of(const cJSON *obj)
+{
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "name")->valuestring;
+}
+
+static int find_certs(const struct render_cluster *rc, const struct render_cluster_pki *pki,
+                      const cJSON *objs, enum render_part part, char *name, struct err *e)
+{
+    struct render_source src;
+
+    render_source_from_objects(objs, &src);
+    return render_cluster_certs_find(rc, pki, &src, part, NULL, name, e);
+}
+
+static void test_cluster__certs_secret_is_reused_while_good(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS);
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0), *later;
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct err e = {0};
+    cJSON *s;
+
+    store_cas(objs, pki);
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), -ENOENT);
+    for (int p = 0; p < RENDER_PART__COUNT; p++)
+        cJSON_AddItemToArray(objs, issue(rc, pki, objs, (enum render_part)p));
+    /* The control plane, three components and four CAs come first. */
+    for (int p = 0; p < RENDER_PART__COUNT; p++) {
+        s = cJSON_GetArrayItem(objs, 8 + p);
+        assert_int_equal(find_certs(rc, pki, objs, (enum render_part)p, name, &e), 0);
+        assert_string_equal(name, name_of(s));
+    }
+    /* Half a year on: still good. 340 days on: within the 30 days of renewBeforeDays. */
+    later = pki_ok(rc, objs, T0 + 180 * DAY);
+    assert_int_equal(find_certs(rc, later, objs, RENDER_PART_APISERVER, name, &e), 0);
+    render_cluster_pki_free(later);
+    later = pki_ok(rc, objs, T0 + 340 * DAY);
+    assert_int_equal(find_certs(rc, later, objs, RENDER_PART_APISERVER, name, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "apiserver.crt"));
+    render_cluster_pki_free(later);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__etcd_scale_up_issues_new_secret_keeping_members(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{replicas: 1}", "{}", "{}")), *one,
+          *three;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct err e = {0};
+
+    store_cas(objs, pki);
+    one = issue(rc, pki, objs, RENDER_PART_ETCD);
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(one, "data"), "c-etcd-0-server.crt"));
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(one, "data"), "c-etcd-1-server.crt"));
+    cJSON_AddItemToArray(objs, one);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+
+    /* Scale the NestedEtcd to three members. */
+    cJSON *spec = cJSON_GetObjectItem(cJSON_GetArrayItem(objs, 1), "spec");
+    cJSON_ReplaceItemInObject(spec, "replicas", cJSON_CreateNumber(3));
+    rc = resolve_ok(objs, "c");
+    pki = pki_ok(rc, objs, T0);
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "c-etcd-1-server"));
+    three = issue(rc, pki, objs, RENDER_PART_ETCD);
+    assert_string_not_equal(name_of(three), name_of(one));
+    const cJSON *d1 = cJSON_GetObjectItem(one, "data"), *d3 = cJSON_GetObjectItem(three, "data");
+    /* Member 0 keeps its pair; the new members get theirs. */
+    assert_string_equal(cJSON_GetObjectItem(d3, "c-etcd-0-server.key")->valuestring,
+                        cJSON_GetObjectItem(d1, "c-etcd-0-server.key")->valuestring);
+    assert_non_null(cJSON_GetObjectItem(d3, "c-etcd-2-peer.crt"));
+    char *crt = secret_data(three, "c-etcd-2-server.crt");
+    struct pki_cert_info *info = NULL;
+    assert_int_equal(pki_cert_info_read(crt, "crt", &info, &e), 0);
+    assert_string_equal(info->common_name, "c-etcd-2");
+    bool san = false;
+    for (size_t i = 0; i < info->dns_names.n; i++)
+        san |= strcmp(info->dns_names.v[i], "c-etcd-2.c-etcd.ns1.svc") == 0;
+    assert_true(san);
+    pki_cert_info_free(info);
+    free(crt);
+    cJSON_AddItemToArray(objs, three);
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), 0);
+    assert_string_equal(name, name_of(three));
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__new_ca_regenerates_every_leaf(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *old, *renewed;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct err e = {0};
+
+    store_cas(objs, pki);
+    old = issue(rc, pki, objs, RENDER_PART_APISERVER);
+    cJSON_AddItemToArray(objs, old);
+    render_cluster_pki_free(pki);
+    /* Replace the cluster CA. */
+    cJSON_Delete(cJSON_DetachItemViaPointer(objs, (cJSON *)find(objs, "Secret", "c-ca")));
+    assert_null(find(objs, "Secret", "c-ca"));
+    cJSON_AddItemToArray(objs, ca_secret("ca", true));
+    pki = pki_ok(rc, objs, T0);
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), -ENOENT);
+    renewed = issue(rc, pki, objs, RENDER_PART_APISERVER);
+    const cJSON *d0 = cJSON_GetObjectItem(old, "data"), *d1 = cJSON_GetObjectItem(renewed, "data");
+    /* Signed by the cluster CA: new. Signed by the etcd and front-proxy CAs: kept. */
+    assert_string_not_equal(cJSON_GetObjectItem(d1, "apiserver.key")->valuestring,
+                            cJSON_GetObjectItem(d0, "apiserver.key")->valuestring);
+    assert_string_not_equal(cJSON_GetObjectItem(d1, "apiserver-kubelet-client.key")->valuestring,
+                            cJSON_GetObjectItem(d0, "apiserver-kubelet-client.key")->valuestring);
+    assert_string_equal(cJSON_GetObjectItem(d1, "apiserver-etcd-client.key")->valuestring,
+                        cJSON_GetObjectItem(d0, "apiserver-etcd-client.key")->valuestring);
+    char *ca = secret_data(find(objs, "Secret", "c-ca"), "tls.crt"), *copy;
+    copy = secret_data(renewed, "ca.crt");
+    assert_string_equal(copy, ca);
+    free(ca);
+    free(copy);
+    cJSON_Delete(renewed);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+/* ---- kubeconfigs ---- */
+
+static void test_cluster__kubeconfigs(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {controlPlaneEndpoint: {host: tenant.example.com, port: "
+                                "443}}\n" COMPONENTS),
+          *kc = NULL, *cm;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0), *later;
+    struct pki_kubeconfig_creds *creds = NULL;
+    struct render_source src;
+    struct pki_cert_info *info = NULL;
+    struct err e = {0};
+    char *text;
+
+    store_cas(objs, pki);
+    render_source_from_objects(objs, &src);
+    assert_int_equal(render_cluster_kubeconfig(rc, pki, &src, &kc, &e), 0);
+    assert_non_null(kc);
+    assert_string_equal(name_of(kc), "c-kubeconfig");
+    assert_string_equal(cJSON_GetObjectItem(kc, "type")->valuestring, "cluster.x-k8s.io/secret");
+    text = secret_data(kc, "value");
+    assert_int_equal(pki_kubeconfig_read(text, strlen(text), "kc", &creds, &e), 0);
+    assert_string_equal(creds->server, "https://tenant.example.com:443");
+    assert_int_equal(pki_cert_info_read(creds->client_cert_pem, "admin", &info, &e), 0);
+    assert_string_equal(info->common_name, "kubernetes-admin");
+    assert_string_equal(info->orgs.v[0], "system:masters");
+    pki_cert_info_free(info);
+    pki_kubeconfig_creds_free(creds);
+    free(text);
+    cJSON_AddItemToArray(objs, kc);
+    /* Kept while good, renewed within renewBeforeDays. */
+    assert_int_equal(render_cluster_kubeconfig(rc, pki, &src, &kc, &e), 0);
+    assert_null(kc);
+    later = pki_ok(rc, objs, T0 + 350 * DAY);
+    assert_int_equal(render_cluster_kubeconfig(rc, later, &src, &kc, &e), 0);
+    assert_non_null(kc);
+    cJSON_Delete(kc);
+    render_cluster_pki_free(later);
+
+    /* The controller manager's: in-cluster server, its own identity. */
+    cm = issue(rc, pki, objs, RENDER_PART_CONTROLLER_MANAGER);
+    text = secret_data(cm, "controller-manager.conf");
+    assert_int_equal(pki_kubeconfig_read(text, strlen(text), "cm", &creds, &e), 0);
+    assert_string_equal(creds->server, "https://c-apiserver.ns1.svc:6443");
+    assert_int_equal(pki_cert_info_read(creds->client_cert_pem, "cm", &info, &e), 0);
+    assert_string_equal(info->common_name, "system:kube-controller-manager");
+    free(text);
+    text = secret_data(cm, "ca.key");
+    assert_non_null(strstr(text, "PRIVATE KEY"));
+    free(text);
+    pki_cert_info_free(info);
+    pki_kubeconfig_creds_free(creds);
+    cJSON_Delete(cm);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+/* ---- config hash ---- */
+
+static void hash_of(const char *text, const char *certs, char out[RENDER_CLUSTER_HASH_MAX],
+                    enum render_part part)
+{
+    cJSON *objs = docs(text), *r;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+
+    r = render_part(rc, part, certs, out);
+    assert_int_equal(strlen(out), 64);
+    assert_string_equal(render_cluster_config_hash(r), out);
+    cJSON_Delete(r);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__config_hash_tracks_what_pods_run(void **state)
+{
+    char a[RENDER_CLUSTER_HASH_MAX], b[RENDER_CLUSTER_HASH_MAX];
+    const char *base = NCP_HEAD "spec: {version: 1.20.2}\n" COMPONENTS;
+
+    hash_of(base, "c-apiserver-certs-1", a, RENDER_PART_APISERVER);
+    hash_of(base, "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
+    assert_string_equal(a, b);
+    hash_of(NCP_HEAD "spec: {version: 1.20.2, featureGates: {EphemeralContainers: true}}\n"
+                COMPONENTS,
+            "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
+    assert_string_not_equal(a, b);
+    hash_of(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS, "c-apiserver-certs-1", b,
+            RENDER_PART_APISERVER);
+    assert_string_not_equal(a, b);
+    hash_of(NCP_HEAD "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{extraArgs: {v: '4'}}",
+                                                                 "{}"),
+            "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
+    assert_string_not_equal(a, b);
+    hash_of(base, "c-apiserver-certs-2", b, RENDER_PART_APISERVER);
+    assert_string_not_equal(a, b);
+    /* More API servers do not restart the running ones. */
+    hash_of(NCP_HEAD "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{replicas: 3}", "{}"),
+            "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
+    assert_string_equal(a, b);
+}
+
+/* The NestedControlPlane controller's view: unknown until a certs Secret exists. */
+static void test_cluster__desired_needs_a_certs_secret(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS);
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
+    struct render_cluster_desired d;
+    struct render_source src;
+    char hash[RENDER_CLUSTER_HASH_MAX];
+    struct err e = {0};
+    cJSON *s, *r;
+
+    store_cas(objs, pki);
+    render_source_from_objects(objs, &src);
+    assert_int_equal(render_cluster_desired(catalog, rc, pki, &src, RENDER_PART_ETCD, NULL, &d, &e),
+                     0);
+    assert_false(d.known);
+    assert_string_equal(d.version, "3.4.13");
+    s = issue(rc, pki, objs, RENDER_PART_ETCD);
+    cJSON_AddItemToArray(objs, s);
+    assert_int_equal(render_cluster_desired(catalog, rc, pki, &src, RENDER_PART_ETCD, NULL, &d, &e),
+                     0);
+    assert_true(d.known);
+    assert_string_equal(d.certs_name, name_of(s));
+    r = render_part(rc, RENDER_PART_ETCD, name_of(s), hash);
+    assert_string_equal(d.config_hash, hash);
+    cJSON_Delete(r);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+/* ---- the whole cluster ---- */
+
+static void test_cluster__all_in_apply_order_and_owned(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH(
+                           "{replicas: 3, storage: {emptyDir: {sizeLimit: 2Gi}}}", "{}", "{}")),
+          *out = NULL, *again = NULL;
+    static const char *const order[][2] = {
+        {"Secret", "c-ca"},         {"Secret", "c-etcd"},          {"Secret", "c-proxy"},
+        {"Secret", "c-sa"},         {"Secret", "c-etcd-certs-"},   {"Secret", "c-apiserver-certs-"},
+        {"Secret", "c-controller-manager-certs-"},                 {"Secret", "c-kubeconfig"},
+        {"Service", "c-etcd"},      {"StatefulSet", "c-etcd"},     {"Service", "c-apiserver"},
+        {"StatefulSet", "c-apiserver"}, {"Service", "c-controller-manager"},
+        {"StatefulSet", "c-controller-manager"},
+    };
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_source src;
+    const cJSON *o;
+    int i = 0;
+
+    render_source_from_objects(objs, &src);
+    assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &out, &errs), 0);
+    assert_int_equal(cJSON_GetArraySize(out), 14);
+    cJSON_ArrayForEach(o, out)
+    {
+        assert_string_equal(cJSON_GetObjectItem(o, "kind")->valuestring, order[i][0]);
+        assert_true(strncmp(name_of(o), order[i][1], strlen(order[i][1])) == 0);
+        i++;
+    }
+    const cJSON *sts = find(out, "StatefulSet", "c-etcd");
+    const cJSON *own =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "metadata"), "ownerReferences")->child;
+    assert_string_equal(cJSON_GetObjectItem(own, "kind")->valuestring, "NestedEtcd");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(own, "controller")));
+    own = cJSON_GetObjectItem(cJSON_GetObjectItem(find(out, "Secret", "c-ca"), "metadata"),
+                              "ownerReferences")
+              ->child;
+    assert_string_equal(cJSON_GetObjectItem(own, "kind")->valuestring, "NestedControlPlane");
+    assert_string_equal(cJSON_GetObjectItem(own, "uid")->valuestring, "ncp-uid");
+    assert_string_equal(container_flag(find(out, "StatefulSet", "c-apiserver"), "etcd-servers"),
+                        "https://c-etcd-0.c-etcd.ns1.svc:2379,https://c-etcd-1.c-etcd.ns1.svc:2379,"
+                        "https://c-etcd-2.c-etcd.ns1.svc:2379");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(render_pod_spec(sts), "volumes")
+                                                ->child->child->next,
+                                            "sizeLimit")
+                            ->valuestring,
+                        "2Gi");
+    /* Given back what it made, it makes nothing new and renders the same workloads. */
+    cJSON_ArrayForEach(o, out) cJSON_AddItemToArray(objs, cJSON_Duplicate(o, true));
+    render_source_from_objects(objs, &src);
+    assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &again, &errs), 0);
+    assert_int_equal(cJSON_GetArraySize(again), 6);
+    char *a = cJSON_PrintUnformatted(cJSON_GetArrayItem(again, 3)),
+         *b = cJSON_PrintUnformatted(cJSON_GetArrayItem(out, 11));
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    cJSON_Delete(again);
+    cJSON_Delete(out);
+    api_errors_done(&errs);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+static void test_cluster__control_plane_of_a_component(void **state)
+{
+    cJSON *objs = docs(CAPN "---\n" NCP_HEAD "spec: {}\n" COMPONENTS);
+    struct render_source src;
+    char name[RENDER_CLUSTER_NAME_MAX];
+
+    render_source_from_objects(objs, &src);
+    assert_int_equal(render_cluster_control_plane_of(&src, find(objs, "NestedEtcd",
+                                                                "capn-nestedetcd"),
+                                                     name),
+                     0);
+    assert_string_equal(name, "capn-control-plane");
+    assert_int_equal(render_cluster_control_plane_of(&src, find(objs, "NestedAPIServer",
+                                                                "c-apiserver"),
+                                                     name),
+                     0);
+    assert_string_equal(name, "c");
+    cJSON_Delete(objs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cluster__capn_shape_takes_name_and_network_from_the_cluster),
+        cmocka_unit_test(test_cluster__control_plane_network_wins_over_the_cluster),
+        cmocka_unit_test(test_cluster__standalone_defaults),
+        cmocka_unit_test(test_cluster__versions_from_channel_and_component),
+        cmocka_unit_test(test_cluster__version_skew_is_refused),
+        cmocka_unit_test(test_cluster__feature_gates_component_overrides_cluster),
+        cmocka_unit_test(test_cluster__bad_input_names_object_and_field),
+        cmocka_unit_test(test_cluster__bad_cluster_network_is_reported_once),
+        cmocka_unit_test(test_cluster__existing_ca_is_used_as_it_is),
+        cmocka_unit_test(test_cluster__invalid_user_ca_names_secret_and_key),
+        cmocka_unit_test(test_cluster__certs_secret_is_reused_while_good),
+        cmocka_unit_test(test_cluster__etcd_scale_up_issues_new_secret_keeping_members),
+        cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
+        cmocka_unit_test(test_cluster__kubeconfigs),
+        cmocka_unit_test(test_cluster__config_hash_tracks_what_pods_run),
+        cmocka_unit_test(test_cluster__desired_needs_a_certs_secret),
+        cmocka_unit_test(test_cluster__all_in_apply_order_and_owned),
+        cmocka_unit_test(test_cluster__control_plane_of_a_component),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
