@@ -1,0 +1,77 @@
+#ifndef NESTCP_CONTROLLERS_NESTED_H
+#define NESTCP_CONTROLLERS_NESTED_H
+
+/*
+ * The five reconcilers of nestcp (docs/architecture.md, "Who owns what"):
+ *
+ *   nestedcontrolplane       CA Secrets, the admin kubeconfig, adoption of the components,
+ *                            the rollout targets in status.rollout, the Cluster API contract
+ *   nestedetcd, nestedapiserver, nestedcontrollermanager
+ *                            one component each: its certs Secret, Services and StatefulSet,
+ *                            applied only at the target the control plane set
+ *   nestedcluster            mirrors the control plane's readiness and endpoint
+ *
+ * Each is a pure function from the caches (struct cache_view) to a plan (controllers/plan.h);
+ * lib/render/cluster.h builds every object, the same code `nestcp render` runs.
+ */
+
+#include <stdint.h>
+
+#include "api/catalog.h"
+#include "controllers/runtime.h"
+#include "lib/render/catalog.h"
+#include "lib/render/cluster.h"
+
+struct keypool;
+
+/* CAPN's finalizer on NestedControlPlane. */
+#define NESTED_FINALIZER "nested.controlplane.cluster.x-k8s.io"
+
+/* How long a reconcile waits for an RSA key from the pool before it looks again, seconds. */
+#define NESTED_KEY_WAIT 0.5
+
+struct nested_ctx;
+
+/* The context of one component controller. */
+struct nested_part_ctx {
+    struct nested_ctx *base;
+    enum render_part part;
+};
+
+/* What every reconciler reads besides the caches. Borrowed pointers must outlive the
+ * manager. */
+struct nested_ctx {
+    const struct render_catalog *cat;
+    struct api_catalog api_cat;
+    struct keypool *keys;      /* RSA keys off the loop; NULL: generated inline */
+    int64_t cert_renew_before; /* seconds; 0: each control plane's renewBeforeDays */
+    struct nested_part_ctx parts[RENDER_PART__COUNT];
+};
+
+void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
+                     struct keypool *keys, int64_t cert_renew_before);
+
+/* The controller definitions, ready for manager_add_controller(). ctx is borrowed. */
+void nestedcluster_def(struct nested_ctx *ctx, struct controller_def *ret_def);
+void nestedcontrolplane_def(struct nested_ctx *ctx, struct controller_def *ret_def);
+void nestedcomponent_def(struct nested_ctx *ctx, enum render_part part,
+                         struct controller_def *ret_def);
+
+/* The reconcile and map functions the definitions hold (for tests). ctx is the struct
+ * nested_ctx, or for components the struct nested_part_ctx. */
+int nestedcluster_reconcile(void *ctx, const struct cache_view *view, const char *ns,
+                            const char *name, struct plan *plan, struct err *e);
+void nestedcluster_map(void *ctx, const struct cache_view *view, const struct kube_resource *res,
+                       const cJSON *obj, enqueue_fn enqueue, void *q);
+int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const char *ns,
+                                 const char *name, struct plan *plan, struct err *e);
+void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
+                            const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
+                            void *q);
+int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const char *ns,
+                              const char *name, struct plan *plan, struct err *e);
+void nestedcomponent_map(void *ctx, const struct cache_view *view,
+                         const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
+                         void *q);
+
+#endif

@@ -1,0 +1,51 @@
+#ifndef NESTCP_CONTROLLERS_STATUS_H
+#define NESTCP_CONTROLLERS_STATUS_H
+
+/*
+ * What the reconcilers share to report status: writing /status only when it differs,
+ * conditions with a severity, pausing.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "api/types.h"
+#include "controllers/plan.h"
+#include "controllers/runtime.h"
+
+/* CAPN's condition severities, set on conditions that are False. */
+#define STATUS_SEVERITY_ERROR "Error"
+#define STATUS_SEVERITY_WARNING "Warning"
+#define STATUS_SEVERITY_INFO "Info"
+
+/* Plans a write of obj's /status with new_status (taken, also on failure) unless it equals
+ * old_status (the cached status serialised by the same api/status.h function; NULL when the
+ * object has none). The body is obj with its status replaced, so it carries
+ * metadata.resourceVersion and a concurrent write is a conflict. Returns 1 when a write was
+ * planned, 0 when nothing differs, -ENOMEM. */
+int status_plan_write(struct plan *p, const struct kube_resource *res, const cJSON *obj,
+                      cJSON *new_status, const cJSON *old_status);
+
+/* Sets a condition (api/conditions.h) and, when status is False, its severity. message is a
+ * printf format. Returns 1 when the condition changed, 0 when it was already so, -ENOMEM. */
+int status_condition(struct api_conditions *cs, const char *type, const char *status,
+                     const char *severity, const char *reason, int64_t generation, double now,
+                     const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+
+/* For an object that does not even parse: plans a /status write of its status as it is with
+ * the Ready condition False (severity Error, reason and message as given) and
+ * observedGeneration, and a Warning Event, unless the status says so already. Returns 1 when
+ * a write was planned, 0 when nothing differs, -ENOMEM. */
+int status_plan_invalid(struct plan *p, const struct kube_resource *res, const cJSON *obj,
+                        const char *reason, const char *message, double now);
+
+/* True when obj, or the Cluster cl (may be NULL), carries the cluster.x-k8s.io/paused
+ * annotation, or cl has spec.paused. */
+bool status_paused(const cJSON *obj, const cJSON *cl);
+
+/* True when obj has metadata.deletionTimestamp. */
+bool status_deleting(const cJSON *obj);
+
+#endif

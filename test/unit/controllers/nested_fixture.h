@@ -1,0 +1,258 @@
+#ifndef NESTCP_TEST_NESTED_FIXTURE_H
+#define NESTCP_TEST_NESTED_FIXTURE_H
+
+/*
+ * Caches filled by hand for the reconciler tests: objects are written as YAML and put in the
+ * store of their kind; plans are searched by verb, resource and name.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "controllers/plan.h"
+#include "controllers/runtime.h"
+#include "lib/kube/store.h"
+#include "lib/util/jsonpatch.h"
+#include "lib/util/yamlconv.h"
+
+enum fx_store {
+    FX_CONTROL_PLANES,
+    FX_ETCDS,
+    FX_APISERVERS,
+    FX_CONTROLLER_MANAGERS,
+    FX_NESTED_CLUSTERS,
+    FX_CLUSTERS,
+    FX_SECRETS,
+    FX_SERVICES,
+    FX_STATEFULSETS,
+    FX__COUNT
+};
+
+struct fixture {
+    struct kube_store stores[FX__COUNT];
+    struct cache_view view;
+};
+
+static inline void fx_init(struct fixture *f)
+{
+    memset(f, 0, sizeof(*f));
+    for (int i = 0; i < FX__COUNT; i++)
+        kube_store_init(&f->stores[i]);
+    f->view = (struct cache_view){
+        .control_planes = &f->stores[FX_CONTROL_PLANES],
+        .etcds = &f->stores[FX_ETCDS],
+        .apiservers = &f->stores[FX_APISERVERS],
+        .controller_managers = &f->stores[FX_CONTROLLER_MANAGERS],
+        .nested_clusters = &f->stores[FX_NESTED_CLUSTERS],
+        .clusters = &f->stores[FX_CLUSTERS],
+        .secrets = &f->stores[FX_SECRETS],
+        .services = &f->stores[FX_SERVICES],
+        .statefulsets = &f->stores[FX_STATEFULSETS],
+        .now = 1800000000.0,
+    };
+}
+
+static inline void fx_done(struct fixture *f)
+{
+    for (int i = 0; i < FX__COUNT; i++)
+        kube_store_done(&f->stores[i]);
+}
+
+static inline enum fx_store fx_store_of(const cJSON *obj)
+{
+    static const struct {
+        const char *kind;
+        enum fx_store store;
+    } kinds[] = {
+        {"NestedControlPlane", FX_CONTROL_PLANES},
+        {"NestedEtcd", FX_ETCDS},
+        {"NestedAPIServer", FX_APISERVERS},
+        {"NestedControllerManager", FX_CONTROLLER_MANAGERS},
+        {"NestedCluster", FX_NESTED_CLUSTERS},
+        {"Cluster", FX_CLUSTERS},
+        {"Secret", FX_SECRETS},
+        {"Service", FX_SERVICES},
+        {"StatefulSet", FX_STATEFULSETS},
+    };
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+
+    assert_true(cJSON_IsString(kind));
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (strcmp(kinds[i].kind, kind->valuestring) == 0)
+            return kinds[i].store;
+    fail_msg("no store for kind %s", kind->valuestring);
+    return FX__COUNT;
+}
+
+/* Puts obj (taken) in its store; a missing namespace becomes "default". */
+static inline cJSON *fx_put_json(struct fixture *f, cJSON *obj)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata"), *old = NULL;
+
+    assert_non_null(meta);
+    if (!cJSON_GetObjectItemCaseSensitive(meta, "namespace"))
+        cJSON_AddStringToObject(meta, "namespace", "default");
+    assert_int_equal(kube_store_put(&f->stores[fx_store_of(obj)], obj, &old), 0);
+    cJSON_Delete(old);
+    return obj;
+}
+
+/* Parses YAML (one or more documents) and puts every object. */
+static inline void fx_put(struct fixture *f, const char *yaml)
+{
+    cJSON *docs = NULL, *d;
+    struct err e;
+
+    assert_int_equal(yamlconv_parse_all(yaml, strlen(yaml), "fixture", &docs, &e), 0);
+    while ((d = cJSON_DetachItemFromArray(docs, 0)))
+        fx_put_json(f, d);
+    cJSON_Delete(docs);
+}
+
+/* The object in a store, borrowed. */
+static inline const cJSON *fx_get(struct fixture *f, enum fx_store s, const char *name)
+{
+    return kube_store_get(&f->stores[s], "default", name);
+}
+
+/* The first action of the plan with this verb on resource (plural) name (NULL: any), or
+ * NULL. */
+static inline const struct plan_action *fx_action(const struct plan *p, enum kube_verb verb,
+                                                  const char *resource, const char *name)
+{
+    for (size_t i = 0; i < p->n_actions; i++) {
+        const struct plan_action *a = &p->actions[i];
+        if (a->verb == verb && strcmp(a->resource->resource, resource) == 0 &&
+            (!name || (a->name && strcmp(a->name, name) == 0)))
+            return a;
+    }
+    return NULL;
+}
+
+/* The index of an action in the plan, or -1. */
+static inline int fx_index(const struct plan *p, const struct plan_action *a)
+{
+    return a ? (int)(a - p->actions) : -1;
+}
+
+static inline const struct plan_event *fx_event(const struct plan *p, const char *reason)
+{
+    for (size_t i = 0; i < p->n_events; i++)
+        if (strcmp(p->events[i].reason, reason) == 0)
+            return &p->events[i];
+    return NULL;
+}
+
+/* A field of a JSON object by a dotted path ("status.conditions"), or NULL. */
+static inline const cJSON *fx_path(const cJSON *o, const char *path)
+{
+    char key[128];
+
+    while (o && *path) {
+        size_t n = strcspn(path, ".");
+        snprintf(key, sizeof(key), "%.*s", (int)n, path);
+        o = cJSON_GetObjectItemCaseSensitive(o, key);
+        path += n + (path[n] == '.');
+    }
+    return o;
+}
+
+/* The condition of type in a status object, or NULL. */
+static inline const cJSON *fx_condition(const cJSON *status, const char *type)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions"))
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+        if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static inline const char *fx_str(const cJSON *o, const char *path)
+{
+    const cJSON *v = fx_path(o, path);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Applies a plan's writes to the caches as an API server would (create, apply and status
+ * update replace the object; a merge patch is merged; delete removes), bumping
+ * resourceVersion, so a test can reconcile again and check that the next plan is empty. */
+static inline void fx_apply_plan(struct fixture *f, const struct plan *p)
+{
+    static unsigned long rv = 1000, uid = 1;
+
+    for (size_t i = 0; i < p->n_actions; i++) {
+        const struct plan_action *a = &p->actions[i];
+        enum fx_store s = FX__COUNT;
+        const cJSON *cur;
+        cJSON *obj = NULL, *meta, *old = NULL;
+        char buf[32];
+
+        for (int k = 0; k < FX__COUNT; k++) {
+            static const char *const plurals[FX__COUNT] = {
+                "nestedcontrolplanes", "nestedetcds", "nestedapiservers",
+                "nestedcontrollermanagers", "nestedclusters", "clusters", "secrets",
+                "services", "statefulsets"};
+            if (strcmp(a->resource->resource, plurals[k]) == 0)
+                s = (enum fx_store)k;
+        }
+        assert_true(s < FX__COUNT);
+        cur = kube_store_get(&f->stores[s], a->namespace_, a->name);
+        if (a->verb == KUBE_DELETE) {
+            if (cur && kube_store_remove(&f->stores[s], a->namespace_, a->name, &old) == 0)
+                cJSON_Delete(old);
+            continue;
+        }
+        if (a->verb == KUBE_CREATE) {
+            if (cur)
+                continue; /* AlreadyExists */
+            obj = cJSON_Duplicate(a->body, true);
+            meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+            snprintf(buf, sizeof(buf), "uid-%lu", uid++);
+            cJSON_AddStringToObject(meta, "uid", buf);
+            cJSON_AddStringToObject(meta, "creationTimestamp", "2027-01-15T08:00:00Z");
+        } else if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY) {
+            obj = cJSON_Duplicate(a->body, true);
+            meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+            if (cur) {
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(cur, "status");
+                cJSON_DeleteItemFromObjectCaseSensitive(meta, "uid");
+                cJSON_AddStringToObject(meta, "uid", kube_obj_uid(cur));
+                if (st)
+                    cJSON_AddItemToObject(obj, "status", cJSON_Duplicate(st, true));
+            } else {
+                snprintf(buf, sizeof(buf), "uid-%lu", uid++);
+                cJSON_AddStringToObject(meta, "uid", buf);
+            }
+        } else if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_MERGE) {
+            assert_non_null(cur);
+            assert_int_equal(jsonpatch_merge(cur, a->body, &obj), 0);
+        } else if (a->verb == KUBE_UPDATE) {
+            assert_non_null(cur);
+            obj = cJSON_Duplicate(cur, true);
+            cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+            cJSON_AddItemToObject(
+                obj, "status",
+                cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(a->body, "status"), true));
+        } else {
+            fail_msg("unexpected verb %d", (int)a->verb);
+        }
+        meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+        snprintf(buf, sizeof(buf), "%lu", rv++);
+        cJSON_AddStringToObject(meta, "resourceVersion", buf);
+        fx_put_json(f, obj);
+    }
+}
+
+#endif

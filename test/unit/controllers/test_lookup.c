@@ -1,0 +1,254 @@
+#include "nested_fixture.h"
+
+#include "controllers/lookup.h"
+
+/* CAPN's cluster template shape, as Cluster API's controllers leave it (owner references). */
+static const char capn_owned[] = "apiVersion: cluster.x-k8s.io/v1beta1\n"
+                                 "kind: Cluster\n"
+                                 "metadata: {name: sample, uid: cl-1}\n"
+                                 "spec:\n"
+                                 "  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: sample-control-plane}\n"
+                                 "  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: NestedCluster, name: sample}\n"
+                                 "---\n"
+                                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                                 "kind: NestedControlPlane\n"
+                                 "metadata:\n"
+                                 "  name: sample-control-plane\n"
+                                 "  uid: ncp-1\n"
+                                 "  ownerReferences: [{apiVersion: cluster.x-k8s.io/v1beta1, kind: Cluster, name: sample, uid: cl-1}]\n"
+                                 "spec:\n"
+                                 "  etcd: {kind: NestedEtcd, name: sample-nestedetcd}\n"
+                                 "  apiserver: {kind: NestedAPIServer, name: sample-nestedapiserver}\n"
+                                 "---\n"
+                                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                                 "kind: NestedEtcd\n"
+                                 "metadata: {name: sample-nestedetcd, uid: etcd-1}\n"
+                                 "---\n"
+                                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                                 "kind: NestedAPIServer\n"
+                                 "metadata:\n"
+                                 "  name: sample-nestedapiserver\n"
+                                 "  uid: kas-1\n"
+                                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: sample-control-plane, uid: ncp-1, controller: true}]\n"
+                                 "---\n"
+                                 "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+                                 "kind: NestedCluster\n"
+                                 "metadata: {name: sample, uid: nc-1}\n";
+
+/* The same without owner references: Cluster API's controllers are not installed. */
+static const char capn_unowned[] = "apiVersion: cluster.x-k8s.io/v1beta1\n"
+                                   "kind: Cluster\n"
+                                   "metadata: {name: sample, uid: cl-1}\n"
+                                   "spec:\n"
+                                   "  controlPlaneRef: {kind: NestedControlPlane, name: sample-control-plane}\n"
+                                   "  infrastructureRef: {kind: NestedCluster, name: sample}\n"
+                                   "---\n"
+                                   "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                                   "kind: NestedControlPlane\n"
+                                   "metadata: {name: sample-control-plane, uid: ncp-1}\n"
+                                   "spec:\n"
+                                   "  etcd: {kind: NestedEtcd, name: sample-nestedetcd}\n"
+                                   "---\n"
+                                   "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                                   "kind: NestedEtcd\n"
+                                   "metadata: {name: sample-nestedetcd, uid: etcd-1}\n"
+                                   "---\n"
+                                   "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+                                   "kind: NestedCluster\n"
+                                   "metadata: {name: sample, uid: nc-1}\n";
+
+static const char standalone[] = "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                                 "kind: NestedControlPlane\n"
+                                 "metadata:\n"
+                                 "  name: solo-cp\n"
+                                 "  uid: ncp-2\n"
+                                 "  labels: {cluster.x-k8s.io/cluster-name: solo}\n"
+                                 "spec:\n"
+                                 "  controllerManager: {kind: NestedControllerManager, name: solo-kcm}\n"
+                                 "---\n"
+                                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                                 "kind: NestedControllerManager\n"
+                                 "metadata: {name: solo-kcm, uid: kcm-2}\n"
+                                 "---\n"
+                                 "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+                                 "kind: NestedCluster\n"
+                                 "metadata:\n"
+                                 "  name: solo\n"
+                                 "  labels: {cluster.x-k8s.io/cluster-name: solo}\n";
+
+static void test_lookup__cluster_by_owner_reference(void **state)
+{
+    struct fixture f;
+    const cJSON *ncp, *cl;
+    bool by_owner = false;
+
+    fx_init(&f);
+    fx_put(&f, capn_owned);
+    ncp = fx_get(&f, FX_CONTROL_PLANES, "sample-control-plane");
+    cl = lookup_capi_cluster(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner);
+    assert_ptr_equal(cl, fx_get(&f, FX_CLUSTERS, "sample"));
+    assert_true(by_owner);
+    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE),
+                        "sample");
+    fx_done(&f);
+}
+
+static void test_lookup__cluster_by_its_references_without_cluster_api(void **state)
+{
+    struct fixture f;
+    const cJSON *ncp, *nc;
+    bool by_owner = true;
+
+    fx_init(&f);
+    fx_put(&f, capn_unowned);
+    ncp = fx_get(&f, FX_CONTROL_PLANES, "sample-control-plane");
+    nc = fx_get(&f, FX_NESTED_CLUSTERS, "sample");
+    assert_ptr_equal(lookup_capi_cluster(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner),
+                     fx_get(&f, FX_CLUSTERS, "sample"));
+    assert_false(by_owner);
+    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE),
+                        "sample");
+    assert_ptr_equal(lookup_capi_cluster(&f.view, nc, API_KIND_NESTED_CLUSTER, NULL),
+                     fx_get(&f, FX_CLUSTERS, "sample"));
+    assert_ptr_equal(lookup_control_plane_of_nested_cluster(&f.view, nc), ncp);
+    assert_ptr_equal(lookup_nested_cluster_of_control_plane(&f.view, ncp), nc);
+    fx_done(&f);
+}
+
+static void test_lookup__owner_cluster_missing_from_cache_gives_none(void **state)
+{
+    struct fixture f;
+    const cJSON *ncp;
+    bool by_owner = false;
+
+    fx_init(&f);
+    fx_put(&f, capn_owned);
+    ncp = fx_get(&f, FX_CONTROL_PLANES, "sample-control-plane");
+    /* A Cluster named by the owner reference that is not cached is not replaced by a guess. */
+    cJSON *old = NULL;
+    assert_int_equal(kube_store_remove(&f.stores[FX_CLUSTERS], "default", "sample", &old), 0);
+    cJSON_Delete(old);
+    assert_null(lookup_capi_cluster(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner));
+    assert_true(by_owner);
+    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE),
+                        "sample");
+    fx_done(&f);
+}
+
+static void test_lookup__standalone_cluster_is_named_by_its_label(void **state)
+{
+    struct fixture f;
+    const cJSON *ncp, *nc;
+
+    fx_init(&f);
+    fx_put(&f, standalone);
+    ncp = fx_get(&f, FX_CONTROL_PLANES, "solo-cp");
+    nc = fx_get(&f, FX_NESTED_CLUSTERS, "solo");
+    assert_null(lookup_capi_cluster(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE, NULL));
+    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE), "solo");
+    assert_ptr_equal(lookup_control_plane_of_nested_cluster(&f.view, nc), ncp);
+    assert_ptr_equal(lookup_nested_cluster_of_control_plane(&f.view, ncp), nc);
+    assert_ptr_equal(lookup_component(&f.view, ncp, RENDER_PART_CONTROLLER_MANAGER),
+                     fx_get(&f, FX_CONTROLLER_MANAGERS, "solo-kcm"));
+    assert_null(lookup_component(&f.view, ncp, RENDER_PART_ETCD));
+    fx_done(&f);
+}
+
+static void test_lookup__component_and_its_control_plane(void **state)
+{
+    struct fixture f;
+    const cJSON *ncp, *etcd, *kas;
+
+    fx_init(&f);
+    fx_put(&f, capn_owned);
+    ncp = fx_get(&f, FX_CONTROL_PLANES, "sample-control-plane");
+    etcd = fx_get(&f, FX_ETCDS, "sample-nestedetcd");
+    kas = fx_get(&f, FX_APISERVERS, "sample-nestedapiserver");
+    assert_ptr_equal(lookup_component(&f.view, ncp, RENDER_PART_ETCD), etcd);
+    assert_ptr_equal(lookup_component(&f.view, ncp, RENDER_PART_APISERVER), kas);
+    /* by the spec reference (not adopted yet) and by the owner reference */
+    assert_ptr_equal(lookup_control_plane_of_component(&f.view, etcd, RENDER_PART_ETCD), ncp);
+    assert_ptr_equal(lookup_control_plane_of_component(&f.view, kas, RENDER_PART_APISERVER), ncp);
+    fx_done(&f);
+}
+
+static void collect(void *userdata, const cJSON *ncp)
+{
+    const char **names = userdata;
+
+    for (int i = 0; i < 4; i++) {
+        if (!names[i]) {
+            names[i] = kube_obj_name(ncp);
+            return;
+        }
+    }
+}
+
+static void test_lookup__changes_of_related_objects_concern_their_control_plane(void **state)
+{
+    static const char others[] =
+        "apiVersion: v1\nkind: Secret\n"
+        "metadata:\n"
+        "  name: sample-etcd-certs-abc\n"
+        "  labels: {cluster.x-k8s.io/cluster-name: sample}\n"
+        "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, name: sample-nestedetcd, uid: etcd-1, controller: true}]\n"
+        "---\n"
+        "apiVersion: v1\nkind: Secret\n"
+        "metadata: {name: sample-ca, labels: {cluster.x-k8s.io/cluster-name: sample}}\n"
+        "---\n"
+        "apiVersion: apps/v1\nkind: StatefulSet\n"
+        "metadata:\n"
+        "  name: sample-etcd\n"
+        "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, name: sample-nestedetcd, uid: etcd-1, controller: true}]\n"
+        "---\n"
+        "apiVersion: v1\nkind: Secret\n"
+        "metadata: {name: unrelated, labels: {cluster.x-k8s.io/cluster-name: other}}\n";
+    struct {
+        const struct kube_resource *res;
+        enum fx_store store;
+        const char *name;
+        const char *want;
+    } cases[] = {
+        {&KUBE_SECRETS, FX_SECRETS, "sample-etcd-certs-abc", "sample-control-plane"},
+        {&KUBE_SECRETS, FX_SECRETS, "sample-ca", "sample-control-plane"},
+        {&KUBE_STATEFULSETS, FX_STATEFULSETS, "sample-etcd", "sample-control-plane"},
+        {&KUBE_SECRETS, FX_SECRETS, "unrelated", NULL},
+        {&CAPI_CLUSTERS, FX_CLUSTERS, "sample", "sample-control-plane"},
+        {&NESTCP_NESTED_CLUSTERS, FX_NESTED_CLUSTERS, "sample", "sample-control-plane"},
+        {&NESTCP_ETCDS, FX_ETCDS, "sample-nestedetcd", "sample-control-plane"},
+        {&NESTCP_CONTROL_PLANES, FX_CONTROL_PLANES, "sample-control-plane",
+         "sample-control-plane"},
+    };
+    struct fixture f;
+
+    fx_init(&f);
+    fx_put(&f, capn_unowned);
+    fx_put(&f, others);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *names[4] = {NULL};
+        const cJSON *obj = fx_get(&f, cases[i].store, cases[i].name);
+        assert_non_null(obj);
+        lookup_control_planes_for(&f.view, cases[i].res, obj, collect, names);
+        if (cases[i].want) {
+            assert_non_null(names[0]);
+            assert_string_equal(names[0], cases[i].want);
+            assert_null(names[1]);
+        } else {
+            assert_null(names[0]);
+        }
+    }
+    fx_done(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lookup__cluster_by_owner_reference),
+        cmocka_unit_test(test_lookup__cluster_by_its_references_without_cluster_api),
+        cmocka_unit_test(test_lookup__owner_cluster_missing_from_cache_gives_none),
+        cmocka_unit_test(test_lookup__standalone_cluster_is_named_by_its_label),
+        cmocka_unit_test(test_lookup__component_and_its_control_plane),
+        cmocka_unit_test(test_lookup__changes_of_related_objects_concern_their_control_plane),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
