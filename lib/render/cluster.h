@@ -33,6 +33,7 @@
 #include "api/errors.h"
 #include "api/kinds.h"
 #include "api/types.h"
+#include "lib/pki/key.h"
 #include "lib/render/catalog.h"
 #include "lib/util/err.h"
 
@@ -168,6 +169,19 @@ const struct api_gates *render_cluster_gates(const struct render_cluster *rc,
                                              enum render_part part);
 
 /* ---- CAs ---- */
+
+/* Where render_cluster_pki_load and render_cluster_certs* / _kubeconfig take private keys
+ * from: fn(ctx, alg, &pem, e) returns 0 with a PEM the caller owns, or a negative code that
+ * the call then fails with (-EAGAIN: a key is on its way, try again later). Unset (the
+ * default): pki_key_generate, inline. */
+typedef int (*render_key_fn)(void *ctx, enum pki_key_alg alg, char **ret_key_pem, struct err *e);
+void render_cluster_set_key_source(struct render_cluster *rc, render_key_fn fn, void *ctx);
+
+/* Renews leaves and kubeconfig client certificates with less than `seconds` of validity left
+ * when that is longer than spec.certificates.renewBeforeDays (it stays below validityDays, so
+ * a new certificate is never due at once). 0: renewBeforeDays alone. */
+void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds);
+
 
 struct render_cluster_pki;
 

@@ -23,6 +23,9 @@ struct render_cluster {
     struct api_capi_cluster *capi;
     struct api_nested_cluster *nc;
     struct render_cluster_part parts[RENDER_PART__COUNT];
+    render_key_fn key_fn; /* NULL: pki_key_generate */
+    void *key_ctx;
+    int64_t renew_before; /* seconds; 0: renewBeforeDays */
 };
 
 /* "<Kind> <ns>/<name>" for messages. */

@@ -86,6 +86,50 @@ static int ca_of(enum pki_kubeadm_cert which)
     }
 }
 
+/* ---- keys ---- */
+
+void render_cluster_set_key_source(struct render_cluster *rc, render_key_fn fn, void *ctx)
+{
+    rc->key_fn = fn;
+    rc->key_ctx = ctx;
+}
+
+void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds)
+{
+    rc->renew_before = seconds > 0 ? seconds : 0;
+}
+
+/* A new private key of the cluster's algorithm, from the key source. */
+static int new_key(const struct render_cluster_pki *pki, char **ret_key_pem, struct err *e)
+{
+    const struct render_cluster *rc = pki->rc;
+
+    if (rc->key_fn)
+        return rc->key_fn(rc->key_ctx, pki->pc.key_alg, ret_key_pem, e);
+    return pki_key_generate(pki->pc.key_alg, ret_key_pem, e);
+}
+
+/* pki_cert_issue with a key from the key source. */
+static int issue_cert(const struct render_cluster_pki *pki, const char *ca_cert_pem,
+                      const char *ca_key_pem, const struct pki_cert_spec *spec,
+                      char **ret_cert_pem, char **ret_key_pem, struct err *e)
+{
+    char *key = NULL;
+    int r;
+
+    if (!pki->rc->key_fn)
+        return pki_cert_issue(ca_cert_pem, ca_key_pem, spec, ret_cert_pem, ret_key_pem, e);
+    if ((r = new_key(pki, &key, e)) < 0)
+        return r;
+    r = pki_cert_issue_for_key(ca_cert_pem, ca_key_pem, spec, key, ret_cert_pem, e);
+    if (r < 0) {
+        free_secret_text(key);
+        return r;
+    }
+    *ret_key_pem = key;
+    return 0;
+}
+
 /* ---- CAs ---- */
 
 static int generate_ca(struct render_cluster_pki *pki, int i, struct err *e)
@@ -95,13 +139,13 @@ static int generate_ca(struct render_cluster_pki *pki, int i, struct err *e)
     int r;
 
     if (i == CA_SA) {
-        if ((r = pki_key_generate(pki->pc.key_alg, &p->key_pem, e)) < 0)
+        if ((r = new_key(pki, &p->key_pem, e)) < 0)
             return r;
         return pki_key_public_pem(p->key_pem, &p->cert_pem, e);
     }
     if ((r = pki_kubeadm_spec(&pki->pc, cas[i].which, 0, &spec, e)) < 0)
         return r;
-    r = pki_cert_issue(NULL, NULL, &spec, &p->cert_pem, &p->key_pem, e);
+    r = issue_cert(pki, NULL, NULL, &spec, &p->cert_pem, &p->key_pem, e);
     pki_cert_spec_done(&spec);
     return r;
 }
@@ -132,6 +176,10 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
     pki->rc = rc;
     pki->now = now ? now : (int64_t)time(NULL);
     pki->renew_before = (int64_t)s->certificates.renew_before_days * DAY;
+    if (rc->renew_before > pki->renew_before) {
+        int64_t cap = (int64_t)s->certificates.validity_days * DAY - DAY;
+        pki->renew_before = rc->renew_before < cap ? rc->renew_before : cap;
+    }
     pki->pc = (struct pki_cluster){
         .name = rc->name,
         .ns = rc->ns,
@@ -176,12 +224,12 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
                 cJSON_Delete(obj);
                 q = -ENOMEM;
             }
-            if (q < 0 && q != -ENOMEM)
+            if (q < 0 && q != -ENOMEM && q != -EAGAIN)
                 err_prefix(&e, "Secret %s/%s: ", rc->ns, name);
         } else {
             q = err_set(&e, -ENOENT, "Secret %s/%s does not exist", rc->ns, name);
         }
-        if (q == -ENOMEM) {
+        if (q == -ENOMEM || q == -EAGAIN) {
             r = q;
             break;
         }
@@ -456,7 +504,7 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
 
         if ((r = pki_kubeadm_spec(&pki->pc, p->which, p->member, &spec, e)) < 0)
             return r;
-        r = pki_cert_issue(ca->cert_pem, ca->key_pem, &spec, &crt, &key, e);
+        r = issue_cert(pki, ca->cert_pem, ca->key_pem, &spec, &crt, &key, e);
         pki_cert_spec_done(&spec);
         if (r < 0)
             return r;
