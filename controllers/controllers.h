@@ -15,7 +15,7 @@
 struct manager;
 
 struct controllers_opts {
-    const char *templates_dir;  /* the package catalog (lib/render) */
+    const char *templates_dir; /* the package catalog (lib/render) */
     int64_t cert_renew_before; /* seconds: renew a certificate with less validity left */
 };
 

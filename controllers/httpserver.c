@@ -60,8 +60,7 @@ static void not_found(struct httpd_response *resp)
     buf_puts(&resp->body, "not found\n");
 }
 
-static void on_metrics(void *userdata, const struct httpd_request *req,
-                       struct httpd_response *resp)
+static void on_metrics(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
 {
     struct httpserver *s = userdata;
 
@@ -69,8 +68,7 @@ static void on_metrics(void *userdata, const struct httpd_request *req,
         not_found(resp);
 }
 
-static void on_health(void *userdata, const struct httpd_request *req,
-                      struct httpd_response *resp)
+static void on_health(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
 {
     if (!serve_health(userdata, req, resp))
         not_found(resp);

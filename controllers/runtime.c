@@ -38,8 +38,8 @@ const struct kube_resource NESTCP_APISERVERS = {API_GROUP_CONTROLPLANE, API_VERS
 const struct kube_resource NESTCP_CONTROLLER_MANAGERS = {
     API_GROUP_CONTROLPLANE, API_VERSION_STORAGE, "nestedcontrollermanagers",
     "NestedControllerManager", true};
-const struct kube_resource NESTCP_NESTED_CLUSTERS = {
-    API_GROUP_INFRASTRUCTURE, API_VERSION_STORAGE, "nestedclusters", "NestedCluster", true};
+const struct kube_resource NESTCP_NESTED_CLUSTERS = {API_GROUP_INFRASTRUCTURE, API_VERSION_STORAGE,
+                                                     "nestedclusters", "NestedCluster", true};
 const struct kube_resource CAPI_CLUSTERS = {API_GROUP_CLUSTER, API_VERSION_STORAGE, "clusters",
                                             "Cluster", true};
 
@@ -167,8 +167,7 @@ static void maybe_start_processing(struct manager *m);
 
 static bool same_resource(const struct kube_resource *a, const struct kube_resource *b)
 {
-    return a == b ||
-           (strcmp(a->group, b->group) == 0 && strcmp(a->resource, b->resource) == 0);
+    return a == b || (strcmp(a->group, b->group) == 0 && strcmp(a->resource, b->resource) == 0);
 }
 
 static struct cache *cache_of(struct manager *m, const struct kube_resource *res)
@@ -267,8 +266,7 @@ static void job_finish(struct job *j, enum outcome outcome)
 
 static void job_next(struct job *j);
 
-static void action_failed(struct job *j, const struct plan_action *a, int code,
-                          const char *message)
+static void action_failed(struct job *j, const struct plan_action *a, int code, const char *message)
 {
     struct controller *c = j->c;
     bool conflict = code == -EBUSY || (code == -EEXIST && a->verb == KUBE_CREATE);
@@ -303,8 +301,8 @@ static void action_done(void *userdata, const struct kube_result *res)
     metric_add(m->mx.api_requests, (const char *[]){verb_name(a), code}, 1);
     /* A delete of something already gone has done its job. */
     if (res->code == 0 || (a->verb == KUBE_DELETE && res->code == -ENOENT)) {
-        log_debug("action done", "controller=%s key=%s verb=%s why=%s status=%ld",
-                  j->c->def.name, j->key, verb_name(a), a->why, res->http_status);
+        log_debug("action done", "controller=%s key=%s verb=%s why=%s status=%ld", j->c->def.name,
+                  j->key, verb_name(a), a->why, res->http_status);
         j->next++;
         job_next(j);
         return;
@@ -341,10 +339,11 @@ static void job_next(struct job *j)
         req.field_manager = PLAN_FIELD_MANAGER;
     if (a->verb == KUBE_DELETE)
         req.propagation_policy = "Background";
-    log_debug("action", "controller=%s key=%s step=%zu/%zu verb=%s resource=%s object=%s%s%s why=%s",
+    log_debug("action",
+              "controller=%s key=%s step=%zu/%zu verb=%s resource=%s object=%s%s%s why=%s",
               j->c->def.name, j->key, j->next + 1, j->plan.n_actions, verb_name(a),
-              a->resource->resource, a->namespace_ ? a->namespace_ : "",
-              a->namespace_ ? "/" : "", a->name ? a->name : "", a->why);
+              a->resource->resource, a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
+              a->name ? a->name : "", a->why);
     if (m->opts.send)
         r = m->opts.send(m->opts.send_ctx, &req, action_done, j);
     else
@@ -359,9 +358,7 @@ static void record_events(struct job *j)
     struct manager *m = c->m;
     struct cache *cache = cache_of(m, c->def.primary);
     const cJSON *obj = cache ? kube_store_get(cache_store(m, cache), j->ns, j->name) : NULL;
-    struct kube_event_ref ref = {.resource = c->def.primary,
-                                 .namespace_ = j->ns,
-                                 .name = j->name};
+    struct kube_event_ref ref = {.resource = c->def.primary, .namespace_ = j->ns, .name = j->name};
 
     if (obj)
         ref = kube_event_ref_of(c->def.primary, obj);
@@ -411,9 +408,8 @@ static void process_key(void *userdata, const char *key)
     err_clear(&e);
     r = c->def.reconcile(c->def.ctx, &view, j->ns, j->name, &j->plan, &e);
     if (r < 0) {
-        log_warn("reconcile failed", "controller=%s key=%s error=%s retry_in_s=%.3f",
-                 c->def.name, j->key, e.msg[0] ? e.msg : err_code_name(r),
-                 workqueue_retry_delay(c->q, j->key));
+        log_warn("reconcile failed", "controller=%s key=%s error=%s retry_in_s=%.3f", c->def.name,
+                 j->key, e.msg[0] ? e.msg : err_code_name(r), workqueue_retry_delay(c->q, j->key));
         plan_done(&j->plan);
         job_finish(j, OUTCOME_ERROR);
         return;
@@ -601,10 +597,8 @@ static void probe_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void probe_start(struct cache *cache)
 {
     struct manager *m = cache->m;
-    struct kube_request req = {.verb = KUBE_LIST,
-                               .resource = cache->spec->res,
-                               .namespace_ = m->namespace_,
-                               .limit = 1};
+    struct kube_request req = {
+        .verb = KUBE_LIST, .resource = cache->spec->res, .namespace_ = m->namespace_, .limit = 1};
 
     if (m->phase != PHASE_RUNNING)
         return;
@@ -1023,8 +1017,8 @@ static int register_metrics(struct manager *m)
         {&m->mx.wq_depth, METRIC_GAUGE, "workqueue_depth", "Keys queued and ready.", queue},
         {&m->mx.wq_waiting, METRIC_GAUGE, "nestcp_workqueue_waiting",
          "Keys waiting for a delay (requeue after, or retry backoff).", queue},
-        {&m->mx.wq_in_flight, METRIC_GAUGE, "nestcp_workqueue_in_flight",
-         "Keys being processed.", queue},
+        {&m->mx.wq_in_flight, METRIC_GAUGE, "nestcp_workqueue_in_flight", "Keys being processed.",
+         queue},
         {&m->mx.wq_adds, METRIC_COUNTER, "workqueue_adds_total", "Keys queued.", queue},
         {&m->mx.wq_retries, METRIC_COUNTER, "workqueue_retries_total",
          "Keys re-queued after a failure, rate-limited.", queue},
@@ -1050,8 +1044,7 @@ static int register_metrics(struct manager *m)
         {&m->mx.inf_list_failures, METRIC_COUNTER, "nestcp_informer_list_failures_total",
          "Lists that failed.", resource},
         {&m->mx.inf_restarts, METRIC_COUNTER, "nestcp_informer_watch_restarts_total",
-         "Watch streams that ended and were resumed, by reason (timeout, expired, error).",
-         reason},
+         "Watch streams that ended and were resumed, by reason (timeout, expired, error).", reason},
         {&m->mx.inf_missed_deletes, METRIC_COUNTER, "nestcp_informer_missed_deletes_total",
          "Deletions found by a relist.", resource},
         {&m->mx.inf_objects, METRIC_GAUGE, "nestcp_informer_objects", "Objects in a cache.",
@@ -1095,8 +1088,7 @@ static void collect(void *userdata, struct metrics *r)
         /* A queue is made afresh when processing starts, so these only grow. */
         metric_set(x->wq_adds, l, (double)w->adds);
         metric_set(x->wq_retries, l, (double)w->retries);
-        metric_set_summary(x->wq_queue_duration, l, w->queue_duration_sum,
-                           w->queue_duration_count);
+        metric_set_summary(x->wq_queue_duration, l, w->queue_duration_sum, w->queue_duration_count);
         metric_set_summary(x->wq_work_duration, l, w->work_duration_sum, w->work_duration_count);
     }
     for (int i = 0; i < CACHE_COUNT; i++) {
@@ -1164,8 +1156,8 @@ int manager_new(struct ev_loop *loop, struct kube_client *client, const struct m
 
     if (!loop || (!client && !o.send))
         return err_set(e, -EINVAL, "manager: a loop and a client (or a send hook) are required");
-    if (o.concurrency < 0 || o.lease_duration < 0 || o.renew_deadline < 0 ||
-        o.retry_period < 0 || o.shutdown_timeout < 0 || o.cluster_crd_retry < 0)
+    if (o.concurrency < 0 || o.lease_duration < 0 || o.renew_deadline < 0 || o.retry_period < 0 ||
+        o.shutdown_timeout < 0 || o.cluster_crd_retry < 0)
         return err_set(e, -EINVAL, "manager: negative concurrency or duration");
     if (o.leader_elect && !client)
         return err_set(e, -EINVAL, "manager: leader election needs a client");

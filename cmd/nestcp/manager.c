@@ -167,8 +167,9 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
         return -EINVAL;
     }
     if (parse_duration(s->cert_renew_before, &renew_before) < 0 || renew_before <= 0) {
-        fprintf(stderr, "nestcp manager: --cert-renew-before: \"%s\" is not a positive duration "
-                        "(e.g. 30d)\n",
+        fprintf(stderr,
+                "nestcp manager: --cert-renew-before: \"%s\" is not a positive duration "
+                "(e.g. 30d)\n",
                 s->cert_renew_before);
         return -EINVAL;
     }
@@ -225,8 +226,9 @@ static int run_manager(const struct settings *s, struct manager_opts *mo,
         log_error("cannot serve metrics and health probes", "error=%s", e.msg);
         goto out;
     }
-    log_info("nestcp manager", "version=%s commit=%s server=%s config=%s metrics_port=%d "
-                               "health_port=%d",
+    log_info("nestcp manager",
+             "version=%s commit=%s server=%s config=%s metrics_port=%d "
+             "health_port=%d",
              NESTCP_VERSION, NESTCP_GIT_VERSION, cfg->server, cfg->origin,
              httpserver_metrics_port(http), httpserver_health_port(http));
     if (manager_start(run.m, &e) < 0) {

@@ -37,8 +37,8 @@ struct httpd {
     int n_conns;
 };
 
-int httpd_parse_address(const char *address, struct sockaddr_storage *ret_addr,
-                        socklen_t *ret_len, struct err *e)
+int httpd_parse_address(const char *address, struct sockaddr_storage *ret_addr, socklen_t *ret_len,
+                        struct err *e)
 {
     struct sockaddr_storage ss = {0};
     char host[64];
@@ -323,9 +323,8 @@ static int listen_on(const struct sockaddr_storage *addr, socklen_t len, int *re
     if (fd < 0)
         return -errno;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (addr->ss_family == AF_INET6 &&
-        memcmp(&((const struct sockaddr_in6 *)addr)->sin6_addr, &in6addr_any,
-               sizeof(in6addr_any)) == 0)
+    if (addr->ss_family == AF_INET6 && memcmp(&((const struct sockaddr_in6 *)addr)->sin6_addr,
+                                              &in6addr_any, sizeof(in6addr_any)) == 0)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     if (bind(fd, (const struct sockaddr *)addr, len) < 0 || listen(fd, 64) < 0) {
         r = -errno;

@@ -47,8 +47,8 @@ struct httpd_opts {
 /* Parses a listen address: "host:port", ":port" (every interface), "[v6]:port"; host is a
  * numeric address or "localhost"; port 0 asks for a free one. Returns 0 or -EINVAL (detail
  * in e). */
-int httpd_parse_address(const char *address, struct sockaddr_storage *ret_addr,
-                        socklen_t *ret_len, struct err *e);
+int httpd_parse_address(const char *address, struct sockaddr_storage *ret_addr, socklen_t *ret_len,
+                        struct err *e);
 
 /* Listens on address and serves requests with handler (borrowed, with userdata).
  * opts may be NULL. Returns 0, -EINVAL (bad address), or the socket error (-EADDRINUSE, ...),

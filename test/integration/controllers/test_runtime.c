@@ -94,8 +94,8 @@ static int tiny_reconcile(void *ctx, const struct cache_view *view, const char *
     cJSON_AddStringToObject(cJSON_AddObjectToObject(cm, "data"), "writer", ti->identity);
     if (plan_apply(plan, &KUBE_CONFIGMAPS, cm, "ConfigMap %s/%s: desired", ns, child) < 0)
         return err_set(e, -ENOMEM, "out of memory");
-    phase = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ncp, "status"),
-                                             "phase");
+    phase =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ncp, "status"), "phase");
     if (cJSON_IsString(phase) && strcmp(phase->valuestring, "Reconciled") == 0)
         return 0;
     status = cJSON_Duplicate(ncp, true);
@@ -107,8 +107,8 @@ static int tiny_reconcile(void *ctx, const struct cache_view *view, const char *
                                                "resourceVersion", cJSON_CreateString("1"));
     }
     if (plan_update_status(plan, &NESTCP_CONTROL_PLANES, status, "status: phase Reconciled") < 0 ||
-        plan_event(plan, KUBE_EVENT_NORMAL, "Reconciled", "children applied by %s",
-                   ti->identity) < 0)
+        plan_event(plan, KUBE_EVENT_NORMAL, "Reconciled", "children applied by %s", ti->identity) <
+            0)
         return err_set(e, -ENOMEM, "out of memory");
     return 0;
 }
@@ -118,8 +118,7 @@ static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool h
     struct manager_opts o = extra ? *extra : (struct manager_opts){0};
     struct controller_def def = {
         .name = "tiny", .primary = &NESTCP_CONTROL_PLANES, .reconcile = tiny_reconcile, .ctx = ti};
-    struct httpserver_opts ho = {.metrics_address = "127.0.0.1:0",
-                                 .health_address = "127.0.0.1:0"};
+    struct httpserver_opts ho = {.metrics_address = "127.0.0.1:0", .health_address = "127.0.0.1:0"};
     struct err e;
 
     o.namespace_ = t.ns;
@@ -214,8 +213,9 @@ static cJSON *get(const struct kube_resource *res, const char *name)
 {
     cJSON *body = NULL;
 
-    if (kt_sync(&t, &(struct kube_request){.verb = KUBE_GET, .resource = res, .namespace_ = t.ns,
-                                           .name = name},
+    if (kt_sync(&t,
+                &(struct kube_request){
+                    .verb = KUBE_GET, .resource = res, .namespace_ = t.ns, .name = name},
                 &body) < 0)
         return NULL;
     return body;
@@ -254,15 +254,19 @@ static bool event_exists(void *arg)
     bool found = false;
 
     snprintf(selector, sizeof(selector), "involvedObject.name=%s,reason=%s", q->object, q->reason);
-    if (kt_sync(&t, &(struct kube_request){.verb = KUBE_LIST, .resource = &KUBE_EVENTS,
-                                           .namespace_ = t.ns, .field_selector = selector},
+    if (kt_sync(&t,
+                &(struct kube_request){.verb = KUBE_LIST,
+                                       .resource = &KUBE_EVENTS,
+                                       .namespace_ = t.ns,
+                                       .field_selector = selector},
                 &list) < 0)
         return false;
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
     {
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(it, "involvedObject"), "kind");
-        found = found || (cJSON_IsString(kind) && strcmp(kind->valuestring, "NestedControlPlane") == 0);
+        found =
+            found || (cJSON_IsString(kind) && strcmp(kind->valuestring, "NestedControlPlane") == 0);
     }
     cJSON_Delete(list);
     return found;
@@ -287,9 +291,11 @@ static void install_crds(void)
              src);
     assert_int_equal(system(cmd), 0);
     /* Discovery follows Established by a moment: wait until the resource lists. */
-    while (kt_sync(&t, &(struct kube_request){.verb = KUBE_LIST,
-                                              .resource = &NESTCP_CONTROL_PLANES,
-                                              .namespace_ = t.ns, .limit = 1},
+    while (kt_sync(&t,
+                   &(struct kube_request){.verb = KUBE_LIST,
+                                          .resource = &NESTCP_CONTROL_PLANES,
+                                          .namespace_ = t.ns,
+                                          .limit = 1},
                    NULL) < 0) {
         assert_true(time_mono() < end);
         usleep(200000);
@@ -351,9 +357,11 @@ static void test_runtime__plans_land_and_events_appear(void **state)
     old = get(&KUBE_SERVICES, "a-svc");
     snprintf(old_uid, sizeof(old_uid), "%s", kube_obj_uid(old));
     cJSON_Delete(old);
-    assert_int_equal(kt_sync(&t, &(struct kube_request){.verb = KUBE_DELETE,
-                                                        .resource = &KUBE_SERVICES,
-                                                        .namespace_ = t.ns, .name = "a-svc"},
+    assert_int_equal(kt_sync(&t,
+                             &(struct kube_request){.verb = KUBE_DELETE,
+                                                    .resource = &KUBE_SERVICES,
+                                                    .namespace_ = t.ns,
+                                                    .name = "a-svc"},
                              NULL),
                      0);
     for (double end = time_mono() + 20;; kt_run_for(&t, 0.2)) {

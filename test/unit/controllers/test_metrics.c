@@ -162,9 +162,8 @@ static void test_metrics__text_parses_back(void **state)
                                       (const char *[]){"controller", NULL},
                                       (const double[]){0.1, 1, 10}, 3, &time),
                      0);
-    assert_int_equal(metrics_register(r, METRIC_SUMMARY, "queue_seconds", "Waits.", NULL, NULL, 0,
-                                      &wait),
-                     0);
+    assert_int_equal(
+        metrics_register(r, METRIC_SUMMARY, "queue_seconds", "Waits.", NULL, NULL, 0, &wait), 0);
     metric_add(total, (const char *[]){"nestedetcd", "success"}, 1);
     metric_add(total, (const char *[]){"nestedetcd", "success"}, 2);
     metric_add(total, (const char *[]){"nestedetcd", "error"}, 1);
@@ -181,10 +180,12 @@ static void test_metrics__text_parses_back(void **state)
     assert_non_null(strstr(text, "# HELP workqueue_depth Queued keys.\n"));
     assert_non_null(strstr(text, "# TYPE reconcile_seconds histogram\n"));
     assert_non_null(strstr(text, "# TYPE queue_seconds summary\n"));
-    assert_true(find(s, n, "controller_runtime_reconcile_total",
-                     "controller=nestedetcd,result=success")->value == 3);
-    assert_true(find(s, n, "controller_runtime_reconcile_total",
-                     "controller=nestedetcd,result=error")->value == 1);
+    assert_true(
+        find(s, n, "controller_runtime_reconcile_total", "controller=nestedetcd,result=success")
+            ->value == 3);
+    assert_true(
+        find(s, n, "controller_runtime_reconcile_total", "controller=nestedetcd,result=error")
+            ->value == 1);
     assert_true(find(s, n, "workqueue_depth", "name=nestedetcd")->value == 7);
     /* Buckets are cumulative and end with +Inf = count. */
     assert_true(find(s, n, "reconcile_seconds_bucket", "controller=nestedetcd,le=0.1")->value == 1);
@@ -230,9 +231,8 @@ static void test_metrics__distinct_label_tuples_are_distinct_series(void **state
     struct metric *c;
 
     assert_int_equal(metrics_new(&r), 0);
-    assert_int_equal(metrics_register(r, METRIC_COUNTER, "c_total", "", (const char *[]){"a", "b",
-                                                                                         NULL},
-                                      NULL, 0, &c),
+    assert_int_equal(metrics_register(r, METRIC_COUNTER, "c_total", "",
+                                      (const char *[]){"a", "b", NULL}, NULL, 0, &c),
                      0);
     /* "x1" + "" and "x" + "1" must not collide. */
     metric_add(c, (const char *[]){"x1", ""}, 1);
@@ -252,12 +252,12 @@ static void test_metrics__bad_names_and_types_are_refused(void **state)
     assert_int_equal(metrics_register(r, METRIC_COUNTER, "9bad", "", NULL, NULL, 0, &c), -EINVAL);
     assert_int_equal(metrics_register(r, METRIC_COUNTER, "bad-name", "", NULL, NULL, 0, &c),
                      -EINVAL);
-    assert_int_equal(metrics_register(r, METRIC_COUNTER, "ok", "", (const char *[]){"le", NULL},
-                                      NULL, 0, &c),
-                     -EINVAL);
-    assert_int_equal(metrics_register(r, METRIC_HISTOGRAM, "h", "", NULL,
-                                      (const double[]){1, 0.5}, 2, &h),
-                     -EINVAL);
+    assert_int_equal(
+        metrics_register(r, METRIC_COUNTER, "ok", "", (const char *[]){"le", NULL}, NULL, 0, &c),
+        -EINVAL);
+    assert_int_equal(
+        metrics_register(r, METRIC_HISTOGRAM, "h", "", NULL, (const double[]){1, 0.5}, 2, &h),
+        -EINVAL);
     assert_int_equal(metrics_register(r, METRIC_COUNTER, "ok", "", NULL, NULL, 0, &c), 0);
     assert_int_equal(metrics_register(r, METRIC_GAUGE, "ok", "", NULL, NULL, 0, &c), -EEXIST);
     assert_ptr_equal(metrics_find(r, "ok"), c);
@@ -315,9 +315,8 @@ static void test_metrics__render_respects_the_buffer_cap(void **state)
     struct buf out = BUF_INIT;
 
     assert_int_equal(metrics_new(&r), 0);
-    assert_int_equal(metrics_register(r, METRIC_GAUGE, "g", "", (const char *[]){"i", NULL}, NULL,
-                                      0, &g),
-                     0);
+    assert_int_equal(
+        metrics_register(r, METRIC_GAUGE, "g", "", (const char *[]){"i", NULL}, NULL, 0, &g), 0);
     for (int i = 0; i < 100; i++) {
         char v[16];
         snprintf(v, sizeof(v), "%d", i);

@@ -67,9 +67,8 @@ struct hook {
 static void complete_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct pending *p = w->data;
-    struct kube_result res = {.code = p->code,
-                              .http_status = p->http,
-                              .message = p->code ? "scripted failure" : ""};
+    struct kube_result res = {
+        .code = p->code, .http_status = p->http, .message = p->code ? "scripted failure" : ""};
 
     p->h->in_flight--;
     p->done(p->userdata, &res);
@@ -126,7 +125,8 @@ static int hook_send(void *ctx, const struct kube_request *req, kube_done_fn don
              req->name ? req->name : kube_obj_name(req->body));
     snprintf(s->field_manager, sizeof(s->field_manager), "%s",
              req->field_manager ? req->field_manager : "");
-    snprintf(s->subresource, sizeof(s->subresource), "%s", req->subresource ? req->subresource : "");
+    snprintf(s->subresource, sizeof(s->subresource), "%s",
+             req->subresource ? req->subresource : "");
     snprintf(s->propagation, sizeof(s->propagation), "%s",
              req->propagation_policy ? req->propagation_policy : "");
     if (h->next_script < h->n_script) {
@@ -233,9 +233,8 @@ static int reconcile(void *ctx, const struct cache_view *view, const char *ns, c
         plan_requeue_after(plan, 0.2);
         break;
     case PLAN_EVENT:
-        assert_int_equal(plan_event(plan, KUBE_EVENT_NORMAL, "CreatedService", "Service %s/svc",
-                                    ns),
-                         0);
+        assert_int_equal(
+            plan_event(plan, KUBE_EVENT_NORMAL, "CreatedService", "Service %s/svc", ns), 0);
         assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
                                     "Service: missing"),
                          0);
@@ -385,11 +384,10 @@ static void test_runtime__stops_at_first_failure_and_backs_off(void **state)
     assert_int_equal(f->hook.sent[2].verb, KUBE_PATCH);
     assert_int_equal(reconcile_total(f, "error"), 1);
     assert_int_equal(reconcile_total(f, "success"), 1);
-    assert_int_equal(metric(f, "controller_runtime_reconcile_errors_total", (const char *[]){"test"}),
-                     1);
+    assert_int_equal(
+        metric(f, "controller_runtime_reconcile_errors_total", (const char *[]){"test"}), 1);
     assert_int_equal(metric(f, "workqueue_retries_total", (const char *[]){"test"}), 1);
-    assert_int_equal(metric(f, "nestcp_api_requests_total", (const char *[]){"create", "500"}),
-                     1);
+    assert_int_equal(metric(f, "nestcp_api_requests_total", (const char *[]){"create", "500"}), 1);
 }
 
 static void test_runtime__conflict_requeues_without_error(void **state)
@@ -405,8 +403,8 @@ static void test_runtime__conflict_requeues_without_error(void **state)
     assert_string_equal(f->hook.sent[0].field_manager, PLAN_FIELD_MANAGER);
     assert_int_equal(reconcile_total(f, "requeue"), 1);
     assert_int_equal(reconcile_total(f, "success"), 1);
-    assert_int_equal(metric(f, "controller_runtime_reconcile_errors_total", (const char *[]){"test"}),
-                     0);
+    assert_int_equal(
+        metric(f, "controller_runtime_reconcile_errors_total", (const char *[]){"test"}), 0);
     /* Requeued at once: the second reconcile follows within the first rate-limit step. */
     assert_true(f->reconciled_at[1] - f->reconciled_at[0] < 0.5);
 }

@@ -258,8 +258,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_httpd__get_calls_the_handler, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_httpd__head_has_no_body_and_404_passes_through,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_httpd__head_has_no_body_and_404_passes_through, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_httpd__other_methods_and_garbage_are_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_httpd__oversized_headers_get_431, setup, teardown),
