@@ -378,7 +378,11 @@ static int emit_node(yaml_emitter_t *em, const cJSON *n)
         val = cJSON_IsTrue(n) ? "true" : "false";
     } else if (cJSON_IsNumber(n)) {
         double d = n->valuedouble;
-        if (d == floor(d) && fabs(d) < 9007199254740992.0)
+        if (isinf(d)) /* YAML's spelling; "%g" would write "inf", which reads back as text */
+            snprintf(num, sizeof(num), "%s", d > 0 ? ".inf" : "-.inf");
+        else if (isnan(d))
+            snprintf(num, sizeof(num), ".nan");
+        else if (d == floor(d) && fabs(d) < 9007199254740992.0)
             snprintf(num, sizeof(num), "%lld", (long long)d);
         else
             snprintf(num, sizeof(num), "%.17g", d);
