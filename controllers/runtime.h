@@ -5,7 +5,14 @@
  * The controller runtime: shared informers, one workqueue per controller, and the executor that
  * carries out the plans reconcilers return (controllers/plan.h), all on one libev loop.
  *
- *   manager_new -> manager_add_controller (x5) -> manager_start -> ev_run ... -> manager_stop
+ *   manager_new -> manager_add_controller (x5) -> manager_start -> ev_run ...
+ *   -> manager_stop (graceful; its callback ends the loop) -> manager_free
+ *
+ * A reconcile error, or a failed action, retries the key with exponential backoff; a 409
+ * Conflict, or AlreadyExists on a create, requeues it rate-limited and is counted as result
+ * "requeue" rather than "error"; a DELETE answered 404 counts as done. Metrics are named as
+ * controller-runtime's (controller_runtime_reconcile_total{controller,result}, workqueue_*),
+ * plus nestcp_* for the API client, the caches and Events.
  *
  * Reconcilers see the caches only through struct cache_view: read-only stores, the same ones
  * unit tests fill by hand (kube_store_put) to test reconcilers without a server.
