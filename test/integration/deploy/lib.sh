@@ -1,0 +1,40 @@
+# Shared by the deploy tests (sourced, not run): failure, kubectl with a timeout, the CRDs.
+# shellcheck shell=bash
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+kubectl() { command kubectl --request-timeout=30s "$@"; }
+
+# Installs nestcp's CRDs and the minimal Cluster API Cluster CRD and waits until every kind can
+# be listed (discovery follows Established by a moment). Installing them is idempotent; they
+# stay installed, as the other integration tests leave them.
+install_crds() {
+    local src=$1 r
+    kubectl apply -f "$src/config/crd/bases" -f "$src/config/crd/capi" >/dev/null
+    kubectl wait --for condition=established --timeout=60s \
+        crd/nestedclusters.infrastructure.cluster.x-k8s.io \
+        crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io \
+        crd/nestedetcds.controlplane.cluster.x-k8s.io \
+        crd/nestedapiservers.controlplane.cluster.x-k8s.io \
+        crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io \
+        crd/clusters.cluster.x-k8s.io >/dev/null
+    for r in nestedclusters.infrastructure.cluster.x-k8s.io \
+        nestedcontrolplanes.controlplane.cluster.x-k8s.io nestedetcds.controlplane.cluster.x-k8s.io \
+        nestedapiservers.controlplane.cluster.x-k8s.io \
+        nestedcontrollermanagers.controlplane.cluster.x-k8s.io clusters.cluster.x-k8s.io; do
+        for i in $(seq 1 60); do
+            kubectl get "$r" --all-namespaces >/dev/null 2>&1 && break
+            [ "$i" -eq 60 ] && fail "$r is not served 60s after its CRD was established"
+            sleep 1
+        done
+    done
+}
+
+# Deletes a namespace and waits until it is gone, so the next test finds no half-deleted one.
+delete_namespace() {
+    kubectl delete namespace "$1" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 ||
+        echo "warning: namespace $1 still terminating" >&2
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# The provider as users install it (docs/install.md):
+#   - `kubectl kustomize config/default` (and config/namespaced, config/rbac, config/manager)
+#     builds, with every object labelled cluster.x-k8s.io/provider=control-plane-nested;
+#   - `kubectl apply -k config/default` succeeds against the real apiserver and creates the
+#     Namespace, ServiceAccount, RBAC, metrics Service and a Deployment that runs hardened
+#     (non-root uid 65532, read-only root, no capabilities, seccomp RuntimeDefault) with
+#     probes on 8081; the pod does not run (no kubelet here), so only the objects are checked;
+#   - `kubectl auth can-i --as=<the manager's ServiceAccount>`: it may do what the manager
+#     does and nothing else (no pods, nodes, namespaces, configmaps, CRDs, no other Leases);
+#   - `kubectl apply -k config/namespaced`: the same rights in the namespace `tenants` only,
+#     no Secret readable cluster-wide, and the manager started with --namespace=tenants.
+# Docs commands covered here: docs/install.md "kubectl apply -k config/default",
+# "kubectl -n nestcp-system get deploy,sa,svc", "kubectl auth can-i ... --as=...", the
+# one-namespace install, and the uninstall commands.
+# Everything but the CRDs (shared with the other tests) is deleted afterwards.
+set -euo pipefail
+: "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
+: "${NESTCP_SOURCE_DIR:?}"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+src=$NESTCP_SOURCE_DIR
+sa=system:serviceaccount:nestcp-system:nestcp-controller-manager
+out=$(mktemp -d)
+created_tenants=false
+cleanup() {
+    kubectl delete clusterrolebinding nestcp-manager-rolebinding --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete clusterrole nestcp-manager-role --ignore-not-found >/dev/null 2>&1 || true
+    kubectl -n tenants delete rolebinding nestcp-manager-rolebinding --ignore-not-found >/dev/null 2>&1 || true
+    kubectl -n tenants delete role nestcp-manager-role --ignore-not-found >/dev/null 2>&1 || true
+    delete_namespace nestcp-system
+    if $created_tenants; then delete_namespace tenants; fi
+    rm -rf "$out"
+}
+trap cleanup EXIT
+
+# --- kustomize builds ---
+for d in default namespaced rbac manager; do
+    kubectl kustomize "$src/config/$d" >"$out/$d.yaml" || fail "kubectl kustomize config/$d failed"
+done
+[ "$(grep -c '^kind: Namespace$' "$out/default.yaml")" = 1 ] ||
+    fail "config/default must hold exactly one Namespace (clusterctl's target namespace)"
+objects=$(grep -c '^kind: ' "$out/default.yaml")
+labelled=$(grep -c '^    cluster.x-k8s.io/provider: control-plane-nested$' "$out/default.yaml")
+[ "$objects" = "$labelled" ] ||
+    fail "$objects objects in config/default but $labelled carry the provider label"
+grep -q '^        image: nestcp:dev$' "$out/default.yaml" || fail "default image is not nestcp:dev"
+
+# --- the default install ---
+# The Cluster API Cluster CRD, so `kubectl auth can-i` resolves clusters.cluster.x-k8s.io.
+install_crds "$src"
+kubectl apply -k "$src/config/default" >"$out/apply.log" || fail "apply -k config/default: $(cat "$out/apply.log")"
+for obj in namespace/nestcp-system serviceaccount/nestcp-controller-manager \
+    role/nestcp-leader-election-role rolebinding/nestcp-leader-election-rolebinding \
+    service/nestcp-controller-manager-metrics deployment/nestcp-controller-manager; do
+    kubectl -n nestcp-system get "$obj" >/dev/null || fail "$obj was not created"
+done
+kubectl get clusterrole/nestcp-manager-role clusterrolebinding/nestcp-manager-rolebinding >/dev/null ||
+    fail "the ClusterRole or its binding was not created"
+[ "$(kubectl get clusterrolebinding nestcp-manager-rolebinding \
+    -o jsonpath='{.roleRef.name} {.subjects[0].namespace}/{.subjects[0].name}')" = \
+    "nestcp-manager-role nestcp-system/nestcp-controller-manager" ] ||
+    fail "the ClusterRoleBinding does not bind the manager's ServiceAccount"
+case "$(kubectl get clusterrole nestcp-manager-role -o jsonpath='{.rules[*].verbs} {.rules[*].resources} {.rules[*].apiGroups}')" in
+*'"*"'*) fail "the manager's ClusterRole has a wildcard" ;;
+esac
+
+jp() { kubectl -n nestcp-system get deployment nestcp-controller-manager -o jsonpath="$1"; }
+args=$(jp '{.spec.template.spec.containers[0].args}')
+for a in manager --leader-elect --metrics-bind-address=:8080 --health-probe-bind-address=:8081 \
+    --templates=/usr/share/nestcp/templates; do
+    case "$args" in *"\"$a\""*) ;; *) fail "manager args lack $a: $args" ;; esac
+done
+[ "$(jp '{.spec.template.spec.containers[0].name}')" = manager ] ||
+    fail "the container must be named manager (clusterctl)"
+[ "$(jp '{.spec.template.spec.serviceAccountName}')" = nestcp-controller-manager ] ||
+    fail "the pod does not run as the manager's ServiceAccount"
+[ "$(jp '{.spec.template.spec.securityContext.runAsNonRoot} {.spec.template.spec.securityContext.runAsUser} {.spec.template.spec.securityContext.seccompProfile.type}')" = \
+    "true 65532 RuntimeDefault" ] || fail "pod securityContext is not non-root uid 65532 with seccomp RuntimeDefault"
+[ "$(jp '{.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem} {.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation} {.spec.template.spec.containers[0].securityContext.capabilities.drop}')" = \
+    'true false ["ALL"]' ] || fail "container securityContext is not locked down"
+[ "$(jp '{.spec.template.spec.containers[0].livenessProbe.httpGet.path} {.spec.template.spec.containers[0].readinessProbe.httpGet.path} {.spec.template.spec.containers[0].livenessProbe.httpGet.port}')" = \
+    "/healthz /readyz health" ] || fail "probes are not /healthz and /readyz"
+[ "$(jp '{.spec.template.spec.containers[0].ports[?(@.name=="health")].containerPort} {.spec.template.spec.containers[0].ports[?(@.name=="metrics")].containerPort}')" = \
+    "8081 8080" ] || fail "health/metrics ports are not 8081/8080"
+[ "$(jp '{.spec.template.spec.containers[0].resources.requests.cpu} {.spec.template.spec.containers[0].resources.requests.memory} {.spec.template.spec.containers[0].resources.limits.cpu} {.spec.template.spec.containers[0].resources.limits.memory}')" = \
+    "50m 64Mi 500m 256Mi" ] || fail "resources differ from docs/install.md"
+[ "$(kubectl -n nestcp-system get service nestcp-controller-manager-metrics \
+    -o jsonpath='{.spec.ports[0].port} {.spec.selector.control-plane}')" = "8080 controller-manager" ] ||
+    fail "metrics Service does not select the manager on 8080"
+
+# can NS VERB RESOURCE [more can-i args]: the manager's ServiceAccount may.
+can() {
+    local ns=$1 a
+    shift
+    a=$(kubectl auth can-i "$@" -n "$ns" --as="$sa" 2>/dev/null || true)
+    [ "$a" = yes ] || fail "the manager cannot '$*' in $ns (it needs to)"
+}
+cannot() {
+    local ns=$1 a
+    shift
+    a=$(kubectl auth can-i "$@" -n "$ns" --as="$sa" 2>/dev/null || true)
+    [ "$a" = no ] || fail "the manager can '$*' in $ns (it must not): $a"
+}
+cp_kinds="nestedcontrolplanes.controlplane.cluster.x-k8s.io nestedetcds.controlplane.cluster.x-k8s.io
+    nestedapiservers.controlplane.cluster.x-k8s.io nestedcontrollermanagers.controlplane.cluster.x-k8s.io
+    nestedclusters.infrastructure.cluster.x-k8s.io"
+# The rights the manager uses, in namespace $1.
+check_needed() {
+    local ns=$1 k v
+    for k in $cp_kinds; do
+        for v in get list watch update patch; do can "$ns" "$v" "$k"; done
+        can "$ns" patch "$k" --subresource=status
+        can "$ns" update "$k" --subresource=status
+        can "$ns" update "$k" --subresource=finalizers
+        cannot "$ns" create "$k"
+        cannot "$ns" delete "$k"
+    done
+    for v in get list watch; do can "$ns" "$v" clusters.cluster.x-k8s.io; done
+    for v in create update patch delete; do cannot "$ns" "$v" clusters.cluster.x-k8s.io; done
+    for k in secrets services statefulsets.apps; do
+        for v in get list watch create update patch delete; do can "$ns" "$v" "$k"; done
+    done
+    can "$ns" create events
+    can "$ns" patch events
+}
+# What no install of the manager needs, in namespace $1.
+check_unneeded() {
+    local ns=$1 v
+    for v in get list create delete; do cannot "$ns" "$v" pods; done
+    cannot "$ns" update pods --subresource=status
+    cannot "$ns" get configmaps
+    cannot "$ns" create serviceaccounts
+    cannot "$ns" create deployments.apps
+    cannot "$ns" update statefulsets.apps --subresource=status
+    cannot "$ns" create events.events.k8s.io
+    cannot "$ns" delete events
+    cannot "$ns" create roles.rbac.authorization.k8s.io
+    cannot "$ns" create rolebindings.rbac.authorization.k8s.io
+    cannot "$ns" create leases.coordination.k8s.io
+}
+check_cluster_wide_unneeded() {
+    cannot default delete namespaces
+    cannot default create namespaces
+    cannot default get nodes
+    cannot default create customresourcedefinitions.apiextensions.k8s.io
+    cannot default create clusterrolebindings.rbac.authorization.k8s.io
+    cannot default impersonate users
+    cannot default escalate clusterroles.rbac.authorization.k8s.io
+}
+check_leases() {
+    can nestcp-system create leases.coordination.k8s.io
+    can nestcp-system get leases.coordination.k8s.io/nestcp-manager
+    can nestcp-system update leases.coordination.k8s.io/nestcp-manager
+    cannot nestcp-system get leases.coordination.k8s.io/another-lease
+    cannot nestcp-system delete leases.coordination.k8s.io/nestcp-manager
+    cannot nestcp-system list leases.coordination.k8s.io
+}
+
+check_needed default
+check_unneeded default
+# Any namespace: the ClusterRole applies everywhere.
+can some-tenant patch nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
+can some-tenant create secrets
+can some-tenant delete statefulsets.apps
+cannot some-tenant create pods
+can default list secrets --all-namespaces
+check_cluster_wide_unneeded
+check_leases
+
+# --- one namespace only ---
+if ! kubectl get namespace tenants >/dev/null 2>&1; then
+    kubectl create namespace tenants >/dev/null
+    created_tenants=true
+fi
+kubectl delete clusterrolebinding nestcp-manager-rolebinding >/dev/null
+kubectl delete clusterrole nestcp-manager-role >/dev/null
+kubectl apply -k "$src/config/namespaced" >"$out/apply-ns.log" ||
+    fail "apply -k config/namespaced: $(cat "$out/apply-ns.log")"
+kubectl get clusterrole nestcp-manager-role >/dev/null 2>&1 &&
+    fail "config/namespaced created a ClusterRole"
+[ "$(kubectl -n tenants get rolebinding nestcp-manager-rolebinding \
+    -o jsonpath='{.roleRef.kind}/{.roleRef.name} {.subjects[0].namespace}/{.subjects[0].name}')" = \
+    "Role/nestcp-manager-role nestcp-system/nestcp-controller-manager" ] ||
+    fail "the tenants RoleBinding does not bind the manager's ServiceAccount to its Role"
+case "$(jp '{.spec.template.spec.containers[0].args}')" in
+*'"--namespace=tenants"'*) ;;
+*) fail "config/namespaced does not start the manager with --namespace=tenants" ;;
+esac
+check_needed tenants
+check_unneeded tenants
+for k in secrets services statefulsets.apps nestedcontrolplanes.controlplane.cluster.x-k8s.io; do
+    cannot default list "$k"
+    cannot some-tenant get "$k"
+    cannot default list "$k" --all-namespaces
+done
+cannot default patch nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
+check_cluster_wide_unneeded
+check_leases
+echo "ok: config/default and config/namespaced install, and grant exactly the manager's rights"
