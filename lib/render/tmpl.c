@@ -1505,12 +1505,24 @@ static size_t placeholder_at(const char *s, size_t *ret_slot)
     return i + 2;
 }
 
+/* The template line of the first placeholder in s; 0 when s holds none. */
+static int placeholder_line(const struct exec *x, const char *s)
+{
+    size_t slot, nslots = (size_t)cJSON_GetArraySize(x->slots);
+
+    for (s = strstr(s, MARK); s; s = strstr(s + 1, MARK))
+        if (placeholder_at(s, &slot) > 0 && slot < nslots)
+            return x->slot_lines[slot];
+    return 0;
+}
+
 /* Returns the value s stands for: the slot's value when s is exactly one placeholder (typed),
  * otherwise the string with each placeholder replaced by its text. *ret is NULL when s holds
  * no placeholder. */
 static int substitute(struct exec *x, const char *s, bool want_string, cJSON **ret)
 {
     size_t slot, n = placeholder_at(s, &slot), nslots = (size_t)cJSON_GetArraySize(x->slots);
+    int line = placeholder_line(x, s);
     struct buf b;
     int r = 0;
 
@@ -1536,7 +1548,10 @@ static int substitute(struct exec *x, const char *s, bool want_string, cJSON **r
                 r = append_text(x, x->slot_lines[slot], v, &b);
             s += n;
         } else {
-            r = buf_append(&b, s++, 1) < 0 ? err_set(x->e, -ENOBUFS, "output too large") : 0;
+            r = buf_append(&b, s++, 1) < 0
+                    ? err_set(x->e, -ENOBUFS, "%s:%d: output exceeds %d bytes", x->t->name,
+                              line, TMPL_MAX_OUTPUT)
+                    : 0;
         }
     }
     if (r == 0)
@@ -1578,6 +1593,7 @@ static int subst_tree(struct exec *x, cJSON *node)
         next = c->next;
         if (cJSON_IsObject(node) && strstr(c->string, MARK)) {
             cJSON *key = NULL;
+            int line = placeholder_line(x, c->string);
             if ((r = substitute(x, c->string, true, &key)) < 0)
                 return r;
             free(c->string);
@@ -1587,8 +1603,7 @@ static int subst_tree(struct exec *x, cJSON *node)
                 return err_set(x->e, -ENOMEM, "out of memory");
             for (cJSON *o = node->child; o; o = o->next)
                 if (o != c && strcmp(o->string, c->string) == 0)
-                    return err_set(x->e, -EINVAL, "%s: duplicate key \"%s\" after substitution",
-                                   x->t->name, c->string);
+                    return fail(x, line, "duplicate key \"%s\" after substitution", c->string);
         }
         if ((r = subst_child(x, node, c)) < 0)
             return r;
