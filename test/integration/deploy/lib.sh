@@ -38,3 +38,21 @@ delete_namespace() {
     kubectl delete namespace "$1" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 ||
         echo "warning: namespace $1 still terminating" >&2
 }
+
+# template_subst FILE: FILE with its variables substituted the way clusterctl does it:
+# `${VAR:=default}` is VAR's value, or default when VAR is unset or empty; `${VAR}` is VAR's
+# value. The defaults are exported here, then gettext's envsubst substitutes exactly the
+# template's variables (nothing else that looks like one). Fails if a variable is left unset.
+template_subst() {
+    local file=$1 spec name def vars="" v
+    while IFS= read -r spec; do
+        name=${spec%%:=*}
+        def=${spec#*:=}
+        if [ -z "${!name:-}" ]; then export "$name=$def"; fi
+    done < <(grep -o '\${[A-Z0-9_]*:=[^}]*}' "$file" | sed 's/^\${//; s/}$//' | sort -u)
+    for v in $(grep -o '\${[A-Z0-9_]*' "$file" | sed 's/^\${//' | sort -u); do
+        [ -n "${!v:-}" ] || fail "$file: variable $v is not set"
+        vars="$vars \${$v}"
+    done
+    sed 's/\${\([A-Z0-9_]*\):=[^}]*}/${\1}/g' "$file" | envsubst "$vars"
+}
