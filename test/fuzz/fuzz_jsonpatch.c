@@ -2,8 +2,9 @@
  * input's first line is the document and the rest the patch, both JSON. The patch is applied as
  * RFC 6902 operations and as an RFC 7386 merge patch; neither may change its inputs, a failed
  * JSON Patch returns nothing, a merge patch applied twice gives what it gave once, and every
- * "path" of the operations is looked up as a pointer. hack/fuzz.sh builds it with libFuzzer;
- * test/fuzz/CMakeLists.txt replays the corpus. */
+ * "path" of the operations is looked up as a pointer. Inputs with duplicate member names are
+ * skipped: nestcp never reads such JSON, and cJSON_Compare cannot judge it. hack/fuzz.sh builds
+ * it with libFuzzer; test/fuzz/CMakeLists.txt replays the corpus. */
 
 #include <errno.h>
 #include <stdint.h>
@@ -34,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     doc = cJSON_ParseWithLength(text, doc_len);
     if (nl)
         patch = cJSON_ParseWithLength(nl + 1, size - doc_len - 1);
-    if (!doc || !patch)
+    if (!doc || !patch || fuzz_json_has_duplicate_keys(doc) || fuzz_json_has_duplicate_keys(patch))
         goto out;
     doc0 = cJSON_Duplicate(doc, 1);
     patch0 = cJSON_Duplicate(patch, 1);
@@ -51,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cJSON_Delete(out);
     else
         check(out == (cJSON *)0x1 && e.msg[0] != '\0', "a failed patch wrote a result or no message");
-    check(cJSON_Compare(doc, doc0, 1) && cJSON_Compare(patch, patch0, 1),
+    check(fuzz_json_same(doc, doc0) && fuzz_json_same(patch, patch0),
           "jsonpatch_apply changed its inputs");
 
     /* The pointers the operations name resolve or fail cleanly. */
@@ -68,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* RFC 7386: inputs untouched, and idempotent. */
     if (jsonpatch_merge(doc, patch, &merged) == 0) {
-        check(cJSON_Compare(doc, doc0, 1) && cJSON_Compare(patch, patch0, 1),
+        check(fuzz_json_same(doc, doc0) && fuzz_json_same(patch, patch0),
               "jsonpatch_merge changed its inputs");
         if (jsonpatch_merge(merged, patch, &twice) == 0)
             check(cJSON_Compare(merged, twice, 1), "a merge patch applied twice changed again");

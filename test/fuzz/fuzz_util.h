@@ -36,6 +36,22 @@ static inline bool fuzz_json_same(const cJSON *a, const cJSON *b)
     return true;
 }
 
+/* True when some object in v has two members of the same name. cJSON's parser keeps both, but
+ * nothing nestcp reads can hold them (the YAML reader refuses them, and so does the API
+ * server), and cJSON_Compare cannot compare such objects. */
+static inline bool fuzz_json_has_duplicate_keys(const cJSON *v)
+{
+    for (const cJSON *c = v ? v->child : NULL; c; c = c->next) {
+        if (cJSON_IsObject(v))
+            for (const cJSON *d = c->next; d; d = d->next)
+                if (strcmp(c->string, d->string) == 0)
+                    return true;
+        if (fuzz_json_has_duplicate_keys(c))
+            return true;
+    }
+    return false;
+}
+
 /* Stops the run (a crash libFuzzer records) when ok is false. */
 static inline void fuzz_check(bool ok, const char *target, const char *what, const char *detail)
 {
