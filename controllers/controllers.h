@@ -12,15 +12,24 @@
 
 #include "lib/util/err.h"
 
+struct controllers;
+struct ev_loop;
 struct manager;
 
 struct controllers_opts {
     const char *templates_dir; /* the package catalog (lib/render) */
     int64_t cert_renew_before; /* seconds: renew a certificate with less validity left */
+    struct ev_loop *loop;      /* the manager's loop, for RSA keys made off it; NULL: inline */
 };
 
-/* Adds nestcp's controllers to m; opts and its strings are borrowed for m's lifetime.
- * Returns 0 or a negative code with detail in e. */
-int controllers_register(struct manager *m, const struct controllers_opts *opts, struct err *e);
+/* Adds nestcp's controllers to m; opts and its strings are borrowed for m's lifetime. What
+ * the controllers share (the package catalog, the key pool) is handed back in *ret_ctl, to be
+ * freed with controllers_free() after manager_free(). Returns 0 or a negative code with
+ * detail in e. */
+int controllers_register(struct manager *m, const struct controllers_opts *opts,
+                         struct controllers **ret_ctl, struct err *e);
+
+/* Frees what controllers_register() made. Accepts NULL. */
+void controllers_free(struct controllers *ctl);
 
 #endif

@@ -1,5 +1,6 @@
 #include "controllers/nested.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
@@ -14,4 +15,27 @@ void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
         ctx->parts[i].base = ctx;
         ctx->parts[i].part = (enum render_part)i;
     }
+}
+
+void nested_ctx_done(struct nested_ctx *ctx)
+{
+    for (int i = 0; i < RENDER_PART__COUNT; i++)
+        strmap_done(&ctx->parts[i].issued, free);
+}
+
+enum pki_key_alg nested_key_alg(const struct render_cluster *rc)
+{
+    switch (render_cluster_control_plane(rc)->spec.certificates.key_algorithm) {
+    case API_KEY_ECDSA_P384:
+        return PKI_KEY_ECDSA_P384;
+    case API_KEY_RSA_2048:
+        return PKI_KEY_RSA_2048;
+    case API_KEY_RSA_3072:
+        return PKI_KEY_RSA_3072;
+    case API_KEY_RSA_4096:
+        return PKI_KEY_RSA_4096;
+    case API_KEY_ECDSA_P256:
+        break;
+    }
+    return PKI_KEY_ECDSA_P256;
 }

@@ -18,8 +18,10 @@
 #include <stdint.h>
 
 #include "api/catalog.h"
+#include "lib/util/strmap.h"
 #include "controllers/runtime.h"
 #include "lib/render/catalog.h"
+#include "lib/pki/key.h"
 #include "lib/render/cluster.h"
 
 struct keypool;
@@ -36,6 +38,9 @@ struct nested_ctx;
 struct nested_part_ctx {
     struct nested_ctx *base;
     enum render_part part;
+    /* Certs Secrets created but not seen in the cache yet, by component key: a reconcile
+     * that runs before the watch delivers one does not issue another. */
+    struct strmap issued;
 };
 
 /* What every reconciler reads besides the caches. Borrowed pointers must outlive the
@@ -50,6 +55,13 @@ struct nested_ctx {
 
 void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
                      struct keypool *keys, int64_t cert_renew_before);
+void nested_ctx_done(struct nested_ctx *ctx);
+
+/* The key algorithm of a cluster's keys (spec.certificates.keyAlgorithm). */
+enum pki_key_alg nested_key_alg(const struct render_cluster *rc);
+
+/* How long an issued certs Secret is waited for before another may be issued, seconds. */
+#define NESTED_ISSUE_WAIT 30.0
 
 /* The controller definitions, ready for manager_add_controller(). ctx is borrowed. */
 void nestedcluster_def(struct nested_ctx *ctx, struct controller_def *ret_def);

@@ -1,14 +1,61 @@
 #include "controllers/controllers.h"
 
+#include <errno.h>
+#include <stdlib.h>
+
+#include "controllers/keypool.h"
+#include "controllers/nested.h"
 #include "controllers/runtime.h"
+#include "lib/render/catalog.h"
 
 /*
  * Where the five reconcilers (nestedcluster, nestedcontrolplane, nestedetcd, nestedapiserver,
- * nestedcontrollermanager) are added to the manager. Until they are, the manager runs with
- * none: its caches sync and its health and metrics endpoints answer, and nothing is
- * reconciled.
+ * nestedcontrollermanager) are added to the manager, with what they share: the package
+ * catalog, loaded once, and the pool that makes RSA keys off the event loop.
  */
-int controllers_register(struct manager *m, const struct controllers_opts *opts, struct err *e)
+
+struct controllers {
+    struct render_catalog *cat;
+    struct keypool *keys;
+    struct nested_ctx ctx;
+};
+
+void controllers_free(struct controllers *ctl)
 {
+    if (!ctl)
+        return;
+    nested_ctx_done(&ctl->ctx);
+    keypool_free(ctl->keys);
+    render_catalog_free(ctl->cat);
+    free(ctl);
+}
+
+int controllers_register(struct manager *m, const struct controllers_opts *opts,
+                         struct controllers **ret_ctl, struct err *e)
+{
+    struct controllers *ctl = calloc(1, sizeof(*ctl));
+    struct controller_def defs[2 + RENDER_PART__COUNT];
+    int r;
+
+    if (!ctl)
+        return err_set(e, -ENOMEM, "out of memory");
+    if ((r = render_catalog_open(opts->templates_dir, &ctl->cat, e)) < 0) {
+        err_prefix(e, "--templates %s: ", opts->templates_dir);
+        goto fail;
+    }
+    if ((r = keypool_new(opts->loop, &ctl->keys, e)) < 0)
+        goto fail;
+    nested_ctx_init(&ctl->ctx, ctl->cat, ctl->keys, opts->cert_renew_before);
+    nestedcontrolplane_def(&ctl->ctx, &defs[0]);
+    for (int i = 0; i < RENDER_PART__COUNT; i++)
+        nestedcomponent_def(&ctl->ctx, (enum render_part)i, &defs[1 + i]);
+    nestedcluster_def(&ctl->ctx, &defs[1 + RENDER_PART__COUNT]);
+    for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
+        if ((r = manager_add_controller(m, &defs[i], e)) < 0)
+            goto fail;
+    *ret_ctl = ctl;
     return 0;
+fail:
+    controllers_free(ctl);
+    return r;
 }

@@ -11,6 +11,13 @@
 
 #define PAUSED_ANNOTATION "cluster.x-k8s.io/paused"
 
+static const char *jstr(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 int status_plan_write(struct plan *p, const struct kube_resource *res, const cJSON *obj,
                       cJSON *new_status, const cJSON *old_status)
 {
@@ -80,6 +87,51 @@ bool status_paused(const cJSON *obj, const cJSON *cl)
            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "paused"));
 }
 
+static int num(const cJSON *o, const char *key, int dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e9 ? (int)v->valuedouble
+                                                                           : dflt;
+}
+
+void status_statefulset(const cJSON *sts, const char *hash, struct status_sts *ret)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(sts, "spec");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(sts, "status");
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(sts, "metadata");
+    const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(spec, "template");
+    const char *cur = jstr(st, "currentRevision"), *upd = jstr(st, "updateRevision");
+    const cJSON *ann, *vols, *v;
+    int gen = num(meta, "generation", 0), observed = num(st, "observedGeneration", 0);
+
+    memset(ret, 0, sizeof(*ret));
+    if (!cJSON_IsObject(sts))
+        return;
+    ret->exists = true;
+    ret->replicas = num(spec, "replicas", 1);
+    ret->status_replicas = num(st, "replicas", 0);
+    ret->ready = num(st, "readyReplicas", 0);
+    ret->updated = num(st, "updatedReplicas", 0);
+    ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"),
+                                           "annotations");
+    ret->template_hash = jstr(ann, "nestcp.x-k8s.io/config-hash");
+    vols = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "spec"),
+                                            "volumes");
+    if (!cJSON_IsArray(vols))
+        vols = NULL;
+    cJSON_ArrayForEach(v, vols)
+    {
+        const char *n = jstr(v, "name");
+        if (n && strcmp(n, "certs") == 0)
+            ret->certs = jstr(cJSON_GetObjectItemCaseSensitive(v, "secret"), "secretName");
+    }
+    ret->complete = hash && ret->template_hash && strcmp(hash, ret->template_hash) == 0 &&
+                    observed >= gen && ret->status_replicas == ret->replicas &&
+                    ret->ready == ret->replicas && ret->updated == ret->replicas && cur && upd &&
+                    strcmp(cur, upd) == 0;
+}
+
 bool status_deleting(const cJSON *obj)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
@@ -89,13 +141,6 @@ bool status_deleting(const cJSON *obj)
 }
 
 /* ---- objects that do not parse ---- */
-
-static const char *jstr(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 static int conditions_from_json(const cJSON *arr, struct api_conditions *ret)
 {

@@ -45,6 +45,23 @@ int status_plan_invalid(struct plan *p, const struct kube_resource *res, const c
  * annotation, or cl has spec.paused. */
 bool status_paused(const cJSON *obj, const cJSON *cl);
 
+/* How far a StatefulSet has got. */
+struct status_sts {
+    bool exists;
+    int replicas; /* spec.replicas (1 when absent) */
+    int status_replicas, ready, updated;
+    const char *template_hash; /* the pod template's config-hash annotation (borrowed) */
+    const char *certs;         /* the certs Secret the pod template mounts (borrowed) */
+    /* Rolled out completely at `hash`: observedGeneration current, status replicas, ready
+     * and updated replicas all spec.replicas, currentRevision = updateRevision, and the pod
+     * template carries hash. */
+    bool complete;
+};
+
+/* Reads a StatefulSet (NULL: none; any shape is tolerated) against the config hash `hash`
+ * (NULL: none). */
+void status_statefulset(const cJSON *sts, const char *hash, struct status_sts *ret);
+
 /* True when obj has metadata.deletionTimestamp. */
 bool status_deleting(const cJSON *obj);
 

@@ -196,6 +196,8 @@ static int run_manager(const struct settings *s, struct manager_opts *mo,
     struct httpserver *http = NULL;
     struct httpserver_opts ho = {.metrics_address = s->metrics_address,
                                  .health_address = s->health_address};
+    struct controllers_opts cop = *co;
+    struct controllers *ctl = NULL;
     struct err e;
 
     err_clear(&e);
@@ -204,6 +206,7 @@ static int run_manager(const struct settings *s, struct manager_opts *mo,
         log_error("cannot create the event loop", "%s", "");
         return 1;
     }
+    cop.loop = run.loop;
     if (kube_config_load(s->kubeconfig && s->kubeconfig[0] ? s->kubeconfig : NULL, &cfg, &e) < 0) {
         log_error("cannot load the cluster configuration", "error=%s", e.msg);
         goto out;
@@ -218,7 +221,7 @@ static int run_manager(const struct settings *s, struct manager_opts *mo,
         log_error("cannot create the manager", "error=%s", e.msg);
         goto out;
     }
-    if (register_build_info(run.m) < 0 || controllers_register(run.m, co, &e) < 0) {
+    if (register_build_info(run.m) < 0 || controllers_register(run.m, &cop, &ctl, &e) < 0) {
         log_error("cannot register the controllers", "error=%s", e.msg);
         goto out;
     }
@@ -248,6 +251,7 @@ static int run_manager(const struct settings *s, struct manager_opts *mo,
 out:
     httpserver_free(http);
     manager_free(run.m);
+    controllers_free(ctl);
     kube_client_free(client);
     kube_config_free(cfg);
     ev_loop_destroy(run.loop);

@@ -224,15 +224,23 @@ static inline void fx_apply_plan(struct fixture *f, const struct plan *p)
         } else if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY) {
             obj = cJSON_Duplicate(a->body, true);
             meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+            cJSON_DeleteItemFromObjectCaseSensitive(meta, "generation");
             if (cur) {
                 const cJSON *st = cJSON_GetObjectItemCaseSensitive(cur, "status");
+                const cJSON *g = fx_path(cur, "metadata.generation");
+                bool same = cJSON_Compare(cJSON_GetObjectItemCaseSensitive(cur, "spec"),
+                                          cJSON_GetObjectItemCaseSensitive(obj, "spec"), true);
                 cJSON_DeleteItemFromObjectCaseSensitive(meta, "uid");
                 cJSON_AddStringToObject(meta, "uid", kube_obj_uid(cur));
+                cJSON_AddNumberToObject(meta, "generation",
+                                        (cJSON_IsNumber(g) ? g->valuedouble : 1) + (same ? 0 : 1));
                 if (st)
                     cJSON_AddItemToObject(obj, "status", cJSON_Duplicate(st, true));
             } else {
                 snprintf(buf, sizeof(buf), "uid-%lu", uid++);
                 cJSON_AddStringToObject(meta, "uid", buf);
+                cJSON_AddNumberToObject(meta, "generation", 1);
+                cJSON_AddStringToObject(meta, "creationTimestamp", "2027-01-15T08:00:00Z");
             }
         } else if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_MERGE) {
             assert_non_null(cur);

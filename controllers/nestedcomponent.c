@@ -1,0 +1,613 @@
+/*
+ * NestedEtcd, NestedAPIServer and NestedControllerManager: one reconciler parameterised by the
+ * component (enum render_part). Each owns its certs Secret <c>-<short>-certs-<hash>, its
+ * Service(s) and its StatefulSet, all built by lib/render/cluster.h.
+ *
+ *   component -> its control plane (adopted by it) -> render_cluster_resolve
+ *   -> the CA Secrets (never created here) -> a good certs Secret, or a new one created ahead
+ *   -> render the objects and their config hash
+ *   -> hash == the target in the control plane's status.rollout: apply what differs
+ *      otherwise: leave the running StatefulSet alone
+ *   -> rollout complete at the target: delete superseded certs Secrets
+ *   -> status (phase, healthy, conditions, replicas, version, addresses / Service)
+ *
+ * Nothing is done for a component or control plane being deleted, and nothing but the Paused
+ * condition while paused.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/conditions.h"
+#include "api/status.h"
+#include "api/types.h"
+#include "controllers/keypool.h"
+#include "controllers/lookup.h"
+#include "controllers/nested.h"
+#include "controllers/status.h"
+#include "lib/kube/store.h"
+#include "lib/pki/secret.h"
+#include "lib/render/transform.h"
+
+static const struct kube_resource *const part_resources[RENDER_PART__COUNT] = {
+    &NESTCP_ETCDS, &NESTCP_APISERVERS, &NESTCP_CONTROLLER_MANAGERS};
+
+/* One reconcile in progress. */
+struct comp {
+    struct nested_part_ctx *pc;
+    enum render_part part;
+    const struct cache_view *view;
+    struct render_source src;
+    struct plan *plan;
+    const char *ns, *name;
+    const cJSON *obj, *ncp;
+    struct api_component *c;
+    struct api_component_status *st;
+    int64_t gen;
+    const char *target_hash, *target_version; /* from the control plane, or NULL */
+    char key[RENDER_CLUSTER_NAME_MAX * 2];
+};
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *kind_name(const struct comp *x)
+{
+    return part_resources[x->part]->kind;
+}
+
+/* Sets a condition of the component, and records a Warning event when an error one changed. */
+static int cond(struct comp *x, const char *type, const char *status, const char *severity,
+                const char *reason, const char *msg)
+{
+    int r = status_condition(&x->st->conditions, type, status, severity, reason, x->gen,
+                             x->view->now, "%s", msg);
+
+    if (r > 0 && severity && strcmp(severity, STATUS_SEVERITY_ERROR) == 0 &&
+        plan_event(x->plan, KUBE_EVENT_WARNING, reason, "%s", msg) < 0)
+        return -ENOMEM;
+    return r < 0 ? r : 0;
+}
+
+/* Ready False (and Progressing True) with a reason: nothing below it happens. */
+static int not_ready(struct comp *x, const char *severity, const char *reason, const char *fmt,
+                     ...) __attribute__((format(printf, 4, 5)));
+
+static int not_ready(struct comp *x, const char *severity, const char *reason, const char *fmt,
+                     ...)
+{
+    char msg[ERR_MSG_MAX + 256];
+    va_list ap;
+    int r;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    r = cond(x, "Ready", API_CONDITION_FALSE, severity, reason, msg);
+    return r;
+}
+
+/* ---- keys ---- */
+
+static int take_key(void *ctx, enum pki_key_alg alg, char **ret_key_pem, struct err *e)
+{
+    return keypool_take(ctx, alg, ret_key_pem, e);
+}
+
+static size_t keys_needed(enum render_part part, int etcd_members)
+{
+    switch (part) {
+    case RENDER_PART_ETCD:
+        return 2 * (size_t)(etcd_members > 0 ? etcd_members : 1) + 1;
+    case RENDER_PART_APISERVER:
+        return 4;
+    default:
+        return 1;
+    }
+}
+
+/* ---- certs Secrets issued but not yet seen ---- */
+
+struct issued {
+    char key[RENDER_CLUSTER_NAME_MAX * 2];
+    char secret[RENDER_CLUSTER_NAME_MAX];
+    double at;
+};
+
+/* True when a certs Secret this reconciler created is still on its way to the cache. */
+static bool issue_pending(struct comp *x)
+{
+    struct issued *is = strmap_get(&x->pc->issued, x->key);
+
+    if (!is)
+        return false;
+    if (kube_store_get(x->view->secrets, x->ns, is->secret) ||
+        x->view->now - is->at > NESTED_ISSUE_WAIT) {
+        free(strmap_remove(&x->pc->issued, x->key));
+        return false;
+    }
+    return true;
+}
+
+static void remember_issued(struct comp *x, const char *secret)
+{
+    struct issued *is = calloc(1, sizeof(*is));
+
+    if (!is)
+        return; /* only an optimisation */
+    snprintf(is->key, sizeof(is->key), "%s", x->key);
+    snprintf(is->secret, sizeof(is->secret), "%s", secret);
+    is->at = x->view->now;
+    free(strmap_remove(&x->pc->issued, is->key));
+    if (strmap_put(&x->pc->issued, is->key, is) < 0)
+        free(is);
+}
+
+/* ---- children ---- */
+
+static const struct kube_resource *resource_of(const cJSON *obj)
+{
+    const char *kind = str(obj, "kind");
+
+    if (kind && strcmp(kind, "Service") == 0)
+        return &KUBE_SERVICES;
+    if (kind && strcmp(kind, "StatefulSet") == 0)
+        return &KUBE_STATEFULSETS;
+    return NULL;
+}
+
+static const struct kube_store *store_of(const struct cache_view *view,
+                                         const struct kube_resource *res)
+{
+    return res == &KUBE_SERVICES ? view->services : view->statefulsets;
+}
+
+static const char *config_hash(const cJSON *obj)
+{
+    return kube_obj_annotation(obj, RENDER_CONFIG_HASH_ANNOTATION);
+}
+
+/* Plans a server-side apply of every rendered object that differs from the cache. */
+static int apply_changed(struct comp *x, cJSON *objs)
+{
+    cJSON *o;
+
+    while ((o = cJSON_DetachItemFromArray(objs, 0))) {
+        const struct kube_resource *res = resource_of(o);
+        const cJSON *live;
+        const char *want = config_hash(o), *have;
+
+        if (!res) {
+            cJSON_Delete(o);
+            return -EINVAL;
+        }
+        live = kube_store_get(store_of(x->view, res), x->ns, kube_obj_name(o));
+        have = live ? config_hash(live) : NULL;
+        if (live && want && have && strcmp(want, have) == 0) {
+            cJSON_Delete(o);
+            continue;
+        }
+        if (plan_apply(x->plan, res, o, "%s %s/%s: %s", res->kind, x->ns, kube_obj_name(o),
+                       live ? "rendered configuration changed" : "missing") < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+struct superseded {
+    struct comp *x;
+    const char *uid, *keep1, *keep2, *prefix;
+    int r;
+};
+
+static bool delete_superseded(void *userdata, const cJSON *secret)
+{
+    struct superseded *s = userdata;
+    const char *name = kube_obj_name(secret);
+
+    if (!name || strncmp(name, s->prefix, strlen(s->prefix)) != 0 ||
+        !lookup_controlled_by_uid(secret, s->uid) || (s->keep1 && !strcmp(name, s->keep1)) ||
+        (s->keep2 && !strcmp(name, s->keep2)) || status_deleting(secret))
+        return true;
+    if (plan_delete(s->x->plan, &KUBE_SECRETS, s->x->ns, name, kube_obj_uid(secret),
+                    "Secret %s/%s: superseded certificates, no longer mounted", s->x->ns,
+                    name) < 0) {
+        s->r = -ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+/* ---- status ---- */
+
+static int set_addresses(struct comp *x, const struct render_cluster *rc)
+{
+    const char *cname = render_cluster_name(rc);
+    int n = x->c->spec.replicas > 0 ? x->c->spec.replicas : 1;
+    struct api_etcd_address *a;
+    char host[RENDER_CLUSTER_NAME_MAX * 3];
+
+    if (x->part != RENDER_PART_ETCD)
+        return 0;
+    a = calloc((size_t)n, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    for (int i = 0; i < n; i++) {
+        snprintf(host, sizeof(host), "%s-etcd-%d.%s-etcd.%s.svc", cname, i, cname, x->ns);
+        a[i].hostname = strdup(host);
+        a[i].port = 2379;
+        if (!a[i].hostname) {
+            x->st->addresses = a;
+            x->st->n_addresses = (size_t)i;
+            return -ENOMEM;
+        }
+    }
+    for (size_t i = 0; i < x->st->n_addresses; i++) {
+        free(x->st->addresses[i].ip);
+        free(x->st->addresses[i].hostname);
+    }
+    free(x->st->addresses);
+    x->st->addresses = a;
+    x->st->n_addresses = (size_t)n;
+    return 0;
+}
+
+static int set_service_ref(struct comp *x, const struct render_cluster *rc)
+{
+    struct api_object_ref *ref = &x->st->apiserver_service;
+    char name[RENDER_CLUSTER_NAME_MAX];
+    const cJSON *svc;
+
+    if (x->part != RENDER_PART_APISERVER)
+        return 0;
+    snprintf(name, sizeof(name), "%s-apiserver", render_cluster_name(rc));
+    svc = kube_store_get(x->view->services, x->ns, name);
+    api_object_ref_done(ref);
+    if (!svc)
+        return 0;
+    ref->api_version = strdup("v1");
+    ref->kind = strdup("Service");
+    ref->name = strdup(name);
+    ref->namespace = strdup(x->ns);
+    ref->uid = kube_obj_uid(svc) ? strdup(kube_obj_uid(svc)) : NULL;
+    return ref->api_version && ref->kind && ref->name && ref->namespace ? 0 : -ENOMEM;
+}
+
+/* Replicas, version, Ready and Progressing from the live StatefulSet and the target. */
+static int observe(struct comp *x, const struct render_cluster *rc, const char *hash)
+{
+    char name[RENDER_CLUSTER_NAME_MAX], msg[512];
+    struct status_sts ss;
+    int r;
+
+    snprintf(name, sizeof(name), "%s-%s", render_cluster_name(rc), render_part_short(x->part));
+    status_statefulset(kube_store_get(x->view->statefulsets, x->ns, name), x->target_hash, &ss);
+    x->st->replicas = ss.exists ? ss.status_replicas : 0;
+    x->st->ready_replicas = ss.ready;
+    x->st->updated_replicas = ss.updated;
+    x->st->healthy = ss.exists && ss.ready >= ss.replicas && ss.replicas > 0;
+    if (ss.complete && x->target_version) {
+        free(x->st->version);
+        if (!(x->st->version = strdup(x->target_version)))
+            return -ENOMEM;
+    }
+    if ((r = set_addresses(x, rc)) < 0 || (r = set_service_ref(x, rc)) < 0)
+        return r;
+    if (!x->target_hash) {
+        snprintf(msg, sizeof(msg),
+                 "waiting for NestedControlPlane %s to roll it out (components start in the "
+                 "order etcd, kube-apiserver, kube-controller-manager)",
+                 kube_obj_name(x->ncp));
+        r = not_ready(x, STATUS_SEVERITY_INFO, "WaitingForRollout", "%s", msg);
+    } else if (ss.complete) {
+        snprintf(msg, sizeof(msg), "%d/%d replicas ready", ss.ready, ss.replicas);
+        r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", msg);
+    } else if (!ss.exists) {
+        r = not_ready(x, STATUS_SEVERITY_INFO, "Creating", "StatefulSet %s is being created",
+                      name);
+    } else {
+        r = not_ready(x, STATUS_SEVERITY_INFO, "RollingOut", "%d/%d updated, %d/%d ready",
+                      ss.updated, ss.replicas, ss.ready, ss.replicas);
+    }
+    if (r < 0)
+        return r;
+    if (ss.complete && hash && strcmp(hash, x->target_hash) == 0)
+        return cond(x, "Progressing", API_CONDITION_FALSE, NULL, "RolledOut",
+                    "the StatefulSet runs the rendered configuration");
+    if (x->target_hash && hash && strcmp(hash, x->target_hash) != 0)
+        return cond(x, "Progressing", API_CONDITION_TRUE, NULL, "WaitingForRollout",
+                    "a changed configuration waits for its turn in the control plane's rollout");
+    return cond(x, "Progressing", API_CONDITION_TRUE, NULL, "RollingOut",
+                "the StatefulSet is rolling out");
+}
+
+/* ---- the component's objects ---- */
+
+static int reconcile_children(struct comp *x)
+{
+    struct nested_ctx *base = x->pc->base;
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_cluster *rc = NULL;
+    struct render_cluster_pki *pki = NULL;
+    char certs[RENDER_CLUSTER_NAME_MAX], hash[RENDER_CLUSTER_HASH_MAX] = "";
+    char prefix[RENDER_CLUSTER_NAME_MAX + 16], stsname[RENDER_CLUSTER_NAME_MAX];
+    cJSON *secret = NULL, *objs = NULL;
+    struct status_sts ss;
+    struct err e, why;
+    int r;
+
+    err_clear(&e);
+    r = render_cluster_resolve(base->cat, &x->src, x->ns, kube_obj_name(x->ncp), &rc, &errs);
+    if (r == -EINVAL || r == -ENOENT) {
+        api_errors_to_err(&errs, NULL, &e);
+        r = not_ready(x, STATUS_SEVERITY_ERROR, r == -EINVAL ? "InvalidSpec" : "MissingObjects",
+                      "%s", e.msg);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    if (base->keys)
+        render_cluster_set_key_source(rc, take_key, base->keys);
+    render_cluster_set_renew_before(rc, base->cert_renew_before);
+    r = render_cluster_pki_load(rc, &x->src, (int64_t)x->view->now, false, &pki, &errs);
+    if (r == -ENOENT || r == -EINVAL) {
+        api_errors_to_err(&errs, NULL, &e);
+        if (r == -ENOENT)
+            r = not_ready(x, STATUS_SEVERITY_INFO, "WaitingForCertificateAuthorities", "%s",
+                          e.msg);
+        else
+            r = not_ready(x, STATUS_SEVERITY_ERROR, "InvalidCertificateAuthority", "%s", e.msg);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+
+    snprintf(stsname, sizeof(stsname), "%s-%s", render_cluster_name(rc),
+             render_part_short(x->part));
+    status_statefulset(kube_store_get(x->view->statefulsets, x->ns, stsname), x->target_hash,
+                       &ss);
+    err_clear(&why);
+    r = render_cluster_certs_find(rc, pki, &x->src, x->part, ss.certs, certs, &why);
+    if (r == -ENOENT) {
+        if (issue_pending(x)) {
+            plan_requeue_after(x->plan, 1.0);
+            r = not_ready(x, STATUS_SEVERITY_INFO, "IssuingCertificates",
+                          "waiting for the new certificates Secret to be seen");
+            goto out;
+        }
+        if (base->keys) {
+            const struct api_component *etcd =
+                render_cluster_component_object(rc, RENDER_PART_ETCD);
+            keypool_reserve(base->keys, nested_key_alg(rc),
+                            keys_needed(x->part, etcd ? etcd->spec.replicas : 1));
+        }
+        r = render_cluster_certs_issue(rc, pki, &x->src, x->part, ss.certs, &secret, &e);
+        if (r == -EAGAIN) {
+            plan_requeue_after(x->plan, NESTED_KEY_WAIT);
+            r = not_ready(x, STATUS_SEVERITY_INFO, "IssuingCertificates",
+                          "waiting for private keys (%s)", e.msg);
+            goto out;
+        }
+        if (r == -EINVAL || r == -ENOENT) {
+            r = not_ready(x, STATUS_SEVERITY_ERROR, "CertificatesFailed", "%s", e.msg);
+            goto out;
+        }
+        if (r < 0)
+            goto out;
+        snprintf(certs, sizeof(certs), "%s", kube_obj_name(secret));
+        remember_issued(x, certs);
+        if (plan_event(x->plan, KUBE_EVENT_NORMAL, "IssuedCertificates",
+                       "Secret %s: %s", certs,
+                       ss.certs ? why.msg : "the component's first certificates") < 0 ||
+            plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: new certificates",
+                        x->ns, certs) < 0) {
+            secret = NULL;
+            r = -ENOMEM;
+            goto out;
+        }
+        secret = NULL;
+    } else if (r < 0) {
+        goto out;
+    }
+
+    r = render_cluster_component(base->cat, rc, x->part, certs, &objs, hash, &e);
+    if (r == -EINVAL || r == -ENOENT) {
+        r = not_ready(x, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s", e.msg);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    if (x->target_hash && strcmp(hash, x->target_hash) == 0) {
+        if ((r = apply_changed(x, objs)) < 0)
+            goto out;
+        /* Superseded certs Secrets go once nothing can mount them any more. */
+        if (ss.complete && ss.certs && strcmp(ss.certs, certs) == 0) {
+            struct superseded s = {x, kube_obj_uid(x->obj), certs, NULL, prefix, 0};
+            snprintf(prefix, sizeof(prefix), "%s-%s-certs-", render_cluster_name(rc),
+                     render_part_short(x->part));
+            kube_store_foreach_in_namespace(x->view->secrets, x->ns, delete_superseded, &s);
+            if ((r = s.r) < 0)
+                goto out;
+        }
+    }
+    r = observe(x, rc, hash);
+out:
+    cJSON_Delete(secret);
+    cJSON_Delete(objs);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    api_errors_done(&errs);
+    return r;
+}
+
+/* ---- reconcile ---- */
+
+/* The control plane's target for this component. */
+static void read_target(struct comp *x)
+{
+    const cJSON *t = get(get(get(get(x->ncp, "status"), "rollout"), "components"),
+                         lookup_part_field(x->part));
+
+    x->target_hash = str(t, "configHash");
+    x->target_version = str(t, "version");
+    if (x->target_hash && !x->target_hash[0])
+        x->target_hash = NULL;
+}
+
+static int reconcile_parsed(struct comp *x)
+{
+    const cJSON *cl;
+    const char *ncp_uid;
+    int r;
+
+    x->ncp = lookup_control_plane_of_component(x->view, x->obj, x->part);
+    cl = x->ncp ? lookup_capi_cluster(x->view, x->ncp, API_KIND_NESTED_CONTROL_PLANE, NULL)
+                : NULL;
+    if (status_paused(x->obj, cl) || (x->ncp && status_paused(x->ncp, NULL)))
+        return cond(x, "Paused", API_CONDITION_TRUE, NULL, "Paused",
+                    "reconciliation is paused (annotation cluster.x-k8s.io/paused or Cluster "
+                    "spec.paused)");
+    if ((r = cond(x, "Paused", API_CONDITION_FALSE, NULL, "NotPaused", "")) < 0)
+        return r;
+    if (!x->ncp)
+        return not_ready(x, STATUS_SEVERITY_INFO, "WaitingForControlPlane",
+                         "no NestedControlPlane in namespace %s refers to %s %s", x->ns,
+                         kind_name(x), x->name);
+    ncp_uid = kube_obj_uid(x->ncp);
+    if (!lookup_controlled_by_uid(x->obj, ncp_uid)) {
+        const char *owner;
+        if (kube_obj_controller_ref(x->obj) &&
+            !lookup_controlled_by_kind(x->obj, API_KIND_NESTED_CONTROL_PLANE, &owner))
+            return not_ready(x, STATUS_SEVERITY_ERROR, "ControlledByAnotherOwner",
+                             "%s %s is controlled by another owner, not NestedControlPlane %s",
+                             kind_name(x), x->name, kube_obj_name(x->ncp));
+        return not_ready(x, STATUS_SEVERITY_INFO, "WaitingForAdoption",
+                         "waiting for NestedControlPlane %s to adopt it",
+                         kube_obj_name(x->ncp));
+    }
+    read_target(x);
+    return reconcile_children(x);
+}
+
+int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const char *ns,
+                              const char *name, struct plan *plan, struct err *e)
+{
+    struct nested_part_ctx *pc = ctx;
+    struct comp x = {.pc = pc, .part = pc->part, .view = view, .plan = plan, .ns = ns,
+                     .name = name};
+    struct api_errors errs = API_ERRORS_INIT;
+    const cJSON *ncp;
+    cJSON *old = NULL;
+    struct err msg;
+    int r;
+
+    x.obj = kube_store_get(lookup_store(view, render_part_kind(pc->part)), ns, name);
+    if (!x.obj || status_deleting(x.obj))
+        return 0;
+    ncp = lookup_control_plane_of_component(view, x.obj, pc->part);
+    if (ncp && status_deleting(ncp))
+        return 0;
+    snprintf(x.key, sizeof(x.key), "%s/%s", ns, name);
+    lookup_source(view, &x.src);
+    r = api_component_from_json(x.obj, &x.c, &errs);
+    if (r == -EINVAL) {
+        err_clear(&msg);
+        api_errors_to_err(&errs, NULL, &msg);
+        r = status_plan_invalid(plan, part_resources[pc->part], x.obj, "InvalidSpec", msg.msg,
+                                view->now);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    x.st = &x.c->status;
+    x.gen = x.c->meta.generation;
+    if (!(old = api_component_status_to_json(x.c->kind, x.st))) {
+        r = -ENOMEM;
+        goto out;
+    }
+    x.st->observed_generation = x.gen;
+    r = reconcile_parsed(&x);
+    if (r >= 0) {
+        const struct api_condition *ready = api_conditions_get(&x.st->conditions, "Ready");
+        free(x.st->phase);
+        x.st->phase = strdup(ready && !strcmp(ready->status, API_CONDITION_TRUE) ? "Ready"
+                                                                                 : "Unready");
+        r = x.st->phase ? status_plan_write(plan, part_resources[pc->part], x.obj,
+                                            api_component_status_to_json(x.c->kind, x.st), old)
+                        : -ENOMEM;
+    }
+out:
+    if (r > 0)
+        r = 0;
+    if (r < 0)
+        err_set(e, r, "%s %s/%s: %s", part_resources[pc->part]->kind, ns, name,
+                r == -ENOMEM ? "out of memory" : err_code_name(r));
+    cJSON_Delete(old);
+    api_component_free(x.c);
+    api_errors_done(&errs);
+    return r;
+}
+
+/* ---- what to reconcile ---- */
+
+struct map_ctx {
+    struct nested_part_ctx *pc;
+    const struct cache_view *view;
+    enqueue_fn enqueue;
+    void *q;
+};
+
+static void enqueue_component_of(void *userdata, const cJSON *ncp)
+{
+    struct map_ctx *m = userdata;
+    const cJSON *comp = lookup_component(m->view, ncp, m->pc->part);
+
+    if (comp)
+        m->enqueue(m->q, kube_obj_namespace(comp), kube_obj_name(comp));
+}
+
+void nestedcomponent_map(void *ctx, const struct cache_view *view,
+                         const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
+                         void *q)
+{
+    struct nested_part_ctx *pc = ctx;
+    const struct kube_resource *own = part_resources[pc->part];
+    struct map_ctx m = {pc, view, enqueue, q};
+    const char *owner;
+
+    if (strcmp(res->group, own->group) == 0 && strcmp(res->resource, own->resource) == 0) {
+        enqueue(q, kube_obj_namespace(obj), kube_obj_name(obj));
+        return;
+    }
+    if (lookup_controlled_by_kind(obj, render_part_kind(pc->part), &owner)) {
+        enqueue(q, kube_obj_namespace(obj), owner);
+        return;
+    }
+    lookup_control_planes_for(view, res, obj, enqueue_component_of, &m);
+}
+
+void nestedcomponent_def(struct nested_ctx *ctx, enum render_part part,
+                         struct controller_def *ret_def)
+{
+    static const char *const names[RENDER_PART__COUNT] = {"nestedetcd", "nestedapiserver",
+                                                          "nestedcontrollermanager"};
+
+    *ret_def = (struct controller_def){
+        .name = names[part],
+        .primary = part_resources[part],
+        .reconcile = nestedcomponent_reconcile,
+        .map = nestedcomponent_map,
+        .ctx = &ctx->parts[part],
+    };
+}

@@ -1,0 +1,754 @@
+/*
+ * NestedControlPlane: the control-plane side of the Cluster API contract.
+ *
+ *   finalizer and spec.controlPlaneEndpoint (one merge patch, carrying resourceVersion)
+ *   -> render_cluster_resolve: invalid input stops here with a condition and an event
+ *   -> the CA Secrets <c>-ca, <c>-etcd, <c>-proxy, <c>-sa: created (never overwritten) when
+ *      missing, checked and used as they are when present
+ *   -> adopt the three components (controller ownerReference, merge patch with
+ *      resourceVersion)
+ *   -> the admin kubeconfig <c>-kubeconfig, renewed before it expires
+ *   -> each component's desired {version, config hash}, rollout_step, the targets in
+ *      status.rollout (the only place targets change)
+ *   -> status: ready, initialized, version, replicas, conditions, phase
+ *
+ * On deletion it creates nothing, deletes its components and the objects they own, waits
+ * until they are gone and then removes its finalizer; the CA and kubeconfig Secrets it owns
+ * go with it through garbage collection.
+ */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/conditions.h"
+#include "api/status.h"
+#include "api/types.h"
+#include "controllers/keypool.h"
+#include "controllers/lookup.h"
+#include "controllers/nested.h"
+#include "controllers/rollout.h"
+#include "controllers/status.h"
+#include "lib/kube/store.h"
+#include "lib/pki/secret.h"
+
+/* How often a deletion that waits for children looks again, seconds. */
+#define DELETE_POLL 2.0
+
+static const struct kube_resource *const part_resources[RENDER_PART__COUNT] = {
+    &NESTCP_ETCDS, &NESTCP_APISERVERS, &NESTCP_CONTROLLER_MANAGERS};
+
+/* One reconcile in progress. */
+struct cp {
+    struct nested_ctx *ctx;
+    const struct cache_view *view;
+    struct render_source src;
+    struct plan *plan;
+    const char *ns, *name;
+    const cJSON *obj;
+    struct api_control_plane *ncp;
+    struct api_control_plane_status *st;
+    int64_t gen;
+    bool spec_patched; /* the object changes under this plan: skip the status write */
+};
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static int cond(struct cp *x, const char *type, const char *status, const char *severity,
+                const char *reason, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Sets a condition; a Warning event goes with an Error or Warning one that changed. */
+static int cond(struct cp *x, const char *type, const char *status, const char *severity,
+                const char *reason, const char *fmt, ...)
+{
+    char msg[ERR_MSG_MAX + 512];
+    va_list ap;
+    int r;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    r = status_condition(&x->st->conditions, type, status, severity, reason, x->gen,
+                         x->view->now, "%s", msg);
+    if (r > 0 && severity && strcmp(severity, STATUS_SEVERITY_INFO) != 0 &&
+        plan_event(x->plan, KUBE_EVENT_WARNING, reason, "%s", msg) < 0)
+        return -ENOMEM;
+    return r < 0 ? r : 0;
+}
+
+static bool has_finalizer(const struct api_control_plane *ncp)
+{
+    for (size_t i = 0; i < ncp->meta.finalizers.n; i++)
+        if (strcmp(ncp->meta.finalizers.items[i], NESTED_FINALIZER) == 0)
+            return true;
+    return false;
+}
+
+/* A merge patch of the control plane's metadata.finalizers (with or without ours) and, when
+ * endpoint is given, spec.controlPlaneEndpoint; resourceVersion makes it conditional. */
+static int patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint *endpoint)
+{
+    cJSON *patch = cJSON_CreateObject(), *meta, *fins, *ep;
+    const struct api_strlist *f = &x->ncp->meta.finalizers;
+
+    meta = cJSON_AddObjectToObject(patch, "metadata");
+    fins = cJSON_AddArrayToObject(meta, "finalizers");
+    if (!fins || !cJSON_AddStringToObject(meta, "resourceVersion", x->ncp->meta.resource_version
+                                                                       ? x->ncp->meta.resource_version
+                                                                       : ""))
+        goto oom;
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->items[i], NESTED_FINALIZER) != 0 &&
+            !cJSON_AddItemToArray(fins, cJSON_CreateString(f->items[i])))
+            goto oom;
+    if (with_finalizer && !cJSON_AddItemToArray(fins, cJSON_CreateString(NESTED_FINALIZER)))
+        goto oom;
+    if (endpoint) {
+        ep = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"),
+                                     "controlPlaneEndpoint");
+        if (!ep || !cJSON_AddStringToObject(ep, "host", endpoint->host) ||
+            !cJSON_AddNumberToObject(ep, "port", endpoint->port))
+            goto oom;
+    }
+    x->spec_patched = true;
+    return plan_merge_patch(x->plan, &NESTCP_CONTROL_PLANES, x->ns, x->name, NULL, patch,
+                            "NestedControlPlane %s/%s: %s%s", x->ns, x->name,
+                            with_finalizer ? "finalizer" : "finalizer removed",
+                            endpoint ? " and controlPlaneEndpoint" : "");
+oom:
+    cJSON_Delete(patch);
+    return -ENOMEM;
+}
+
+/* ---- deletion ---- */
+
+struct children {
+    const char *uids[RENDER_PART__COUNT];
+    struct cp *x;
+    int left;
+    int r;
+};
+
+/* Deletes an object one of the components controls, and counts it. */
+static bool delete_child(struct children *c, const struct kube_resource *res, const cJSON *obj)
+{
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        if (!c->uids[i] || !lookup_controlled_by_uid(obj, c->uids[i]))
+            continue;
+        c->left++;
+        if (!status_deleting(obj) &&
+            plan_delete(c->x->plan, res, c->x->ns, kube_obj_name(obj), kube_obj_uid(obj),
+                        "%s %s/%s: the control plane is being deleted", res->kind, c->x->ns,
+                        kube_obj_name(obj)) < 0) {
+            c->r = -ENOMEM;
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool each_secret(void *ud, const cJSON *o)
+{
+    return delete_child(ud, &KUBE_SECRETS, o);
+}
+
+static bool each_service(void *ud, const cJSON *o)
+{
+    return delete_child(ud, &KUBE_SERVICES, o);
+}
+
+static bool each_statefulset(void *ud, const cJSON *o)
+{
+    return delete_child(ud, &KUBE_STATEFULSETS, o);
+}
+
+static int reconcile_delete(struct cp *x)
+{
+    struct children c = {.x = x};
+    int r;
+
+    if (!has_finalizer(x->ncp))
+        return 0;
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        const cJSON *comp = lookup_component(x->view, x->obj, (enum render_part)i);
+        if (!comp || !lookup_controlled_by_uid(comp, x->ncp->meta.uid))
+            continue;
+        c.uids[i] = kube_obj_uid(comp);
+        c.left++;
+        if (!status_deleting(comp) &&
+            plan_delete(x->plan, part_resources[i], x->ns, kube_obj_name(comp),
+                        kube_obj_uid(comp), "%s %s/%s: the control plane is being deleted",
+                        part_resources[i]->kind, x->ns, kube_obj_name(comp)) < 0)
+            return -ENOMEM;
+    }
+    /* What the components own goes now too, so nothing runs on without them. */
+    kube_store_foreach_in_namespace(x->view->statefulsets, x->ns, each_statefulset, &c);
+    kube_store_foreach_in_namespace(x->view->services, x->ns, each_service, &c);
+    kube_store_foreach_in_namespace(x->view->secrets, x->ns, each_secret, &c);
+    if (c.r < 0)
+        return c.r;
+    free(x->st->phase);
+    if (!(x->st->phase = strdup("Deleting")))
+        return -ENOMEM;
+    if (c.left > 0) {
+        plan_requeue_after(x->plan, DELETE_POLL);
+        r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Deleting",
+                 "waiting for %d components and the objects they own to be deleted", c.left);
+        return r;
+    }
+    /* Everything is gone: let the control plane go. */
+    return patch_self(x, false, NULL);
+}
+
+/* ---- adoption ---- */
+
+static int adopt(struct cp *x, enum render_part part, const cJSON *comp)
+{
+    const cJSON *refs = get(get(comp, "metadata"), "ownerReferences"), *ref;
+    cJSON *patch = cJSON_CreateObject(), *meta, *arr, *mine;
+    const char *av = cJSON_IsString(get(x->obj, "apiVersion"))
+                         ? get(x->obj, "apiVersion")->valuestring
+                         : API_GROUP_CONTROLPLANE "/" API_VERSION_STORAGE;
+
+    meta = cJSON_AddObjectToObject(patch, "metadata");
+    arr = cJSON_AddArrayToObject(meta, "ownerReferences");
+    if (!arr || !cJSON_AddStringToObject(meta, "resourceVersion",
+                                         kube_obj_resource_version(comp)
+                                             ? kube_obj_resource_version(comp)
+                                             : ""))
+        goto oom;
+    cJSON_ArrayForEach(ref, refs)
+    {
+        if (!cJSON_AddItemToArray(arr, cJSON_Duplicate(ref, true)))
+            goto oom;
+    }
+    mine = cJSON_CreateObject();
+    if (!mine || !cJSON_AddItemToArray(arr, mine) ||
+        !cJSON_AddStringToObject(mine, "apiVersion", av) ||
+        !cJSON_AddStringToObject(mine, "kind", "NestedControlPlane") ||
+        !cJSON_AddStringToObject(mine, "name", x->name) ||
+        !cJSON_AddStringToObject(mine, "uid", x->ncp->meta.uid) ||
+        !cJSON_AddTrueToObject(mine, "controller") ||
+        !cJSON_AddTrueToObject(mine, "blockOwnerDeletion"))
+        goto oom;
+    return plan_merge_patch(x->plan, part_resources[part], x->ns, kube_obj_name(comp), NULL,
+                            patch, "%s %s/%s: adopted by NestedControlPlane %s",
+                            part_resources[part]->kind, x->ns, kube_obj_name(comp), x->name);
+oom:
+    cJSON_Delete(patch);
+    return -ENOMEM;
+}
+
+/* Adopts the components that have no controller; returns -EPERM (with a condition) when one
+ * is controlled by another owner. */
+static int adopt_components(struct cp *x)
+{
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        const cJSON *comp = lookup_component(x->view, x->obj, (enum render_part)i);
+        const cJSON *ref;
+        int r;
+
+        if (!comp || lookup_controlled_by_uid(comp, x->ncp->meta.uid) || status_deleting(comp))
+            continue;
+        ref = kube_obj_controller_ref(comp);
+        if (ref) {
+            const cJSON *k = get(ref, "kind"), *n = get(ref, "name");
+            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                     "ComponentControlledElsewhere", "%s %s is controlled by %s %s, not by this "
+                     "control plane",
+                     part_resources[i]->kind, kube_obj_name(comp),
+                     cJSON_IsString(k) ? k->valuestring : "?",
+                     cJSON_IsString(n) ? n->valuestring : "?");
+            return r < 0 ? r : -EPERM;
+        }
+        if ((r = adopt(x, (enum render_part)i, comp)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* ---- the rollout ---- */
+
+static struct api_rollout_target *target_of(struct api_rollout *ro, int i)
+{
+    return i == ROLLOUT_ETCD ? &ro->etcd
+                             : i == ROLLOUT_APISERVER ? &ro->apiserver : &ro->controller_manager;
+}
+
+static int set_str(char **dst, const char *src)
+{
+    char *d;
+
+    if ((!*dst && !src) || (*dst && src && strcmp(*dst, src) == 0))
+        return 0;
+    d = src ? strdup(src) : NULL;
+    if (src && !d)
+        return -ENOMEM;
+    free(*dst);
+    *dst = d;
+    return 0;
+}
+
+/* The service CIDRs the control plane would run with, joined by ",". */
+static void service_cidrs(const struct render_cluster *rc, char *out, size_t size)
+{
+    const struct api_strlist *l = &render_cluster_control_plane(rc)->spec.cluster_network.services;
+    size_t n = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < l->n && n < size; i++)
+        n += (size_t)snprintf(out + n, size - n, "%s%s", i ? "," : "", l->items[i]);
+}
+
+struct desired_all {
+    struct render_cluster_desired d[RENDER_PART__COUNT];
+    struct status_sts ss[RENDER_PART__COUNT];
+};
+
+static int compute_desired(struct cp *x, const struct render_cluster *rc,
+                           const struct render_cluster_pki *pki, struct desired_all *da)
+{
+    struct api_rollout *ro = &x->st->rollout;
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct err e;
+
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        const cJSON *sts;
+        int r;
+
+        snprintf(name, sizeof(name), "%s-%s", render_cluster_name(rc),
+                 render_part_short((enum render_part)i));
+        sts = kube_store_get(x->view->statefulsets, x->ns, name);
+        status_statefulset(sts, target_of(ro, i)->config_hash, &da->ss[i]);
+        err_clear(&e);
+        r = render_cluster_desired(x->ctx->cat, rc, pki, &x->src, (enum render_part)i,
+                                   da->ss[i].certs, &da->d[i], &e);
+        if (r == -EINVAL || r == -ENOENT) {
+            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s",
+                     e.msg);
+            return r < 0 ? r : -EINVAL;
+        }
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Runs the state machine and writes the targets into status.rollout; returns its output. */
+static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
+                        struct rollout_output *out)
+{
+    struct api_rollout *ro = &x->st->rollout;
+    struct rollout_input in = {.initialized = x->st->initialized};
+    static const char *const steps[ROLLOUT__COUNT] = {"etcd", "apiserver", "controllerManager"};
+    int r, active = -1;
+
+    for (int i = 0; i < ROLLOUT__COUNT; i++) {
+        struct rollout_component_state *c = &in.c[i];
+        const struct api_rollout_target *t = target_of(ro, i);
+        c->desired.version = da->d[i].version[0] ? da->d[i].version : NULL;
+        c->desired.hash = da->d[i].known ? da->d[i].config_hash : NULL;
+        c->target.version = t->version;
+        c->target.hash = t->config_hash;
+        c->complete = da->ss[i].complete;
+        c->replicas = da->ss[i].exists ? da->ss[i].replicas : 0;
+        c->ready_replicas = da->ss[i].ready;
+        c->updated_replicas = da->ss[i].updated;
+    }
+    rollout_step(&in, out);
+    if (frozen)
+        return 0;
+    for (int i = 0; i < ROLLOUT__COUNT; i++) {
+        struct api_rollout_target *t = target_of(ro, i);
+        if (!out->target_changed[i])
+            continue;
+        if ((r = set_str(&t->version, out->target[i].version)) < 0 ||
+            (r = set_str(&t->config_hash, out->target[i].hash)) < 0)
+            return r;
+        if (plan_event(x->plan, KUBE_EVENT_NORMAL, "RolloutStep", "%s: target %s (config %.12s)",
+                       rollout_component_name((enum rollout_component)i),
+                       out->target[i].version ? out->target[i].version : "-",
+                       out->target[i].hash) < 0)
+            return -ENOMEM;
+    }
+    /* The component the rollout waits on: the first not complete at its desired state. */
+    for (int i = 0; i < ROLLOUT__COUNT && active < 0 && out->phase != ROLLOUT_PHASE_READY; i++) {
+        const char *want = in.c[i].desired.hash, *target = target_of(ro, i)->config_hash;
+        if (!want || !target || strcmp(want, target) != 0 || out->target_changed[i] ||
+            !in.c[i].complete)
+            active = i;
+    }
+    if ((r = set_str(&ro->step, active >= 0 ? steps[active] : NULL)) < 0)
+        return r;
+    return set_str(&ro->target_version, in.c[ROLLOUT_APISERVER].desired.version);
+}
+
+/* ---- status ---- */
+
+static const char *phase_of(const struct cp *x, const struct rollout_output *out,
+                            const struct desired_all *da)
+{
+    switch (out->phase) {
+    case ROLLOUT_PHASE_READY:
+        return "Ready";
+    case ROLLOUT_PHASE_UPGRADING: {
+        const char *running = x->st->version ? x->st->version + (x->st->version[0] == 'v') : NULL;
+        return running && strcmp(running, da->d[RENDER_PART_APISERVER].version) != 0
+                   ? "Upgrading"
+                   : "Reconfiguring";
+    }
+    default:
+        return out->initialized ? "Ready" : "Provisioning";
+    }
+}
+
+static int copy_etcd_addresses(struct cp *x)
+{
+    const cJSON *etcd = lookup_component(x->view, x->obj, RENDER_PART_ETCD), *a;
+    const cJSON *arr = get(get(etcd, "status"), "addresses");
+    struct api_control_plane_status *st = x->st;
+    int n = cJSON_GetArraySize(arr), i = 0;
+
+    for (size_t k = 0; k < st->n_etcd_addresses; k++) {
+        free(st->etcd_addresses[k].ip);
+        free(st->etcd_addresses[k].hostname);
+    }
+    free(st->etcd_addresses);
+    st->etcd_addresses = NULL;
+    st->n_etcd_addresses = 0;
+    if (!cJSON_IsArray(arr) || n <= 0)
+        return 0;
+    if (!(st->etcd_addresses = calloc((size_t)n, sizeof(*st->etcd_addresses))))
+        return -ENOMEM;
+    cJSON_ArrayForEach(a, arr)
+    {
+        const cJSON *ip = get(a, "ip"), *host = get(a, "hostname"), *port = get(a, "port");
+        struct api_etcd_address *d = &st->etcd_addresses[i];
+        d->ip = cJSON_IsString(ip) ? strdup(ip->valuestring) : NULL;
+        d->hostname = cJSON_IsString(host) ? strdup(host->valuestring) : NULL;
+        d->port = cJSON_IsNumber(port) ? port->valueint : 0;
+        st->n_etcd_addresses = (size_t)++i;
+        if ((cJSON_IsString(ip) && !d->ip) || (cJSON_IsString(host) && !d->hostname))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int aggregate(struct cp *x, const struct rollout_output *out, const struct desired_all *da,
+                     const char *refusal_reason, const char *refusal_message)
+{
+    struct api_control_plane_status *st = x->st;
+    const struct status_sts *as = &da->ss[RENDER_PART_APISERVER];
+    const struct api_rollout_target *at = &st->rollout.apiserver;
+    char version[RENDER_VERSION_MAX + 2];
+    int r;
+
+    st->initialized = st->initialized || out->initialized;
+    st->control_plane_initialized = st->initialized;
+    st->external_managed = true;
+    st->ready = st->initialized && out->serving;
+    st->replicas = as->exists ? as->status_replicas : 0;
+    st->ready_replicas = as->ready;
+    st->updated_replicas = as->updated;
+    if (as->complete && at->version) {
+        snprintf(version, sizeof(version), "v%s", at->version);
+        if ((r = set_str(&st->version, version)) < 0)
+            return r;
+    }
+    if ((r = set_str(&st->phase, phase_of(x, out, da))) < 0 || (r = copy_etcd_addresses(x)) < 0)
+        return r;
+    if (st->ready)
+        r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", "%s",
+                 out->phase == ROLLOUT_PHASE_READY ? "every component is ready"
+                                                   : "serving while a rollout runs");
+    else
+        r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, out->reason, "%s",
+                 out->message);
+    if (r < 0)
+        return r;
+    if ((r = cond(x, "Available", out->serving ? API_CONDITION_TRUE : API_CONDITION_FALSE,
+                  out->serving ? NULL : STATUS_SEVERITY_INFO,
+                  out->serving ? "Available" : "NotServing", "%s",
+                  out->serving ? "etcd has quorum and the API servers and controller managers "
+                                 "have ready replicas"
+                               : "not every component has ready replicas")) < 0)
+        return r;
+    if (refusal_reason)
+        return cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, refusal_reason,
+                    "%s", refusal_message);
+    if (out->phase == ROLLOUT_PHASE_UPGRADING)
+        return cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s", out->message);
+    if (!st->initialized)
+        return api_conditions_remove(&st->conditions, "Upgrading") >= 0 ? 0 : -ENOMEM;
+    return cond(x, "Upgrading", API_CONDITION_FALSE, NULL, "UpToDate", "%s",
+                "every component runs its desired configuration");
+}
+
+/* ---- the normal path ---- */
+
+static int take_key(void *ctx, enum pki_key_alg alg, char **ret_key_pem, struct err *e)
+{
+    return keypool_take(ctx, alg, ret_key_pem, e);
+}
+
+static int plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
+{
+    const cJSON *ca;
+    int n = 0;
+
+    cJSON_ArrayForEach(ca, render_cluster_pki_created(pki))
+    {
+        cJSON *copy = cJSON_Duplicate(ca, true);
+        if (!copy || plan_create(x->plan, &KUBE_SECRETS, copy, "Secret %s/%s: new CA",
+                                 x->ns, kube_obj_name(ca)) < 0)
+            return -ENOMEM;
+        n++;
+    }
+    if (n > 0 && plan_event(x->plan, KUBE_EVENT_NORMAL, "CreatedCertificateAuthorities",
+                            "%d CA Secrets created", n) < 0)
+        return -ENOMEM;
+    return n;
+}
+
+static int plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
+                           const struct render_cluster_pki *pki)
+{
+    char name[RENDER_CLUSTER_NAME_MAX];
+    const cJSON *live;
+    cJSON *secret = NULL;
+    struct err e;
+    int r;
+
+    if (pki_secret_name(render_cluster_name(rc), PKI_PURPOSE_KUBECONFIG, name, sizeof(name)) < 0)
+        return 0;
+    live = kube_store_get(x->view->secrets, x->ns, name);
+    /* A kubeconfig Secret someone else made is theirs. */
+    if (live && !lookup_controlled_by_uid(live, x->ncp->meta.uid))
+        return 0;
+    err_clear(&e);
+    r = render_cluster_kubeconfig(rc, pki, &x->src, &secret, &e);
+    if (r == -EAGAIN) {
+        plan_requeue_after(x->plan, NESTED_KEY_WAIT);
+        return 0;
+    }
+    if (r < 0)
+        return r == -ENOMEM ? r : cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                                      "KubeconfigFailed", "%s", e.msg);
+    if (!secret)
+        return 0;
+    if (live)
+        return plan_apply(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: kubeconfig renewed",
+                          x->ns, name);
+    return plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: admin kubeconfig", x->ns,
+                       name);
+}
+
+static int reconcile_normal(struct cp *x)
+{
+    struct nested_ctx *ctx = x->ctx;
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_cluster *rc = NULL;
+    struct render_cluster_pki *pki = NULL;
+    struct desired_all *da = NULL;
+    struct rollout_output out;
+    const char *refusal = NULL;
+    char cidrs[512], refusal_msg[1024];
+    struct err e;
+    int r;
+
+    err_clear(&e);
+    r = render_cluster_resolve(ctx->cat, &x->src, x->ns, x->name, &rc, &errs);
+    if (r == -EINVAL || r == -ENOENT) {
+        api_errors_to_err(&errs, NULL, &e);
+        r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                 r == -EINVAL ? "InvalidSpec" : "MissingObjects", "%s", e.msg);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    if (ctx->keys)
+        render_cluster_set_key_source(rc, take_key, ctx->keys);
+    render_cluster_set_renew_before(rc, ctx->cert_renew_before);
+
+    /* The endpoint and the finalizer, before anything is created. */
+    {
+        const struct api_endpoint *ep = &render_cluster_control_plane(rc)->spec.control_plane_endpoint;
+        bool need_ep = !x->ncp->spec.control_plane_endpoint.host && ep->host;
+        if (!has_finalizer(x->ncp) || need_ep) {
+            if ((r = patch_self(x, true, need_ep ? ep : NULL)) < 0)
+                goto out;
+        }
+    }
+
+    /* CAs first: when one is created, the rest waits for it to be read back. */
+    if (ctx->keys)
+        keypool_reserve(ctx->keys, nested_key_alg(rc), 5);
+    r = render_cluster_pki_load(rc, &x->src, (int64_t)x->view->now, true, &pki, &errs);
+    if (r == -EAGAIN) {
+        plan_requeue_after(x->plan, NESTED_KEY_WAIT);
+        r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                 "GeneratingKeys", "waiting for private keys");
+        goto out;
+    }
+    if (r == -EINVAL) {
+        api_errors_to_err(&errs, NULL, &e);
+        r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                 "InvalidCertificateAuthority", "%s", e.msg);
+        if (r == 0)
+            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                     "InvalidCertificateAuthority", "%s", e.msg);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    if ((r = plan_created_cas(x, pki)) != 0) {
+        if (r > 0)
+            r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                     "Creating", "the CA Secrets are being created");
+        goto out;
+    }
+    if ((r = cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "Available",
+                  "the CA Secrets are present and valid")) < 0)
+        goto out;
+
+    r = adopt_components(x);
+    if (r == -EPERM) {
+        r = 0;
+        goto out;
+    }
+    if (r < 0 || (r = plan_kubeconfig(x, rc, pki)) < 0)
+        goto out;
+
+    if (!(da = calloc(1, sizeof(*da)))) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if ((r = compute_desired(x, rc, pki, da)) < 0) {
+        if (r == -EINVAL)
+            r = 0;
+        goto out;
+    }
+    /* The service CIDR is fixed once the cluster has been set up with it. */
+    service_cidrs(rc, cidrs, sizeof(cidrs));
+    if (x->st->service_cidr && strcmp(x->st->service_cidr, cidrs) != 0) {
+        refusal = "ServiceCIDRChangeRefused";
+        snprintf(refusal_msg, sizeof(refusal_msg),
+                 "spec.clusterNetwork.services.cidrBlocks: %s differs from %s, the service "
+                 "range the cluster was set up with; it cannot change (kubeadm treats it as "
+                 "immutable)",
+                 cidrs, x->st->service_cidr);
+    }
+    r = step_rollout(x, da, refusal != NULL, &out);
+    if (r < 0)
+        goto out;
+    if (!refusal && out.phase == ROLLOUT_PHASE_REFUSED) {
+        refusal = out.reason;
+        snprintf(refusal_msg, sizeof(refusal_msg), "%s", out.message);
+    }
+    if (!refusal && !x->st->service_cidr && x->st->rollout.etcd.config_hash &&
+        (r = set_str(&x->st->service_cidr, cidrs)) < 0)
+        goto out;
+    r = aggregate(x, &out, da, refusal, refusal_msg);
+out:
+    free(da);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    api_errors_done(&errs);
+    return r;
+}
+
+int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const char *ns,
+                                 const char *name, struct plan *plan, struct err *e)
+{
+    struct cp x = {.ctx = ctx, .view = view, .plan = plan, .ns = ns, .name = name};
+    struct api_errors errs = API_ERRORS_INIT;
+    const cJSON *cl;
+    cJSON *old = NULL;
+    struct err msg;
+    int r;
+
+    x.obj = kube_store_get(view->control_planes, ns, name);
+    if (!x.obj)
+        return 0;
+    lookup_source(view, &x.src);
+    r = api_control_plane_from_json(x.obj, &x.ncp, &errs);
+    if (r == -EINVAL) {
+        err_clear(&msg);
+        api_errors_to_err(&errs, NULL, &msg);
+        r = status_deleting(x.obj) ? 0
+                                   : status_plan_invalid(plan, &NESTCP_CONTROL_PLANES, x.obj,
+                                                         "InvalidSpec", msg.msg, view->now);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    x.st = &x.ncp->status;
+    x.gen = x.ncp->meta.generation;
+    if (!(old = api_control_plane_status_to_json(x.st))) {
+        r = -ENOMEM;
+        goto out;
+    }
+    x.st->observed_generation = x.gen;
+    cl = lookup_capi_cluster(view, x.obj, API_KIND_NESTED_CONTROL_PLANE, NULL);
+    if (x.ncp->meta.deleting) {
+        r = reconcile_delete(&x);
+    } else if (status_paused(x.obj, cl)) {
+        r = cond(&x, "Paused", API_CONDITION_TRUE, NULL, "Paused", "%s",
+                 "reconciliation is paused (annotation cluster.x-k8s.io/paused or Cluster "
+                 "spec.paused)");
+    } else {
+        r = cond(&x, "Paused", API_CONDITION_FALSE, NULL, "NotPaused", "%s", "");
+        if (r == 0)
+            r = reconcile_normal(&x);
+    }
+    if (r >= 0 && !x.spec_patched)
+        r = status_plan_write(plan, &NESTCP_CONTROL_PLANES, x.obj,
+                              api_control_plane_status_to_json(x.st), old);
+out:
+    if (r > 0)
+        r = 0;
+    if (r < 0)
+        err_set(e, r, "NestedControlPlane %s/%s: %s", ns, name,
+                r == -ENOMEM ? "out of memory" : err_code_name(r));
+    cJSON_Delete(old);
+    api_control_plane_free(x.ncp);
+    api_errors_done(&errs);
+    return r;
+}
+
+struct map_ctx {
+    enqueue_fn enqueue;
+    void *q;
+};
+
+static void enqueue_ncp(void *userdata, const cJSON *ncp)
+{
+    struct map_ctx *m = userdata;
+
+    m->enqueue(m->q, kube_obj_namespace(ncp), kube_obj_name(ncp));
+}
+
+void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
+                            const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
+                            void *q)
+{
+    struct map_ctx m = {enqueue, q};
+
+    lookup_control_planes_for(view, res, obj, enqueue_ncp, &m);
+}
+
+void nestedcontrolplane_def(struct nested_ctx *ctx, struct controller_def *ret_def)
+{
+    *ret_def = (struct controller_def){
+        .name = "nestedcontrolplane",
+        .primary = &NESTCP_CONTROL_PLANES,
+        .reconcile = nestedcontrolplane_reconcile,
+        .map = nestedcontrolplane_map,
+        .ctx = ctx,
+    };
+}
