@@ -137,8 +137,7 @@ static int normalise(cJSON *docs, const char *ns, struct api_errors *errs)
         i++;
         if (!cJSON_IsObject(d) || !av || !kind || !cJSON_IsObject(md) || !str_of(md, "name")) {
             api_errors_add(errs, NULL,
-                           "document %d: not an object with apiVersion, kind and metadata.name",
-                           i);
+                           "document %d: not an object with apiVersion, kind and metadata.name", i);
             continue;
         }
         if (!str_of(md, "namespace") && !cJSON_AddStringToObject(md, "namespace", ns))
@@ -206,8 +205,8 @@ static int render_all(const struct render_catalog *cat, const cJSON *docs, cJSON
             r = -EINVAL;
             break;
         }
-        q = render_cluster_resolve(cat, &src, str_of(md, "namespace"), str_of(md, "name"),
-                                   &rcs[n], errs);
+        q = render_cluster_resolve(cat, &src, str_of(md, "namespace"), str_of(md, "name"), &rcs[n],
+                                   errs);
         if (q == -ENOMEM) {
             r = q;
             break;

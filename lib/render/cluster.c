@@ -53,14 +53,13 @@ static const char *kind_name(enum api_kind kind)
 void render_cluster_what(enum api_kind kind, const char *ns, const char *name, char *out,
                          size_t size)
 {
-    snprintf(out, size, "%s %.253s/%.253s", kind_name(kind), ns ? ns : "default",
-             name ? name : "");
+    snprintf(out, size, "%s %.253s/%.253s", kind_name(kind), ns ? ns : "default", name ? name : "");
 }
 
 const char *render_cluster_meta_str(const cJSON *obj, const char *field)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
 
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
@@ -117,8 +116,8 @@ static bool cat_knows_feature_gate(void *ctx, const char *k8s_version, const cha
 static const char *cat_etcd_version_for(void *ctx, const char *k8s_version)
 {
     const struct render_package *p = render_catalog_package(ctx, "kube-apiserver", k8s_version);
-    const cJSON *v = p ? cJSON_GetObjectItemCaseSensitive(render_package_metadata(p), "etcd")
-                       : NULL;
+    const cJSON *v =
+        p ? cJSON_GetObjectItemCaseSensitive(render_package_metadata(p), "etcd") : NULL;
 
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
@@ -277,8 +276,8 @@ static int find_capi_cluster(struct render_cluster *rc, const struct render_sour
         src->each(src->ctx, API_KIND_CLUSTER, rc->ns, match_cluster, &mt);
         if (mt.count > 1) {
             api_errors_add(errs, NULL,
-                           "%s: %d Clusters name it in spec.controlPlaneRef; at most one may",
-                           what, mt.count);
+                           "%s: %d Clusters name it in spec.controlPlaneRef; at most one may", what,
+                           mt.count);
             return -EINVAL;
         }
         cl = mt.found;
@@ -353,8 +352,8 @@ static int find_components(struct render_cluster *rc, const struct render_source
 
         if (refs[i]->name) {
             obj = src->get(src->ctx, parts[i].kind, rc->ns, refs[i]->name);
-            if (!obj && set_missing(p, "%s.name: %s %s/%s does not exist", parts[i].ref_path,
-                                    kname, rc->ns, refs[i]->name) < 0)
+            if (!obj && set_missing(p, "%s.name: %s %s/%s does not exist", parts[i].ref_path, kname,
+                                    rc->ns, refs[i]->name) < 0)
                 return -ENOMEM;
         } else {
             struct match mt = {.ncp_name = rc->ncp->meta.name, .cluster_name = rc->name};
@@ -369,11 +368,11 @@ static int find_components(struct render_cluster *rc, const struct render_source
                 ret = -EINVAL;
                 continue;
             }
-            if (!obj && set_missing(p,
-                                    "%s: not set, and no %s in namespace %s is owned by this "
-                                    "control plane or labelled %s=%s",
-                                    parts[i].ref_path, kname, rc->ns, CLUSTER_NAME_LABEL,
-                                    rc->name) < 0)
+            if (!obj &&
+                set_missing(p,
+                            "%s: not set, and no %s in namespace %s is owned by this "
+                            "control plane or labelled %s=%s",
+                            parts[i].ref_path, kname, rc->ns, CLUSTER_NAME_LABEL, rc->name) < 0)
                 return -ENOMEM;
         }
         if (!obj)
@@ -458,15 +457,14 @@ static void part_what(const struct render_cluster *rc, int i, char *out, size_t 
 
 /* Resolves version (or the channel when version is NULL) of component; on success fills the
  * part. On failure the error goes to errs under path of `what` when report is set. */
-static void resolve_one(struct render_cluster *rc, int i, const char *version,
-                        const char *channel, bool report, const char *what, const char *path,
-                        struct api_errors *errs)
+static void resolve_one(struct render_cluster *rc, int i, const char *version, const char *channel,
+                        bool report, const char *what, const char *path, struct api_errors *errs)
 {
     struct render_cluster_part *p = &rc->parts[i];
     struct err e = {0};
 
-    if (render_catalog_resolve(rc->cat, parts[i].component, version, channel, &p->pkg,
-                               p->version, &e) < 0) {
+    if (render_catalog_resolve(rc->cat, parts[i].component, version, channel, &p->pkg, p->version,
+                               &e) < 0) {
         p->pkg = NULL;
         p->version[0] = '\0';
         if (report)
@@ -519,9 +517,8 @@ static void resolve_versions(struct render_cluster *rc, struct vres vr[RENDER_PA
         const struct api_component *c = rc->parts[RENDER_PART_ETCD].obj;
         const char *k8s = rc->parts[RENDER_PART_APISERVER].version;
         const struct render_package *kp = rc->parts[RENDER_PART_APISERVER].pkg;
-        const cJSON *need = kp ? cJSON_GetObjectItemCaseSensitive(render_package_metadata(kp),
-                                                                   "etcd")
-                               : NULL;
+        const cJSON *need =
+            kp ? cJSON_GetObjectItemCaseSensitive(render_package_metadata(kp), "etcd") : NULL;
         if (c)
             part_what(rc, RENDER_PART_ETCD, what, sizeof(what));
         if (c && c->spec.version) {
@@ -546,15 +543,14 @@ static void resolve_versions(struct render_cluster *rc, struct vres vr[RENDER_PA
                 api_errors_add(errs, NULL,
                                "%s: spec.channel: \"%s\" gives etcd %s, older than %s, the etcd "
                                "version Kubernetes %s needs",
-                               what, c->spec.channel, rc->parts[0].version, need->valuestring,
-                               k8s);
+                               what, c->spec.channel, rc->parts[0].version, need->valuestring, k8s);
         }
     }
     /* Skew between the API server and the controller manager when each picks its own. */
     if (!ncpv && rc->parts[1].version[0] && rc->parts[2].version[0] && rc->parts[2].obj &&
         vr[2].source != VS_DEFAULT) {
         int amaj = 0, kmaj = 0, amin = minor_of(rc->parts[1].version, &amaj),
-                        kmin = minor_of(rc->parts[2].version, &kmaj);
+            kmin = minor_of(rc->parts[2].version, &kmaj);
         const char *path = vr[2].source == VS_CHANNEL ? "spec.channel" : "spec.version";
         part_what(rc, RENDER_PART_CONTROLLER_MANAGER, what, sizeof(what));
         if (kmaj > amaj || (kmaj == amaj && kmin > amin))
@@ -595,9 +591,9 @@ static void check_against_package(struct render_cluster *rc, struct api_errors *
             if (!render_package_knows_feature_gate(p->pkg, gate->name, &locked) || locked < 0 ||
                 (locked == 1) == gate->enabled)
                 continue;
-            snprintf(line, sizeof(line),
-                     "%s: spec.featureGates: \"%s\" is locked to %s in %s %s", own ? what : ncp_what,
-                     gate->name, locked ? "true" : "false", parts[i].component, p->version);
+            snprintf(line, sizeof(line), "%s: spec.featureGates: \"%s\" is locked to %s in %s %s",
+                     own ? what : ncp_what, gate->name, locked ? "true" : "false",
+                     parts[i].component, p->version);
             if (!api_errors_contains(errs, line))
                 api_errors_add(errs, NULL, "%s", line);
         }
@@ -631,8 +627,8 @@ static void validate(struct render_cluster *rc, const struct api_catalog *ac,
     api_errors_done(&local);
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
         const struct render_cluster_part *p = &rc->parts[i];
-        const char *k8s = i == RENDER_PART_ETCD ? rc->parts[RENDER_PART_APISERVER].version
-                                                : p->version;
+        const char *k8s =
+            i == RENDER_PART_ETCD ? rc->parts[RENDER_PART_APISERVER].version : p->version;
         if (!p->obj)
             continue;
         /* A shallow view: validation only reads it. */
@@ -739,8 +735,8 @@ int render_cluster_resolve(const struct render_catalog *cat, const struct render
                            what, CLUSTER_NAME_LABEL, label, rc->capi->meta.name);
         /* What Cluster API would set on the control plane; api_meta_cluster_name() then
          * agrees with the Cluster everywhere. */
-        else if (!label && api_strmap_set(&rc->ncp->meta.labels, CLUSTER_NAME_LABEL,
-                                          rc->capi->meta.name) < 0)
+        else if (!label &&
+                 api_strmap_set(&rc->ncp->meta.labels, CLUSTER_NAME_LABEL, rc->capi->meta.name) < 0)
             goto oom;
         rc->name = strdup(rc->capi->meta.name);
     } else {
@@ -862,9 +858,9 @@ int render_cluster_control_plane_of(const struct render_source *src, const cJSON
     {
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind"),
                     *n = cJSON_GetObjectItemCaseSensitive(r, "name");
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")) &&
-            cJSON_IsString(k) && strcmp(k->valuestring, "NestedControlPlane") == 0 &&
-            cJSON_IsString(n) && strlen(n->valuestring) < RENDER_CLUSTER_NAME_MAX) {
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")) && cJSON_IsString(k) &&
+            strcmp(k->valuestring, "NestedControlPlane") == 0 && cJSON_IsString(n) &&
+            strlen(n->valuestring) < RENDER_CLUSTER_NAME_MAX) {
             snprintf(ret_name, RENDER_CLUSTER_NAME_MAX, "%s", n->valuestring);
             return 0;
         }
@@ -877,8 +873,8 @@ int render_cluster_control_plane_of(const struct render_source *src, const cJSON
     if (m.count == 0) {
         m.label = label_of(component, CLUSTER_NAME_LABEL);
         if (m.label)
-            src->each(src->ctx, API_KIND_NESTED_CONTROL_PLANE, ns ? ns : "default",
-                      match_owner_ncp, &m);
+            src->each(src->ctx, API_KIND_NESTED_CONTROL_PLANE, ns ? ns : "default", match_owner_ncp,
+                      &m);
     }
     if (m.count != 1 || strlen(m.found) >= RENDER_CLUSTER_NAME_MAX)
         return -ENOENT;
@@ -914,7 +910,7 @@ const struct api_nested_cluster *render_cluster_nested_cluster(const struct rend
 }
 
 const struct api_component *render_cluster_component_object(const struct render_cluster *rc,
-                                                             enum render_part part)
+                                                            enum render_part part)
 {
     return part < RENDER_PART__COUNT ? rc->parts[part].obj : NULL;
 }
@@ -929,8 +925,7 @@ const char *render_cluster_version(const struct render_cluster *rc, enum render_
     return part < RENDER_PART__COUNT ? rc->parts[part].version : NULL;
 }
 
-const struct api_gates *render_cluster_gates(const struct render_cluster *rc,
-                                             enum render_part part)
+const struct api_gates *render_cluster_gates(const struct render_cluster *rc, enum render_part part)
 {
     return part < RENDER_PART__COUNT ? &rc->parts[part].gates : NULL;
 }

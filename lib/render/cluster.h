@@ -158,7 +158,7 @@ const struct api_capi_cluster *render_cluster_capi_cluster(const struct render_c
 const struct api_nested_cluster *render_cluster_nested_cluster(const struct render_cluster *rc);
 /* The component object, parsed and defaulted; NULL when it does not exist (yet). */
 const struct api_component *render_cluster_component_object(const struct render_cluster *rc,
-                                                             enum render_part part);
+                                                            enum render_part part);
 /* Why a component is missing ("spec.etcd.name: NestedEtcd default/x does not exist"), or NULL
  * when it is there. */
 const char *render_cluster_missing(const struct render_cluster *rc, enum render_part part);
@@ -181,7 +181,6 @@ void render_cluster_set_key_source(struct render_cluster *rc, render_key_fn fn, 
  * when that is longer than spec.certificates.renewBeforeDays (it stays below validityDays, so
  * a new certificate is never due at once). 0: renewBeforeDays alone. */
 void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds);
-
 
 struct render_cluster_pki;
 
@@ -225,8 +224,8 @@ int64_t render_cluster_pki_now(const struct render_cluster_pki *pki);
  *                       apiserver-etcd-client.{crt,key}, apiserver-kubelet-client.{crt,key},
  *                       front-proxy-client.{crt,key}, sa.pub, sa.key
  *   controller-manager: controller-manager.conf (kubeconfig, client CN
- *                       system:kube-controller-manager, server https://<c>-apiserver.<ns>.svc:6443),
- *                       ca.crt, ca.key, front-proxy-ca.crt, sa.key
+ *                       system:kube-controller-manager, server
+ * https://<c>-apiserver.<ns>.svc:6443), ca.crt, ca.key, front-proxy-ca.crt, sa.key
  *
  * An existing certs Secret is still good when every key is present, every certificate is
  * signed by the current CA, matches what is needed now (subject, SANs - e.g. a new etcd member
@@ -240,8 +239,7 @@ int64_t render_cluster_pki_now(const struct render_cluster_pki *pki);
  * render_cluster_certs_mounted; may be NULL) when it is good, else the newest good one
  * (creationTimestamp, then name). Cheap: no key is generated. Returns 0 with its name, -ENOENT
  * (none is good; e says why for the best candidate), -ENOMEM. */
-int render_cluster_certs_find(const struct render_cluster *rc,
-                              const struct render_cluster_pki *pki,
+int render_cluster_certs_find(const struct render_cluster *rc, const struct render_cluster_pki *pki,
                               const struct render_source *src, enum render_part part,
                               const char *prefer, char ret_name[static RENDER_CLUSTER_NAME_MAX],
                               struct err *e);
@@ -258,9 +256,9 @@ int render_cluster_certs_issue(const struct render_cluster *rc,
 /* render_cluster_certs_find, else render_cluster_certs_issue: ret_name is the Secret to mount,
  * *ret_secret the new Secret to create or NULL when an existing one is kept. */
 int render_cluster_certs(const struct render_cluster *rc, const struct render_cluster_pki *pki,
-                         const struct render_source *src, enum render_part part,
-                         const char *prefer, cJSON **ret_secret,
-                         char ret_name[static RENDER_CLUSTER_NAME_MAX], struct err *e);
+                         const struct render_source *src, enum render_part part, const char *prefer,
+                         cJSON **ret_secret, char ret_name[static RENDER_CLUSTER_NAME_MAX],
+                         struct err *e);
 
 /* The name of the certs Secret a rendered or live StatefulSet mounts (its volume "certs"), or
  * NULL. Borrowed from statefulset. */

@@ -111,8 +111,8 @@ static int new_key(const struct render_cluster_pki *pki, char **ret_key_pem, str
 
 /* pki_cert_issue with a key from the key source. */
 static int issue_cert(const struct render_cluster_pki *pki, const char *ca_cert_pem,
-                      const char *ca_key_pem, const struct pki_cert_spec *spec,
-                      char **ret_cert_pem, char **ret_key_pem, struct err *e)
+                      const char *ca_key_pem, const struct pki_cert_spec *spec, char **ret_cert_pem,
+                      char **ret_key_pem, struct err *e)
 {
     char *key = NULL;
     int r;
@@ -217,10 +217,10 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
             if (q == 0)
                 q = pki_secret_tls_new(rc->name, rc->ns, cas[i].purpose, pki->ca[i].cert_pem,
                                        pki->ca[i].key_pem, &obj, &e);
-            if (q == 0 && (render_cluster_set_owner(obj, rc->ncp_api_version,
-                                                    API_KIND_NESTED_CONTROL_PLANE,
-                                                    &rc->ncp->meta) < 0 ||
-                           !cJSON_AddItemToArray(pki->created, obj))) {
+            if (q == 0 &&
+                (render_cluster_set_owner(obj, rc->ncp_api_version, API_KIND_NESTED_CONTROL_PLANE,
+                                          &rc->ncp->meta) < 0 ||
+                 !cJSON_AddItemToArray(pki->created, obj))) {
                 cJSON_Delete(obj);
                 q = -ENOMEM;
             }
@@ -313,8 +313,8 @@ static void pieces_of(const struct render_cluster *rc, enum render_part part, st
         add_piece(ps, P_COPY_CERT, "front-proxy-ca.crt", CA_PROXY, 0, 0);
         add_piece(ps, P_LEAF, "apiserver", 0, PKI_KUBEADM_APISERVER, 0);
         add_piece(ps, P_LEAF, "apiserver-etcd-client", 0, PKI_KUBEADM_APISERVER_ETCD_CLIENT, 0);
-        add_piece(ps, P_LEAF, "apiserver-kubelet-client", 0,
-                  PKI_KUBEADM_APISERVER_KUBELET_CLIENT, 0);
+        add_piece(ps, P_LEAF, "apiserver-kubelet-client", 0, PKI_KUBEADM_APISERVER_KUBELET_CLIENT,
+                  0);
         add_piece(ps, P_LEAF, "front-proxy-client", 0, PKI_KUBEADM_FRONT_PROXY_CLIENT, 0);
         add_piece(ps, P_COPY_CERT, "sa.pub", CA_SA, 0, 0);
         add_piece(ps, P_COPY_KEY, "sa.key", CA_SA, 0, 0);
@@ -333,8 +333,8 @@ static void pieces_of(const struct render_cluster *rc, enum render_part part, st
 /* data[key] of a Secret, decoded (caller frees with free_secret_text), or NULL. */
 static char *secret_value(const cJSON *secret, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(secret, "data"), key);
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"), key);
     unsigned char *out = NULL;
     size_t len;
 
@@ -362,8 +362,8 @@ static int kubeconfig_server(const struct render_cluster *rc, enum pki_kubeadm_c
 }
 
 /* Checks a leaf pair against what is needed now. Returns 0 or -ESTALE (reason in e). */
-static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
-                      int member, const char *crt, const char *key, struct err *e)
+static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which, int member,
+                      const char *crt, const char *key, struct err *e)
 {
     struct pki_cert_spec spec;
     int r;
@@ -372,8 +372,8 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
         return err_set(e, -ESTALE, "missing");
     if ((r = pki_kubeadm_spec(&pki->pc, which, member, &spec, e)) < 0)
         return r;
-    r = pki_cert_check_leaf(crt, pki->ca[ca_of(which)].cert_pem, &spec, pki->now,
-                            pki->renew_before, e);
+    r = pki_cert_check_leaf(crt, pki->ca[ca_of(which)].cert_pem, &spec, pki->now, pki->renew_before,
+                            e);
     pki_cert_spec_done(&spec);
     if (r == 0 && pki_key_check_match(key, crt, "key", "certificate", e) < 0)
         return -ESTALE;
@@ -472,8 +472,8 @@ static char *dup_text(const char *s)
 }
 
 /* Takes the piece from old when it is good there, else issues it. */
-static int fill_piece(const struct render_cluster_pki *pki, const struct piece *p,
-                      const cJSON *old, struct entries *es, struct err *e)
+static int fill_piece(const struct render_cluster_pki *pki, const struct piece *p, const cJSON *old,
+                      struct entries *es, struct err *e)
 {
     const struct render_cluster *rc = pki->rc;
     struct err ignored;
@@ -582,8 +582,7 @@ static int build_certs_secret(const struct render_cluster *rc, enum render_part 
         !cJSON_AddStringToObject(md, "namespace", rc->ns) ||
         !(labels = cJSON_AddObjectToObject(md, "labels")) ||
         !cJSON_AddStringToObject(labels, PKI_CLUSTER_NAME_LABEL, rc->name) ||
-        !cJSON_AddStringToObject(labels, RENDER_CLUSTER_COMPONENT_LABEL,
-                                 render_part_short(part)) ||
+        !cJSON_AddStringToObject(labels, RENDER_CLUSTER_COMPONENT_LABEL, render_part_short(part)) ||
         !cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "nestcp") ||
         !cJSON_AddStringToObject(s, "type", "Opaque") || !cJSON_AddTrueToObject(s, "immutable") ||
         !(data = cJSON_AddObjectToObject(s, "data")))
@@ -647,8 +646,8 @@ static int newer(const cJSON *a, const cJSON *b)
                *tb = render_cluster_meta_str(b, "creationTimestamp");
     int c = strcmp(ta ? ta : "", tb ? tb : "");
 
-    return c ? c > 0 : strcmp(render_cluster_meta_str(a, "name"),
-                              render_cluster_meta_str(b, "name")) > 0;
+    return c ? c > 0
+             : strcmp(render_cluster_meta_str(a, "name"), render_cluster_meta_str(b, "name")) > 0;
 }
 
 static void candidates_of(const struct render_cluster *rc, const struct render_source *src,
@@ -674,8 +673,7 @@ static int check_secret(const struct render_cluster_pki *pki, const struct piece
     return 0;
 }
 
-int render_cluster_certs_find(const struct render_cluster *rc,
-                              const struct render_cluster_pki *pki,
+int render_cluster_certs_find(const struct render_cluster *rc, const struct render_cluster_pki *pki,
                               const struct render_source *src, enum render_part part,
                               const char *prefer, char ret_name[static RENDER_CLUSTER_NAME_MAX],
                               struct err *e)
@@ -744,9 +742,8 @@ int render_cluster_certs_issue(const struct render_cluster *rc,
     }
     if (part >= RENDER_PART__COUNT || !rc->parts[part].obj) {
         r = err_set(e, -ENOENT, "%s",
-                    part < RENDER_PART__COUNT && rc->parts[part].missing
-                        ? rc->parts[part].missing
-                        : "no such component");
+                    part < RENDER_PART__COUNT && rc->parts[part].missing ? rc->parts[part].missing
+                                                                         : "no such component");
         goto out;
     }
     candidates_of(rc, src, part, c);
@@ -778,9 +775,9 @@ out:
 }
 
 int render_cluster_certs(const struct render_cluster *rc, const struct render_cluster_pki *pki,
-                         const struct render_source *src, enum render_part part,
-                         const char *prefer, cJSON **ret_secret,
-                         char ret_name[static RENDER_CLUSTER_NAME_MAX], struct err *e)
+                         const struct render_source *src, enum render_part part, const char *prefer,
+                         cJSON **ret_secret, char ret_name[static RENDER_CLUSTER_NAME_MAX],
+                         struct err *e)
 {
     cJSON *s = NULL;
     int r = render_cluster_certs_find(rc, pki, src, part, prefer, ret_name, e);
@@ -802,8 +799,8 @@ const char *render_cluster_certs_mounted(const cJSON *statefulset)
 {
     const cJSON *vols = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(statefulset, "spec"), "template"),
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(statefulset, "spec"),
+                                             "template"),
             "spec"),
         "volumes");
     const cJSON *v;

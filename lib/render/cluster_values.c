@@ -161,8 +161,8 @@ const char *render_cluster_config_hash(const cJSON *objects)
             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"),
                                              "template"),
             "metadata");
-        h = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(tmd, "annotations"), RENDER_CONFIG_HASH_ANNOTATION);
+        h = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmd, "annotations"),
+                                             RENDER_CONFIG_HASH_ANNOTATION);
         return cJSON_IsString(h) ? h->valuestring : NULL;
     }
     return NULL;
@@ -266,8 +266,7 @@ int render_cluster_all(const struct render_catalog *cat, const struct render_clu
         }
         if (i == RENDER_PART_APISERVER && !rc->parts[RENDER_PART_ETCD].obj)
             continue;
-        q = render_cluster_component(cat, rc, (enum render_part)i, "placeholder", &objs, NULL,
-                                     &e);
+        q = render_cluster_component(cat, rc, (enum render_part)i, "placeholder", &objs, NULL, &e);
         cJSON_Delete(objs);
         if (q == -ENOMEM) {
             r = q;

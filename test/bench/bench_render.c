@@ -20,7 +20,6 @@
 #include "lib/util/strutil.h"
 #include "lib/util/yamlconv.h"
 
-
 static const char input_fmt[] =
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
     "metadata: {name: b, namespace: bench, uid: u0}\n"
@@ -67,8 +66,7 @@ static double once(const struct render_catalog *cat, cJSON *objs, int keep)
     return dt;
 }
 
-static int measure(const struct render_catalog *cat, const char *alg, int runs,
-                   struct figures *f)
+static int measure(const struct render_catalog *cat, const char *alg, int runs, struct figures *f)
 {
     char text[4096];
     struct err e = {0};

@@ -115,9 +115,8 @@ static void lay_out(const cJSON *secret, const char *dir)
     {
         unsigned char *data = NULL;
         size_t len = 0;
-        assert_int_equal(pki_base64_decode(it->valuestring, strlen(it->valuestring), 1 << 20,
-                                           &data, &len),
-                         0);
+        assert_int_equal(
+            pki_base64_decode(it->valuestring, strlen(it->valuestring), 1 << 20, &data, &len), 0);
         snprintf(path, sizeof(path), "%s/%s", dir, it->string);
         write_file(path, (const char *)data, len);
         free(data);
@@ -216,8 +215,7 @@ static void show_log(const struct env *env, const char *log)
 /* Runs cmd in a mount namespace with the test's hosts file. */
 static int run_in_ns(const struct env *env, char *out, size_t size, const char *cmd)
 {
-    return run(out, size,
-               "unshare -m sh -c 'mount --bind %s/hosts /etc/hosts && cd %s && %s' 2>&1",
+    return run(out, size, "unshare -m sh -c 'mount --bind %s/hosts /etc/hosts && cd %s && %s' 2>&1",
                env->dir, env->dir, cmd);
 }
 
@@ -325,15 +323,14 @@ static void test_render_binaries__apiserver_serves_the_admin_kubeconfig(void **s
     snprintf(bin, sizeof(bin), "%s/kube-apiserver", env->bin_dir);
     lay_out(find(env->objs, "Secret", "rb-apiserver-certs-"), pki);
     const char *const subst[][2] = {{"$(POD_IP)", API_IP}, {"/etc/kubernetes/pki", pki}};
-    env->apiserver = start(env, find(env->objs, "StatefulSet", "rb-apiserver"), bin, subst, 2,
-                           "apiserver.log");
+    env->apiserver =
+        start(env, find(env->objs, "StatefulSet", "rb-apiserver"), bin, subst, 2, "apiserver.log");
 
     /* The rendered admin kubeconfig, pointed at the local address; TLS is still verified,
      * against the Service's name. */
     const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(secret, "data"), "value");
-    assert_int_equal(pki_base64_decode(v->valuestring, strlen(v->valuestring), 1 << 20, &text,
-                                       &len),
-                     0);
+    assert_int_equal(
+        pki_base64_decode(v->valuestring, strlen(v->valuestring), 1 << 20, &text, &len), 0);
     snprintf(kc, sizeof(kc), "%s/admin.conf", env->dir);
     write_file(kc, (const char *)text, len);
     free(text);
@@ -354,9 +351,8 @@ static void test_render_binaries__apiserver_serves_the_admin_kubeconfig(void **s
         show_log(env, "etcd.log");
     }
     assert_true(ready);
-    assert_int_equal(run(out, sizeof(out),
-                         "kubectl --kubeconfig %s get namespaces -o name 2>&1", kc),
-                     0);
+    assert_int_equal(
+        run(out, sizeof(out), "kubectl --kubeconfig %s get namespaces -o name 2>&1", kc), 0);
     assert_non_null(strstr(out, "namespace/kube-system"));
     assert_non_null(strstr(out, "namespace/default"));
     assert_int_equal(run(out, sizeof(out), "kubectl --kubeconfig %s auth can-i '*' '*' 2>&1", kc),

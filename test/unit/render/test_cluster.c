@@ -56,18 +56,18 @@ static int teardown(void **state)
 /* ---- fixtures ---- */
 
 #define NCP_HEAD                                                                                   \
-    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"               \
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"                \
     "metadata: {name: c, namespace: ns1, uid: ncp-uid}\n"
 
 #define COMPONENTS_WITH(etcd_spec, api_spec, cm_spec)                                              \
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"                  \
-    "metadata: {name: c-etcd, namespace: ns1, uid: etcd-uid, labels: "                            \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"                   \
+    "metadata: {name: c-etcd, namespace: ns1, uid: etcd-uid, labels: "                             \
     "{cluster.x-k8s.io/cluster-name: c}}\nspec: " etcd_spec "\n"                                   \
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedAPIServer\n"             \
-    "metadata: {name: c-apiserver, namespace: ns1, uid: api-uid, labels: "                        \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedAPIServer\n"              \
+    "metadata: {name: c-apiserver, namespace: ns1, uid: api-uid, labels: "                         \
     "{cluster.x-k8s.io/cluster-name: c}}\nspec: " api_spec "\n"                                    \
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControllerManager\n"     \
-    "metadata: {name: c-cm, namespace: ns1, uid: cm-uid, labels: "                                \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControllerManager\n"      \
+    "metadata: {name: c-cm, namespace: ns1, uid: cm-uid, labels: "                                 \
     "{cluster.x-k8s.io/cluster-name: c}}\nspec: " cm_spec "\n"
 
 #define COMPONENTS COMPONENTS_WITH("{}", "{}", "{}")
@@ -75,27 +75,27 @@ static int teardown(void **state)
 /* A Cluster API cluster in CAPN's shape: the Cluster names the control plane, which names
  * its components; no labels anywhere. */
 #define CAPN                                                                                       \
-    "apiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata: {name: capn, namespace: "     \
+    "apiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata: {name: capn, namespace: "      \
     "ns1}\nspec:\n  clusterNetwork:\n    services: {cidrBlocks: [10.100.0.0/16]}\n"                \
     "    pods: {cidrBlocks: [10.200.0.0/16]}\n    serviceDomain: tenant.local\n"                   \
     "  controlPlaneEndpoint: {host: capn-apiserver, port: 6443}\n"                                 \
     "  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1alpha4, kind: "               \
     "NestedControlPlane, name: capn-control-plane}\n"                                              \
     "  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha4, kind: "           \
-    "NestedCluster, name: capn}\n"                                                                  \
-    "---\napiVersion: infrastructure.cluster.x-k8s.io/v1alpha4\nkind: NestedCluster\n"            \
+    "NestedCluster, name: capn}\n"                                                                 \
+    "---\napiVersion: infrastructure.cluster.x-k8s.io/v1alpha4\nkind: NestedCluster\n"             \
     "metadata: {name: capn, namespace: ns1}\nspec: {controlPlaneEndpoint: {host: capn-apiserver, " \
-    "port: 6443}}\n"                                                                                \
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedControlPlane\n"         \
-    "metadata: {name: capn-control-plane, namespace: ns1}\nspec:\n  version: 1.20.2\n"            \
+    "port: 6443}}\n"                                                                               \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedControlPlane\n"          \
+    "metadata: {name: capn-control-plane, namespace: ns1}\nspec:\n  version: 1.20.2\n"             \
     "  etcd: {kind: NestedEtcd, name: capn-nestedetcd}\n"                                          \
     "  apiserver: {kind: NestedAPIServer, name: capn-nestedapiserver}\n"                           \
     "  controllerManager: {kind: NestedControllerManager, name: capn-nestedcontrollermanager}\n"   \
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedEtcd\n"                 \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedEtcd\n"                  \
     "metadata: {name: capn-nestedetcd, namespace: ns1}\nspec: {replicas: 1}\n"                     \
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedAPIServer\n"            \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedAPIServer\n"             \
     "metadata: {name: capn-nestedapiserver, namespace: ns1}\nspec: {replicas: 1}\n"                \
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedControllerManager\n"    \
+    "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedControllerManager\n"     \
     "metadata: {name: capn-nestedcontrollermanager, namespace: ns1}\nspec: {replicas: 1}\n"
 
 static cJSON *docs(const char *text)
@@ -211,8 +211,8 @@ static const char *container_flag(const cJSON *sts, const char *flag)
     return NULL;
 }
 
-static cJSON *render_part(const struct render_cluster *rc, enum render_part part,
-                          const char *certs, char hash[RENDER_CLUSTER_HASH_MAX])
+static cJSON *render_part(const struct render_cluster *rc, enum render_part part, const char *certs,
+                          char hash[RENDER_CLUSTER_HASH_MAX])
 {
     cJSON *objs = NULL;
     struct err e = {0};
@@ -270,9 +270,9 @@ static void test_cluster__capn_shape_takes_name_and_network_from_the_cluster(voi
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "metadata"), "ownerReferences"));
     cJSON_Delete(out);
     out = render_part(rc, RENDER_PART_CONTROLLER_MANAGER, "x", hash);
-    assert_string_equal(container_flag(find(out, "StatefulSet", "capn-controller-manager"),
-                                       "cluster-cidr"),
-                        "10.200.0.0/16");
+    assert_string_equal(
+        container_flag(find(out, "StatefulSet", "capn-controller-manager"), "cluster-cidr"),
+        "10.200.0.0/16");
     cJSON_Delete(out);
     render_cluster_free(rc);
     cJSON_Delete(objs);
@@ -321,16 +321,17 @@ static void test_cluster__standalone_defaults(void **state)
 
     /* Dual-stack services get a pod block per family; a default that would overlap the
      * services moves out of the way. */
-    objs = docs(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/12, "
-                         "'fd00:10:96::/108']}}, featureGates: {IPv6DualStack: true}}\n" COMPONENTS);
+    objs =
+        docs(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/12, "
+                      "'fd00:10:96::/108']}}, featureGates: {IPv6DualStack: true}}\n" COMPONENTS);
     rc = resolve_ok(objs, "c");
     ncp = render_cluster_control_plane(rc);
     assert_int_equal(ncp->spec.cluster_network.pods.n, 2);
     assert_string_equal(ncp->spec.cluster_network.pods.items[1], "fd00:10:244::/56");
     render_cluster_free(rc);
     cJSON_Delete(objs);
-    objs = docs(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.240.0.0/12]}}}\n"
-                COMPONENTS);
+    objs = docs(NCP_HEAD
+                "spec: {clusterNetwork: {services: {cidrBlocks: [10.240.0.0/12]}}}\n" COMPONENTS);
     rc = resolve_ok(objs, "c");
     assert_string_equal(render_cluster_control_plane(rc)->spec.cluster_network.pods.items[0],
                         "192.168.0.0/16");
@@ -361,8 +362,8 @@ static void test_cluster__versions_from_channel_and_component(void **state)
     cJSON_Delete(objs);
 
     /* The control plane's version wins over the channel. */
-    objs = docs(NCP_HEAD "spec: {version: 1.31.0}\n" COMPONENTS_WITH("{}", "{channel: stable}",
-                                                                     "{}"));
+    objs =
+        docs(NCP_HEAD "spec: {version: 1.31.0}\n" COMPONENTS_WITH("{}", "{channel: stable}", "{}"));
     rc = resolve_ok(objs, "c");
     assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.31.0");
     assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.31.0");
@@ -376,18 +377,21 @@ static void test_cluster__version_skew_is_refused(void **state)
                "NestedControllerManager ns1/c-cm: spec.channel: \"rapid\" gives "
                "kube-controller-manager 1.31.1, newer than kube-apiserver 1.20.2; a controller "
                "manager may not be newer than the API server");
-    fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}", "{version: 1.20.2}"),
+    fails_with(NCP_HEAD
+               "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}", "{version: 1.20.2}"),
                "NestedControllerManager ns1/c-cm: spec.version: \"1.20.2\" gives "
                "kube-controller-manager 1.20.2, more than one minor older than kube-apiserver "
                "1.31.1");
-    fails_with(NCP_HEAD "spec: {version: 1.20.2}\n"
-                        COMPONENTS_WITH("{}", "{}", "{version: 1.31.1}"),
+    fails_with(NCP_HEAD
+               "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{}", "{version: 1.31.1}"),
                "NestedControllerManager ns1/c-cm: spec.version: \"1.31.1\" differs from the "
                "NestedControlPlane's spec.version \"1.20.2\"");
-    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{channel: stable}", "{}", "{}"),
+    fails_with(NCP_HEAD
+               "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{channel: stable}", "{}", "{}"),
                "NestedEtcd ns1/c-etcd: spec.channel: \"stable\" gives etcd 3.4.23, older than "
                "3.5.15, the etcd version Kubernetes 1.31.1 needs");
-    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{version: 3.4.23}", "{}", "{}"),
+    fails_with(NCP_HEAD
+               "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{version: 3.4.23}", "{}", "{}"),
                "NestedEtcd ns1/c-etcd: spec.version: \"3.4.23\" is older than 3.5.15, the etcd "
                "version Kubernetes 1.31.1 needs");
 }
@@ -395,9 +399,8 @@ static void test_cluster__version_skew_is_refused(void **state)
 static void test_cluster__feature_gates_component_overrides_cluster(void **state)
 {
     cJSON *objs = docs(NCP_HEAD "spec: {version: 1.20.2, featureGates: {EphemeralContainers: "
-                                "true, APIPriorityAndFairness: false}}\n"
-                           COMPONENTS_WITH("{}", "{featureGates: {APIPriorityAndFairness: true}}",
-                                           "{}"));
+                                "true, APIPriorityAndFairness: false}}\n" COMPONENTS_WITH(
+                                    "{}", "{featureGates: {APIPriorityAndFairness: true}}", "{}"));
     struct render_cluster *rc = resolve_ok(objs, "c");
     char hash[RENDER_CLUSTER_HASH_MAX];
     cJSON *out;
@@ -420,8 +423,8 @@ static void test_cluster__feature_gates_component_overrides_cluster(void **state
 
 static void test_cluster__bad_input_names_object_and_field(void **state)
 {
-    fails_with(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}}\n"
-                   COMPONENTS,
+    fails_with(NCP_HEAD
+               "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}}\n" COMPONENTS,
                "NestedControlPlane ns1/c: spec.clusterNetwork.services.cidrBlocks[0]: "
                "\"10.96.0.0/33\" is not a valid CIDR");
     fails_with(NCP_HEAD "spec: {version: 1.25.0}\n" COMPONENTS,
@@ -430,28 +433,28 @@ static void test_cluster__bad_input_names_object_and_field(void **state)
     fails_with(NCP_HEAD "spec: {version: 1.20.2, featureGates: {NoSuchGate: true}}\n" COMPONENTS,
                "NestedControlPlane ns1/c: spec.featureGates: \"NoSuchGate\" is not a feature "
                "gate of Kubernetes 1.20.2");
-    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n"
-                   COMPONENTS_WITH("{}", "{featureGates: {KMSv2: false}}", "{}"),
+    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS_WITH(
+                   "{}", "{featureGates: {KMSv2: false}}", "{}"),
                "NestedAPIServer ns1/c-apiserver: spec.featureGates: \"KMSv2\" is locked to true "
                "in kube-apiserver 1.31.1");
-    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n"
-                   COMPONENTS_WITH("{}", "{extraArgs: {insecure-port: '0'}}", "{}"),
+    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS_WITH(
+                   "{}", "{extraArgs: {insecure-port: '0'}}", "{}"),
                "NestedAPIServer ns1/c-apiserver: spec.extraArgs: \"insecure-port\" is not a flag "
                "of kube-apiserver 1.31.1");
-    fails_with(NCP_HEAD "spec: {}\n"
-                   COMPONENTS_WITH("{}",
-                                   "{patches: [{target: {kind: StatefulSet, name: nope}, type: "
-                                   "merge, patch: {spec: {}}}]}",
-                                   "{}"),
+    fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH(
+                   "{}",
+                   "{patches: [{target: {kind: StatefulSet, name: nope}, type: "
+                   "merge, patch: {spec: {}}}]}",
+                   "{}"),
                "NestedAPIServer ns1/c-apiserver: spec.patches[0]: matches no object (kind "
                "StatefulSet, name nope)");
-    fails_with(NCP_HEAD "spec: {}\n"
-                   COMPONENTS_WITH("{channel: nightly}", "{}", "{}"),
+    fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{channel: nightly}", "{}", "{}"),
                "NestedEtcd ns1/c-etcd: spec.channel: channel \"nightly\" does not exist");
-    fails_with(NCP_HEAD "spec: {controllerManager: {kind: NestedControllerManager, name: gone}}\n"
-                   COMPONENTS,
-               "NestedControlPlane ns1/c: spec.controllerManager.name: NestedControllerManager "
-               "ns1/gone does not exist");
+    fails_with(
+        NCP_HEAD
+        "spec: {controllerManager: {kind: NestedControllerManager, name: gone}}\n" COMPONENTS,
+        "NestedControlPlane ns1/c: spec.controllerManager.name: NestedControllerManager "
+        "ns1/gone does not exist");
     fails_with("apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
                "metadata: {name: c, namespace: ns1, ownerReferences: [{apiVersion: "
                "cluster.x-k8s.io/v1beta1, kind: Cluster, name: gone, uid: u}]}\nspec: {}\n",
@@ -526,16 +529,14 @@ static void test_cluster__existing_ca_is_used_as_it_is(void **state)
     assert_non_null(find(render_cluster_pki_created(pki), "Secret", "c-sa"));
     /* Leaves come from it. */
     render_source_from_objects(objs, &src);
-    assert_int_equal(render_cluster_certs_issue(rc, pki, &src, RENDER_PART_APISERVER, NULL,
-                                                &certs, &e),
-                     0);
+    assert_int_equal(
+        render_cluster_certs_issue(rc, pki, &src, RENDER_PART_APISERVER, NULL, &certs, &e), 0);
     char *leaf = secret_data(certs, "apiserver.crt"), *copied = secret_data(certs, "ca.crt");
     assert_string_equal(copied, ca_crt);
     assert_int_equal(pki_cert_info_read(leaf, "apiserver.crt", &info, &e), 0);
     assert_string_equal(info->issuer_common_name, "my-own-ca");
-    snprintf(name, sizeof(name), "%s", cJSON_GetObjectItem(cJSON_GetObjectItem(certs, "metadata"),
-                                                         "name")
-                                             ->valuestring);
+    snprintf(name, sizeof(name), "%s",
+             cJSON_GetObjectItem(cJSON_GetObjectItem(certs, "metadata"), "name")->valuestring);
     assert_true(strncmp(name, "c-apiserver-certs-", 18) == 0);
     assert_int_equal(strlen(name), 18 + RENDER_CLUSTER_SECRET_HASH_LEN);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(certs, "immutable")));
@@ -806,15 +807,15 @@ static void test_cluster__config_hash_tracks_what_pods_run(void **state)
     hash_of(base, "c-apiserver-certs-1", a, RENDER_PART_APISERVER);
     hash_of(base, "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
     assert_string_equal(a, b);
-    hash_of(NCP_HEAD "spec: {version: 1.20.2, featureGates: {EphemeralContainers: true}}\n"
-                COMPONENTS,
+    hash_of(NCP_HEAD
+            "spec: {version: 1.20.2, featureGates: {EphemeralContainers: true}}\n" COMPONENTS,
             "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
     assert_string_not_equal(a, b);
     hash_of(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS, "c-apiserver-certs-1", b,
             RENDER_PART_APISERVER);
     assert_string_not_equal(a, b);
-    hash_of(NCP_HEAD "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{extraArgs: {v: '4'}}",
-                                                                 "{}"),
+    hash_of(NCP_HEAD
+            "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{extraArgs: {v: '4'}}", "{}"),
             "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
     assert_string_not_equal(a, b);
     hash_of(base, "c-apiserver-certs-2", b, RENDER_PART_APISERVER);
@@ -862,14 +863,22 @@ static void test_cluster__desired_needs_a_certs_secret(void **state)
 static void test_cluster__all_in_apply_order_and_owned(void **state)
 {
     cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH(
-                           "{replicas: 3, storage: {emptyDir: {sizeLimit: 2Gi}}}", "{}", "{}")),
+              "{replicas: 3, storage: {emptyDir: {sizeLimit: 2Gi}}}", "{}", "{}")),
           *out = NULL, *again = NULL;
     static const char *const order[][2] = {
-        {"Secret", "c-ca"},         {"Secret", "c-etcd"},          {"Secret", "c-proxy"},
-        {"Secret", "c-sa"},         {"Secret", "c-etcd-certs-"},   {"Secret", "c-apiserver-certs-"},
-        {"Secret", "c-controller-manager-certs-"},                 {"Secret", "c-kubeconfig"},
-        {"Service", "c-etcd"},      {"StatefulSet", "c-etcd"},     {"Service", "c-apiserver"},
-        {"StatefulSet", "c-apiserver"}, {"Service", "c-controller-manager"},
+        {"Secret", "c-ca"},
+        {"Secret", "c-etcd"},
+        {"Secret", "c-proxy"},
+        {"Secret", "c-sa"},
+        {"Secret", "c-etcd-certs-"},
+        {"Secret", "c-apiserver-certs-"},
+        {"Secret", "c-controller-manager-certs-"},
+        {"Secret", "c-kubeconfig"},
+        {"Service", "c-etcd"},
+        {"StatefulSet", "c-etcd"},
+        {"Service", "c-apiserver"},
+        {"StatefulSet", "c-apiserver"},
+        {"Service", "c-controller-manager"},
         {"StatefulSet", "c-controller-manager"},
     };
     struct api_errors errs = API_ERRORS_INIT;
@@ -900,11 +909,11 @@ static void test_cluster__all_in_apply_order_and_owned(void **state)
     assert_string_equal(container_flag(find(out, "StatefulSet", "c-apiserver"), "etcd-servers"),
                         "https://c-etcd-0.c-etcd.ns1.svc:2379,https://c-etcd-1.c-etcd.ns1.svc:2379,"
                         "https://c-etcd-2.c-etcd.ns1.svc:2379");
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(render_pod_spec(sts), "volumes")
-                                                ->child->child->next,
-                                            "sizeLimit")
-                            ->valuestring,
-                        "2Gi");
+    assert_string_equal(
+        cJSON_GetObjectItem(
+            cJSON_GetObjectItem(render_pod_spec(sts), "volumes")->child->child->next, "sizeLimit")
+            ->valuestring,
+        "2Gi");
     /* Given back what it made, it makes nothing new and renders the same workloads. */
     cJSON_ArrayForEach(o, out) cJSON_AddItemToArray(objs, cJSON_Duplicate(o, true));
     render_source_from_objects(objs, &src);
@@ -929,15 +938,13 @@ static void test_cluster__control_plane_of_a_component(void **state)
     char name[RENDER_CLUSTER_NAME_MAX];
 
     render_source_from_objects(objs, &src);
-    assert_int_equal(render_cluster_control_plane_of(&src, find(objs, "NestedEtcd",
-                                                                "capn-nestedetcd"),
-                                                     name),
-                     0);
+    assert_int_equal(
+        render_cluster_control_plane_of(&src, find(objs, "NestedEtcd", "capn-nestedetcd"), name),
+        0);
     assert_string_equal(name, "capn-control-plane");
-    assert_int_equal(render_cluster_control_plane_of(&src, find(objs, "NestedAPIServer",
-                                                                "c-apiserver"),
-                                                     name),
-                     0);
+    assert_int_equal(
+        render_cluster_control_plane_of(&src, find(objs, "NestedAPIServer", "c-apiserver"), name),
+        0);
     assert_string_equal(name, "c");
     cJSON_Delete(objs);
 }

@@ -126,8 +126,7 @@ static char *normalise(const char *yaml)
                 cJSON_GetObjectItem(cJSON_GetObjectItem(d, "spec"), "template"), "metadata");
             set_str(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "metadata"), "annotations"),
                     RENDER_CONFIG_HASH_ANNOTATION, "HASH");
-            set_str(cJSON_GetObjectItem(tmd, "annotations"), RENDER_CONFIG_HASH_ANNOTATION,
-                    "HASH");
+            set_str(cJSON_GetObjectItem(tmd, "annotations"), RENDER_CONFIG_HASH_ANNOTATION, "HASH");
         }
     }
     assert_int_equal(yamlconv_emit_all(docs, &b), 0);
@@ -203,7 +202,8 @@ static void test_cluster_golden__several_clusters_from_stdin(void **state)
     assert_int_equal(cJSON_GetArraySize(docs), 28);
     cJSON_ArrayForEach(d, docs)
     {
-        const char *n = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "metadata"), "name")->valuestring;
+        const char *n =
+            cJSON_GetObjectItem(cJSON_GetObjectItem(d, "metadata"), "name")->valuestring;
         sample += strncmp(n, "sample-", 7) == 0;
         standalone += strncmp(n, "standalone-", 11) == 0;
         /* All of the first cluster comes before the second. */
