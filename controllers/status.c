@@ -58,7 +58,8 @@ int status_condition(struct api_conditions *cs, const char *type, const char *st
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    r = api_conditions_set(cs, type, status, reason, msg, generation, now);
+    /* No empty message: kube-apiserver 1.20 rejects "" in these CRDs' status as null. */
+    r = api_conditions_set(cs, type, status, reason, msg[0] ? msg : NULL, generation, now);
     if (r < 0)
         return r;
     c = (struct api_condition *)api_conditions_get(cs, type);

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The five reconcilers in `nestcp manager` against the real super cluster (Cluster API's CRD
+# installed, its controllers absent), two clusters in one namespace:
+#   - CAPN's cluster template shape (config/samples/capn-cluster.yaml) and a standalone
+#     control plane (config/samples/standalone.yaml) both become Ready;
+#   - the StatefulSets appear in the order etcd, kube-apiserver, kube-controller-manager, each
+#     only after the one before is ready (recorded from a watch);
+#   - the Cluster API contract fields, the NestedCluster, the components' status;
+#   - the Secrets, Services and StatefulSets are what `nestcp render` prints for the same
+#     objects and Secrets;
+#   - steady state: no object in the namespace changes for 20 s.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ns=nested-create-$$
+install_crds
+new_namespace "$ns"
+fake_kubelet "$ns"
+
+# The order StatefulSets appear and become ready, from a watch.
+kubectl -n "$ns" get statefulsets -w --output-watch-events \
+    -o custom-columns='EVENT:.type,NAME:.object.metadata.name,READY:.object.status.readyReplicas' \
+    --no-headers >"$work/sts-watch.txt" 2>/dev/null &
+pids+=($!)
+
+start_manager mgr "$ns"
+t0=$(now)
+kubectl -n "$ns" apply -f "$NESTCP_SOURCE_DIR/config/samples/capn-cluster.yaml" >/dev/null
+kubectl -n "$ns" apply -f "$NESTCP_SOURCE_DIR/config/samples/standalone.yaml" >/dev/null
+wait_ready "$ns" sample-control-plane 180
+echo "capn-cluster.yaml: Ready after $(elapsed "$t0") s"
+wait_ready "$ns" standalone 180
+echo "standalone.yaml: Ready after $(elapsed "$t0") s"
+
+# --- order: each StatefulSet is created only once the one before it is ready ---
+python3 - "$work/sts-watch.txt" <<'EOF' || fail "creation order"
+import sys
+events = [l.split() for l in open(sys.argv[1]) if l.strip()]
+for c in ("sample", "standalone"):
+    first_added, first_ready = {}, {}
+    for i, e in enumerate(events):
+        kind, name = e[0], e[1]
+        ready = e[2] if len(e) > 2 else "<none>"
+        if not name.startswith(c + "-") or name[len(c) + 1:] not in ("etcd", "apiserver", "controller-manager"):
+            continue
+        part = name[len(c) + 1:]
+        first_added.setdefault(part, i)
+        if ready not in ("<none>", "0"):
+            first_ready.setdefault(part, i)
+    order = sorted(first_added, key=first_added.get)
+    print("%s: StatefulSets created in the order %s" % (c, ", ".join(order)))
+    assert order == ["etcd", "apiserver", "controller-manager"], order
+    assert first_ready["etcd"] < first_added["apiserver"], "apiserver before etcd was ready"
+    assert first_ready["apiserver"] < first_added["controller-manager"], \
+        "controller-manager before apiserver was ready"
+EOF
+
+# --- the contract fields and the other objects' status ---
+st=$(kubectl -n "$ns" get ncp sample-control-plane -o json)
+check() {
+    python3 -c "import json,sys; o=json.load(sys.stdin); v=eval(sys.argv[1]); sys.exit(0 if v else 1)" "$1" <<<"$st" ||
+        fail "NestedControlPlane status: $1 is false: $st"
+}
+check 'o["status"]["ready"] is True and o["status"]["initialized"] is True'
+check 'o["status"]["initialization"]["controlPlaneInitialized"] is True'
+check 'o["status"]["externalManagedControlPlane"] is True'
+check 'o["status"]["version"] == "v1.20.2" and o["status"]["readyReplicas"] == 1'
+check 'o["status"]["observedGeneration"] == o["metadata"]["generation"]'
+check 'o["status"]["apiserver"]["serviceCidr"] == "10.96.0.0/12"'
+check '"nested.controlplane.cluster.x-k8s.io" in o["metadata"]["finalizers"]'
+check 'o["spec"]["controlPlaneEndpoint"] == {"host": "sample-apiserver", "port": 6443}'
+until_true 30 is_ready "$ns" nc/sample || fail "NestedCluster not Ready: $(cond "$ns" nc/sample Ready)"
+[ "$(kubectl -n "$ns" get nc sample -o jsonpath='{.status.ready}')" = true ] ||
+    fail "NestedCluster status.ready is not true"
+for c in netcd/sample-nestedetcd nkas/sample-nestedapiserver nkcm/sample-nestedcontrollermanager; do
+    [ "$(kubectl -n "$ns" get "$c" -o jsonpath='{.status.phase}')" = Ready ] ||
+        fail "$c is not Ready: $(cond "$ns" "$c" Ready)"
+    owner=$(kubectl -n "$ns" get "$c" -o jsonpath='{.metadata.ownerReferences[?(@.controller==true)].name}')
+    [ "$owner" = sample-control-plane ] || fail "$c is controlled by '$owner'"
+done
+[ "$(kubectl -n "$ns" get netcd sample-nestedetcd -o jsonpath='{.status.addresses[0].hostname}')" = \
+    "sample-etcd-0.sample-etcd.$ns.svc" ] || fail "NestedEtcd addresses"
+[ "$(kubectl -n "$ns" get nkas sample-nestedapiserver -o jsonpath='{.status.apiserverService.name}')" = \
+    sample-apiserver ] || fail "NestedAPIServer apiserverService"
+kubectl -n "$ns" get secret sample-kubeconfig -o jsonpath='{.data.value}' | base64 -d |
+    grep -q 'server: https://sample-apiserver:6443' || fail "the kubeconfig's server"
+
+# --- what runs is what `nestcp render` prints ---
+n=$(render_matches "$ns") || fail "the running objects differ from nestcp render's"
+echo "nestcp render: $n Services and StatefulSets, each with the running config hash"
+for c in sample standalone; do
+    [ "$(kubectl -n "$ns" get secrets -l "cluster.x-k8s.io/cluster-name=$c" -o name | wc -l)" = 8 ] ||
+        fail "cluster $c: expected 8 Secrets (4 CAs, kubeconfig, 3 certs), got $(kubectl -n "$ns" get secrets -l "cluster.x-k8s.io/cluster-name=$c" -o name | tr '\n' ' ')"
+done
+
+# --- steady state: nothing is written ---
+sleep 2
+before=$(versions "$ns")
+writes0=$(metric_sum nestcp_api_requests_total)
+t1=$(now)
+sleep 20
+after=$(versions "$ns")
+writes1=$(metric_sum nestcp_api_requests_total)
+if [ "$before" != "$after" ]; then
+    diff <(echo "$before") <(echo "$after") >&2 || true
+    fail "objects changed in steady state"
+fi
+echo "steady state: $(echo "$before" | wc -l) objects unchanged for $(elapsed "$t1") s," \
+    "$((writes1 - writes0)) requests made by the controllers"
+[ "$((writes1 - writes0))" = 0 ] || fail "the controllers made requests in steady state"
+echo PASS
