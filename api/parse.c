@@ -47,7 +47,12 @@ static int64_t get_int(const cJSON *o, const char *key, int64_t dflt)
 {
     const cJSON *v = child(o, key);
 
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+    /* A number outside int64_t (1e300, an infinity) has no value to convert to: converting it
+     * is undefined behaviour. */
+    if (!cJSON_IsNumber(v) ||
+        !(v->valuedouble >= -9223372036854775808.0 && v->valuedouble < 9223372036854775808.0))
+        return dflt;
+    return (int64_t)v->valuedouble;
 }
 
 static bool get_bool(const cJSON *o, const char *key)
