@@ -22,7 +22,10 @@ int kube_status_code(long http_status, const cJSON *body)
     if (http_status == 0) {
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(body, "code");
 
-        http_status = cJSON_IsNumber(code) ? (long)code->valuedouble : 500;
+        /* A code outside the HTTP range means nothing (and 1e300 cannot be converted). */
+        http_status = cJSON_IsNumber(code) && code->valuedouble >= 100 && code->valuedouble < 600
+                          ? (long)code->valuedouble
+                          : 500;
     }
     if (http_status >= 200 && http_status < 300)
         return 0;
