@@ -60,11 +60,13 @@ for t in "${targets[@]}"; do
     printf '==== %s: %s s ====\n' "$t" "$seconds"
     if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        "$build/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        "$build/test/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" \
         "${extra[@]}" "$build/corpus/$t" "$root/test/fuzz/corpus/$t" >"$log" 2>&1; then
-        grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$log" | tr '\n' ' '
-        grep -E '^#[0-9]+ *DONE' "$log" | tail -1 || true
+        execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+        rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
+        cov=$(grep -Eo 'DONE +cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -1 | sed -E 's/^DONE +//')
+        echo "$t: $execs runs, peak RSS $rss MB, $cov; nothing found"
     else
         failed+=("$t")
         tail -n 60 "$log"

@@ -1,10 +1,7 @@
 /* libFuzzer target for the kubeconfig parser (YAML, base64 fields, the context/cluster/user
  * lookups). File references resolve under a directory that does not exist, so nothing on the
  * machine is read.
- *
- *   clang -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. test/fuzz/fuzz_kubeconfig.c \
- *       lib/kube/config.c lib/util/[a-z]*.c -lcjson -lyaml -lm -o fuzz_kubeconfig \
- *       && ./fuzz_kubeconfig -max_total_time=60
+ * hack/fuzz.sh builds it with libFuzzer; test/fuzz/CMakeLists.txt replays the corpus.
  */
 
 #include <stddef.h>

@@ -1,10 +1,6 @@
 /* libFuzzer target for the watch stream decoder: the input is fed in pieces whose sizes come
  * from its first bytes, with a small line bound, so splits and over-long lines are explored.
- *
- *   clang -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. test/fuzz/fuzz_watch.c \
- *       lib/kube/watch.c lib/kube/status.c lib/kube/transport.c lib/kube/client.c \
- *       lib/kube/config.c lib/kube/resources.c lib/kube/list.c lib/util/[a-z]*.c \
- *       -lcurl -lcjson -lyaml -lev -lm -o fuzz_watch && ./fuzz_watch -max_total_time=60
+ * hack/fuzz.sh builds it with libFuzzer; test/fuzz/CMakeLists.txt replays the corpus.
  */
 
 #include <stddef.h>
