@@ -250,7 +250,7 @@ static int build_etcd(const cJSON *values, const char *cluster, const char *ns,
         put_str(out, "initialCluster", init) < 0 ||
         put_fmt(out, "initialClusterToken", "%s-%s-etcd", ns, cluster) < 0 ||
         put_str(out, "domain", suffix) < 0 ||
-        put(out, "listenLoopback", cJSON_CreateBool(!cJSON_IsFalse(ll))) < 0) {
+        put(out, "listenLoopback", cJSON_CreateBool(cJSON_IsTrue(ll))) < 0) {
         r = oom(e);
         goto fail;
     }

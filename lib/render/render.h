@@ -30,7 +30,7 @@
  *   storage:       {type: emptyDir | persistentVolumeClaim, size, storageClassName,
  *                   sizeLimit}  (etcd)
  *   etcd:          {replicas: N (the etcd cluster's size), endpoints: [client URLs of an
- *                   external etcd], listenLoopback: bool (default true)}   optional
+ *                   external etcd], listenLoopback: bool (default false)}   optional
  *   secrets:       {certs: name of the one Secret the component mounts (its certificates,
  *                  keys, kubeconfig; lib/render/cluster.h builds it)}, default
  *                  "<cluster>-<short name>-certs"

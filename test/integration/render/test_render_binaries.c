@@ -283,8 +283,6 @@ static void test_render_binaries__etcd_serves_the_rendered_certificates(void **s
         {"$(POD_IP)", ETCD_IP},
         {"/etc/etcd/pki", pki},
         {"--data-dir=/var/lib/etcd/data", data},
-        /* Pods have a loopback of their own; here 127.0.0.1 is shared. */
-        {",https://127.0.0.1:2379", ""},
     };
     env->etcd = start(env, find(env->objs, "StatefulSet", "rb-etcd"), "/usr/bin/etcd", subst,
                       sizeof(subst) / sizeof(subst[0]), "etcd.log");

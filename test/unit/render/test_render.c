@@ -161,8 +161,8 @@ static void test_render__etcd_three_members_know_each_other(void **state)
                         "c1-etcd-2=https://c1-etcd-2.c1-etcd.ns1.svc:2380");
     assert_string_equal(flag(c, "initial-advertise-peer-urls"),
                         "https://$(POD_NAME).c1-etcd.ns1.svc:2380");
-    assert_string_equal(flag(c, "listen-client-urls"),
-                        "https://$(POD_IP):2379,https://127.0.0.1:2379");
+    /* listenLoopback is off by default: pods sharing a host's network would collide. */
+    assert_string_equal(flag(c, "listen-client-urls"), "https://$(POD_IP):2379");
     assert_string_equal(flag(c, "listen-peer-urls"), "https://$(POD_IP):2380");
     assert_string_equal(flag(c, "client-cert-auth"), "true");
     assert_string_equal(flag(c, "peer-client-cert-auth"), "true");
@@ -192,7 +192,7 @@ static void test_render__etcd_pvc_storage_uses_claim_templates(void **state)
 {
     cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.5.15\nstorage: {type: "
                                  "persistentVolumeClaim, size: 5Gi, storageClassName: fast}\n"
-                                 "etcd: {listenLoopback: false}\n");
+                                 "etcd: {listenLoopback: true}\n");
     const cJSON *sts = find(objs, "StatefulSet", "c1-etcd");
 
     assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/metadata/name"), "data");
@@ -201,7 +201,7 @@ static void test_render__etcd_pvc_storage_uses_claim_templates(void **state)
     assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/spec/storageClassName"), "fast");
     assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "certs");
     assert_string_equal(flag(container(sts, "etcd"), "listen-client-urls"),
-                        "https://$(POD_IP):2379");
+                        "https://$(POD_IP):2379,https://127.0.0.1:2379");
     assert_string_equal(flag(container(sts, "etcd"), "experimental-initial-corrupt-check"), "true");
     cJSON_Delete(objs);
 }
