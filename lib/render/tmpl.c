@@ -116,7 +116,8 @@ struct exec {
     bool at_line_start;
     cJSON *slots; /* the value of each placeholder */
     int *slot_lines;
-    size_t capslots;
+    const cJSON **slot_values; /* the elements of slots, indexed (a cJSON array is a list) */
+    size_t nslots, capslots;
     cJSON *keep; /* values that variables point into */
     struct {
         const char *name;
@@ -1357,7 +1358,7 @@ static int eval(struct exec *x, const struct expr *ex, const cJSON *dot, const c
 
 static int add_slot(struct exec *x, int line, cJSON *v)
 {
-    size_t n = (size_t)cJSON_GetArraySize(x->slots);
+    size_t n = x->nslots;
     char mark[48];
     int r;
 
@@ -1368,11 +1369,15 @@ static int add_slot(struct exec *x, int line, cJSON *v)
     if (n == x->capslots) {
         size_t ncap = n ? n * 2 : 64;
         int *l = realloc(x->slot_lines, ncap * sizeof(*l));
-        if (!l) {
+        const cJSON **vals;
+        if (l)
+            x->slot_lines = l;
+        vals = l ? realloc(x->slot_values, ncap * sizeof(*vals)) : NULL;
+        if (!vals) {
             cJSON_Delete(v);
             return err_set(x->e, -ENOMEM, "out of memory");
         }
-        x->slot_lines = l;
+        x->slot_values = vals;
         x->capslots = ncap;
     }
     if (!cJSON_AddItemToArray(x->slots, v)) {
@@ -1380,6 +1385,8 @@ static int add_slot(struct exec *x, int line, cJSON *v)
         return err_set(x->e, -ENOMEM, "out of memory");
     }
     x->slot_lines[n] = line;
+    x->slot_values[n] = v;
+    x->nslots = n + 1;
     r = snprintf(mark, sizeof(mark), MARK "%zu__", n);
     return emit(x, mark, (size_t)r, line);
 }
@@ -1508,10 +1515,10 @@ static size_t placeholder_at(const char *s, size_t *ret_slot)
 /* The template line of the first placeholder in s; 0 when s holds none. */
 static int placeholder_line(const struct exec *x, const char *s)
 {
-    size_t slot, nslots = (size_t)cJSON_GetArraySize(x->slots);
+    size_t slot;
 
     for (s = strstr(s, MARK); s; s = strstr(s + 1, MARK))
-        if (placeholder_at(s, &slot) > 0 && slot < nslots)
+        if (placeholder_at(s, &slot) > 0 && slot < x->nslots)
             return x->slot_lines[slot];
     return 0;
 }
@@ -1521,7 +1528,7 @@ static int placeholder_line(const struct exec *x, const char *s)
  * no placeholder. */
 static int substitute(struct exec *x, const char *s, bool want_string, cJSON **ret)
 {
-    size_t slot, n = placeholder_at(s, &slot), nslots = (size_t)cJSON_GetArraySize(x->slots);
+    size_t slot, n = placeholder_at(s, &slot), nslots = x->nslots;
     int line = placeholder_line(x, s);
     struct buf b;
     int r = 0;
@@ -1530,7 +1537,7 @@ static int substitute(struct exec *x, const char *s, bool want_string, cJSON **r
     if (!strstr(s, MARK))
         return 0;
     if (n > 0 && s[n] == '\0' && slot < nslots) {
-        const cJSON *v = cJSON_GetArrayItem(x->slots, (int)slot);
+        const cJSON *v = x->slot_values[slot];
         if (want_string && !cJSON_IsString(v))
             return text_value(x, x->slot_lines[slot], v, ret);
         return give(x, dup_value(v), ret);
@@ -1539,7 +1546,7 @@ static int substitute(struct exec *x, const char *s, bool want_string, cJSON **r
     while (*s && r == 0) {
         n = placeholder_at(s, &slot);
         if (n > 0 && slot < nslots) {
-            const cJSON *v = cJSON_GetArrayItem(x->slots, (int)slot);
+            const cJSON *v = x->slot_values[slot];
             if (cJSON_IsArray(v) || cJSON_IsObject(v) || cJSON_IsNull(v))
                 r = fail(x, x->slot_lines[slot],
                          "a %s can only be the whole value of a YAML scalar, not part of a text",
@@ -1674,6 +1681,7 @@ out:
     cJSON_Delete(x.slots);
     cJSON_Delete(x.keep);
     free(x.slot_lines);
+    free(x.slot_values);
     free(x.linemap);
     buf_done(&x.out);
     return r;
