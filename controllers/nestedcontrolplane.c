@@ -361,7 +361,7 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
         c->updated_replicas = da->ss[i].updated;
     }
     rollout_step(&in, out);
-    if (frozen)
+    if (frozen || out->phase == ROLLOUT_PHASE_REFUSED)
         return 0;
     for (int i = 0; i < ROLLOUT__COUNT; i++) {
         struct api_rollout_target *t = target_of(ro, i);

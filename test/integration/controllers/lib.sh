@@ -23,7 +23,11 @@ cleanup() {
     for n in ${namespaces:-}; do
         kubectl delete namespace "$n" --wait=false >/dev/null 2>&1 || true
     done
-    rm -rf "$work"
+    if [ -n "${NESTED_TEST_KEEP:-}" ]; then
+        echo "kept $work" >&2
+    else
+        rm -rf "$work"
+    fi
 }
 trap cleanup EXIT
 

@@ -18,7 +18,7 @@ new_namespace "$ns"
 fake_kubelet "$ns"
 
 # The order StatefulSets appear and become ready, from a watch.
-kubectl -n "$ns" get statefulsets -w --output-watch-events \
+command kubectl -n "$ns" get statefulsets -w --output-watch-events \
     -o custom-columns='EVENT:.type,NAME:.object.metadata.name,READY:.object.status.readyReplicas' \
     --no-headers >"$work/sts-watch.txt" 2>/dev/null &
 pids+=($!)
