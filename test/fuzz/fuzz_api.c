@@ -39,8 +39,7 @@ static void check_errors(int r, struct api_errors *errs, const char *what)
                "-EINVAL without an error line");
     fuzz_check(errs->n <= API_ERRORS_MAX, "fuzz_api", what, "more lines than API_ERRORS_MAX");
     for (size_t i = 0; i < errs->n; i++)
-        fuzz_check(errs->lines[i] && !strchr(errs->lines[i], '\n') &&
-                       errs->lines[i][0] != '\0',
+        fuzz_check(errs->lines[i] && !strchr(errs->lines[i], '\n') && errs->lines[i][0] != '\0',
                    "fuzz_api", what, "an error line is empty or holds a newline");
     api_errors_done(errs);
     api_errors_init(errs);

@@ -51,7 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r == 0)
         cJSON_Delete(out);
     else
-        check(out == (cJSON *)0x1 && e.msg[0] != '\0', "a failed patch wrote a result or no message");
+        check(out == (cJSON *)0x1 && e.msg[0] != '\0',
+              "a failed patch wrote a result or no message");
     check(fuzz_json_same(doc, doc0) && fuzz_json_same(patch, patch0),
           "jsonpatch_apply changed its inputs");
 

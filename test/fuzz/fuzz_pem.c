@@ -139,8 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check(r == 0 || r == -EINVAL || r == -ENOBUFS || r == -ENOMEM, "fuzz_pem",
                "pki_base64_decode", "undocumented code");
     if (r == 0)
-        fuzz_check(raw_len <= PKI_PEM_MAX && raw[raw_len] == '\0', "fuzz_pem",
-                   "pki_base64_decode", "bad length or terminator");
+        fuzz_check(raw_len <= PKI_PEM_MAX && raw[raw_len] == '\0', "fuzz_pem", "pki_base64_decode",
+                   "bad length or terminator");
     free(raw);
 
     err_clear(&e);

@@ -89,8 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         check(cJSON_IsArray(docs), "documents are not an array", NULL);
         r = tmpl_execute(t, context, &again, &e);
-        check(r == 0 && fuzz_json_same(docs, again), "a second run gave other documents",
-              e.msg);
+        check(r == 0 && fuzz_json_same(docs, again), "a second run gave other documents", e.msg);
     }
     cJSON_Delete(again);
     cJSON_Delete(docs);

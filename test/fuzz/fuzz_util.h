@@ -22,8 +22,7 @@ static inline bool fuzz_json_same(const cJSON *a, const cJSON *b)
         (a->string && strcmp(a->string, b->string) != 0))
         return false;
     if (cJSON_IsNumber(a))
-        return a->valuedouble == b->valuedouble ||
-               (isnan(a->valuedouble) && isnan(b->valuedouble));
+        return a->valuedouble == b->valuedouble || (isnan(a->valuedouble) && isnan(b->valuedouble));
     if (cJSON_IsString(a))
         return strcmp(a->valuestring, b->valuestring) == 0;
     if (cJSON_IsArray(a) || cJSON_IsObject(a)) {
