@@ -1,5 +1,6 @@
 #include "controllers/nested.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,4 +39,23 @@ enum pki_key_alg nested_key_alg(const struct render_cluster *rc)
         break;
     }
     return PKI_KEY_ECDSA_P256;
+}
+
+int nested_check_render(const struct render_catalog *cat, const struct render_cluster *rc,
+                        enum render_part part, struct err *e)
+{
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        cJSON *objs = NULL;
+        int r;
+
+        if ((part != RENDER_PART__COUNT && (int)part != i) ||
+            !render_cluster_component_object(rc, (enum render_part)i) ||
+            (i == RENDER_PART_APISERVER && !render_cluster_component_object(rc, RENDER_PART_ETCD)))
+            continue;
+        r = render_cluster_component(cat, rc, (enum render_part)i, "placeholder", &objs, NULL, e);
+        cJSON_Delete(objs);
+        if (r < 0)
+            return r == -ENOMEM ? r : -EINVAL;
+    }
+    return 0;
 }

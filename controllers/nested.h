@@ -60,6 +60,13 @@ void nested_ctx_done(struct nested_ctx *ctx);
 /* The key algorithm of a cluster's keys (spec.certificates.keyAlgorithm). */
 enum pki_key_alg nested_key_alg(const struct render_cluster *rc);
 
+/* Renders every component of rc that exists with a placeholder certs Secret, so that what
+ * fails without any key (a patch that matches nothing, a template) is known before anything
+ * is created. part RENDER_PART__COUNT: every component, else only that one. Returns 0,
+ * -EINVAL with the message in e, -ENOMEM. */
+int nested_check_render(const struct render_catalog *cat, const struct render_cluster *rc,
+                        enum render_part part, struct err *e);
+
 /* How long an issued certs Secret is waited for before another may be issued, seconds. */
 #define NESTED_ISSUE_WAIT 30.0
 

@@ -357,6 +357,12 @@ static int reconcile_children(struct comp *x)
     }
     if (r < 0)
         goto out;
+    if ((r = nested_check_render(base->cat, rc, x->part, &e)) == -EINVAL) {
+        r = not_ready(x, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s", e.msg);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
     if (base->keys)
         render_cluster_set_key_source(rc, take_key, base->keys);
     render_cluster_set_renew_before(rc, base->cert_renew_before);

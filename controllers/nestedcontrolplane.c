@@ -571,6 +571,24 @@ static int reconcile_normal(struct cp *x)
     }
     if (r < 0)
         goto out;
+    /* Nothing is created before every component exists and renders: what fails without any
+     * key stops everything. */
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        const char *missing = render_cluster_missing(rc, (enum render_part)i);
+        if (missing) {
+            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                     "WaitingForComponents", "%s", missing);
+            goto out;
+        }
+    }
+    r = nested_check_render(ctx->cat, rc, RENDER_PART__COUNT, &e);
+    if (r == -EINVAL) {
+        r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s",
+                 e.msg);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
     if (ctx->keys)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     render_cluster_set_renew_before(rc, ctx->cert_renew_before);
