@@ -12,7 +12,7 @@
 # in build-libfuzzer/artifacts/ and makes the script fail; to keep it as a regression test, fix
 # the parser and copy the input into test/fuzz/corpus/<target>/ (replayed by CTest as
 # unit_<target>). Targets: fuzz_watch fuzz_kubeconfig fuzz_yaml fuzz_jsonpatch fuzz_template
-# fuzz_pem fuzz_api. Needs clang and libclang-rt-dev (libFuzzer's runtime).
+# fuzz_pem fuzz_api. Needs clang and libFuzzer's runtime (Debian: clang, libclang-rt-14-dev).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +42,7 @@ done
 
 cc=${CC:-clang}
 if ! command -v "$cc" >/dev/null 2>&1; then
-    echo "fuzz.sh: $cc not found; install clang and libclang-rt-dev" >&2
+    echo "fuzz.sh: $cc not found; install clang and libclang-rt-14-dev (Debian)" >&2
     exit 1
 fi
 
