@@ -302,7 +302,33 @@ static int parse_op(const cJSON *item, struct op *ret_op, struct err *e)
     return 0;
 }
 
-static int apply_one(cJSON **doc, const struct op *op, struct err *e)
+/* Values in a tree (every object, array and scalar counts one), up to limit + 1. */
+static size_t count_nodes(const cJSON *n, size_t limit)
+{
+    size_t total = 0;
+
+    for (; n && total <= limit; n = n->next) {
+        total++;
+        if (n->child)
+            total += count_nodes(n->child, limit - (total < limit ? total : limit));
+    }
+    return total;
+}
+
+/* Counts the values an operation adds into *budget; fails once the document could pass
+ * JSONPATCH_MAX_NODES (a copy that doubles a subtree twenty times must not exhaust memory). */
+static int spend(size_t *budget, const cJSON *value, struct err *e)
+{
+    size_t n = value ? count_nodes(value->child, JSONPATCH_MAX_NODES) + 1 : 1;
+
+    if (n > *budget)
+        return err_set(e, -E2BIG, "the patched document would hold more than %d values",
+                       JSONPATCH_MAX_NODES);
+    *budget -= n;
+    return 0;
+}
+
+static int apply_one(cJSON **doc, const struct op *op, size_t *budget, struct err *e)
 {
     cJSON *v = NULL;
     const cJSON *found = NULL;
@@ -319,6 +345,8 @@ static int apply_one(cJSON **doc, const struct op *op, struct err *e)
         return err_set(e, -EINVAL, "malformed path");
 
     if (!strcmp(op->name, "add") || !strcmp(op->name, "replace")) {
+        if ((r = spend(budget, op->value, e)) < 0)
+            return r;
         v = cJSON_Duplicate(op->value, true);
         if (!v)
             return err_set(e, -ENOMEM, "out of memory");
@@ -351,6 +379,8 @@ static int apply_one(cJSON **doc, const struct op *op, struct err *e)
             r = jsonpatch_pointer_get(*doc, op->from, &found);
             if (r < 0)
                 err_set(e, r, r == -ENOENT ? "from does not exist" : "malformed from");
+            else if ((r = spend(budget, found, e)) < 0)
+                ;
             else if (!(v = cJSON_Duplicate(found, true)))
                 r = err_set(e, -ENOMEM, "out of memory");
         }
@@ -366,9 +396,12 @@ int jsonpatch_apply(const cJSON *doc, const cJSON *ops, cJSON **ret_doc, struct 
     cJSON *work = NULL;
     const cJSON *item;
     int i = 0, r = -EINVAL;
+    size_t budget, have;
 
     if (!doc || !cJSON_IsArray(ops))
         return err_set(e, -EINVAL, "a JSON patch must be an array of operations");
+    have = count_nodes(doc->child, JSONPATCH_MAX_NODES) + 1;
+    budget = have > JSONPATCH_MAX_NODES ? 0 : JSONPATCH_MAX_NODES - have;
     work = cJSON_Duplicate(doc, true);
     if (!work)
         return err_set(e, -ENOMEM, "out of memory");
@@ -380,7 +413,7 @@ int jsonpatch_apply(const cJSON *doc, const cJSON *ops, cJSON **ret_doc, struct 
             err_prefix(e, "operation %d: ", i);
             goto out;
         }
-        r = apply_one(&work, &op, e);
+        r = apply_one(&work, &op, &budget, e);
         if (r < 0) {
             err_prefix(e, "operation %d (%s %s): ", i, op.name, op.path);
             goto out;

@@ -13,6 +13,9 @@
 
 #include "lib/util/err.h"
 
+/* The most values (objects, arrays and scalars) a JSON patch may leave in a document. */
+#define JSONPATCH_MAX_NODES 200000
+
 /* Finds the value that pointer (e.g. "/spec/template/spec/containers/0") names in doc; ""
  * names doc itself. The result is borrowed from doc. Returns 0, -EINVAL for a malformed pointer
  * (does not start with '/', bad "~" escape), -ENOENT when nothing is there. */
@@ -24,7 +27,8 @@ int jsonpatch_pointer_get(const cJSON *doc, const char *pointer, const cJSON **r
  *   -EINVAL  the patch is malformed (not an array, unknown op, missing or repeated member,
  *            "from" that is a prefix of "path" for move, removal of the whole document);
  *   -ENOENT  a path or "from" names a location that does not exist;
- *   -EBUSY   a "test" operation found a different value.
+ *   -EBUSY   a "test" operation found a different value;
+ *   -E2BIG   the result would hold more than JSONPATCH_MAX_NODES values.
  * The message in e names the operation index ("operation 2 (test /a): ..."). */
 int jsonpatch_apply(const cJSON *doc, const cJSON *ops, cJSON **ret_doc, struct err *e);
 

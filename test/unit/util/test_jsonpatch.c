@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/util/jsonpatch.h"
@@ -214,6 +215,29 @@ static void test_jsonpatch__merge_keeps_member_order(void **state)
     cJSON_Delete(patch);
 }
 
+static void test_jsonpatch__doubling_copies_hit_the_size_bound(void **state)
+{
+    /* Each copy doubles the document: 24 of them would need 2^24 values. */
+    cJSON *doc = cJSON_Parse("{\"a\":[1,2,3,4,5,6,7,8]}"), *ops = cJSON_CreateArray(), *out = NULL;
+    struct err e;
+
+    for (int i = 0; i < 24; i++) {
+        cJSON *op = cJSON_CreateObject();
+        char path[16];
+        snprintf(path, sizeof(path), "/a%d", i);
+        cJSON_AddStringToObject(op, "op", "copy");
+        cJSON_AddStringToObject(op, "from", "");
+        cJSON_AddStringToObject(op, "path", path);
+        cJSON_AddItemToArray(ops, op);
+    }
+    err_clear(&e);
+    assert_int_equal(jsonpatch_apply(doc, ops, &out, &e), -E2BIG);
+    assert_null(out);
+    assert_non_null(strstr(e.msg, "would hold more than 200000 values"));
+    cJSON_Delete(doc);
+    cJSON_Delete(ops);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_jsonpatch__pointer_get),
         cmocka_unit_test(test_jsonpatch__rfc7386_examples),
         cmocka_unit_test(test_jsonpatch__merge_keeps_member_order),
+        cmocka_unit_test(test_jsonpatch__doubling_copies_hit_the_size_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
