@@ -593,13 +593,14 @@ static int reconcile_normal(struct cp *x)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     render_cluster_set_renew_before(rc, ctx->cert_renew_before);
 
-    /* The endpoint and the finalizer, before anything is created. */
+    /* The finalizer and the endpoint, before anything is created; the patch makes the
+     * control plane reconcile again. */
     {
         const struct api_endpoint *ep = &render_cluster_control_plane(rc)->spec.control_plane_endpoint;
         bool need_ep = !x->ncp->spec.control_plane_endpoint.host && ep->host;
         if (!has_finalizer(x->ncp) || need_ep) {
-            if ((r = patch_self(x, true, need_ep ? ep : NULL)) < 0)
-                goto out;
+            r = patch_self(x, true, need_ep ? ep : NULL);
+            goto out;
         }
     }
 

@@ -1,6 +1,9 @@
 #include "nested_sim.h"
 
+#include <ev.h>
+
 #include "api/conditions.h"
+#include "controllers/keypool.h"
 #include "controllers/lookup.h"
 
 /* CAPN's cluster template shape (config/samples/capn-cluster.yaml) with Cluster API's
@@ -79,7 +82,8 @@ static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing
 
     sim_init(&s, capn);
     reconcile_ncp(&s, &p);
-    /* the finalizer (with the endpoint) first, conditional on the resourceVersion */
+    /* the finalizer (with the endpoint) first, alone, conditional on the resourceVersion */
+    assert_int_equal(p.n_actions, 1);
     a = &p.actions[0];
     assert_int_equal(a->verb, KUBE_PATCH);
     assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
@@ -89,18 +93,22 @@ static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing
         cJSON_GetArrayItem(fx_path(a->body, "metadata.finalizers"), 0)->valuestring,
         NESTED_FINALIZER);
     assert_string_equal(fx_str(a->body, "spec.controlPlaneEndpoint.host"), "sample-apiserver");
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
     /* then the four CA Secrets, created (never applied over an existing one) */
+    reconcile_ncp(&s, &p);
     static const char *const cas[] = {"sample-ca", "sample-etcd", "sample-proxy", "sample-sa"};
     for (int i = 0; i < 4; i++) {
         a = fx_action(&p, KUBE_CREATE, "secrets", cas[i]);
         assert_non_null(a);
-        assert_int_equal(fx_index(&p, a), 1 + i);
+        assert_int_equal(fx_index(&p, a), i);
         assert_string_equal(fx_str(a->body, "type"), "cluster.x-k8s.io/secret");
         assert_string_equal(kube_obj_label(a->body, "cluster.x-k8s.io/cluster-name"), "sample");
         assert_true(lookup_controlled_by_uid(a->body, "ncp-1"));
     }
-    /* nothing of any component yet */
+    /* nothing of any component yet; the status says so */
     assert_int_equal(p.n_actions, 5);
+    assert_int_equal(p.actions[4].verb, KUBE_UPDATE);
     assert_non_null(fx_event(&p, "CreatedCertificateAuthorities"));
     plan_done(&p);
     sim_done(&s);
@@ -113,8 +121,7 @@ static void test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_cont
     const cJSON *st;
 
     sim_init(&s, capn);
-    int passes = sim_converge(&s, 40);
-    print_message("converged after %d passes, %zu actions\n", passes, s.actions);
+    sim_converge(&s, 40);
     assert_int_equal(s.n_order, 3);
     assert_string_equal(s.order[0], "sample-etcd");
     assert_string_equal(s.order[1], "sample-apiserver");
@@ -143,12 +150,330 @@ static void test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_cont
     sim_done(&s);
 }
 
+
+static void test_nestedcontrolplane__adopts_its_components_with_optimistic_concurrency(
+    void **state)
+{
+    struct sim s;
+    struct plan p;
+    const struct plan_action *a;
+    const cJSON *ref;
+
+    sim_init(&s, capn);
+    sim_one(&s, -1, "default", NCP); /* finalizer */
+    sim_one(&s, -1, "default", NCP); /* CAs */
+    reconcile_ncp(&s, &p);
+    a = fx_action(&p, KUBE_PATCH, "nestedapiservers", "sample-nestedapiserver");
+    assert_non_null(a);
+    assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
+    assert_string_equal(fx_str(a->body, "metadata.resourceVersion"), "1");
+    ref = cJSON_GetArrayItem(fx_path(a->body, "metadata.ownerReferences"), 0);
+    assert_string_equal(fx_str(ref, "kind"), "NestedControlPlane");
+    assert_string_equal(fx_str(ref, "uid"), "ncp-1");
+    assert_true(cJSON_IsTrue(fx_path(ref, "controller")));
+    plan_done(&p);
+    /* a component another controller owns is an error, not adopted */
+    fx_put(&s.f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                 "kind: NestedAPIServer\n"
+                 "metadata:\n"
+                 "  name: sample-nestedapiserver\n"
+                 "  uid: kas-1\n"
+                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: other, uid: ncp-9, controller: true}]\n");
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_PATCH, "nestedapiservers", NULL));
+    assert_non_null(fx_event(&p, "ComponentControlledElsewhere"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "Ready", "reason"), "ComponentControlledElsewhere");
+    sim_done(&s);
+}
+
+static void test_nestedcontrolplane__steady_state_writes_nothing(void **state)
+{
+    struct sim s;
+    struct sim_keys before = {.n = 0}, after = {.n = 0};
+    char rv_before[64][32];
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    kube_store_foreach(&s.f.stores[FX_SECRETS], sim_collect, &before);
+    for (int i = 0; i < before.n; i++)
+        snprintf(rv_before[i], sizeof(rv_before[i]), "%s",
+                 kube_obj_resource_version(fx_get(&s.f, FX_SECRETS, before.keys[i])));
+    s.f.view.now += 7 * 86400.0;
+    assert_int_equal(sim_pass(&s), 0);
+    kube_store_foreach(&s.f.stores[FX_SECRETS], sim_collect, &after);
+    assert_int_equal(after.n, before.n);
+    for (int i = 0; i < before.n; i++)
+        assert_string_equal(kube_obj_resource_version(fx_get(&s.f, FX_SECRETS, before.keys[i])),
+                            rv_before[i]);
+    sim_done(&s);
+}
+
+/* Only a status write (and events): no child object is touched. */
+static void assert_status_only(const struct plan *p)
+{
+    for (size_t i = 0; i < p->n_actions; i++) {
+        assert_int_equal(p->actions[i].verb, KUBE_UPDATE);
+        assert_string_equal(p->actions[i].subresource, "status");
+    }
+}
+
+static void test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing(void **state)
+{
+    static const char *const bad[][2] = {
+        {"  version: 1.20.2\n", "  version: 1.25.0\n"},
+        {"  version: 1.20.2\n", "  version: 1.20.2\n  clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}\n"},
+        {"  version: 1.20.2\n", "  version: 1.20.2\n  featureGates: {NoSuchGate: true}\n"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char yaml[sizeof(capn) + 256];
+        const char *at = strstr(capn, bad[i][0]);
+        struct sim s;
+        struct plan p;
+
+        snprintf(yaml, sizeof(yaml), "%.*s%s%s", (int)(at - capn), capn, bad[i][1],
+                 at + strlen(bad[i][0]));
+        sim_init(&s, yaml);
+        reconcile_ncp(&s, &p);
+        assert_status_only(&p);
+        assert_non_null(fx_event(&p, "InvalidSpec"));
+        fx_apply_plan(&s.f, &p);
+        plan_done(&p);
+        assert_string_equal(ncp_condition(&s, "Ready", "reason"), "InvalidSpec");
+        /* told once */
+        reconcile_ncp(&s, &p);
+        assert_int_equal(p.n_actions, 0);
+        assert_int_equal(p.n_events, 0);
+        plan_done(&p);
+        sim_done(&s);
+    }
+}
+
+static void test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const char *msg;
+
+    sim_init(&s, capn);
+    /* base64 of "not a certificate" */
+    fx_put(&s.f, "apiVersion: v1\nkind: Secret\n"
+                 "metadata: {name: sample-ca, labels: {cluster.x-k8s.io/cluster-name: sample}}\n"
+                 "type: cluster.x-k8s.io/secret\n"
+                 "data: {tls.crt: bm90IGEgY2VydGlmaWNhdGU=, tls.key: bm90IGEgY2VydGlmaWNhdGU=}\n");
+    sim_one(&s, -1, "default", NCP); /* finalizer */
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    assert_non_null(fx_event(&p, "InvalidCertificateAuthority"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    msg = ncp_condition(&s, "CertificatesAvailable", "message");
+    assert_non_null(strstr(msg, "Secret default/sample-ca: tls.crt"));
+    assert_string_equal(ncp_condition(&s, "CertificatesAvailable", "severity"), "Error");
+    assert_string_equal(ncp_condition(&s, "Ready", "status"), "False");
+    sim_done(&s);
+}
+
+static void test_nestedcontrolplane__a_service_cidr_change_is_refused(void **state)
+{
+    struct sim s;
+    struct plan p;
+    char targets[512];
+    cJSON *cl;
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    snprintf(targets, sizeof(targets), "%s",
+             fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"));
+    cl = cJSON_Duplicate(fx_get(&s.f, FX_CLUSTERS, "sample"), true);
+    cJSON_ReplaceItemInArray((cJSON *)fx_path(cl, "spec.clusterNetwork.services.cidrBlocks"), 0,
+                             cJSON_CreateString("10.97.0.0/16"));
+    fx_put_json(&s.f, cl);
+    reconcile_ncp(&s, &p);
+    assert_status_only(&p);
+    assert_non_null(fx_event(&p, "ServiceCIDRChangeRefused"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "ServiceCIDRChangeRefused");
+    assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"), "10.96.0.0/12"));
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"),
+                        targets);
+    assert_string_equal(fx_str(ncp_status(&s), "apiserver.serviceCidr"), "10.96.0.0/12");
+    sim_done(&s);
+}
+
+static void test_nestedcontrolplane__two_minors_and_downgrades_are_refused(void **state)
+{
+    static const char *const versions[][2] = {{"1.31.1", "MinorSkipRefused"},
+                                              {"1.19.0", "DowngradeRefused"}};
+    for (size_t i = 0; i < 2; i++) {
+        struct sim s;
+        struct plan p;
+        cJSON *ncp;
+
+        sim_init(&s, capn);
+        sim_converge(&s, 40);
+        ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
+        cJSON_ReplaceItemInObject((cJSON *)fx_path(ncp, "spec"), "version",
+                                  cJSON_CreateString(versions[i][0]));
+        fx_put_json(&s.f, ncp);
+        reconcile_ncp(&s, &p);
+        fx_apply_plan(&s.f, &p);
+        plan_done(&p);
+        if (i == 0) {
+            assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), versions[i][1]);
+            assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.version"),
+                                "1.20.2");
+        } else {
+            /* 1.19 has no package: refused as invalid before the rollout rules */
+            assert_string_equal(ncp_condition(&s, "Ready", "reason"), "InvalidSpec");
+        }
+        sim_done(&s);
+    }
+}
+
+static void test_nestedcontrolplane__paused_only_shows_paused(void **state)
+{
+    struct sim s;
+    struct plan p;
+    cJSON *ncp;
+
+    sim_init(&s, capn);
+    ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
+    cJSON_AddStringToObject(
+        cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"), "annotations"),
+        "cluster.x-k8s.io/paused", "true");
+    fx_put_json(&s.f, ncp);
+    reconcile_ncp(&s, &p);
+    assert_status_only(&p);
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "Paused", "status"), "True");
+    assert_null(ncp_condition(&s, "Ready", "status"));
+    sim_done(&s);
+}
+
+static void test_nestedcontrolplane__deletion_removes_children_then_the_finalizer(void **state)
+{
+    struct sim s;
+    struct plan p;
+    cJSON *ncp;
+    const struct plan_action *a;
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"),
+                            "deletionTimestamp", "2027-01-15T09:00:00Z");
+    fx_put_json(&s.f, ncp);
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    assert_null(fx_action(&p, KUBE_PATCH, "nestedcontrolplanes", NULL));
+    assert_non_null(fx_action(&p, KUBE_DELETE, "nestedetcds", "sample-nestedetcd"));
+    assert_non_null(fx_action(&p, KUBE_DELETE, "nestedcontrollermanagers", NULL));
+    assert_non_null(fx_action(&p, KUBE_DELETE, "statefulsets", "sample-apiserver"));
+    assert_string_equal(fx_action(&p, KUBE_DELETE, "nestedetcds", NULL)->precondition_uid,
+                        "etcd-1");
+    assert_true(p.requeue_after > 0);
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    reconcile_ncp(&s, &p);
+    a = fx_action(&p, KUBE_PATCH, "nestedcontrolplanes", NCP);
+    assert_non_null(a);
+    assert_int_equal(cJSON_GetArraySize(fx_path(a->body, "metadata.finalizers")), 0);
+    assert_non_null(fx_str(a->body, "metadata.resourceVersion"));
+    plan_done(&p);
+    sim_done(&s);
+}
+
+static void test_nestedcontrolplane__objects_of_the_wrong_shape_do_not_crash(void **state)
+{
+    static const char *const bad[] = {
+        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+        "metadata: {name: sample-control-plane}\nspec: {version: 7, etcd: [1]}\n",
+        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+        "metadata: {name: sample-control-plane, finalizers: 3, deletionTimestamp: x}\n"
+        "status: {rollout: 5, conditions: [1]}\n",
+        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+        "metadata: {name: sample-control-plane, uid: u}\n"
+        "spec: {etcd: {name: sample-nestedetcd}, certificates: {keyAlgorithm: DSA}}\n",
+        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+        "metadata: {name: sample-control-plane, uid: u}\n"
+        "status: {rollout: {components: {etcd: {configHash: 5}}}, apiserver: {serviceCidr: []}}\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sim s;
+        struct plan p;
+
+        sim_init(&s, capn);
+        fx_put(&s.f, bad[i]);
+        reconcile_ncp(&s, &p);
+        assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+        plan_done(&p);
+        sim_pass(&s);
+        sim_done(&s);
+    }
+}
+
+static void tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+}
+
+static void test_nestedcontrolplane__rsa_keys_come_from_the_pool_without_blocking(void **state)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    struct keypool *kp = NULL;
+    struct sim s;
+    struct plan p;
+    ev_timer t;
+    double t0;
+    char yaml[sizeof(capn) + 64];
+    const char *at = strstr(capn, "keyAlgorithm: ECDSA-P256");
+
+    snprintf(yaml, sizeof(yaml), "%.*skeyAlgorithm: RSA-2048%s", (int)(at - capn), capn,
+             at + strlen("keyAlgorithm: ECDSA-P256"));
+    sim_init(&s, yaml);
+    assert_int_equal(keypool_new(loop, &kp, NULL), 0);
+    s.ctx.keys = kp;
+    sim_one(&s, -1, "default", NCP); /* finalizer */
+    t0 = ev_time();
+    reconcile_ncp(&s, &p);
+    assert_true(ev_time() - t0 < 0.1); /* no RSA key was made on this thread */
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    assert_true(p.requeue_after > 0 && p.requeue_after <= 1);
+    plan_done(&p);
+    ev_timer_init(&t, tick, 0.05, 0.05);
+    ev_timer_start(loop, &t);
+    while (keypool_stock(kp, PKI_KEY_RSA_2048) < 5 && ev_time() - t0 < 120)
+        ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &t);
+    reconcile_ncp(&s, &p);
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-ca"));
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-sa"));
+    plan_done(&p);
+    s.ctx.keys = NULL;
+    sim_done(&s);
+    keypool_free(kp);
+    ev_loop_destroy(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else),
         cmocka_unit_test(
             test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_controller_manager),
+        cmocka_unit_test(test_nestedcontrolplane__adopts_its_components_with_optimistic_concurrency),
+        cmocka_unit_test(test_nestedcontrolplane__steady_state_writes_nothing),
+        cmocka_unit_test(test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing),
+        cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
+        cmocka_unit_test(test_nestedcontrolplane__a_service_cidr_change_is_refused),
+        cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
+        cmocka_unit_test(test_nestedcontrolplane__paused_only_shows_paused),
+        cmocka_unit_test(test_nestedcontrolplane__deletion_removes_children_then_the_finalizer),
+        cmocka_unit_test(test_nestedcontrolplane__objects_of_the_wrong_shape_do_not_crash),
+        cmocka_unit_test(test_nestedcontrolplane__rsa_keys_come_from_the_pool_without_blocking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

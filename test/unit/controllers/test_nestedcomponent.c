@@ -1,0 +1,388 @@
+#include "nested_sim.h"
+
+#include "api/conditions.h"
+#include "controllers/lookup.h"
+
+/* A standalone control plane whose components are named in its spec. */
+static const char solo[] =
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedControlPlane\n"
+    "metadata: {name: c, uid: ncp-1, generation: 1, resourceVersion: '1'}\n"
+    "spec:\n"
+    "  version: 1.20.2\n"
+    "  etcd: {kind: NestedEtcd, name: c-etcd}\n"
+    "  apiserver: {kind: NestedAPIServer, name: c-kas}\n"
+    "  controllerManager: {kind: NestedControllerManager, name: c-kcm}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedEtcd\n"
+    "metadata: {name: c-etcd, uid: etcd-1, generation: 1, resourceVersion: '1'}\n"
+    "spec: {replicas: 1}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedAPIServer\n"
+    "metadata: {name: c-kas, uid: kas-1, generation: 1, resourceVersion: '1'}\n"
+    "spec: {replicas: 1}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedControllerManager\n"
+    "metadata: {name: c-kcm, uid: kcm-1, generation: 1, resourceVersion: '1'}\n"
+    "spec: {replicas: 1}\n";
+
+static const char *const names[RENDER_PART__COUNT] = {"c-etcd", "c-kas", "c-kcm"};
+static const enum fx_store stores[RENDER_PART__COUNT] = {FX_ETCDS, FX_APISERVERS,
+                                                         FX_CONTROLLER_MANAGERS};
+
+static void reconcile(struct sim *s, enum render_part part, struct plan *p)
+{
+    struct err e;
+
+    plan_init(p);
+    err_clear(&e);
+    assert_int_equal(nestedcomponent_reconcile(&s->ctx.parts[part], &s->f.view, "default",
+                                                names[part], p, &e),
+                     0);
+}
+
+static const cJSON *comp_status(struct sim *s, enum render_part part)
+{
+    return fx_path(fx_get(&s->f, stores[part], names[part]), "status");
+}
+
+static const char *ready_reason(const struct plan *p)
+{
+    const struct plan_action *a = p->n_actions ? &p->actions[p->n_actions - 1] : NULL;
+
+    assert_non_null(a);
+    assert_int_equal(a->verb, KUBE_UPDATE);
+    assert_string_equal(a->subresource, "status");
+    return fx_str(fx_condition(fx_path(a->body, "status"), "Ready"), "reason");
+}
+
+/* The control plane's first three reconciles (finalizer, CAs, adoption), applied. */
+static void set_up_cas_and_adopt(struct sim *s)
+{
+    sim_one(s, -1, "default", "c"); /* finalizer */
+    sim_one(s, -1, "default", "c"); /* CAs */
+    sim_one(s, -1, "default", "c"); /* adoption */
+    assert_true(lookup_controlled_by_uid(fx_get(&s->f, FX_ETCDS, "c-etcd"), "ncp-1"));
+}
+
+static size_t count_certs(struct sim *s, const char *prefix)
+{
+    struct sim_keys k = {.n = 0};
+    size_t n = 0;
+
+    kube_store_foreach(&s->f.stores[FX_SECRETS], sim_collect, &k);
+    for (int i = 0; i < k.n; i++)
+        n += strncmp(k.keys[i], prefix, strlen(prefix)) == 0;
+    return n;
+}
+
+static void test_nestedcomponent__waits_for_its_control_plane_to_adopt_it(void **state)
+{
+    struct sim s;
+    struct plan p;
+
+    sim_init(&s, solo);
+    reconcile(&s, RENDER_PART_ETCD, &p);
+    assert_int_equal(p.n_actions, 1); /* status only */
+    assert_string_equal(ready_reason(&p), "WaitingForAdoption");
+    plan_done(&p);
+    /* a component controlled by something else says so */
+    fx_put(&s.f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                 "kind: NestedEtcd\n"
+                 "metadata:\n"
+                 "  name: c-etcd\n"
+                 "  uid: etcd-1\n"
+                 "  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: x, uid: d-1, controller: true}]\n");
+    reconcile(&s, RENDER_PART_ETCD, &p);
+    assert_int_equal(p.n_actions, 1);
+    assert_string_equal(ready_reason(&p), "ControlledByAnotherOwner");
+    assert_non_null(fx_event(&p, "ControlledByAnotherOwner"));
+    plan_done(&p);
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__issues_its_certs_ahead_and_waits_for_a_target(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const struct plan_action *a;
+
+    sim_init(&s, solo);
+    set_up_cas_and_adopt(&s);
+    /* the control plane has set no target: only the certs Secret is created */
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    a = fx_action(&p, KUBE_CREATE, "secrets", NULL);
+    assert_non_null(a);
+    assert_true(strncmp(a->name, "c-apiserver-certs-", 18) == 0);
+    assert_true(cJSON_IsTrue(fx_path(a->body, "immutable")));
+    assert_true(lookup_controlled_by_uid(a->body, "kas-1"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(fx_path(a->body, "data"), "apiserver.crt"));
+    assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
+    assert_null(fx_action(&p, KUBE_PATCH, "services", NULL));
+    assert_string_equal(ready_reason(&p), "WaitingForRollout");
+    assert_non_null(fx_event(&p, "IssuedCertificates"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    /* seen again, it is kept, not issued twice */
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    plan_done(&p);
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__applies_only_at_its_target(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const struct plan_action *svc, *sts;
+
+    sim_init(&s, solo);
+    set_up_cas_and_adopt(&s);
+    sim_one(&s, RENDER_PART_ETCD, "default", "c-etcd"); /* certs */
+    sim_one(&s, -1, "default", "c");                    /* the etcd target */
+    assert_non_null(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"),
+                           "status.rollout.components.etcd.configHash"));
+    reconcile(&s, RENDER_PART_ETCD, &p);
+    svc = fx_action(&p, KUBE_PATCH, "services", "c-etcd");
+    sts = fx_action(&p, KUBE_PATCH, "statefulsets", "c-etcd");
+    assert_non_null(svc);
+    assert_non_null(sts);
+    assert_int_equal(sts->patch_type, KUBE_PATCH_APPLY);
+    assert_true(fx_index(&p, svc) < fx_index(&p, sts)); /* the Service first */
+    assert_true(lookup_controlled_by_uid(sts->body, "etcd-1"));
+    assert_string_equal(
+        fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"), "status.rollout.components.etcd.configHash"),
+        kube_obj_annotation(fx_path(sts->body, "spec.template"), "nestcp.x-k8s.io/config-hash"));
+    assert_non_null(render_cluster_certs_mounted(sts->body));
+    assert_true(strncmp(render_cluster_certs_mounted(sts->body), "c-etcd-certs-", 13) == 0);
+    plan_done(&p);
+    /* the API server has no target yet (etcd has not rolled out): it creates nothing */
+    sim_one(&s, RENDER_PART_APISERVER, "default", "c-kas");
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
+    plan_done(&p);
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__steady_state_plan_is_empty(void **state)
+{
+    struct sim s;
+    struct plan p;
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    s.f.view.now += 86400; /* a day later, nothing is due */
+    for (int i = 0; i < RENDER_PART__COUNT; i++) {
+        reconcile(&s, (enum render_part)i, &p);
+        assert_int_equal(p.n_actions, 0);
+        assert_int_equal(p.n_events, 0);
+        assert_string_equal(fx_str(comp_status(&s, (enum render_part)i), "phase"), "Ready");
+        plan_done(&p);
+    }
+    assert_string_equal(fx_str(comp_status(&s, RENDER_PART_ETCD), "version"), "3.4.13");
+    assert_int_equal(fx_path(comp_status(&s, RENDER_PART_APISERVER), "readyReplicas")->valueint,
+                     1);
+    assert_true(cJSON_IsTrue(fx_path(comp_status(&s, RENDER_PART_APISERVER), "healthy")));
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__paused_or_deleting_changes_nothing_else(void **state)
+{
+    struct sim s;
+    struct plan p;
+    cJSON *ncp;
+
+    sim_init(&s, solo);
+    set_up_cas_and_adopt(&s);
+    /* paused control plane: only the Paused condition */
+    ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, "c"), true);
+    cJSON_AddStringToObject(
+        cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"), "annotations"),
+        "cluster.x-k8s.io/paused", "");
+    fx_put_json(&s.f, ncp);
+    reconcile(&s, RENDER_PART_ETCD, &p);
+    assert_int_equal(p.n_actions, 1);
+    assert_string_equal(
+        fx_str(fx_condition(fx_path(p.actions[0].body, "status"), "Paused"), "status"), "True");
+    plan_done(&p);
+    /* a control plane being deleted: nothing at all */
+    ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, "c"), true);
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"),
+                            "deletionTimestamp", "2027-01-15T08:00:00Z");
+    fx_put_json(&s.f, ncp);
+    reconcile(&s, RENDER_PART_ETCD, &p);
+    assert_int_equal(p.n_actions, 0);
+    plan_done(&p);
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing(void **state)
+{
+    struct sim s;
+    struct plan p;
+
+    sim_init(&s, solo);
+    set_up_cas_and_adopt(&s);
+    fx_put(&s.f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                 "kind: NestedAPIServer\n"
+                 "metadata:\n"
+                 "  name: c-kas\n"
+                 "  uid: kas-1\n"
+                 "  generation: 2\n"
+                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: c, uid: ncp-1, controller: true}]\n"
+                 "spec:\n"
+                 "  patches: [{target: {kind: StatefulSet, name: nosuch}, type: merge, patch: {}}]\n");
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_int_equal(p.n_actions, 1);
+    assert_string_equal(ready_reason(&p), "InvalidSpec");
+    assert_non_null(strstr(fx_str(fx_condition(fx_path(p.actions[0].body, "status"), "Ready"),
+                                  "message"),
+                           "spec.patches[0]: matches no object"));
+    assert_non_null(fx_event(&p, "InvalidSpec"));
+    plan_done(&p);
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__renewal_issues_new_certs_and_rolls_them_out(void **state)
+{
+    struct sim s;
+    char before[RENDER_CLUSTER_HASH_MAX];
+    struct plan p;
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    snprintf(before, sizeof(before), "%s",
+             fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"),
+                    "status.rollout.components.apiserver.configHash"));
+    /* 340 days on, the leaves (365 days) are within renewBeforeDays (30) */
+    s.f.view.now += 340 * 86400.0;
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL)); /* not before its turn */
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    sim_converge(&s, 40);
+    assert_string_not_equal(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"),
+                                   "status.rollout.components.apiserver.configHash"),
+                            before);
+    /* the superseded Secrets are gone once nothing mounts them */
+    assert_int_equal(count_certs(&s, "c-apiserver-certs-"), 1);
+    assert_int_equal(count_certs(&s, "c-etcd-certs-"), 1);
+    assert_int_equal(count_certs(&s, "c-controller-manager-certs-"), 1);
+    assert_string_equal(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"), "status.phase"), "Ready");
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__etcd_scale_up_reissues_member_certificates(void **state)
+{
+    struct sim s;
+    const cJSON *sec;
+    struct sim_keys k = {.n = 0};
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    fx_put(&s.f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+                 "kind: NestedEtcd\n"
+                 "metadata:\n"
+                 "  name: c-etcd\n"
+                 "  uid: etcd-1\n"
+                 "  generation: 2\n"
+                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: c, uid: ncp-1, controller: true}]\n"
+                 "spec: {replicas: 3}\n");
+    sim_converge(&s, 40);
+    assert_int_equal(count_certs(&s, "c-etcd-certs-"), 1);
+    kube_store_foreach(&s.f.stores[FX_SECRETS], sim_collect, &k);
+    for (int i = 0; i < k.n; i++) {
+        if (strncmp(k.keys[i], "c-etcd-certs-", 13) != 0)
+            continue;
+        sec = fx_get(&s.f, FX_SECRETS, k.keys[i]);
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(fx_path(sec, "data"),
+                                                         "c-etcd-2-server.crt"));
+    }
+    assert_int_equal(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"), "spec.replicas")->valueint,
+                     3);
+    assert_int_equal(cJSON_GetArraySize(fx_path(comp_status(&s, RENDER_PART_ETCD), "addresses")),
+                     3);
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__objects_of_the_wrong_shape_do_not_crash(void **state)
+{
+    static const char *const bad[] = {
+        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
+        "metadata: {name: c-etcd}\nspec: {replicas: three}\n",
+        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
+        "metadata: {name: c-etcd, ownerReferences: [1, {controller: true}]}\nspec: [1]\n"
+        "status: {conditions: 5}\n",
+        "apiVersion: apps/v1\nkind: StatefulSet\n"
+        "metadata: {name: c-etcd, ownerReferences: {a: 1}}\nspec: 3\nstatus: [x]\n",
+        "apiVersion: v1\nkind: Secret\n"
+        "metadata: {name: c-etcd-certs-x, labels: {cluster.x-k8s.io/cluster-name: c, "
+        "nestcp.x-k8s.io/component: etcd}}\ndata: {ca.crt: '!!!', x: 5}\n",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: c-ca, labels: {cluster.x-k8s.io/cluster-name: c}}\n"
+        "data: {tls.crt: 7}\n",
+    };
+    struct sim s;
+    struct plan p;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sim_init(&s, solo);
+        set_up_cas_and_adopt(&s);
+        fx_put(&s.f, bad[i]);
+        for (int part = 0; part < RENDER_PART__COUNT; part++) {
+            reconcile(&s, (enum render_part)part, &p);
+            plan_done(&p);
+        }
+        sim_one(&s, -1, "default", "c");
+        sim_done(&s);
+    }
+}
+
+static void enqueued(void *q, const char *ns, const char *name)
+{
+    snprintf(q, 128, "%s/%s", ns, name);
+}
+
+static void test_nestedcomponent__changes_map_to_the_right_component(void **state)
+{
+    struct sim s;
+    char key[128] = "";
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    nestedcomponent_map(&s.ctx.parts[RENDER_PART_ETCD], &s.f.view, &KUBE_STATEFULSETS,
+                        fx_get(&s.f, FX_STATEFULSETS, "c-etcd"), enqueued, key);
+    assert_string_equal(key, "default/c-etcd");
+    key[0] = '\0';
+    /* the control plane's status (a target) concerns every component */
+    nestedcomponent_map(&s.ctx.parts[RENDER_PART_CONTROLLER_MANAGER], &s.f.view,
+                        &NESTCP_CONTROL_PLANES, fx_get(&s.f, FX_CONTROL_PLANES, "c"), enqueued,
+                        key);
+    assert_string_equal(key, "default/c-kcm");
+    key[0] = '\0';
+    /* a CA Secret concerns the components through their control plane */
+    nestedcomponent_map(&s.ctx.parts[RENDER_PART_APISERVER], &s.f.view, &KUBE_SECRETS,
+                        fx_get(&s.f, FX_SECRETS, "c-ca"), enqueued, key);
+    assert_string_equal(key, "default/c-kas");
+    sim_done(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nestedcomponent__waits_for_its_control_plane_to_adopt_it),
+        cmocka_unit_test(test_nestedcomponent__issues_its_certs_ahead_and_waits_for_a_target),
+        cmocka_unit_test(test_nestedcomponent__applies_only_at_its_target),
+        cmocka_unit_test(test_nestedcomponent__steady_state_plan_is_empty),
+        cmocka_unit_test(test_nestedcomponent__paused_or_deleting_changes_nothing_else),
+        cmocka_unit_test(test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing),
+        cmocka_unit_test(test_nestedcomponent__renewal_issues_new_certs_and_rolls_them_out),
+        cmocka_unit_test(test_nestedcomponent__etcd_scale_up_reissues_member_certificates),
+        cmocka_unit_test(test_nestedcomponent__objects_of_the_wrong_shape_do_not_crash),
+        cmocka_unit_test(test_nestedcomponent__changes_map_to_the_right_component),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
