@@ -1,4 +1,5 @@
 #include "lib/render/tmpl.h"
+#include "lib/util/jsonpatch.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -118,6 +119,7 @@ struct exec {
     int *slot_lines;
     const cJSON **slot_values; /* the elements of slots, indexed (a cJSON array is a list) */
     size_t nslots, capslots;
+    size_t values; /* values held by the slots, bounded by TMPL_MAX_VALUES */
     cJSON *keep; /* values that variables point into */
     struct {
         const char *name;
@@ -1365,6 +1367,11 @@ static int add_slot(struct exec *x, int line, cJSON *v)
     if (n >= TMPL_MAX_SUBSTITUTIONS) {
         cJSON_Delete(v);
         return fail(x, line, "more than %d substitutions", TMPL_MAX_SUBSTITUTIONS);
+    }
+    x->values += jsonpatch_count_values(v, TMPL_MAX_VALUES);
+    if (x->values > TMPL_MAX_VALUES) {
+        cJSON_Delete(v);
+        return fail(x, line, "substitutions hold more than %d values", TMPL_MAX_VALUES);
     }
     if (n == x->capslots) {
         size_t ncap = n ? n * 2 : 64;

@@ -25,6 +25,8 @@
 #define TMPL_MAX_OUTPUT (1024 * 1024)
 /* Bound on the number of `{{ expr }}` substitutions one execution may make. */
 #define TMPL_MAX_SUBSTITUTIONS 100000
+/* The most values (objects, arrays, scalars) all substitutions together may copy in. */
+#define TMPL_MAX_VALUES 500000
 
 struct tmpl;
 

@@ -302,7 +302,7 @@ static int parse_op(const cJSON *item, struct op *ret_op, struct err *e)
     return 0;
 }
 
-/* Values in a tree (every object, array and scalar counts one), up to limit + 1. */
+/* Values in the siblings from n on and below them, counting up to about limit. */
 static size_t count_nodes(const cJSON *n, size_t limit)
 {
     size_t total = 0;
@@ -315,11 +315,16 @@ static size_t count_nodes(const cJSON *n, size_t limit)
     return total;
 }
 
+size_t jsonpatch_count_values(const cJSON *v, size_t limit)
+{
+    return v ? count_nodes(v->child, limit) + 1 : 0;
+}
+
 /* Counts the values an operation adds into *budget; fails once the document could pass
  * JSONPATCH_MAX_NODES (a copy that doubles a subtree twenty times must not exhaust memory). */
 static int spend(size_t *budget, const cJSON *value, struct err *e)
 {
-    size_t n = value ? count_nodes(value->child, JSONPATCH_MAX_NODES) + 1 : 1;
+    size_t n = value ? jsonpatch_count_values(value, JSONPATCH_MAX_NODES) : 1;
 
     if (n > *budget)
         return err_set(e, -E2BIG, "the patched document would hold more than %d values",
@@ -400,7 +405,7 @@ int jsonpatch_apply(const cJSON *doc, const cJSON *ops, cJSON **ret_doc, struct 
 
     if (!doc || !cJSON_IsArray(ops))
         return err_set(e, -EINVAL, "a JSON patch must be an array of operations");
-    have = count_nodes(doc->child, JSONPATCH_MAX_NODES) + 1;
+    have = jsonpatch_count_values(doc, JSONPATCH_MAX_NODES);
     budget = have > JSONPATCH_MAX_NODES ? 0 : JSONPATCH_MAX_NODES - have;
     work = cJSON_Duplicate(doc, true);
     if (!work)

@@ -32,6 +32,10 @@ int jsonpatch_pointer_get(const cJSON *doc, const char *pointer, const cJSON **r
  * The message in e names the operation index ("operation 2 (test /a): ..."). */
 int jsonpatch_apply(const cJSON *doc, const cJSON *ops, cJSON **ret_doc, struct err *e);
 
+/* The values in v (v itself, and every object, array and scalar below it), counting no
+ * further than about limit: a result above limit means "more than limit". 0 for NULL. */
+size_t jsonpatch_count_values(const cJSON *v, size_t limit);
+
 /* Applies the RFC 7386 merge patch to a copy of doc: objects merge member by member, null
  * removes a member, anything else (arrays included) replaces. doc may be NULL (no document).
  * Returns 0 and the result in *ret_doc (caller frees), or -ENOMEM. */

@@ -173,6 +173,25 @@ static void test_tmpl__output_is_bounded(void **state)
     cJSON_Delete(data);
 }
 
+static void test_tmpl__copied_values_are_bounded(void **state)
+{
+    /* 2,000 substitutions of a 1,001-value list copy in two million values: refused. */
+    const char *text = "l:\n{{- range .big }}{{ range $.pair }}\n- {{ $.big }}{{ end }}{{ end }}\n";
+    cJSON *data = cJSON_CreateObject(), *big = cJSON_AddArrayToObject(data, "big"), *docs = NULL;
+    struct tmpl *t = NULL;
+    struct err e;
+
+    for (int i = 0; i < 1000; i++)
+        cJSON_AddItemToArray(big, cJSON_CreateNumber(i));
+    cJSON_AddItemToObject(data, "pair", cJSON_Parse("[1,2]"));
+    assert_int_equal(tmpl_parse("t.yaml", text, strlen(text), &t, &e), 0);
+    assert_int_equal(tmpl_execute(t, data, &docs, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "t.yaml:3: substitutions hold more than 500000 values"));
+    assert_null(docs);
+    tmpl_free(t);
+    cJSON_Delete(data);
+}
+
 static void test_tmpl__same_input_same_output(void **state)
 {
     const char *text = "m:\n{{- range $k, $v := .gates }}\n  {{ $k }}: {{ $v }}\n{{- end }}\n";
@@ -194,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_tmpl__multiple_documents),
         cmocka_unit_test(test_tmpl__errors_name_file_and_line),
         cmocka_unit_test(test_tmpl__output_is_bounded),
+        cmocka_unit_test(test_tmpl__copied_values_are_bounded),
         cmocka_unit_test(test_tmpl__same_input_same_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
