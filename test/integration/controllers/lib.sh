@@ -21,6 +21,11 @@ cleanup() {
         kill -9 "$p" 2>/dev/null || true
     done
     for n in ${namespaces:-}; do
+        # With the manager gone nothing would remove the control planes' finalizers.
+        for o in $(kubectl -n "$n" get ncp -o name 2>/dev/null); do
+            kubectl -n "$n" patch "$o" --type merge -p '{"metadata":{"finalizers":null}}' \
+                >/dev/null 2>&1 || true
+        done
         kubectl delete namespace "$n" --wait=false >/dev/null 2>&1 || true
     done
     if [ -n "${NESTED_TEST_KEEP:-}" ]; then

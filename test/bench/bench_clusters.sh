@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# N tenant control planes applied at once to a manager running against the real super cluster,
+# against a raw client creating the same objects on the same apiserver in the same run.
+#
+#   eval "$(hack/kube-env.sh up)"
+#   NESTCP_BIN=build/nestcp test/bench/bench_clusters.sh            # N = 10, 100, 500
+#   BENCH_CLUSTERS="10 50" NESTCP_BIN=build/nestcp test/bench/bench_clusters.sh
+#
+# For each N it prints:
+#   - objects: seconds until every cluster has its 8 Secrets, 3 Services and 3 StatefulSets
+#     (a stand-in kubelet marks Pods ready, so the rollout gates open as they would);
+#   - ready:   seconds until every NestedControlPlane is Ready;
+#   - requests per cluster the manager made (its plan actions, and every HTTP request of its
+#     client including lists and watches), from its /metrics;
+#   - the manager's peak RSS (VmHWM);
+#   - raw: `nestcp render` of the same clusters piped to `kubectl apply` in another namespace
+#     (no readiness gates, no status, no key generation while applying), and the ratio.
+# Figures only; nothing is asserted. Not part of CTest.
+set -euo pipefail
+: "${KUBECONFIG:?run inside a super cluster: eval \"\$(hack/kube-env.sh up)\"}"
+: "${NESTCP_BIN:?set NESTCP_BIN to the nestcp binary}"
+NESTCP_SOURCE_DIR=${NESTCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+export NESTCP_SOURCE_DIR
+. "$NESTCP_SOURCE_DIR/test/integration/controllers/lib.sh"
+
+install_crds
+
+# clusters N: N standalone control planes bench-0 .. bench-(N-1).
+clusters() {
+    local i
+    for ((i = 0; i < $1; i++)); do
+        cat <<EOF
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedControlPlane
+metadata: {name: b$i, labels: {cluster.x-k8s.io/cluster-name: b$i}}
+spec:
+  version: "1.20.2"
+  etcd: {kind: NestedEtcd, name: b$i-etcd}
+  apiserver: {kind: NestedAPIServer, name: b$i-apiserver}
+  controllerManager: {kind: NestedControllerManager, name: b$i-cm}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedEtcd
+metadata: {name: b$i-etcd, labels: {cluster.x-k8s.io/cluster-name: b$i}}
+spec: {replicas: 1}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedAPIServer
+metadata: {name: b$i-apiserver, labels: {cluster.x-k8s.io/cluster-name: b$i}}
+spec: {replicas: 1}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedControllerManager
+metadata: {name: b$i-cm, labels: {cluster.x-k8s.io/cluster-name: b$i}}
+spec: {replicas: 1}
+EOF
+    done
+}
+
+count() { kubectl -n "$1" get "$2" -o name 2>/dev/null | wc -l; }
+ready_count() {
+    kubectl -n "$1" get ncp -o jsonpath='{range .items[*]}{.status.ready}{"\n"}{end}' |
+        grep -c '^true$' || true
+}
+
+printf '%-6s %10s %10s %14s %14s %10s %10s %8s\n' N objects_s ready_s actions/clust \
+    http/cluster peak_MiB raw_s ratio
+for n in ${BENCH_CLUSTERS:-10 100 500}; do
+    ns=bench-$n-$$
+    raw=bench-raw-$n-$$
+    new_namespace "$ns"
+    new_namespace "$raw"
+    clusters "$n" >"$work/clusters-$n.yaml"
+    fake_kubelet "$ns"
+    start_manager "mgr-$n" "$ns" --concurrency 8
+    until_true 60 [ "$(metric_sum nestcp_informer_synced)" -ge 9 ] || true
+
+    actions0=$(metric_sum nestcp_api_requests_total)
+    http0=$(metric_sum nestcp_kube_client_requests_total)
+    t0=$(now)
+    kubectl -n "$ns" apply -f "$work/clusters-$n.yaml" >/dev/null
+    all_objects() {
+        [ "$(count "$ns" secrets | tr -d ' ')" -ge $((n * 8)) ] &&
+            [ "$(count "$ns" services | tr -d ' ')" -ge $((n * 3)) ] &&
+            [ "$(count "$ns" statefulsets | tr -d ' ')" -ge $((n * 3)) ]
+    }
+    until_true $((120 + n * 4)) all_objects || echo "N=$n: not every object after $(elapsed "$t0") s" >&2
+    t_objects=$(elapsed "$t0")
+    all_ready() { [ "$(ready_count "$ns")" -ge "$n" ]; }
+    until_true $((120 + n * 4)) all_ready || echo "N=$n: $(ready_count "$ns") of $n Ready" >&2
+    t_ready=$(elapsed "$t0")
+    sleep 2
+    actions=$(($(metric_sum nestcp_api_requests_total) - actions0))
+    http=$(($(metric_sum nestcp_kube_client_requests_total) - http0))
+    hwm=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$mgr_pid/status")
+    kill -TERM "$mgr_pid"
+    wait "$mgr_pid" 2>/dev/null || true
+
+    # The raw client: render the same clusters (keys made before the clock starts) and apply.
+    sed "s/name: b\([0-9]*\)/name: r\1/g; s/cluster-name: b/cluster-name: r/g; s/-b\([0-9]\)/-r\1/g" \
+        "$work/clusters-$n.yaml" >"$work/raw-$n.yaml"
+    "$NESTCP_BIN" render --templates "$NESTCP_SOURCE_DIR/templates" -n "$raw" \
+        -f "$work/raw-$n.yaml" >"$work/rendered-$n.yaml"
+    t1=$(now)
+    kubectl -n "$raw" apply -f "$work/raw-$n.yaml" -f "$work/rendered-$n.yaml" >/dev/null
+    t_raw=$(elapsed "$t1")
+
+    printf '%-6s %10s %10s %14s %14s %10s %10s %8s\n' "$n" "$t_objects" "$t_ready" \
+        "$(awk -v a="$actions" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" \
+        "$(awk -v a="$http" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" "$hwm" "$t_raw" \
+        "$(awk -v a="$t_objects" -v b="$t_raw" 'BEGIN { printf "%.1fx", b > 0 ? a / b : 0 }')"
+    kubectl delete namespace "$ns" "$raw" --wait=false >/dev/null 2>&1 || true
+done
+echo "objects_s: until every cluster has all 14 objects; ready_s: until every control plane is"
+echo "Ready; actions: the plan actions the controllers sent; http: every request of the"
+echo "manager's client (lists, watches, events included); raw_s: kubectl apply of nestcp"
+echo "render's output for the same clusters; ratio = objects_s / raw_s."
