@@ -10,6 +10,7 @@
 #     does and nothing else (no pods, nodes, namespaces, configmaps, CRDs, no other Leases);
 #   - `kubectl apply -k config/namespaced`: the same rights in the namespace `tenants` only,
 #     no Secret readable cluster-wide, and the manager started with --namespace=tenants.
+# The rules follow what controllers/ plans (see config/rbac/role.yaml).
 # Docs commands covered here: docs/install.md "kubectl apply -k config/default",
 # "kubectl -n nestcp-system get deploy,sa,svc", "kubectl auth can-i ... --as=...", the
 # one-namespace install, and the uninstall commands.
@@ -113,10 +114,17 @@ check_needed() {
         for v in get list watch update patch; do can "$ns" "$v" "$k"; done
         can "$ns" patch "$k" --subresource=status
         can "$ns" update "$k" --subresource=status
-        can "$ns" update "$k" --subresource=finalizers
         cannot "$ns" create "$k"
-        cannot "$ns" delete "$k"
     done
+    # The control plane deletes its components; nothing deletes a control plane or cluster.
+    for k in nestedetcds nestedapiservers nestedcontrollermanagers; do
+        can "$ns" delete "$k.controlplane.cluster.x-k8s.io"
+        can "$ns" update "$k.controlplane.cluster.x-k8s.io" --subresource=finalizers
+    done
+    can "$ns" update nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=finalizers
+    cannot "$ns" delete nestedcontrolplanes.controlplane.cluster.x-k8s.io
+    cannot "$ns" delete nestedclusters.infrastructure.cluster.x-k8s.io
+    cannot "$ns" update nestedclusters.infrastructure.cluster.x-k8s.io --subresource=finalizers
     for v in get list watch; do can "$ns" "$v" clusters.cluster.x-k8s.io; done
     for v in create update patch delete; do cannot "$ns" "$v" clusters.cluster.x-k8s.io; done
     for k in secrets services statefulsets.apps; do

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# The RBAC proof: `nestcp manager` as its own process, authenticated only by a ServiceAccount
+# token bound to config/rbac (the ClusterRole, ClusterRoleBinding, leader-election Role and
+# RoleBinding, exactly as built by `kubectl kustomize config/rbac`), against the real
+# apiserver's RBAC (no system:masters):
+#   - the kubeconfig's identity is the ServiceAccount: it cannot list pods or nodes;
+#   - it watches every namespace (the default install) and wins the Lease in its own namespace;
+#   - config/samples/capn-cluster.yaml and config/samples/standalone.yaml become Ready (this test
+#     plays kubelet: it marks the StatefulSets' pods Running and Ready through pods/status with
+#     the admin kubeconfig);
+#   - the manager records Events; deleting the samples removes the control planes, their
+#     components, Secrets, Services and StatefulSets;
+#   - the manager's log shows no request refused by RBAC, and no 403 is counted in its metrics.
+# Docs commands covered here: docs/create-cluster.md "kubectl apply -f config/samples/...",
+# "kubectl get nestedcontrolplanes", "kubectl wait --for=condition=Ready ncp/NAME",
+# "kubectl describe ncp NAME", "kubectl get nc", "kubectl get capn", "kubectl get ncp -o wide",
+# "kubectl get statefulsets,services,secrets -l cluster.x-k8s.io/cluster-name=...", the
+# kubeconfig Secret (jsonpath + base64 -d), and "kubectl delete -f ... --ignore-not-found".
+set -euo pipefail
+: "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
+: "${NESTCP_SOURCE_DIR:?}"
+: "${NESTCP_BIN:?}"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+src=$NESTCP_SOURCE_DIR
+id=rbac-proof-$$
+sys_ns=$id-system # the manager's namespace (ServiceAccount, Lease)
+ns=$id            # the clusters' namespace
+work=$(mktemp -d)
+mgr="" kubelet=""
+cleanup() {
+    local p
+    for p in $mgr $kubelet; do kill -KILL "$p" 2>/dev/null || true; done
+    # With the manager gone, nothing removes its finalizer: let the namespace go.
+    for p in $(kubectl -n "$ns" get ncp -o name 2>/dev/null); do
+        kubectl -n "$ns" patch "$p" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+    done
+    kubectl delete clusterrolebinding "$id-manager-rolebinding" --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete clusterrole "$id-manager-role" --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete namespace "$ns" "$sys_ns" --wait=false >/dev/null 2>&1 || true
+    if [ -n "${DEPLOY_TEST_KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+die_with_log() {
+    echo "--- manager log (last lines)" >&2
+    grep -v ' debug ' "$work/manager.log" 2>/dev/null | tail -n 30 >&2 || true
+    fail "$*"
+}
+
+install_crds "$src"
+kubectl create namespace "$sys_ns" >/dev/null
+kubectl create namespace "$ns" >/dev/null
+
+# --- config/rbac, in a namespace and with a prefix of this test's own ---
+mkdir -p "$work/kust"
+cp -R "$src/config/rbac" "$work/kust/rbac"
+cat >"$work/kust/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: $sys_ns
+namePrefix: $id-
+resources:
+- rbac
+YAML
+kubectl apply -k "$work/kust" >/dev/null
+sa=$id-controller-manager
+
+# --- a kubeconfig with the ServiceAccount's token and nothing else ---
+token=""
+for _ in $(seq 1 30); do
+    token=$(kubectl -n "$sys_ns" create token "$sa" --duration=1h 2>/dev/null) && break
+    sleep 1 # the ServiceAccount admission waits for the token controller
+done
+[ -n "$token" ] || fail "no token for ServiceAccount $sys_ns/$sa"
+server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
+    base64 -d >"$work/ca.crt"
+kc=$work/sa.kubeconfig
+(
+    umask 077
+    KUBECONFIG=$kc command kubectl config set-cluster super --server="$server" \
+        --certificate-authority="$work/ca.crt" --embed-certs=true >/dev/null
+    KUBECONFIG=$kc command kubectl config set-credentials manager --token="$token" >/dev/null
+    KUBECONFIG=$kc command kubectl config set-context manager --cluster=super --user=manager >/dev/null
+    KUBECONFIG=$kc command kubectl config use-context manager >/dev/null
+)
+grep -q 'client-certificate' "$kc" && fail "the ServiceAccount kubeconfig has a client certificate"
+# The identity is the ServiceAccount, with its rights only.
+KUBECONFIG=$kc kubectl -n "$ns" get pods >/dev/null 2>"$work/who.err" &&
+    fail "the ServiceAccount token can list pods"
+grep -q "system:serviceaccount:$sys_ns:$sa" "$work/who.err" ||
+    fail "the refusal does not name the ServiceAccount: $(cat "$work/who.err")"
+[ "$(KUBECONFIG=$kc kubectl auth can-i get nodes 2>/dev/null || true)" = no ] ||
+    fail "the ServiceAccount can get nodes"
+[ "$(KUBECONFIG=$kc kubectl auth can-i create secrets -n "$ns" 2>/dev/null || true)" = yes ] ||
+    fail "the ServiceAccount cannot create secrets"
+
+# --- the manager, every namespace, leader election in its own namespace ---
+"$NESTCP_BIN" manager --kubeconfig "$kc" --templates "$src/templates" --leader-elect \
+    --leader-election-namespace "$sys_ns" --metrics-bind-address 127.0.0.1:0 \
+    --health-probe-bind-address 127.0.0.1:0 --log-level debug >"$work/manager.log" 2>&1 &
+mgr=$!
+metrics=""
+for _ in $(seq 1 100); do
+    metrics=$(sed -n 's/.*metrics_port=\([0-9]*\).*/\1/p' "$work/manager.log" | head -n 1)
+    [ -n "$metrics" ] && break
+    kill -0 "$mgr" 2>/dev/null || die_with_log "the manager exited"
+    sleep 0.1
+done
+[ -n "$metrics" ] || die_with_log "the manager did not log its metrics port"
+
+# The stand-in kubelet: the admin kubeconfig marks the samples' pods Running and Ready.
+(
+    while true; do
+        for pod in $(kubectl -n "$ns" get pods -o jsonpath='{range .items[?(@.status.phase=="Pending")]}{.metadata.name}{"\n"}{end}' 2>/dev/null); do
+            kubectl -n "$ns" get pod "$pod" -o json 2>/dev/null | python3 -c '
+import json, sys, datetime
+now = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+p = json.load(sys.stdin)
+st = p.setdefault("status", {})
+st["phase"] = "Running"
+st["podIP"] = "127.0.0.2"
+st["conditions"] = [{"type": t, "status": "True", "lastTransitionTime": now}
+                    for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
+st["containerStatuses"] = [{"name": c["name"], "ready": True, "started": True, "restartCount": 0,
+                            "image": c["image"], "imageID": "", "state": {"running": {"startedAt": now}}}
+                           for c in p["spec"]["containers"]]
+json.dump(p, sys.stdout)' >"$work/pod.json" 2>/dev/null &&
+                kubectl replace --raw "/api/v1/namespaces/$ns/pods/$pod/status" -f "$work/pod.json" \
+                    >/dev/null 2>&1 || true
+        done
+        sleep 0.5
+    done
+) &
+kubelet=$!
+disown "$kubelet" # no "Killed" notice when the cleanup stops it
+
+t0=$(date +%s)
+kubectl -n "$ns" apply -f "$src/config/samples/capn-cluster.yaml" -f "$src/config/samples/standalone.yaml" >/dev/null
+for ncp in sample-control-plane standalone; do
+    kubectl -n "$ns" wait --for=condition=Ready "ncp/$ncp" --timeout=240s >/dev/null 2>&1 ||
+        die_with_log "ncp/$ncp is not Ready: $(kubectl -n "$ns" get ncp "$ncp" -o jsonpath='{.status.conditions}')"
+done
+echo "both samples Ready after $(($(date +%s) - t0)) s, with the ServiceAccount's rights only"
+# Figures for docs/install.md ("Resources"): printed, not asserted.
+kubectl -n "$ns" get ncp,netcd,nkas,nkcm,nc,clusters.cluster.x-k8s.io,secrets,services,statefulsets \
+    -o json >"$work/cached.json"
+read -r nobj <<<"$(grep -c '"resourceVersion"' "$work/cached.json")"
+echo "figures: manager peak RSS $(awk '/^VmHWM/ { print $2 }' "/proc/$mgr/status") KiB," \
+    "CPU $(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$mgr/stat") s;" \
+    "the 2 clusters' objects in its caches: ~$((nobj - 1)), $(($(wc -c <"$work/cached.json") / 1024)) KiB of JSON"
+
+# What a user sees (docs/create-cluster.md).
+kubectl -n "$ns" get nestedcontrolplanes >"$work/get.txt"
+grep -qE '^standalone +v?1\.20\.2 +true' "$work/get.txt" ||
+    fail "kubectl get nestedcontrolplanes does not show standalone Ready: $(cat "$work/get.txt")"
+kubectl -n "$ns" describe ncp standalone >"$work/describe.txt"
+grep -q 'Type: *Ready' "$work/describe.txt" || grep -q 'Ready' "$work/describe.txt" ||
+    fail "kubectl describe ncp shows no Ready condition"
+for i in $(seq 1 30); do
+    [ "$(kubectl -n "$ns" get nc sample -o jsonpath='{.status.ready}')" = true ] && break
+    [ "$i" -eq 30 ] && die_with_log "NestedCluster sample is not ready"
+    sleep 1
+done
+kubectl -n "$ns" get capn >"$work/capn.txt"
+for o in nestedcontrolplane.controlplane.cluster.x-k8s.io/standalone nestedetcd.controlplane.cluster.x-k8s.io/standalone-etcd \
+    nestedcluster.infrastructure.cluster.x-k8s.io/sample; do
+    grep -q "^$o " "$work/capn.txt" || fail "kubectl get capn does not list $o: $(cat "$work/capn.txt")"
+done
+kubectl -n "$ns" get ncp -o wide | grep -q 'INITIALIZED' || fail "kubectl get ncp -o wide lacks INITIALIZED"
+[ "$(kubectl -n "$ns" get statefulsets,services -l cluster.x-k8s.io/cluster-name=standalone -o name | wc -l)" -ge 6 ] ||
+    fail "the standalone StatefulSets and Services do not carry the cluster-name label"
+kubectl -n "$ns" get secret standalone-kubeconfig -o jsonpath='{.data.value}' | base64 -d >"$work/tenant.kubeconfig"
+grep -q "server: https://standalone-apiserver.$ns.svc:6443" "$work/tenant.kubeconfig" ||
+    fail "the tenant kubeconfig's server is not the apiserver Service: $(grep server: "$work/tenant.kubeconfig")"
+kubectl -n "$ns" get secret sample-kubeconfig >/dev/null || fail "sample-kubeconfig is missing"
+[ "$(kubectl -n "$sys_ns" get lease nestcp-manager -o jsonpath='{.spec.holderIdentity}')" != "" ] ||
+    fail "the manager holds no Lease in $sys_ns"
+events=$(kubectl -n "$ns" get events -o jsonpath='{range .items[?(@.source.component=="nestcp")]}{.reason}{"\n"}{end}' | wc -l)
+[ "$events" -gt 0 ] || fail "the manager recorded no Event"
+
+# --- deletion: the control planes take their components and objects with them ---
+# (--ignore-not-found: the control plane deletes its components before kubectl reaches them.)
+kubectl -n "$ns" delete -f "$src/config/samples/capn-cluster.yaml" -f "$src/config/samples/standalone.yaml" \
+    --ignore-not-found --wait=true --timeout=180s >/dev/null 2>"$work/delete.err" ||
+    die_with_log "deleting the samples did not finish: $(cat "$work/delete.err") $(kubectl -n "$ns" get ncp,netcd,nkas,nkcm -o name)"
+left=""
+for _ in $(seq 1 60); do
+    left=$(kubectl -n "$ns" get netcd,nkas,nkcm,statefulsets,services -o name 2>/dev/null)
+    [ -z "$left" ] && break
+    sleep 1
+done
+[ -z "$left" ] || die_with_log "left after deleting the samples: $left"
+
+# --- no request was refused ---
+kill -0 "$mgr" 2>/dev/null || die_with_log "the manager exited"
+if grep -E 'forbidden|error=EPERM' "$work/manager.log" | grep -q .; then
+    grep -E 'forbidden|error=EPERM' "$work/manager.log" | head -n 10 >&2
+    fail "the manager was refused requests (above)"
+fi
+denied=$(curl -s --max-time 5 "http://127.0.0.1:$metrics/metrics" |
+    awk '$1 ~ /code="403"/ { s += $2 } END { printf "%d", s }')
+[ "$denied" = 0 ] || fail "the manager's metrics count $denied responses with status 403"
+kill -TERM "$mgr"
+wait "$mgr" || die_with_log "the manager did not exit cleanly on SIGTERM"
+mgr=""
+echo "ok: nestcp manager reconciles, and deletes, with exactly config/rbac's rights"
