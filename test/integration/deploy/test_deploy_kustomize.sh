@@ -2,6 +2,8 @@
 # The provider as users install it (docs/install.md):
 #   - `kubectl kustomize config/default` (and config/namespaced, config/rbac, config/manager)
 #     builds, with every object labelled cluster.x-k8s.io/provider=control-plane-nested;
+#   - clusterctl's components files (config/clusterctl/{control-plane,infrastructure}) split
+#     the CRDs between the two providers, one Namespace and one provider label each;
 #   - `kubectl apply -k config/default` succeeds against the real apiserver and creates the
 #     Namespace, ServiceAccount, RBAC, metrics Service and a Deployment that runs hardened
 #     (non-root uid 65532, read-only root, no capabilities, seccomp RuntimeDefault) with
@@ -47,6 +49,29 @@ labelled=$(grep -c '^    cluster.x-k8s.io/provider: control-plane-nested$' "$out
 [ "$objects" = "$labelled" ] ||
     fail "$objects objects in config/default but $labelled carry the provider label"
 grep -q '^        image: nestcp:dev$' "$out/default.yaml" || fail "default image is not nestcp:dev"
+
+# clusterctl's two components files (docs/clusterctl.md) split the CRDs between the providers.
+kubectl kustomize "$src/config/clusterctl/control-plane" >"$out/cp.yaml" ||
+    fail "kubectl kustomize config/clusterctl/control-plane failed"
+kubectl kustomize "$src/config/clusterctl/infrastructure" >"$out/infra.yaml" ||
+    fail "kubectl kustomize config/clusterctl/infrastructure failed"
+crds() {
+    awk '/^---/ { k = "" } /^kind: / { k = $2 } k == "CustomResourceDefinition" && /^  name: / { print $2 }' "$1" |
+        sort | tr '\n' ' '
+}
+[ "$(crds "$out/cp.yaml")" = "nestedapiservers.controlplane.cluster.x-k8s.io nestedcontrollermanagers.controlplane.cluster.x-k8s.io nestedcontrolplanes.controlplane.cluster.x-k8s.io nestedetcds.controlplane.cluster.x-k8s.io " ] ||
+    fail "control-plane components hold the CRDs: $(crds "$out/cp.yaml")"
+[ "$(crds "$out/infra.yaml")" = "nestedclusters.infrastructure.cluster.x-k8s.io " ] ||
+    fail "infrastructure components hold the CRDs: $(crds "$out/infra.yaml")"
+for f in cp:control-plane-nested infra:infrastructure-nested; do
+    [ "$(grep -c '^kind: Namespace$' "$out/${f%%:*}.yaml")" = 1 ] || fail "${f%%:*}: not exactly one Namespace"
+    [ "$(grep -c '^kind: ' "$out/${f%%:*}.yaml")" = \
+        "$(grep -c "^    cluster.x-k8s.io/provider: ${f#*:}$" "$out/${f%%:*}.yaml")" ] ||
+        fail "${f%%:*}: not every object is labelled ${f#*:}"
+done
+grep -qE '^ +name: manager$' "$out/cp.yaml" || fail "control-plane components: no container named manager"
+[ "$(grep -c '^kind: ' "$out/cp.yaml")" = "$((objects - 1))" ] ||
+    fail "control-plane components are not config/default less the NestedCluster CRD"
 
 # --- the default install ---
 # The Cluster API Cluster CRD, so `kubectl auth can-i` resolves clusters.cluster.x-k8s.io.
