@@ -7,7 +7,8 @@
 #     CRDs installed (`kubectl apply --dry-run=server`), with only the required variables and
 #     with every variable set; the substituted objects are what the variables say;
 #   - the schema still judges it: 9 etcd replicas are refused;
-#   - `nestcp render -f -` accepts it, once the render command is built.
+#   - `nestcp render -f -` accepts it: objects named after
+#     CLUSTER_NAME, and the serving certificate and kubeconfig name the template's endpoint.
 # Docs commands covered here: docs/create-cluster.md "envsubst ... | kubectl apply -f -"
 # (with --dry-run=server) and docs/clusterctl.md's variable list.
 set -euo pipefail
@@ -82,12 +83,28 @@ if kubectl apply --dry-run=server -f "$out/bad.yaml" >"$out/bad.log" 2>&1; then
 fi
 grep -q 'replicas' "$out/bad.log" || fail "the refusal does not name replicas: $(cat "$out/bad.log")"
 
-# nestcp render reads the same file (once the command exists in this build).
-if "$NESTCP_BIN" --help 2>&1 | grep -q '^  render '; then
-    "$NESTCP_BIN" render -f - --templates "$src/templates" <"$out/min.yaml" >"$out/render.yaml" ||
-        fail "nestcp render refuses the template"
-    grep -q 'kind: StatefulSet' "$out/render.yaml" || fail "nestcp render produced no StatefulSet"
-else
-    echo "note: this nestcp has no render command; the template was not rendered" >&2
-fi
+# nestcp render reads the same file.
+"$NESTCP_BIN" render -f - --templates "$src/templates" -o json <"$out/min.yaml" \
+    >"$out/render.json" 2>"$out/render.err" || fail "nestcp render refuses the template: $(cat "$out/render.err")"
+# Objects named after CLUSTER_NAME; the serving certificate and the kubeconfig name the
+# template's endpoint, the apiserver Service's cluster-wide DNS name.
+python3 - "$out/render.json" "$out" <<'PY' || fail "nestcp render output"
+import base64, json, sys
+items = json.load(open(sys.argv[1]))["items"]
+names = {(o["kind"], o["metadata"]["name"]) for o in items}
+for want in [("StatefulSet", "ct-min-etcd"), ("StatefulSet", "ct-min-apiserver"),
+             ("StatefulSet", "ct-min-controller-manager"), ("Service", "ct-min-apiserver"),
+             ("Secret", "ct-min-kubeconfig")]:
+    assert want in names, "render lacks %s %s: %s" % (want + (sorted(names),))
+for o in items:
+    n = o["metadata"]["name"]
+    if o["kind"] == "Secret" and n.startswith("ct-min-apiserver-certs-"):
+        open(sys.argv[2] + "/apiserver.crt", "wb").write(base64.b64decode(o["data"]["apiserver.crt"]))
+    if o["kind"] == "Secret" and n == "ct-min-kubeconfig":
+        open(sys.argv[2] + "/kubeconfig", "wb").write(base64.b64decode(o["data"]["value"]))
+PY
+openssl x509 -in "$out/apiserver.crt" -noout -ext subjectAltName | grep -q "DNS:ct-min-apiserver\.$ns\.svc" ||
+    fail "the serving certificate lacks the endpoint: $(openssl x509 -in "$out/apiserver.crt" -noout -ext subjectAltName)"
+grep -q "server: https://ct-min-apiserver\.$ns\.svc:6443" "$out/kubeconfig" ||
+    fail "the kubeconfig's server is not the endpoint: $(grep server: "$out/kubeconfig")"
 echo "ok: metadata.yaml and templates/cluster-template.yaml"
