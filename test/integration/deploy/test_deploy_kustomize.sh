@@ -14,8 +14,10 @@
 #     no Secret readable cluster-wide, and the manager started with --namespace=tenants.
 # The rules follow what controllers/ plans (see config/rbac/role.yaml).
 # Docs commands covered here: docs/install.md "kubectl apply -k config/default",
-# "kubectl -n nestcp-system get deploy,sa,svc", "kubectl auth can-i ... --as=...", the
-# one-namespace install, and the uninstall commands.
+# "kubectl -n nestcp-system get deploy,sa,svc", both "kubectl auth can-i ... --as=..." examples,
+# "kubectl create namespace tenants" + "kubectl apply -k config/namespaced", and the uninstall
+# that keeps the CRDs ("kubectl delete clusterrole,clusterrolebinding -l ..." and the namespace);
+# docs/clusterctl.md's two "kubectl kustomize config/clusterctl/..." builds.
 # Everything but the CRDs (shared with the other tests) is deleted afterwards.
 set -euo pipefail
 : "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
@@ -82,6 +84,8 @@ for obj in namespace/nestcp-system serviceaccount/nestcp-controller-manager \
     service/nestcp-controller-manager-metrics deployment/nestcp-controller-manager; do
     kubectl -n nestcp-system get "$obj" >/dev/null || fail "$obj was not created"
 done
+[ "$(kubectl -n nestcp-system get deploy,sa,svc -o name | grep -c nestcp-controller-manager)" = 3 ] ||
+    fail "kubectl -n nestcp-system get deploy,sa,svc does not list the manager's three objects"
 kubectl get clusterrole/nestcp-manager-role clusterrolebinding/nestcp-manager-rolebinding >/dev/null ||
     fail "the ClusterRole or its binding was not created"
 [ "$(kubectl get clusterrolebinding nestcp-manager-rolebinding \
@@ -191,6 +195,11 @@ check_leases() {
     cannot nestcp-system list leases.coordination.k8s.io
 }
 
+# docs/install.md's two examples, as written there.
+[ "$(kubectl auth can-i patch nestedcontrolplanes --subresource=status -A --as="$sa")" = yes ] ||
+    fail "docs/install.md: patch nestedcontrolplanes/status is not allowed"
+[ "$(kubectl auth can-i create pods -n default --as="$sa" || true)" = no ] ||
+    fail "docs/install.md: create pods is allowed"
 check_needed default
 check_unneeded default
 # Any namespace: the ClusterRole applies everywhere.
@@ -207,8 +216,9 @@ if ! kubectl get namespace tenants >/dev/null 2>&1; then
     kubectl create namespace tenants >/dev/null
     created_tenants=true
 fi
-kubectl delete clusterrolebinding nestcp-manager-rolebinding >/dev/null
-kubectl delete clusterrole nestcp-manager-role >/dev/null
+# docs/install.md's uninstall that keeps the CRDs removes the cluster-wide objects by label.
+kubectl delete clusterrole,clusterrolebinding -l cluster.x-k8s.io/provider=control-plane-nested >/dev/null
+kubectl get clusterrole nestcp-manager-role >/dev/null 2>&1 && fail "the ClusterRole survived the label delete"
 kubectl apply -k "$src/config/namespaced" >"$out/apply-ns.log" ||
     fail "apply -k config/namespaced: $(cat "$out/apply-ns.log")"
 kubectl get clusterrole nestcp-manager-role >/dev/null 2>&1 &&
