@@ -1,0 +1,301 @@
+# shellcheck shell=bash
+# Shared by the end-to-end tests (sourced, not run). Each test runs, as its own processes,
+# nestcp-nodeagent (it binds the tenant pods to a Node of its own and runs their containers as
+# host processes with loopback pod IPs) and `nestcp manager` for one namespace; tenants are
+# created with kubectl as a user would. At exit everything the test started is stopped and its
+# namespace, Node and Lease are deleted; `finish` checks that no tenant process is left.
+#
+# Tenant access keeps TLS verification on: kubectl goes to a ready API server pod's IP with
+# --tls-server-name set to the name in the kubeconfig (a SAN of the API server certificate);
+# etcdctl runs in a private mount namespace whose /etc/hosts is the node agent's hosts file of a
+# pod, so the members' DNS names resolve as they do inside the tenant.
+
+: "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
+: "${NESTCP_BIN:?}"
+: "${NESTCP_SOURCE_DIR:?}"
+: "${NESTCP_BUILD_DIR:?}"
+
+agent_bin=${NESTCP_NODEAGENT:-$NESTCP_BUILD_DIR/test/nodeagent/nestcp-nodeagent}
+[ -x "$agent_bin" ] || { echo "FAIL: no node agent binary at $agent_bin" >&2; exit 1; }
+
+test_name=$(basename "$0" .sh)
+short=${test_name#test_}
+short=${short//_/-}
+ns=e2e-${short:0:40}-$$
+node=e2e-$$
+pod_net=$((20 + RANDOM % 200))
+work=$(mktemp -d /tmp/nestcp-e2e.XXXXXX)
+agent_state=$work/agent
+agent_pid=
+mgr_pid=
+pids=()
+pids_seen=()
+agent_args=() # extra node agent flags a test may set before setup
+
+kubectl() { command kubectl --request-timeout=20s "$@"; }
+
+now() { date +%s.%N; }
+# elapsed T0: seconds since T0, one decimal.
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+log() { echo "[$(date +%T)] $*"; }
+
+fail() {
+    echo "FAIL: $*" >&2
+    local f
+    for f in "$work"/manager.log "$work"/agent.log; do
+        [ -f "$f" ] || continue
+        echo "---- $(basename "$f") (last 30 lines)" >&2
+        grep -v ' debug ' "$f" | tail -n 30 >&2
+    done
+    for f in "$agent_state"/pods/*/*.log; do
+        [ -f "$f" ] || continue
+        echo "---- ${f#"$agent_state"/pods/} (last 8 lines)" >&2
+        tail -n 8 "$f" >&2
+    done
+    exit 1
+}
+
+# until_true SECONDS CMD...: runs CMD every 0.5 s until it succeeds; 1 on timeout.
+until_true() {
+    local end
+    end=$(awk -v s="$1" -v n="$(now)" 'BEGIN { printf "%.3f", n + s }')
+    shift
+    while ! "$@" >/dev/null 2>&1; do
+        awk -v e="$end" -v n="$(now)" 'BEGIN { exit !(n > e) }' && return 1
+        sleep 0.5
+    done
+}
+
+# stop_pid PID SECONDS: SIGTERM, then SIGKILL once SECONDS have passed.
+stop_pid() {
+    local pid=$1 secs=$2
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 $((secs * 5))); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.2
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    return 1
+}
+
+# Remembers every container pid the node agent has recorded, to check they are gone at the end.
+record_pids() {
+    local f
+    for f in "$agent_state"/pods/*/*.pid; do
+        [ -f "$f" ] && pids_seen+=("$(cat "$f" 2>/dev/null)")
+    done
+    return 0
+}
+
+# The processes left that were started for this test's pods: recorded pids still alive, and
+# any process whose command line names an address of this test's pod network.
+leftover_processes() {
+    local p
+    for p in "${pids_seen[@]}"; do
+        [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
+    done
+    pgrep -f "127\\.$pod_net\\.[0-9]+\\.[0-9]+" 2>/dev/null | grep -vx "$$" || true
+}
+
+cleanup() {
+    local p
+    [ -n "$mgr_pid" ] && stop_pid "$mgr_pid" 20
+    for p in "${pids[@]}"; do
+        kill -9 "$p" 2>/dev/null || true
+    done
+    [ -n "$agent_pid" ] && stop_pid "$agent_pid" 60
+    # With the manager gone, nothing removes its finalizers: the namespace would stay
+    # Terminating.
+    kubectl -n "$ns" get ncp,netcd,nkas,nkcm,nc,clusters.cluster.x-k8s.io -o name 2>/dev/null |
+        xargs -r kubectl --request-timeout=20s -n "$ns" patch --type merge -p '{"metadata":{"finalizers":null}}' \
+            >/dev/null 2>&1 || true
+    # Pods left on the stopped node would stay Terminating (no kubelet finishes them).
+    kubectl -n "$ns" delete pods --all --grace-period=0 --force --wait=false >/dev/null 2>&1 ||
+        true
+    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+    kubectl delete node "$node" --wait=false >/dev/null 2>&1 || true
+    kubectl -n kube-node-lease delete lease "$node" --wait=false >/dev/null 2>&1 || true
+    if [ -z "${NESTCP_E2E_KEEP:-}" ]; then
+        rm -rf "$work"
+    else
+        echo "kept $work (NESTCP_E2E_KEEP is set)" >&2
+    fi
+}
+trap cleanup EXIT
+
+install_crds() {
+    kubectl apply -f "$NESTCP_SOURCE_DIR/config/crd/bases" -f "$NESTCP_SOURCE_DIR/config/crd/capi" \
+        >/dev/null
+    kubectl wait --for condition=established --timeout=60s \
+        crd/clusters.cluster.x-k8s.io crd/nestedclusters.infrastructure.cluster.x-k8s.io \
+        crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io \
+        crd/nestedetcds.controlplane.cluster.x-k8s.io \
+        crd/nestedapiservers.controlplane.cluster.x-k8s.io \
+        crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io >/dev/null
+    # kubectl discovers new resources lazily; wait until it knows every kind.
+    until_true 30 kubectl get ncp,netcd,nkas,nkcm,nc,clusters.cluster.x-k8s.io -A ||
+        fail "kubectl does not discover the CRDs"
+}
+
+# setup: CRDs, the test's namespace, the node agent and the manager.
+setup() {
+    install_crds
+    kubectl create namespace "$ns" >/dev/null
+    mkdir -p "$agent_state"
+    # Only tenant pods: the selector keeps this agent away from other tests' pods.
+    "$agent_bin" --node-name "$node" --state-dir "$agent_state" --pod-network "$pod_net" \
+        --selector app.kubernetes.io/managed-by=nestcp --restart-backoff 1 \
+        --stop-grace-max 5 "${agent_args[@]}" >"$work/agent.log" 2>&1 &
+    agent_pid=$!
+    "$NESTCP_BIN" manager --namespace "$ns" --templates "$NESTCP_SOURCE_DIR/templates" \
+        --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+        >"$work/manager.log" 2>&1 &
+    mgr_pid=$!
+    until_true 30 node_ready || fail "the node agent's Node $node is not Ready"
+    log "namespace $ns, node $node (pods on 127.$pod_net.0.0/16), agent pid $agent_pid," \
+        "manager pid $mgr_pid"
+}
+
+node_ready() {
+    [ "$(kubectl get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+# phases NCP_NAME: "<etcd phase> <apiserver phase> <controller-manager phase>" of the
+# components a control plane names.
+phases() {
+    local c=$1 e a m
+    e=$(kubectl -n "$ns" get ncp "$c" -o jsonpath='{.spec.etcd.name}')
+    a=$(kubectl -n "$ns" get ncp "$c" -o jsonpath='{.spec.apiserver.name}')
+    m=$(kubectl -n "$ns" get ncp "$c" -o jsonpath='{.spec.controllerManager.name}')
+    echo "$(kubectl -n "$ns" get netcd "$e" -o jsonpath='{.status.phase}' 2>/dev/null || true)" \
+        "$(kubectl -n "$ns" get nkas "$a" -o jsonpath='{.status.phase}' 2>/dev/null || true)" \
+        "$(kubectl -n "$ns" get nkcm "$m" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
+}
+
+ncp_ready() {
+    [ "$(kubectl -n "$ns" get ncp "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+# wait_ready NCP_NAME SECONDS [T0]: waits for the control plane's Ready condition, printing when
+# each component became Ready (seconds since T0, default now).
+wait_ready() {
+    local c=$1 secs=$2 t0=${3:-$(now)} end seen="" p i
+    local names=(etcd kube-apiserver kube-controller-manager)
+    end=$(awk -v s="$secs" -v n="$(now)" 'BEGIN { printf "%.3f", n + s }')
+    while ! ncp_ready "$c"; do
+        read -r -a p <<<"$(phases "$c")"
+        for i in 0 1 2; do
+            if [ "${p[$i]:-}" = Ready ] && [[ " $seen " != *" $i "* ]]; then
+                seen="$seen $i"
+                log "$c: ${names[$i]} Ready after $(elapsed "$t0") s"
+            fi
+        done
+        awk -v e="$end" -v n="$(now)" 'BEGIN { exit !(n > e) }' &&
+            fail "ncp/$c not Ready within $secs s (components: $(phases "$c"))"
+        sleep 0.5
+    done
+    log "$c: control plane Ready after $(elapsed "$t0") s"
+    record_pids
+}
+
+# ready_pod_ips SERVICE: the IPs of the ready pods a Service selects. (Endpoints stay empty:
+# the API server refuses loopback addresses in them.)
+ready_pod_ips() {
+    local sel
+    sel=$(kubectl -n "$ns" get service "$1" \
+        -o go-template='{{range $k, $v := .spec.selector}}{{$k}}={{$v}},{{end}}')
+    [ -n "$sel" ] || return 1
+    kubectl -n "$ns" get pods -l "${sel%,}" -o go-template='{{range .items}}{{$ip := .status.podIP}}
+{{- if not .metadata.deletionTimestamp}}{{range .status.conditions}}
+{{- if and (eq .type "Ready") (eq .status "True")}}{{$ip}} {{end}}{{end}}{{end}}{{end}}'
+}
+
+# apiserver_ips CLUSTER: the IPs of the ready pods behind Service <cluster>-apiserver.
+apiserver_ips() { ready_pod_ips "$1-apiserver"; }
+
+# tenant_kubeconfig CLUSTER FILE: the admin kubeconfig of Secret <cluster>-kubeconfig, its
+# server moved to a ready API server pod's IP and its TLS server name set to the host the
+# Secret names, so the certificate is still verified.
+tenant_kubeconfig() {
+    local c=$1 f=$2 server host cl ip
+    kubectl -n "$ns" get secret "$c-kubeconfig" -o jsonpath='{.data.value}' | base64 -d >"$f" ||
+        fail "no Secret $c-kubeconfig"
+    chmod 600 "$f"
+    server=$(command kubectl config view --kubeconfig "$f" -o jsonpath='{.clusters[0].cluster.server}')
+    cl=$(command kubectl config view --kubeconfig "$f" -o jsonpath='{.clusters[0].name}')
+    host=${server#https://}
+    host=${host%:*}
+    ip=$(apiserver_ips "$c" | awk '{ print $1 }')
+    [ -n "$ip" ] || fail "Service $c-apiserver has no ready endpoint"
+    command kubectl config set-cluster "$cl" --kubeconfig "$f" --server "https://$ip:${server##*:}" \
+        --tls-server-name "$host" >/dev/null
+}
+
+# kubeconfig_pems KUBECONFIG DIR: its CA, client certificate and key as ca.crt, client.crt and
+# client.key in DIR.
+kubeconfig_pems() {
+    local f=$1 dir=$2
+    mkdir -p "$dir"
+    command kubectl config view --kubeconfig "$f" --raw \
+        -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$dir/ca.crt"
+    command kubectl config view --kubeconfig "$f" --raw \
+        -o jsonpath='{.users[0].user.client-certificate-data}' | base64 -d >"$dir/client.crt"
+    command kubectl config view --kubeconfig "$f" --raw \
+        -o jsonpath='{.users[0].user.client-key-data}' | base64 -d >"$dir/client.key"
+    chmod 600 "$dir"/*
+}
+
+# tkubectl FILE ARGS...: kubectl against a tenant through a kubeconfig from tenant_kubeconfig.
+tkubectl() {
+    local f=$1
+    shift
+    command kubectl --kubeconfig "$f" --request-timeout=10s "$@"
+}
+
+# in_pod_names POD CMD...: CMD in a private mount namespace whose /etc/hosts is the node
+# agent's hosts file of POD (in this test's namespace): tenant DNS names resolve there.
+in_pod_names() {
+    local hosts="$agent_state/pods/${ns}_$1/hosts"
+    shift
+    [ -f "$hosts" ] || fail "no hosts file $hosts"
+    unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" "$@"
+}
+
+# etcd_client_certs CLUSTER DIR: ca.crt and the healthcheck client pair of the etcd certs Secret.
+etcd_client_certs() {
+    local c=$1 dir=$2 s k
+    s=$(kubectl -n "$ns" get statefulset "$c-etcd" \
+        -o jsonpath='{.spec.template.spec.volumes[?(@.name=="certs")].secret.secretName}')
+    [ -n "$s" ] || fail "statefulset $c-etcd mounts no certs Secret"
+    mkdir -p "$dir"
+    for k in ca.crt healthcheck-client.crt healthcheck-client.key; do
+        kubectl -n "$ns" get secret "$s" -o jsonpath="{.data.${k//./\\.}}" | base64 -d >"$dir/$k"
+    done
+    chmod 600 "$dir"/*
+}
+
+# pod_pid POD CONTAINER: the pid of the container's process, from the node agent.
+pod_pid() { cat "$agent_state/pods/${ns}_$1/$2.pid" 2>/dev/null; }
+
+# pod_cmdline POD CONTAINER: the running process's command line, one argument per line.
+pod_cmdline() {
+    local pid
+    pid=$(pod_pid "$1" "$2") || return 1
+    tr '\0' '\n' <"/proc/$pid/cmdline"
+}
+
+# finish: stops the manager and the node agent and checks that every process started for this
+# test's pods is gone; then PASS.
+finish() {
+    record_pids
+    stop_pid "$mgr_pid" 20 || fail "the manager did not stop on SIGTERM"
+    mgr_pid=
+    stop_pid "$agent_pid" 60 || fail "the node agent did not stop on SIGTERM"
+    agent_pid=
+    local left
+    left=$(leftover_processes | sort -u | tr '\n' ' ')
+    [ -z "$left" ] || fail "processes left behind: $left"
+    log "no process left (${#pids_seen[@]} container processes were started)"
+    echo PASS
+}
