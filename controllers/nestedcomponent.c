@@ -325,7 +325,7 @@ static int observe(struct comp *x, const struct render_cluster *rc, const char *
     if (ss.complete && hash && strcmp(hash, x->target_hash) == 0)
         return cond(x, "Progressing", API_CONDITION_FALSE, NULL, "RolledOut",
                     "the StatefulSet runs the rendered configuration");
-    if (x->target_hash && hash && strcmp(hash, x->target_hash) != 0)
+    if (!x->target_hash || (hash && strcmp(hash, x->target_hash) != 0))
         return cond(x, "Progressing", API_CONDITION_TRUE, NULL, "WaitingForRollout",
                     "a changed configuration waits for its turn in the control plane's rollout");
     return cond(x, "Progressing", API_CONDITION_TRUE, NULL, "RollingOut",
