@@ -6,8 +6,8 @@
 #     package list (ldd + dpkg -S), each listed package is used, and the check fails when a
 #     package is missing from the list or an unneeded one is added;
 #   - the staged binary reports HEAD's version and runs as uid 65532 with an empty
-#     environment (as in the image); `nestcp render` of config/samples/standalone.yaml with the
-#     staged templates, once the command exists;
+#     environment (as in the image), and renders config/samples/standalone.yaml with the
+#     staged templates;
 #   - the staged `nestcp manager --templates <staged templates>` starts against the super
 #     cluster, as uid 65532, and answers /healthz, /readyz and /metrics.
 # Docs commands covered here: docs/install.md "hack/image-stage.sh".
@@ -73,6 +73,8 @@ want="nestcp $(sed -n 's/^project(nestcp VERSION \([0-9.]*\).*/\1/p' "$src/CMake
 got=$(env -i PATH=/usr/bin:/bin "${as_user[@]}" "$bin" version)
 [ "$got" = "$want" ] || fail "staged nestcp version: '$got', want '$want'"
 grep -q 'staged binary runs' "$out/stage.err" || fail "image-stage did not run the staged binary"
+grep -q 'rendered config/samples/standalone.yaml with the staged templates' "$out/stage.err" ||
+    fail "image-stage did not render the sample with the staged templates"
 
 # The staged manager against the super cluster, with the staged templates.
 install_crds "$src"
