@@ -296,6 +296,7 @@ finish() {
     local left
     left=$(leftover_processes | sort -u | tr '\n' ' ')
     [ -z "$left" ] || fail "processes left behind: $left"
-    log "no process left (${#pids_seen[@]} container processes were started)"
+    log "no process left ($(printf '%s\n' "${pids_seen[@]}" | sort -u | grep -c .) container" \
+        "processes were seen)"
     echo PASS
 }
