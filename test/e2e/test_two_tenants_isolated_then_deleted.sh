@@ -49,7 +49,7 @@ refused() {
         --resolve "$host:6443:$ip" "https://$host:6443/api/v1/namespaces")
     [ "$code" = 401 ] || fail "$from's client certificate got HTTP $code from $to: $(cat "$work/body")"
     until_true 10 grep -q "Unable to authenticate the request.*x509: certificate signed by unknown authority" \
-        "$agent_state"/pods/"${ns}_$to"-apiserver-0/kube-apiserver.log ||
+        "$agent_state/pods/${ns}_$to-apiserver-0/kube-apiserver.log" ||
         fail "$to's API server did not log the x509 error"
     log "$from -> $to: refused both ways (client: x509: certificate signed by unknown authority;" \
         "server: HTTP 401, x509: certificate signed by unknown authority)"
