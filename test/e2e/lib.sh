@@ -127,13 +127,14 @@ trap cleanup EXIT
 install_crds() {
     kubectl apply -f "$NESTCP_SOURCE_DIR/config/crd/bases" -f "$NESTCP_SOURCE_DIR/config/crd/capi" \
         >/dev/null
-    kubectl wait --for condition=established --timeout=60s \
+    # Until it is Established (and a fresh CRD has no conditions, on which `kubectl wait`
+    # fails), then until kubectl, which discovers new resources lazily, knows every kind.
+    until_true 60 kubectl wait --for condition=established --timeout=30s \
         crd/clusters.cluster.x-k8s.io crd/nestedclusters.infrastructure.cluster.x-k8s.io \
         crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io \
         crd/nestedetcds.controlplane.cluster.x-k8s.io \
         crd/nestedapiservers.controlplane.cluster.x-k8s.io \
-        crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io >/dev/null
-    # kubectl discovers new resources lazily; wait until it knows every kind.
+        crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io || fail "the CRDs are not Established"
     until_true 30 kubectl get ncp,netcd,nkas,nkcm,nc,clusters.cluster.x-k8s.io -A ||
         fail "kubectl does not discover the CRDs"
 }
