@@ -107,25 +107,47 @@ say "staged $(du -sh "$rootfs" | cut -f1) in $rootfs (binary $(stat -c %s "$bin"
 readelf -d "$bin" | grep -qE '\((RPATH|RUNPATH)\)' && die "the binary carries an RPATH/RUNPATH"
 
 # --- every shared library is provided by the runtime packages ---
-# The Debian package owning a file; usrmerge means the same file may be listed under /lib or
-# /usr/lib, so try the path as given, its other spelling and its real path.
-owner() {
-    local f=$1 r c
+# Which Debian package owns each library, from one `dpkg -S` over every spelling of every
+# path: usrmerge means a file may be listed under /lib or /usr/lib, or under its real path.
+declare -A owner_of=()
+spellings() {
+    local f=$1 r
     r=$(readlink -f "$f")
-    for c in "$f" "${f#/usr}" "/usr$f" "$r" "${r#/usr}" "/usr$r"; do
-        dpkg -S "$c" 2>/dev/null | head -n 1 | cut -d: -f1 && return 0
+    printf '%s\n' "$f" "${f#/usr}" "/usr$f" "$r" "${r#/usr}" "/usr$r"
+}
+index_owners() {
+    local line pkg path
+    while IFS= read -r line; do
+        pkg=${line%%: *}
+        path=${line#*: }
+        owner_of[$path]=${pkg%%:*}
+    done < <(dpkg -S "$@" 2>/dev/null || true)
+}
+owner() {
+    local c
+    for c in $(spellings "$1"); do
+        [ -n "${owner_of[$c]:-}" ] && { echo "${owner_of[$c]}"; return 0; }
     done
     return 1
 }
-# The packages a package depends on, recursively (first alternative of each dependency).
+# The packages the runtime packages depend on, recursively (first alternative of each
+# dependency), from one dpkg-query over the installed packages.
+declare -A deps_of=()
+while IFS= read -r line; do
+    deps_of[${line%% *}]=${line#* }
+done < <(dpkg-query -W -f='${Package} ${Pre-Depends},${Depends}\n')
 closure=" "
 add_closure() {
-    local p=$1 deps d
+    local p=$1 d parts
     case "$closure" in *" $p "*) return 0 ;; esac
     closure="$closure$p "
-    deps=$(dpkg-query -W -f='${Pre-Depends},${Depends}' "$p" 2>/dev/null || true)
-    for d in $(echo "$deps" | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep .); do
-        add_closure "$d"
+    IFS=',' read -ra parts <<<"${deps_of[$p]:-}"
+    for d in "${parts[@]}"; do
+        d=${d%%|*}
+        d=${d%%(*}
+        d=${d//:any/}
+        d=${d// /}
+        [ -z "$d" ] || add_closure "$d"
     done
 }
 for p in $runtime_pkgs; do
@@ -134,6 +156,9 @@ for p in $runtime_pkgs; do
 done
 ldd "$bin" >"$out/ldd.txt" || die "ldd failed on the staged binary"
 grep -q 'not found' "$out/ldd.txt" && die "unresolved libraries: $(grep 'not found' "$out/ldd.txt")"
+# shellcheck disable=SC2046
+index_owners $(sed -n 's/^[[:space:]]*[^ ]* => \(\/[^ ]*\) .*/\1/p' "$out/ldd.txt" |
+    while read -r f; do spellings "$f"; done | sort -u)
 needed=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 declare -A used=()
 printf '%-28s %-22s %s\n' LIBRARY PACKAGE "PROVIDED BY" >"$out/libraries.txt"
