@@ -1,8 +1,37 @@
 #include "controllers/nested.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+struct checked {
+    char digest[RENDER_CLUSTER_HASH_MAX];
+    int64_t until;
+};
+
+static bool memo_passed(void *ctx, const char *digest, int64_t now)
+{
+    const struct checked *c = strmap_get(&((struct nested_ctx *)ctx)->checked, digest);
+
+    return c && c->until > now;
+}
+
+static void memo_remember(void *ctx, const char *digest, int64_t until)
+{
+    struct nested_ctx *n = ctx;
+    struct checked *c;
+
+    if (strmap_size(&n->checked) >= NESTED_MEMO_MAX)
+        strmap_done(&n->checked, free);
+    free(strmap_remove(&n->checked, digest));
+    if (!(c = calloc(1, sizeof(*c))))
+        return; /* only an optimisation */
+    snprintf(c->digest, sizeof(c->digest), "%s", digest);
+    c->until = until;
+    if (strmap_put(&n->checked, c->digest, c) < 0)
+        free(c);
+}
 
 void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
                      struct keypool *keys, int64_t cert_renew_before)
@@ -16,12 +45,14 @@ void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
         ctx->parts[i].base = ctx;
         ctx->parts[i].part = (enum render_part)i;
     }
+    ctx->memo = (struct render_check_memo){ctx, memo_passed, memo_remember};
 }
 
 void nested_ctx_done(struct nested_ctx *ctx)
 {
     for (int i = 0; i < RENDER_PART__COUNT; i++)
         strmap_done(&ctx->parts[i].issued, free);
+    strmap_done(&ctx->checked, free);
 }
 
 enum pki_key_alg nested_key_alg(const struct render_cluster *rc)

@@ -51,7 +51,13 @@ struct nested_ctx {
     struct keypool *keys;      /* RSA keys off the loop; NULL: generated inline */
     int64_t cert_renew_before; /* seconds; 0: each control plane's renewBeforeDays */
     struct nested_part_ctx parts[RENDER_PART__COUNT];
+    /* Certificate checks that passed, kept across reconciles (render_check_memo). */
+    struct strmap checked;
+    struct render_check_memo memo;
 };
+
+/* Bound on the remembered checks; past it the memo starts again empty. */
+#define NESTED_MEMO_MAX 16384
 
 void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
                      struct keypool *keys, int64_t cert_renew_before);

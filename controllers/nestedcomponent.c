@@ -366,6 +366,7 @@ static int reconcile_children(struct comp *x)
     if (base->keys)
         render_cluster_set_key_source(rc, take_key, base->keys);
     render_cluster_set_renew_before(rc, base->cert_renew_before);
+    render_cluster_set_check_memo(rc, &base->memo);
     r = render_cluster_pki_load(rc, &x->src, (int64_t)x->view->now, false, &pki, &errs);
     if (r == -ENOENT || r == -EINVAL) {
         api_errors_to_err(&errs, NULL, &e);

@@ -592,6 +592,7 @@ static int reconcile_normal(struct cp *x)
     if (ctx->keys)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     render_cluster_set_renew_before(rc, ctx->cert_renew_before);
+    render_cluster_set_check_memo(rc, &ctx->memo);
 
     /* The finalizer and the endpoint, before anything is created; the patch makes the
      * control plane reconcile again. */

@@ -182,6 +182,20 @@ void render_cluster_set_key_source(struct render_cluster *rc, render_key_fn fn, 
  * a new certificate is never due at once). 0: renewBeforeDays alone. */
 void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds);
 
+/* A memo of certificate checks that a caller keeps across calls (the controllers keep one
+ * across reconciles): a check of a CA Secret, leaf or kubeconfig that passed is not repeated
+ * while everything it reads is the same, for up to RENDER_CHECK_MEMO_TTL seconds (OpenSSL 3
+ * takes milliseconds to decode each PEM key). A digest is the sha256 (hex) of everything the
+ * check reads; no key material is kept. Unset (the default): every check runs. */
+#define RENDER_CHECK_MEMO_TTL 300
+struct render_check_memo {
+    void *ctx;
+    /* True when digest passed and is remembered until a time after now. */
+    bool (*passed)(void *ctx, const char *digest, int64_t now);
+    void (*remember)(void *ctx, const char *digest, int64_t until);
+};
+void render_cluster_set_check_memo(struct render_cluster *rc, const struct render_check_memo *memo);
+
 struct render_cluster_pki;
 
 /*

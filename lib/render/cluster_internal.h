@@ -26,6 +26,7 @@ struct render_cluster {
     render_key_fn key_fn; /* NULL: pki_key_generate */
     void *key_ctx;
     int64_t renew_before; /* seconds; 0: renewBeforeDays */
+    const struct render_check_memo *memo; /* NULL: every check runs */
 };
 
 /* "<Kind> <ns>/<name>" for messages. */

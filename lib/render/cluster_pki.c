@@ -99,6 +99,84 @@ void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds)
     rc->renew_before = seconds > 0 ? seconds : 0;
 }
 
+void render_cluster_set_check_memo(struct render_cluster *rc, const struct render_check_memo *memo)
+{
+    rc->memo = memo;
+}
+
+/* ---- the check memo: digests of what a check reads ---- */
+
+struct digest {
+    EVP_MD_CTX *ctx;
+    bool ok;
+};
+
+static void digest_str(struct digest *d, const char *s)
+{
+    static const char absent = 1;
+
+    d->ok = d->ok && (s ? EVP_DigestUpdate(d->ctx, s, strlen(s) + 1)
+                        : EVP_DigestUpdate(d->ctx, &absent, 1)) == 1;
+}
+
+static void digest_int(struct digest *d, long long v)
+{
+    char num[32];
+
+    snprintf(num, sizeof(num), "%lld", v);
+    digest_str(d, num);
+}
+
+static void digest_strv(struct digest *d, const struct pki_strv *v)
+{
+    digest_int(d, (long long)v->n);
+    for (size_t i = 0; i < v->n; i++)
+        digest_str(d, v->v[i]);
+}
+
+/* Starts a digest when the cluster has a memo; false without one (or out of memory). */
+static bool digest_begin(const struct render_cluster_pki *pki, struct digest *d, const char *tag)
+{
+    d->ctx = pki->rc->memo ? EVP_MD_CTX_new() : NULL;
+    d->ok = d->ctx && EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) == 1;
+    digest_str(d, tag);
+    digest_int(d, pki->renew_before);
+    if (!d->ok) {
+        EVP_MD_CTX_free(d->ctx);
+        d->ctx = NULL;
+    }
+    return d->ok;
+}
+
+/* Writes the digest (hex) into out, or "" when it failed. */
+static void digest_end(struct digest *d, char out[RENDER_CLUSTER_HASH_MAX])
+{
+    unsigned char md[32];
+    unsigned int len = 0;
+
+    out[0] = '\0';
+    d->ok = d->ok && EVP_DigestFinal_ex(d->ctx, md, &len) == 1 && len == 32;
+    EVP_MD_CTX_free(d->ctx);
+    d->ctx = NULL;
+    for (int i = 0; d->ok && i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static bool memo_passed(const struct render_cluster_pki *pki, const char *digest)
+{
+    const struct render_check_memo *m = pki->rc->memo;
+
+    return m && digest[0] && m->passed(m->ctx, digest, pki->now);
+}
+
+static void memo_remember(const struct render_cluster_pki *pki, const char *digest)
+{
+    const struct render_check_memo *m = pki->rc->memo;
+
+    if (m && digest[0])
+        m->remember(m->ctx, digest, pki->now + RENDER_CHECK_MEMO_TTL);
+}
+
 /* A new private key of the cluster's algorithm, from the key source. */
 static int new_key(const struct render_cluster_pki *pki, char **ret_key_pem, struct err *e)
 {
@@ -207,8 +285,23 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
         }
         secret = src->get_secret(src->ctx, rc->ns, name);
         if (secret) {
-            q = i == CA_SA ? pki_secret_check_sa(secret, &e)
-                           : pki_secret_check_ca(secret, pki->now, &e);
+            const cJSON *data = cJSON_GetObjectItemCaseSensitive(secret, "data");
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(data, PKI_SECRET_TLS_CRT);
+            const cJSON *k = cJSON_GetObjectItemCaseSensitive(data, PKI_SECRET_TLS_KEY);
+            char digest[RENDER_CLUSTER_HASH_MAX] = "";
+            struct digest d;
+            if (digest_begin(pki, &d, i == CA_SA ? "sa" : "ca")) {
+                digest_str(&d, cJSON_IsString(c) ? c->valuestring : NULL);
+                digest_str(&d, cJSON_IsString(k) ? k->valuestring : NULL);
+                digest_end(&d, digest);
+            }
+            q = 0;
+            if (!memo_passed(pki, digest)) {
+                q = i == CA_SA ? pki_secret_check_sa(secret, &e)
+                               : pki_secret_check_ca(secret, pki->now, &e);
+                if (q == 0)
+                    memo_remember(pki, digest);
+            }
             if (q == 0)
                 q = pki_secret_read_tls(secret, &pki->ca[i].cert_pem, &pki->ca[i].key_pem, &e);
         } else if (generate_missing) {
@@ -366,17 +459,38 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
                       const char *crt, const char *key, struct err *e)
 {
     struct pki_cert_spec spec;
+    char digest[RENDER_CLUSTER_HASH_MAX] = "";
+    struct digest d;
     int r;
 
     if (!crt || !key)
         return err_set(e, -ESTALE, "missing");
     if ((r = pki_kubeadm_spec(&pki->pc, which, member, &spec, e)) < 0)
         return r;
+    if (digest_begin(pki, &d, "leaf")) {
+        digest_str(&d, crt);
+        digest_str(&d, key);
+        digest_str(&d, pki->ca[ca_of(which)].cert_pem);
+        digest_str(&d, spec.common_name);
+        digest_strv(&d, &spec.orgs);
+        digest_strv(&d, &spec.dns_names);
+        digest_strv(&d, &spec.ips);
+        digest_int(&d, spec.ext_usage);
+        digest_int(&d, spec.is_ca);
+        digest_int(&d, spec.key_alg);
+        digest_end(&d, digest);
+    }
+    if (memo_passed(pki, digest)) {
+        pki_cert_spec_done(&spec);
+        return 0;
+    }
     r = pki_cert_check_leaf(crt, pki->ca[ca_of(which)].cert_pem, &spec, pki->now, pki->renew_before,
                             e);
     pki_cert_spec_done(&spec);
     if (r == 0 && pki_key_check_match(key, crt, "key", "certificate", e) < 0)
         return -ESTALE;
+    if (r == 0)
+        memo_remember(pki, digest);
     return r < 0 ? -ESTALE : 0;
 }
 
@@ -384,11 +498,23 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
                             const char *text, struct err *e)
 {
     struct pki_kubeconfig_creds *kc = NULL;
-    char server[RENDER_CLUSTER_NAME_MAX * 2];
+    char server[RENDER_CLUSTER_NAME_MAX * 2], digest[RENDER_CLUSTER_HASH_MAX] = "";
+    struct digest d;
     int r;
 
     if (!text)
         return err_set(e, -ESTALE, "missing");
+    /* Reading the kubeconfig decodes its key: the whole check is remembered. */
+    if (digest_begin(pki, &d, "kubeconfig")) {
+        digest_str(&d, text);
+        digest_int(&d, which);
+        digest_str(&d, pki->ca[CA_CLUSTER].cert_pem);
+        if (kubeconfig_server(pki->rc, which, server, sizeof(server)) == 0)
+            digest_str(&d, server);
+        digest_end(&d, digest);
+    }
+    if (memo_passed(pki, digest))
+        return 0;
     if (pki_kubeconfig_read(text, strlen(text), "kubeconfig", &kc, e) < 0)
         return -ESTALE;
     if (kubeconfig_server(pki->rc, which, server, sizeof(server)) < 0 || !kc->server ||
@@ -399,6 +525,8 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
     else
         r = check_leaf(pki, which, 0, kc->client_cert_pem, kc->client_key_pem, e);
     pki_kubeconfig_creds_free(kc);
+    if (r == 0)
+        memo_remember(pki, digest);
     return r;
 }
 
