@@ -20,6 +20,11 @@ build=${NESTCP_QUICKSTART_BUILD_DIR:-$root/build}
 sample=${NESTCP_QUICKSTART_SAMPLE:-$root/config/samples/capn-cluster.yaml}
 pod_net=${NESTCP_QUICKSTART_POD_NETWORK:-0}
 ns=default
+# Run through sudo, the tenant kubeconfig is also given to the user who ran sudo.
+user_kubeconfig=
+if [ -n "${SUDO_UID:-}" ] && [ "${SUDO_UID}" != 0 ]; then
+    user_kubeconfig=$(getent passwd "$SUDO_UID" | cut -d: -f6)/.kube/nestcp-quickstart.kubeconfig
+fi
 t_start=$(date +%s.%N)
 
 die() {
@@ -71,6 +76,7 @@ cmd_down() {
         "$root/hack/kube-env.sh" down --dir "$state/kube" >/dev/null 2>&1 || true
     fi
     rm -rf "$state"
+    [ -n "$user_kubeconfig" ] && rm -f "$user_kubeconfig"
     echo "quickstart: stopped; removed $state"
 }
 
@@ -111,6 +117,12 @@ write_kubeconfig() {
     command kubectl config set-cluster "$cl" --kubeconfig "$f.tmp" \
         --server "https://$ip:${server##*:}" --tls-server-name "$host" >/dev/null
     mv "$f.tmp" "$f"
+    if [ -n "$user_kubeconfig" ]; then
+        local dir gid=${SUDO_GID:-$SUDO_UID}
+        dir=$(dirname "$user_kubeconfig")
+        [ -d "$dir" ] || install -d -m 700 -o "$SUDO_UID" -g "$gid" "$dir"
+        install -m 600 -o "$SUDO_UID" -g "$gid" "$f" "$user_kubeconfig"
+    fi
 }
 
 tenant() { command kubectl --kubeconfig "$state/tenant.kubeconfig" --request-timeout=10s "$@"; }
@@ -122,7 +134,7 @@ print_use() {
     echo
     echo "Use the tenant (TLS verified; the server is the API server pod's loopback address):"
     echo
-    echo "  export KUBECONFIG=$state/tenant.kubeconfig"
+    echo "  export KUBECONFIG=${user_kubeconfig:-$state/tenant.kubeconfig}"
     echo
     echo "The super cluster: KUBECONFIG=$state/kube/kubeconfig kubectl get pods -A"
     echo "Logs: $state/logs/ (manager, node agent), $state/agent/pods/<ns>_<pod>/<container>.log"
