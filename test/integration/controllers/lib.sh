@@ -19,6 +19,7 @@ cleanup() {
     local p
     for p in "${pids[@]}"; do
         kill -9 "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
     done
     for n in ${namespaces:-}; do
         # With the manager gone nothing would remove the control planes' finalizers.
