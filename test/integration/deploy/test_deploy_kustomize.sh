@@ -8,8 +8,10 @@
 #     Namespace, ServiceAccount, RBAC, metrics Service and a Deployment that runs hardened
 #     (non-root uid 65532, read-only root, no capabilities, seccomp RuntimeDefault) with
 #     probes on 8081; the pod does not run (no kubelet here), so only the objects are checked;
-#   - `kubectl auth can-i --as=<the manager's ServiceAccount>`: it may do what the manager
-#     does and nothing else (no pods, nodes, namespaces, configmaps, CRDs, no other Leases);
+#   - the manager's ServiceAccount has exactly the rights the manager uses, compared rule by
+#     rule (`kubectl auth can-i --list --as=...`, a SelfSubjectRulesReview), in a namespace it
+#     reconciles and in its own (plus the Lease there), and a direct `kubectl auth can-i`
+#     cross-checks what it must not do (pods, nodes, namespaces, configmaps, CRDs, Leases);
 #   - `kubectl apply -k config/namespaced`: the same rights in the namespace `tenants` only,
 #     no Secret readable cluster-wide, and the manager started with --namespace=tenants.
 # The rules follow what controllers/ plans (see config/rbac/role.yaml).
@@ -120,79 +122,75 @@ done
     -o jsonpath='{.spec.ports[0].port} {.spec.selector.control-plane}')" = "8080 controller-manager" ] ||
     fail "metrics Service does not select the manager on 8080"
 
-# can NS VERB RESOURCE [more can-i args]: the manager's ServiceAccount may.
+# rules NS: every right the manager's ServiceAccount has in NS (a SelfSubjectRulesReview through
+# `kubectl auth can-i --list`, so cluster-wide rights show too), one "resource [names] verbs"
+# line each, verbs sorted; the discovery rights every user has are left out.
+rules() {
+    kubectl auth can-i --list -n "$1" --as="$sa" | python3 -c '
+import re, sys
+out = set()
+for line in sys.stdin.read().splitlines()[1:]:
+    m = re.match(r"^(\S+)\s+\[[^\]]*\]\s+(\[[^\]]*\])\s+\[([^\]]*)\]\s*$", line)
+    if not m or m.group(1).startswith("selfsubject"):
+        continue
+    out.add("%s %s %s" % (m.group(1), m.group(2), " ".join(sorted(m.group(3).split()))))
+print("".join(l + "\n" for l in sorted(out)), end="")'
+}
+# The manager's rights in a namespace it reconciles: exactly these (config/rbac/role.yaml).
+cat >"$out/reconcile.rules" <<'RULES'
+clusters.cluster.x-k8s.io [] get list watch
+events [] create patch
+nestedapiservers.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedapiservers.controlplane.cluster.x-k8s.io/finalizers [] update
+nestedapiservers.controlplane.cluster.x-k8s.io/status [] get patch update
+nestedclusters.infrastructure.cluster.x-k8s.io [] get list patch update watch
+nestedclusters.infrastructure.cluster.x-k8s.io/status [] get patch update
+nestedcontrollermanagers.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedcontrollermanagers.controlplane.cluster.x-k8s.io/finalizers [] update
+nestedcontrollermanagers.controlplane.cluster.x-k8s.io/status [] get patch update
+nestedcontrolplanes.controlplane.cluster.x-k8s.io [] get list patch update watch
+nestedcontrolplanes.controlplane.cluster.x-k8s.io/finalizers [] update
+nestedcontrolplanes.controlplane.cluster.x-k8s.io/status [] get patch update
+nestedetcds.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedetcds.controlplane.cluster.x-k8s.io/finalizers [] update
+nestedetcds.controlplane.cluster.x-k8s.io/status [] get patch update
+secrets [] create delete get list patch update watch
+services [] create delete get list patch update watch
+statefulsets.apps [] create delete get list patch update watch
+RULES
+# Leader election, in the manager's namespace only.
+cat >"$out/lease.rules" <<'RULES'
+leases.coordination.k8s.io [] create
+leases.coordination.k8s.io [nestcp-manager] get update
+RULES
+# expect_rules NS FILE...: the rights in NS are exactly the union of the FILEs (none: no right).
+expect_rules() {
+    local ns=$1
+    shift
+    rules "$ns" >"$out/got.rules"
+    if [ $# -gt 0 ]; then LC_ALL=C sort -u "$@" >"$out/want.rules"; else : >"$out/want.rules"; fi
+    diff -u "$out/want.rules" "$out/got.rules" >"$out/rules.diff" ||
+        fail "the manager's rights in $ns differ from the expected ones (-want +got):
+$(cat "$out/rules.diff")"
+}
+# can ANSWER NS CAN-I-ARGS...: a direct `kubectl auth can-i` as the manager.
 can() {
-    local ns=$1 a
-    shift
+    local want=$1 ns=$2 a
+    shift 2
     a=$(kubectl auth can-i "$@" -n "$ns" --as="$sa" 2>/dev/null || true)
-    [ "$a" = yes ] || fail "the manager cannot '$*' in $ns (it needs to)"
+    [ "$a" = "$want" ] || fail "kubectl auth can-i $* -n $ns as the manager: $a, want $want"
 }
-cannot() {
-    local ns=$1 a
-    shift
-    a=$(kubectl auth can-i "$@" -n "$ns" --as="$sa" 2>/dev/null || true)
-    [ "$a" = no ] || fail "the manager can '$*' in $ns (it must not): $a"
-}
-cp_kinds="nestedcontrolplanes.controlplane.cluster.x-k8s.io nestedetcds.controlplane.cluster.x-k8s.io
-    nestedapiservers.controlplane.cluster.x-k8s.io nestedcontrollermanagers.controlplane.cluster.x-k8s.io
-    nestedclusters.infrastructure.cluster.x-k8s.io"
-# The rights the manager uses, in namespace $1.
-check_needed() {
-    local ns=$1 k v
-    for k in $cp_kinds; do
-        for v in get list watch update patch; do can "$ns" "$v" "$k"; done
-        can "$ns" patch "$k" --subresource=status
-        can "$ns" update "$k" --subresource=status
-        cannot "$ns" create "$k"
-    done
-    # The control plane deletes its components; nothing deletes a control plane or cluster.
-    for k in nestedetcds nestedapiservers nestedcontrollermanagers; do
-        can "$ns" delete "$k.controlplane.cluster.x-k8s.io"
-        can "$ns" update "$k.controlplane.cluster.x-k8s.io" --subresource=finalizers
-    done
-    can "$ns" update nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=finalizers
-    cannot "$ns" delete nestedcontrolplanes.controlplane.cluster.x-k8s.io
-    cannot "$ns" delete nestedclusters.infrastructure.cluster.x-k8s.io
-    cannot "$ns" update nestedclusters.infrastructure.cluster.x-k8s.io --subresource=finalizers
-    for v in get list watch; do can "$ns" "$v" clusters.cluster.x-k8s.io; done
-    for v in create update patch delete; do cannot "$ns" "$v" clusters.cluster.x-k8s.io; done
-    for k in secrets services statefulsets.apps; do
-        for v in get list watch create update patch delete; do can "$ns" "$v" "$k"; done
-    done
-    can "$ns" create events
-    can "$ns" patch events
-}
-# What no install of the manager needs, in namespace $1.
-check_unneeded() {
-    local ns=$1 v
-    for v in get list create delete; do cannot "$ns" "$v" pods; done
-    cannot "$ns" update pods --subresource=status
-    cannot "$ns" get configmaps
-    cannot "$ns" create serviceaccounts
-    cannot "$ns" create deployments.apps
-    cannot "$ns" update statefulsets.apps --subresource=status
-    cannot "$ns" create events.events.k8s.io
-    cannot "$ns" delete events
-    cannot "$ns" create roles.rbac.authorization.k8s.io
-    cannot "$ns" create rolebindings.rbac.authorization.k8s.io
-    cannot "$ns" create leases.coordination.k8s.io
-}
-check_cluster_wide_unneeded() {
-    cannot default delete namespaces
-    cannot default create namespaces
-    cannot default get nodes
-    cannot default create customresourcedefinitions.apiextensions.k8s.io
-    cannot default create clusterrolebindings.rbac.authorization.k8s.io
-    cannot default impersonate users
-    cannot default escalate clusterroles.rbac.authorization.k8s.io
-}
-check_leases() {
-    can nestcp-system create leases.coordination.k8s.io
-    can nestcp-system get leases.coordination.k8s.io/nestcp-manager
-    can nestcp-system update leases.coordination.k8s.io/nestcp-manager
-    cannot nestcp-system get leases.coordination.k8s.io/another-lease
-    cannot nestcp-system delete leases.coordination.k8s.io/nestcp-manager
-    cannot nestcp-system list leases.coordination.k8s.io
+# What no install needs, asked directly (a cross-check of the rules above).
+check_denied() {
+    can no "$1" create pods
+    can no "$1" update pods --subresource=status
+    can no "$1" get configmaps
+    can no "$1" delete nestedcontrolplanes.controlplane.cluster.x-k8s.io
+    can no "$1" create events.events.k8s.io
+    can no default get nodes
+    can no default delete namespaces
+    can no default create customresourcedefinitions.apiextensions.k8s.io
+    can no nestcp-system get leases.coordination.k8s.io/another-lease
 }
 
 # docs/install.md's two examples, as written there.
@@ -200,16 +198,13 @@ check_leases() {
     fail "docs/install.md: patch nestedcontrolplanes/status is not allowed"
 [ "$(kubectl auth can-i create pods -n default --as="$sa" || true)" = no ] ||
     fail "docs/install.md: create pods is allowed"
-check_needed default
-check_unneeded default
-# Any namespace: the ClusterRole applies everywhere.
-can some-tenant patch nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
-can some-tenant create secrets
-can some-tenant delete statefulsets.apps
-cannot some-tenant create pods
-can default list secrets --all-namespaces
-check_cluster_wide_unneeded
-check_leases
+# The ClusterRole: the same rights in every namespace, the Lease only in nestcp-system.
+expect_rules default "$out/reconcile.rules"
+expect_rules some-tenant "$out/reconcile.rules"
+expect_rules nestcp-system "$out/reconcile.rules" "$out/lease.rules"
+can yes default list secrets --all-namespaces
+can yes some-tenant delete statefulsets.apps
+check_denied default
 
 # --- one namespace only ---
 if ! kubectl get namespace tenants >/dev/null 2>&1; then
@@ -231,14 +226,13 @@ case "$(jp '{.spec.template.spec.containers[0].args}')" in
 *'"--namespace=tenants"'*) ;;
 *) fail "config/namespaced does not start the manager with --namespace=tenants" ;;
 esac
-check_needed tenants
-check_unneeded tenants
-for k in secrets services statefulsets.apps nestedcontrolplanes.controlplane.cluster.x-k8s.io; do
-    cannot default list "$k"
-    cannot some-tenant get "$k"
-    cannot default list "$k" --all-namespaces
-done
-cannot default patch nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
-check_cluster_wide_unneeded
-check_leases
+# The Role: the rights in tenants only; nothing anywhere else, nothing cluster-wide (a
+# ClusterRoleBinding would show in every namespace).
+expect_rules tenants "$out/reconcile.rules"
+expect_rules default
+expect_rules some-tenant
+expect_rules nestcp-system "$out/lease.rules"
+can no default list secrets --all-namespaces
+can yes tenants patch nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
+check_denied tenants
 echo "ok: config/default and config/namespaced install, and grant exactly the manager's rights"

@@ -97,8 +97,12 @@ grep -q "system:serviceaccount:$sys_ns:$sa" "$work/who.err" ||
     fail "the ServiceAccount cannot create secrets"
 
 # --- the manager, every namespace, leader election in its own namespace ---
+# Lease timings longer than the defaults: on a loaded test machine a renewal can take more
+# than the 10 s deadline, and a manager that loses its lease exits (as it should).
 "$NESTCP_BIN" manager --kubeconfig "$kc" --templates "$src/templates" --leader-elect \
-    --leader-election-namespace "$sys_ns" --metrics-bind-address 127.0.0.1:0 \
+    --leader-election-namespace "$sys_ns" --leader-elect-lease-duration 90s \
+    --leader-elect-renew-deadline 60s --leader-elect-retry-period 5s \
+    --metrics-bind-address 127.0.0.1:0 \
     --health-probe-bind-address 127.0.0.1:0 --log-level debug >"$work/manager.log" 2>&1 &
 mgr=$!
 metrics=""
