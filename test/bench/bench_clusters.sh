@@ -109,7 +109,7 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     printf '%-6s %10s %10s %14s %14s %10s %10s %8s\n' "$n" "$t_objects" "$t_ready" \
         "$(awk -v a="$actions" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" \
         "$(awk -v a="$http" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" "$hwm" "$t_raw" \
-        "$(awk -v a="$t_objects" -v b="$t_raw" 'BEGIN { printf "%.1fx", b > 0 ? a / b : 0 }')"
+        "$(awk -v a="$t_objects" -v b="$t_raw" 'BEGIN { printf "%.1fx", (b > 0 ? a / b : 0) }')"
     kubectl delete namespace "$ns" "$raw" --wait=false >/dev/null 2>&1 || true
 done
 echo "objects_s: until every cluster has all 14 objects; ready_s: until every control plane is"
