@@ -174,6 +174,12 @@ cmd_up() {
 
     echo "nestcp quickstart: state and logs in $state"
     mkdir -p "$state/logs"
+    local cache=${NESTCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nestcp} bin_dir
+    if ! compgen -G "$cache/kube-*/bin/kube-apiserver" >/dev/null; then
+        echo "Kubernetes 1.20.2 is not cached yet: this first run builds kube-apiserver and"
+        echo "kube-controller-manager once from Debian's source package (about 10 minutes and"
+        echo "3 GB of temporary disk) and caches them in $cache; later runs take about a minute."
+    fi
 
     step "dependencies (hack/install-deps.sh)"
     "$root/hack/install-deps.sh"
@@ -189,11 +195,8 @@ cmd_up() {
     done_step "$build/nestcp"
 
     step "Kubernetes 1.20.2 binaries (hack/kube-build.sh)"
-    local cache=${NESTCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nestcp} bin_dir
     if ! compgen -G "$cache/kube-*/bin/kube-apiserver" >/dev/null; then
-        echo "      not cached yet: Kubernetes is built once from Debian's source package, about" \
-            "10 minutes and 3 GB of temporary disk; the binaries are cached in $cache"
-        echo "      (log: $state/logs/kube-build.log)"
+        echo "      building (about 10 minutes; log: $state/logs/kube-build.log)"
     fi
     bin_dir=$("$root/hack/kube-build.sh" 2>"$state/logs/kube-build.log") ||
         { tail -n 30 "$state/logs/kube-build.log" >&2; die "building Kubernetes failed"; }
