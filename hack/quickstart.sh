@@ -216,7 +216,7 @@ cmd_up() {
     done
     setsid "$build/test/nodeagent/nestcp-nodeagent" --kubeconfig "$state/kube/kubeconfig" \
         --kube-bin-dir "$bin_dir" --state-dir "$state/agent" --pod-network "$pod_net" \
-        >"$state/logs/nodeagent.log" 2>&1 </dev/null &
+        --stop-grace-max 10 >"$state/logs/nodeagent.log" 2>&1 </dev/null &
     echo $! >"$state/nodeagent.pid"
     setsid "$build/nestcp" manager --kubeconfig "$state/kube/kubeconfig" \
         --templates "$root/templates" --metrics-bind-address 127.0.0.1:0 \

@@ -8,8 +8,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# The killed member stays down for 15 s before the node agent restarts it.
-agent_args=(--restart-backoff 15)
+# The killed member stays down for 10 s before the node agent restarts it.
+agent_args=(--restart-backoff 10)
 setup
 cat >"$work/quorum.yaml" <<'EOF'
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
