@@ -26,7 +26,6 @@ fi
 
 work=$(mktemp -d /tmp/nestcp-bench-e2e.XXXXXX)
 own_env=0
-pids=()
 agent_pid=
 mgr_pid=
 ns=bench-e2e-$$
@@ -49,10 +48,6 @@ stop() {
 }
 
 cleanup() {
-    local p
-    for p in "${pids[@]}"; do
-        kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
-    done
     stop "$mgr_pid" 20
     stop "$agent_pid" 60
     if [ "$own_env" = 1 ]; then
