@@ -117,6 +117,13 @@ int pki_cert_info_read(const char *pem, const char *what, struct pki_cert_info *
                        struct err *e);
 void pki_cert_info_free(struct pki_cert_info *info);
 
+/* The earliest NotAfter (seconds since the epoch) among the certificates ("CERTIFICATE"
+ * blocks) of pem, read from the DER without decoding names, extensions or the public key:
+ * cheap enough to watch every certificate of every cluster. Other blocks are skipped.
+ * Returns 0, -EINVAL (no certificate, or a damaged one; message names `what`, NULL:
+ * "certificate"), -ENOBUFS (larger than PKI_PEM_MAX), -ENOMEM. */
+int pki_cert_not_after(const char *pem, const char *what, int64_t *ret_not_after, struct err *e);
+
 /* Validates a CA pair as supplied by a user: both parse, the key matches the certificate, the
  * certificate is a CA that may sign certificates, and now (0: the wall clock) lies within its
  * validity. Messages name the inputs as cert_what/key_what (NULL: "tls.crt"/"tls.key"), e.g.
