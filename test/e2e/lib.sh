@@ -79,6 +79,9 @@ stop_pid() {
     return 1
 }
 
+# Background helpers go into pids, by their own pid: start commands, not shell functions
+# (`kubectl` here is one), so that killing the pid stops the command.
+
 # Remembers every container pid the node agent has recorded, to check they are gone at the end.
 record_pids() {
     local f
@@ -102,7 +105,7 @@ cleanup() {
     local p
     [ -n "$mgr_pid" ] && stop_pid "$mgr_pid" 20
     for p in "${pids[@]}"; do
-        kill -9 "$p" 2>/dev/null || true
+        { kill -9 "$p" && wait "$p"; } 2>/dev/null || true
     done
     [ -n "$agent_pid" ] && stop_pid "$agent_pid" 60
     # With the manager gone, nothing removes its finalizers: the namespace would stay
@@ -289,7 +292,13 @@ pod_cmdline() {
 # finish: stops the manager and the node agent and checks that every process started for this
 # test's pods is gone; then PASS.
 finish() {
+    local p
     record_pids
+    for p in "${pids[@]}"; do
+        { kill -9 "$p" && wait "$p"; } 2>/dev/null || true
+        kill -0 "$p" 2>/dev/null && fail "helper process $p did not stop"
+    done
+    pids=()
     stop_pid "$mgr_pid" 20 || fail "the manager did not stop on SIGTERM"
     mgr_pid=
     stop_pid "$agent_pid" 60 || fail "the node agent did not stop on SIGTERM"

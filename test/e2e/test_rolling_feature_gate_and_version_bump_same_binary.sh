@@ -56,10 +56,10 @@ tenant_kubeconfig roll "$kc"
 kubeconfig_pems "$kc" "$work/admin"
 
 # Every pod event of the namespace, with the local time it was seen.
-kubectl -n "$ns" get pods -w --output-watch-events --request-timeout=0 \
+command kubectl -n "$ns" get pods -w --output-watch-events --request-timeout=0 \
     -o custom-columns='EVENT:.type,NAME:.object.metadata.name,UID:.object.metadata.uid,READY:.object.status.conditions[?(@.type=="Ready")].status,DELETING:.object.metadata.deletionTimestamp' \
-    --no-headers 2>/dev/null | while read -r line; do echo "$(now) $line"; done >"$work/pods.watch" &
-pids+=($!)
+    --no-headers 2>/dev/null > >(while read -r line; do echo "$(now) $line"; done >"$work/pods.watch") &
+pids+=($!) # kubectl's: once it is killed, the reader sees the end of its input
 # The tenant's availability, as a pod of the tenant's namespace resolves the Service name.
 python3 "$(dirname "$0")/availability.py" "$agent_state/pods/${ns}_roll-etcd-0/hosts" \
     roll-apiserver 6443 "$work/admin/ca.crt" "$work/admin/client.crt" "$work/admin/client.key" \
