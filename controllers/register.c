@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "controllers/clustermetrics.h"
 #include "controllers/keypool.h"
 #include "controllers/nested.h"
 #include "controllers/runtime.h"
@@ -11,19 +12,22 @@
 /*
  * Where the five reconcilers (nestedcluster, nestedcontrolplane, nestedetcd, nestedapiserver,
  * nestedcontrollermanager) are added to the manager, with what they share: the package
- * catalog, loaded once, and the pool that makes RSA keys off the event loop.
+ * catalog, loaded once, and the pool that makes RSA keys off the event loop; and the metrics
+ * about the managed clusters (controllers/clustermetrics.h).
  */
 
 struct controllers {
     struct render_catalog *cat;
     struct keypool *keys;
     struct nested_ctx ctx;
+    struct clustermetrics *metrics;
 };
 
 void controllers_free(struct controllers *ctl)
 {
     if (!ctl)
         return;
+    clustermetrics_free(ctl->metrics);
     nested_ctx_done(&ctl->ctx);
     keypool_free(ctl->keys);
     render_catalog_free(ctl->cat);
@@ -53,6 +57,13 @@ int controllers_register(struct manager *m, const struct controllers_opts *opts,
     for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
         if ((r = manager_add_controller(m, &defs[i], e)) < 0)
             goto fail;
+    /* Last, so that a failure never leaves the manager's registry a collector to freed
+     * memory. */
+    if ((r = clustermetrics_new(manager_metrics(m), &ctl->metrics)) < 0 ||
+        (r = clustermetrics_attach(ctl->metrics, m)) < 0) {
+        err_set(e, r, "cluster metrics: %s", err_code_name(r));
+        goto fail;
+    }
     *ret_ctl = ctl;
     return 0;
 fail:
