@@ -29,6 +29,7 @@ t_start=$(date +%s.%N)
 
 die() {
     echo "quickstart: $*" >&2
+    [ -d "$state" ] && echo "quickstart: what was started keeps running; hack/quickstart.sh --down stops it" >&2
     exit 1
 }
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
