@@ -199,7 +199,10 @@ static void hosts_schedule(struct runtime *rt)
 
 static void ip_format(const struct runtime *rt, unsigned index, char out[INET_ADDRSTRLEN])
 {
-    snprintf(out, INET_ADDRSTRLEN, "127.%u.%u.%u", rt->o.pod_net, 1 + index / 253, 2 + index % 253);
+    /* Octets are taken modulo 256 so the compiler can see the text fits (pod_net <= 255 and
+     * index < 254 * 253 are checked where they are set). */
+    snprintf(out, INET_ADDRSTRLEN, "127.%u.%u.%u", rt->o.pod_net & 0xffu,
+             (1 + index / 253) & 0xffu, (2 + index % 253) & 0xffu);
 }
 
 static bool ip_taken(const struct runtime *rt, unsigned index)
