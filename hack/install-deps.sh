@@ -9,7 +9,7 @@ set -euo pipefail
 pkgs=(
     build-essential cmake pkg-config git
     libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libcmocka-dev
-    openssl etcd-server etcd-client iproute2 util-linux procps curl gettext-base
+    openssl etcd-server etcd-client iproute2 util-linux procps curl gettext-base python3
 )
 for a in "$@"; do
     case "$a" in

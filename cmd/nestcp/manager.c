@@ -166,7 +166,10 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
                         "1.2 x retry period\n");
         return -EINVAL;
     }
-    if (parse_duration(s->cert_renew_before, &renew_before) < 0 || renew_before <= 0) {
+    /* Unset: each control plane's spec.certificates.renewBeforeDays alone decides. */
+    renew_before = 0;
+    if (s->cert_renew_before &&
+        (parse_duration(s->cert_renew_before, &renew_before) < 0 || renew_before <= 0)) {
         fprintf(stderr,
                 "nestcp manager: --cert-renew-before: \"%s\" is not a positive duration "
                 "(e.g. 30d)\n",
@@ -275,7 +278,6 @@ int cmd_manager(int argc, char **argv)
         .log_level = "info",
         .log_format = "text",
         .concurrency = 4,
-        .cert_renew_before = "30d",
         .shutdown_timeout = "15s",
     };
     struct flag flags[] = {
@@ -307,7 +309,8 @@ int cmd_manager(int argc, char **argv)
         {"concurrency", 0, FLAG_INT, &s.concurrency, "N",
          "objects each controller reconciles at once"},
         {"cert-renew-before", 0, FLAG_STRING, &s.cert_renew_before, "DURATION",
-         "renew a certificate when less than this validity is left (e.g. 30d, 720h)"},
+         "renew certificates with less validity left than this (e.g. 60d) even when a control "
+         "plane's renewBeforeDays is shorter (default: each control plane's renewBeforeDays)"},
         {"graceful-shutdown-timeout", 0, FLAG_STRING, &s.shutdown_timeout, "DURATION",
          "on SIGTERM, how long to let reconciles in flight finish"},
     };

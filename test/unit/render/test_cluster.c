@@ -637,6 +637,32 @@ static void test_cluster__certs_secret_is_reused_while_good(void **state)
     cJSON_Delete(objs);
 }
 
+/* A control plane's renewBeforeDays decides alone unless the manager asks for a longer window. */
+static void test_cluster__renew_window_is_the_longer_of_cluster_and_manager(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {certificates: {renewBeforeDays: 10}}\n" COMPONENTS);
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0), *later;
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct err e = {0};
+
+    store_cas(objs, pki);
+    cJSON_AddItemToArray(objs, issue(rc, pki, objs, RENDER_PART_APISERVER));
+    /* 25 days left: more than the cluster's 10, so kept. */
+    later = pki_ok(rc, objs, T0 + 340 * DAY);
+    assert_int_equal(find_certs(rc, later, objs, RENDER_PART_APISERVER, name, &e), 0);
+    render_cluster_pki_free(later);
+    /* The manager's 60 days is longer: renewed already 55 days before expiry. */
+    render_cluster_set_renew_before(rc, 60 * DAY);
+    later = pki_ok(rc, objs, T0 + 310 * DAY);
+    assert_int_equal(find_certs(rc, later, objs, RENDER_PART_APISERVER, name, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "apiserver.crt"));
+    render_cluster_pki_free(later);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
 static void test_cluster__etcd_scale_up_issues_new_secret_keeping_members(void **state)
 {
     cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{replicas: 1}", "{}", "{}")), *one,
@@ -963,6 +989,7 @@ int main(void)
         cmocka_unit_test(test_cluster__existing_ca_is_used_as_it_is),
         cmocka_unit_test(test_cluster__invalid_user_ca_names_secret_and_key),
         cmocka_unit_test(test_cluster__certs_secret_is_reused_while_good),
+        cmocka_unit_test(test_cluster__renew_window_is_the_longer_of_cluster_and_manager),
         cmocka_unit_test(test_cluster__etcd_scale_up_issues_new_secret_keeping_members),
         cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
         cmocka_unit_test(test_cluster__kubeconfigs),
