@@ -1,6 +1,8 @@
 #include "lib/kube/config.h"
+#include "lib/kube/config_internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,23 +173,33 @@ static int load_blob(const char *origin, const char *where, const char *field,
     return r;
 }
 
-static const cJSON *find_named(const cJSON *doc, const char *list, const char *name,
-                               const char *inner, int *ret_index)
+/* The first entry called name in the list `list` (contexts, clusters, users) of the sources in
+ * order: kubectl's merge keeps the first definition of a name and ignores later ones. Returns
+ * false when no source defines it; otherwise sets *ret_src, *ret_index (the entry's position in
+ * its source's list) and *ret_inner (its `inner` field, NULL if absent). */
+static bool find_named(const struct kube_config_source *src, size_t n, const char *list,
+                       const char *name, const char *inner,
+                       const struct kube_config_source **ret_src, int *ret_index,
+                       const cJSON **ret_inner)
 {
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, list), *it;
-    int i = 0;
+    for (size_t s = 0; s < n; s++) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(src[s].doc, list), *it;
+        int i = 0;
 
-    cJSON_ArrayForEach(it, arr)
-    {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+        cJSON_ArrayForEach(it, arr)
+        {
+            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
 
-        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) {
-            *ret_index = i;
-            return cJSON_GetObjectItemCaseSensitive(it, inner);
+            if (cJSON_IsString(nm) && strcmp(nm->valuestring, name) == 0) {
+                *ret_src = &src[s];
+                *ret_index = i;
+                *ret_inner = cJSON_GetObjectItemCaseSensitive(it, inner);
+                return true;
+            }
+            i++;
         }
-        i++;
     }
-    return NULL;
+    return false;
 }
 
 /* A string field of obj: 0 and *ret (borrowed, NULL if absent), or -EINVAL if not a string. */
@@ -204,10 +216,10 @@ static int get_str(const cJSON *obj, const char *key, const char **ret)
     return 0;
 }
 
-#define GET_STR(obj_, key_, ret_, where_)                                                          \
+#define GET_STR(origin_, obj_, key_, ret_, where_)                                                 \
     do {                                                                                           \
         if (get_str(obj_, key_, ret_) < 0) {                                                       \
-            r = err_set(e, -EINVAL, "%s: %s.%s: must be a string", origin, where_, key_);          \
+            r = err_set(e, -EINVAL, "%s: %s.%s: must be a string", origin_, where_, key_);         \
             goto out;                                                                              \
         }                                                                                          \
     } while (0)
@@ -221,9 +233,9 @@ static int parse_cluster(const cJSON *cluster, const char *where, const char *or
 
     if (!cJSON_IsObject(cluster))
         return err_set(e, -EINVAL, "%s: %s: missing or not a mapping", origin, where);
-    GET_STR(cluster, "server", &server, where);
-    GET_STR(cluster, "certificate-authority", &ca_file, where);
-    GET_STR(cluster, "certificate-authority-data", &ca_data, where);
+    GET_STR(origin, cluster, "server", &server, where);
+    GET_STR(origin, cluster, "certificate-authority", &ca_file, where);
+    GET_STR(origin, cluster, "certificate-authority-data", &ca_data, where);
     skip = cJSON_GetObjectItemCaseSensitive(cluster, "insecure-skip-tls-verify");
     if (cJSON_IsTrue(skip))
         return err_set(e, -EOPNOTSUPP,
@@ -265,12 +277,12 @@ static int parse_user(const cJSON *user, const char *where, const char *origin,
         if (cJSON_GetObjectItemCaseSensitive(user, unsupported[i]))
             return err_set(e, -EOPNOTSUPP, "%s: %s.%s: not supported", origin, where,
                            unsupported[i]);
-    GET_STR(user, "client-certificate", &cert_file, where);
-    GET_STR(user, "client-certificate-data", &cert_data, where);
-    GET_STR(user, "client-key", &key_file, where);
-    GET_STR(user, "client-key-data", &key_data, where);
-    GET_STR(user, "token", &token, where);
-    GET_STR(user, "tokenFile", &token_file, where);
+    GET_STR(origin, user, "client-certificate", &cert_file, where);
+    GET_STR(origin, user, "client-certificate-data", &cert_data, where);
+    GET_STR(origin, user, "client-key", &key_file, where);
+    GET_STR(origin, user, "client-key-data", &key_data, where);
+    GET_STR(origin, user, "token", &token, where);
+    GET_STR(origin, user, "tokenFile", &token_file, where);
     if (!!(cert_file || cert_data) != !!(key_file || key_data))
         return err_set(e, -EINVAL, "%s: %s: client-certificate and client-key must be set together",
                        origin, where);
@@ -308,68 +320,82 @@ out:
     return r;
 }
 
-int kube_config_parse(const char *text, size_t len, const char *origin, const char *base_dir,
+/* Checks, in one source, the top-level fields a merge reads: kubectl refuses a file in which
+ * they have the wrong type even when another file defines what is used. */
+static int check_source(const struct kube_config_source *s, struct err *e)
+{
+    static const char *const lists[] = {"contexts", "clusters", "users"};
+    const char *current;
+
+    if (get_str(s->doc, "current-context", &current) < 0)
+        return err_set(e, -EINVAL, "%s: current-context: must be a string", s->origin);
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(s->doc, lists[i]);
+
+        if (l && !cJSON_IsNull(l) && !cJSON_IsArray(l))
+            return err_set(e, -EINVAL, "%s: %s: must be a list", s->origin, lists[i]);
+    }
+    return 0;
+}
+
+int kube_config_build(const struct kube_config_source *src, size_t n, const char *origin,
                       const char *context, struct kube_config **ret_cfg, struct err *e)
 {
-    struct kube_config *cfg = NULL;
-    cJSON *doc = NULL;
-    const cJSON *ctx, *cluster, *user = NULL;
+    const struct kube_config_source *ctx_src, *cluster_src, *user_src;
+    const cJSON *ctx, *cluster, *user;
     const char *cluster_name, *user_name, *ns;
+    struct kube_config *cfg = NULL;
     char where[256];
-    int r, idx = 0;
+    int r, idx;
 
-    r = yamlconv_parse_one(text, len, origin, &doc, e);
-    if (r < 0)
-        goto out;
-    if (!cJSON_IsObject(doc)) {
-        r = err_set(e, -EINVAL, "%s: not a mapping", origin);
-        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const char *current;
+
+        r = check_source(&src[i], e);
+        if (r < 0)
+            return r;
+        (void)get_str(src[i].doc, "current-context", &current);
+        if (!context && current && current[0])
+            context = current;
     }
+    if (!context)
+        return err_set(e, -EINVAL, "%s: current-context: missing", origin);
     cfg = calloc(1, sizeof(*cfg));
     if (!cfg || !(cfg->origin = strdup(origin))) {
         r = -ENOMEM;
         goto out;
     }
-    if (!context) {
-        if (get_str(doc, "current-context", &context) < 0) {
-            r = err_set(e, -EINVAL, "%s: current-context: must be a string", origin);
-            goto out;
-        }
-        if (!context || !context[0]) {
-            r = err_set(e, -EINVAL, "%s: current-context: missing", origin);
-            goto out;
-        }
-    }
-    ctx = find_named(doc, "contexts", context, "context", &idx);
-    if (!cJSON_IsObject(ctx)) {
+    if (!find_named(src, n, "contexts", context, "context", &ctx_src, &idx, &ctx)) {
         r = err_set(e, -EINVAL, "%s: contexts: no context named \"%s\"", origin, context);
         goto out;
     }
     snprintf(where, sizeof(where), "contexts[%d].context", idx);
-    GET_STR(ctx, "cluster", &cluster_name, where);
-    GET_STR(ctx, "user", &user_name, where);
-    GET_STR(ctx, "namespace", &ns, where);
-    if (!cluster_name) {
-        r = err_set(e, -EINVAL, "%s: %s.cluster: missing", origin, where);
+    if (!cJSON_IsObject(ctx)) {
+        r = err_set(e, -EINVAL, "%s: %s: missing or not a mapping", ctx_src->origin, where);
         goto out;
     }
-    cluster = find_named(doc, "clusters", cluster_name, "cluster", &idx);
-    if (!cluster) {
+    GET_STR(ctx_src->origin, ctx, "cluster", &cluster_name, where);
+    GET_STR(ctx_src->origin, ctx, "user", &user_name, where);
+    GET_STR(ctx_src->origin, ctx, "namespace", &ns, where);
+    if (!cluster_name) {
+        r = err_set(e, -EINVAL, "%s: %s.cluster: missing", ctx_src->origin, where);
+        goto out;
+    }
+    if (!find_named(src, n, "clusters", cluster_name, "cluster", &cluster_src, &idx, &cluster)) {
         r = err_set(e, -EINVAL, "%s: clusters: no cluster named \"%s\"", origin, cluster_name);
         goto out;
     }
     snprintf(where, sizeof(where), "clusters[%d].cluster", idx);
-    r = parse_cluster(cluster, where, origin, base_dir, cfg, e);
+    r = parse_cluster(cluster, where, cluster_src->origin, cluster_src->base_dir, cfg, e);
     if (r < 0)
         goto out;
     if (user_name && user_name[0]) {
-        user = find_named(doc, "users", user_name, "user", &idx);
-        if (!user) {
+        if (!find_named(src, n, "users", user_name, "user", &user_src, &idx, &user)) {
             r = err_set(e, -EINVAL, "%s: users: no user named \"%s\"", origin, user_name);
             goto out;
         }
         snprintf(where, sizeof(where), "users[%d].user", idx);
-        r = parse_user(user, where, origin, base_dir, cfg, e);
+        r = parse_user(user, where, user_src->origin, user_src->base_dir, cfg, e);
         if (r < 0)
             goto out;
     }
@@ -383,35 +409,51 @@ int kube_config_parse(const char *text, size_t len, const char *origin, const ch
     r = 0;
 out:
     kube_config_free(cfg);
-    cJSON_Delete(doc);
     return r;
 }
 
-int kube_config_load_file(const char *path, const char *context, struct kube_config **ret_cfg,
+int kube_config_parse_doc(const char *text, size_t len, const char *origin, cJSON **ret_doc,
                           struct err *e)
 {
-    char *text = NULL, *dir = NULL, *slash;
-    size_t len = 0;
-    int r;
+    cJSON *docs = NULL, *doc = NULL;
+    int n, r;
 
-    r = util_read_file(path, KUBE_CONFIG_FILE_MAX, &text, &len);
+    r = yamlconv_parse_all(text, len, origin, &docs, e);
     if (r < 0)
-        return err_set(e, r, "kubeconfig %s: %s", path, strerror(-r));
-    dir = strdup(path);
-    if (!dir) {
-        r = -ENOMEM;
+        return r;
+    n = cJSON_GetArraySize(docs);
+    if (n > 1) {
+        r = err_set(e, -EINVAL, "%s: expected one YAML document, found %d", origin, n);
         goto out;
     }
-    slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        dir[0] = '\0';
-    r = kube_config_parse(text, len, path, slash && dir[0] ? dir : (slash ? "/" : NULL), context,
-                          ret_cfg, e);
+    if (n == 1 && !cJSON_IsNull(cJSON_GetArrayItem(docs, 0))) {
+        doc = cJSON_DetachItemFromArray(docs, 0);
+        if (!cJSON_IsObject(doc)) {
+            cJSON_Delete(doc);
+            r = err_set(e, -EINVAL, "%s: not a mapping", origin);
+            goto out;
+        }
+    }
+    *ret_doc = doc;
+    r = 0;
 out:
-    free(dir);
-    free(text);
+    cJSON_Delete(docs);
+    return r;
+}
+
+int kube_config_parse(const char *text, size_t len, const char *origin, const char *base_dir,
+                      const char *context, struct kube_config **ret_cfg, struct err *e)
+{
+    struct kube_config_source src = {origin, base_dir, NULL};
+    cJSON *doc = NULL;
+    int r;
+
+    r = kube_config_parse_doc(text, len, origin, &doc, e);
+    if (r < 0)
+        return r;
+    src.doc = doc;
+    r = kube_config_build(&src, doc ? 1 : 0, origin, context, ret_cfg, e);
+    cJSON_Delete(doc);
     return r;
 }
 
@@ -525,58 +567,5 @@ out:
     free(ns);
     buf_done(&b);
     kube_config_free(cfg);
-    return r;
-}
-
-int kube_config_load(const char *path, struct kube_config **ret_cfg, struct err *e)
-{
-    const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
-    struct buf b;
-    int r;
-
-    if (path && path[0])
-        return kube_config_load_file(path, NULL, ret_cfg, e);
-    if (env && env[0]) {
-        const char *p = env;
-
-        while (*p) {
-            size_t n = strcspn(p, ":");
-            struct stat st;
-
-            if (n > 0) {
-                char *one = strndup(p, n);
-
-                if (!one)
-                    return -ENOMEM;
-                if (stat(one, &st) == 0) {
-                    r = kube_config_load_file(one, NULL, ret_cfg, e);
-                    free(one);
-                    return r;
-                }
-                free(one);
-            }
-            p += n;
-            if (*p == ':')
-                p++;
-        }
-    }
-    if (home && home[0]) {
-        struct stat st;
-
-        buf_init(&b, 0);
-        if (buf_printf(&b, "%s/.kube/config", home) < 0) {
-            buf_done(&b);
-            return -ENOMEM;
-        }
-        if (stat(b.data, &st) == 0) {
-            r = kube_config_load_file(b.data, NULL, ret_cfg, e);
-            buf_done(&b);
-            return r;
-        }
-        buf_done(&b);
-    }
-    r = kube_config_in_cluster(NULL, ret_cfg, e);
-    if (r == -ENOENT)
-        err_set(e, r, "no kubeconfig (flag, $KUBECONFIG, ~/.kube/config) and not in a cluster");
     return r;
 }

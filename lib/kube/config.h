@@ -12,8 +12,8 @@
  * `insecure-skip-tls-verify: true` are refused with an error naming the field: TLS is always
  * verified, against the configured CA or, when none is given, the system trust store.
  *
- * When $KUBECONFIG lists several files, the first one that exists is read (kubectl merges them;
- * this loader does not).
+ * $KUBECONFIG may list several files separated by ':'; they are merged as kubectl merges them
+ * (see kube_config_load_list). An explicit path is one file, never merged.
  */
 
 #include <stdbool.h>
@@ -24,6 +24,8 @@
 
 /* Bound on a kubeconfig, certificate, key or token file. */
 #define KUBE_CONFIG_FILE_MAX (4u << 20)
+/* Bound on the number of files in a list such as $KUBECONFIG. */
+#define KUBE_CONFIG_FILES_MAX 64
 
 struct kube_config {
     char *server;      /* "https://host:port", no trailing slash */
@@ -71,7 +73,23 @@ int kube_config_load_file(const char *path, const char *context, struct kube_con
 int kube_config_in_cluster(const struct kube_incluster_paths *paths, struct kube_config **ret_cfg,
                            struct err *e);
 
-/* The usual order: explicit path (if not NULL), $KUBECONFIG, ~/.kube/config, then in-cluster.
+/*
+ * Reads the ':'-separated list of kubeconfig files (the form of $KUBECONFIG) and merges them as
+ * kubectl does: files in order, empty entries and files that do not exist skipped; the first
+ * file with a non-empty current-context sets it (context NULL); for contexts, clusters and users
+ * the first file that defines a name wins and later definitions are ignored; relative paths
+ * resolve against the directory of the file that holds them. Every file read must parse and its
+ * current-context, contexts, clusters and users must have the right types. The result's origin
+ * is the files read, joined with ':'. Errors name the file and the field.
+ * Returns as kube_config_parse, -ENOENT when none of the files exists, -EINVAL when the list
+ * names more than KUBE_CONFIG_FILES_MAX files.
+ */
+int kube_config_load_list(const char *list, const char *context, struct kube_config **ret_cfg,
+                          struct err *e);
+
+/* The usual order: explicit path (if not NULL; one file), else $KUBECONFIG when it names a file
+ * (merged as by kube_config_load_list; -ENOENT when none of them exists, without falling back,
+ * as kubectl does), else ~/.kube/config, else in-cluster.
  * Returns -ENOENT when none of them is present. */
 int kube_config_load(const char *path, struct kube_config **ret_cfg, struct err *e);
 
