@@ -142,7 +142,8 @@ static void test_config__relative_files_resolve_against_kubeconfig_dir(void **st
     assert_string_equal(cfg->origin, path);
     kube_config_free(cfg);
 
-    /* $KUBECONFIG: the first existing file of the list is read. */
+    /* $KUBECONFIG: missing files are skipped, and none existing is -ENOENT (merging has its
+     * own tests in test_config_merge.c). */
     setenv("KUBECONFIG", "/nonexistent/a:", 1);
     setenv("HOME", "/nonexistent", 1);
     unsetenv("KUBERNETES_SERVICE_HOST");
