@@ -450,26 +450,27 @@ static void check_storage(const struct api_etcd_storage *st, struct api_errors *
                            st->storage_class_name, "is not a valid StorageClass name");
 }
 
+/* An API server or controller manager may run a version of its own (an override of the control
+ * plane's): it only has to be a Kubernetes version the packages know. Whether the change is
+ * allowed against what runs (no downgrade, one minor at a time, the version skew policy) is the
+ * rollout's decision (controllers/rollout.c), not a property of the object. etcd must be at
+ * least the version the Kubernetes version of ncp (the API servers') needs. */
 static void check_component_version(const struct api_component *c,
                                     const struct api_control_plane *ncp,
                                     const struct api_catalog *cat, struct api_errors *errs)
 {
     const char *k8s = ncp ? ncp->spec.version : NULL;
-    struct api_version v, need, kv;
+    struct api_version v, need;
     char canon[API_VERSION_MAX_LEN];
 
     if (!c->spec.version || api_version_validate(c->spec.version, "spec.version", errs) < 0)
         return;
-    api_version_parse(c->spec.version, &v);
     if (c->kind != API_KIND_NESTED_ETCD) {
-        if (k8s && api_version_parse(k8s, &kv) == 0 && api_version_cmp(&v, &kv) != 0)
-            api_errors_add_str(errs, "spec.version", c->spec.version,
-                               "differs from the NestedControlPlane's spec.version \"%s\"", k8s);
-        else
-            check_known(c->spec.version, API_CATALOG_KUBERNETES, "a Kubernetes", cat,
-                        "spec.version", errs);
+        check_known(c->spec.version, API_CATALOG_KUBERNETES, "a Kubernetes", cat, "spec.version",
+                    errs);
         return;
     }
+    api_version_parse(c->spec.version, &v);
     check_known(c->spec.version, API_CATALOG_ETCD, "an etcd", cat, "spec.version", errs);
     if (k8s && cat && cat->etcd_version_for &&
         api_version_canonical(k8s, canon, sizeof(canon)) == 0) {
@@ -479,6 +480,18 @@ static void check_component_version(const struct api_component *c,
                                "is older than %s, the etcd version Kubernetes %s needs", needed,
                                canon);
     }
+}
+
+/* The Kubernetes version a component's feature gates are checked against: an API server's or
+ * controller manager's own version, else the control plane's. */
+static const char *gates_version(const struct api_component *c,
+                                 const struct api_control_plane *ncp)
+{
+    struct api_version v;
+
+    if (c->kind != API_KIND_NESTED_ETCD && c->spec.version && api_version_parse(c->spec.version, &v) == 0)
+        return c->spec.version;
+    return ncp ? ncp->spec.version : NULL;
 }
 
 int api_component_validate(const struct api_component *c, const struct api_control_plane *ncp,
@@ -504,11 +517,8 @@ int api_component_validate(const struct api_component *c, const struct api_contr
     if (s->image && (!*s->image || strpbrk(s->image, " \t\r\n")))
         api_errors_add_str(errs, "spec.image", s->image, "is not a valid image reference");
     check_extra_args(&s->extra_args, "spec.extraArgs", errs);
-    api_feature_gates_validate(&s->feature_gates,
-                               ncp && ncp->spec.version          ? ncp->spec.version
-                               : c->kind != API_KIND_NESTED_ETCD ? s->version
-                                                                 : NULL,
-                               cat, "spec.featureGates", errs);
+    api_feature_gates_validate(&s->feature_gates, gates_version(c, ncp), cat, "spec.featureGates",
+                               errs);
     check_resources(&s->resources, errs);
     return verdict(errs, before);
 }

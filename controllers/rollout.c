@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/version.h"
+#include "lib/render/cluster.h"
 
 static const char *const component_names[ROLLOUT__COUNT] = {"etcd", "kube-apiserver",
                                                             "kube-controller-manager"};
@@ -81,46 +82,6 @@ static const char *check_step(enum rollout_component i, const struct rollout_com
     return NULL;
 }
 
-/* The controller manager's desired version against the API servers'. */
-static const char *check_skew(const struct rollout_input *in, char *msg, size_t msgsz)
-{
-    const struct rollout_component_state *as = &in->c[ROLLOUT_APISERVER];
-    const struct rollout_component_state *cm = &in->c[ROLLOUT_CONTROLLER_MANAGER];
-    struct api_version a, c;
-
-    if (!as->desired.version || !cm->desired.version ||
-        api_version_parse(as->desired.version, &a) < 0 ||
-        api_version_parse(cm->desired.version, &c) < 0)
-        return NULL;
-    if (api_version_cmp(&c, &a) > 0) {
-        snprintf(msg, msgsz,
-                 "kube-controller-manager %s would be newer than kube-apiserver %s; the version "
-                 "skew policy does not allow it",
-                 cm->desired.version, as->desired.version);
-        return "VersionSkewRefused";
-    }
-    if (a.major != c.major || a.minor > c.minor + 1) {
-        snprintf(msg, msgsz,
-                 "kube-controller-manager %s would be more than one minor version older than "
-                 "kube-apiserver %s",
-                 cm->desired.version, as->desired.version);
-        return "VersionSkewRefused";
-    }
-    return NULL;
-}
-
-static bool serving(const struct rollout_input *in)
-{
-    const struct rollout_component_state *e = &in->c[ROLLOUT_ETCD];
-
-    if (e->replicas <= 0 || e->ready_replicas < e->replicas / 2 + 1)
-        return false;
-    for (int i = ROLLOUT_APISERVER; i < ROLLOUT__COUNT; i++)
-        if (in->c[i].replicas <= 0 || in->c[i].ready_replicas < 1)
-            return false;
-    return true;
-}
-
 /* Appends one "; "-separated part to msg. */
 static void append(char *msg, size_t msgsz, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -139,6 +100,41 @@ static void append(char *msg, size_t msgsz, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg + n, msgsz - n, fmt, ap);
     va_end(ap);
+}
+
+/* The version skew policy (render_version_skew_ok) between the versions the API servers and
+ * the controller manager are to run, each possibly an override of the control plane's. While
+ * the API servers roll to a new version, the controller manager still runs its target (its
+ * turn comes after theirs), so that pair must keep the policy as well. */
+static const char *check_skew(const struct rollout_input *in, char *msg, size_t msgsz)
+{
+    const struct rollout_component_state *as = &in->c[ROLLOUT_APISERVER];
+    const struct rollout_component_state *cm = &in->c[ROLLOUT_CONTROLLER_MANAGER];
+
+    if (!render_version_skew_ok(as->desired.version, cm->desired.version, msg, msgsz))
+        return "VersionSkewRefused";
+    if (as->target.version && !version_eq(as->desired.version, as->target.version) &&
+        cm->target.version &&
+        !render_version_skew_ok(as->desired.version, cm->target.version, msg, msgsz)) {
+        append(msg, msgsz,
+               "kube-controller-manager runs %s until kube-apiserver has rolled out; upgrade "
+               "kube-controller-manager first",
+               cm->target.version);
+        return "VersionSkewRefused";
+    }
+    return NULL;
+}
+
+static bool serving(const struct rollout_input *in)
+{
+    const struct rollout_component_state *e = &in->c[ROLLOUT_ETCD];
+
+    if (e->replicas <= 0 || e->ready_replicas < e->replicas / 2 + 1)
+        return false;
+    for (int i = ROLLOUT_APISERVER; i < ROLLOUT__COUNT; i++)
+        if (in->c[i].replicas <= 0 || in->c[i].ready_replicas < 1)
+            return false;
+    return true;
 }
 
 void rollout_step(const struct rollout_input *in, struct rollout_output *out)

@@ -10,9 +10,13 @@
  *   - Order: etcd, then every API server, then controller managers. A component's target moves
  *     to its desired state only when every component before it has completed its rollout at
  *     its own desired state. Creation is the first wave.
- *   - Versions, checked across all components before any target moves: no downgrade; one
- *     minor at a time; a controller manager never newer than the API servers, nor more than one
- *     minor older. A refused change moves no target and says why.
+ *   - Versions, checked across all components before any target moves. A component's desired
+ *     version is the one it is to run: its own spec.version (an override) or the control
+ *     plane's. No component's version goes down from its target; none skips a minor; a
+ *     controller manager is never newer than the API servers nor more than one minor older
+ *     (render_version_skew_ok), both between the desired versions and between the API
+ *     servers' desired version and the controller manager's target, which it keeps running
+ *     while the API servers roll. A refused change moves no target and says why.
  *   - A target never moves while the desired state of that component is unknown (e.g. its
  *     certificates are not issued yet).
  */

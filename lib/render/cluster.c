@@ -472,47 +472,99 @@ static void resolve_one(struct render_cluster *rc, int i, const char *version, c
     }
 }
 
-static int minor_of(const char *v, int *ret_major)
+bool render_version_skew_ok(const char *apiserver, const char *controller_manager, char *msg,
+                            size_t msgsz)
 {
-    int major, minor, patch;
+    struct api_version a, c;
 
-    if (render_version_parse(v, &major, &minor, &patch) < 0)
-        return -1;
-    *ret_major = major;
-    return minor;
+    if (!apiserver || !controller_manager || api_version_parse(apiserver, &a) < 0 ||
+        api_version_parse(controller_manager, &c) < 0)
+        return true;
+    if (api_version_cmp(&c, &a) > 0) {
+        snprintf(msg, msgsz,
+                 "kube-controller-manager %s would be newer than kube-apiserver %s; the version "
+                 "skew policy does not allow it",
+                 controller_manager, apiserver);
+        return false;
+    }
+    if (a.major != c.major || a.minor > c.minor + 1) {
+        snprintf(msg, msgsz,
+                 "kube-controller-manager %s would be more than one minor version older than "
+                 "kube-apiserver %s",
+                 controller_manager, apiserver);
+        return false;
+    }
+    return true;
+}
+
+/* A component's own version or channel when it has one (an override of the control plane's
+ * version), else the control plane's version, else the stable channel's; a controller manager
+ * without any of these follows the API server. */
+static void resolve_kubernetes(struct render_cluster *rc, int i, struct vres *vr,
+                               const char *ncp_what, struct api_errors *errs)
+{
+    const char *ncpv = rc->ncp->spec.version;
+    const struct api_component *c = rc->parts[i].obj;
+    const struct render_cluster_part *api = &rc->parts[RENDER_PART_APISERVER];
+    char what[600];
+
+    if (c)
+        part_what(rc, i, what, sizeof(what));
+    if (c && c->spec.version) {
+        *vr = (struct vres){VS_VERSION, c->spec.version};
+        resolve_one(rc, i, c->spec.version, NULL, false, what, "spec.version", errs);
+    } else if (ncpv) {
+        *vr = (struct vres){VS_NCP, ncpv};
+        resolve_one(rc, i, ncpv, NULL, false, ncp_what, "spec.version", errs);
+    } else if (c && c->spec.channel) {
+        *vr = (struct vres){VS_CHANNEL, c->spec.channel};
+        resolve_one(rc, i, NULL, c->spec.channel, true, what, "spec.channel", errs);
+    } else if (i == RENDER_PART_CONTROLLER_MANAGER && api->version[0]) {
+        *vr = (struct vres){VS_DEFAULT, api->version};
+        resolve_one(rc, i, api->version, NULL, true, ncp_what, "spec.version", errs);
+    } else {
+        *vr = (struct vres){VS_DEFAULT, "stable"};
+        resolve_one(rc, i, NULL, "stable", true, ncp_what, "spec.version", errs);
+    }
+}
+
+/* Notes in rc->skew when the controller manager's version and the API server's break the
+ * version skew policy, naming the field that chose the version off the policy: the controller
+ * manager's own version or channel, else the API server's own version. */
+static void note_skew(struct render_cluster *rc, const struct vres vr[RENDER_PART__COUNT],
+                      const char *ncp_what)
+{
+    const char *api = rc->parts[RENDER_PART_APISERVER].version;
+    const char *cm = rc->parts[RENDER_PART_CONTROLLER_MANAGER].version;
+    const struct vres *by = &vr[RENDER_PART_CONTROLLER_MANAGER];
+    int part = RENDER_PART_CONTROLLER_MANAGER;
+    char why[256], what[600];
+
+    rc->skew[0] = '\0';
+    if (!api[0] || !cm[0] || render_version_skew_ok(api, cm, why, sizeof(why)))
+        return;
+    if (by->source != VS_VERSION && by->source != VS_CHANNEL) {
+        part = RENDER_PART_APISERVER;
+        by = &vr[RENDER_PART_APISERVER];
+    }
+    if (rc->parts[part].obj && (by->source == VS_VERSION || by->source == VS_CHANNEL))
+        part_what(rc, part, what, sizeof(what));
+    else
+        snprintf(what, sizeof(what), "%s", ncp_what);
+    snprintf(rc->skew, sizeof(rc->skew), "%s: %s: \"%s\": %s", what,
+             by->source == VS_CHANNEL ? "spec.channel" : "spec.version", by->given, why);
 }
 
 static void resolve_versions(struct render_cluster *rc, struct vres vr[RENDER_PART__COUNT],
                              struct api_errors *errs)
 {
-    const char *ncpv = rc->ncp->spec.version;
     char ncp_what[600], what[600];
 
     render_cluster_what(API_KIND_NESTED_CONTROL_PLANE, rc->ns, rc->ncp->meta.name, ncp_what,
                         sizeof(ncp_what));
-    for (int i = RENDER_PART_APISERVER; i <= RENDER_PART_CONTROLLER_MANAGER; i++) {
-        const struct api_component *c = rc->parts[i].obj;
-        const struct render_cluster_part *api = &rc->parts[RENDER_PART_APISERVER];
-        if (c)
-            part_what(rc, i, what, sizeof(what));
-        if (ncpv) {
-            vr[i] = (struct vres){VS_NCP, ncpv};
-            resolve_one(rc, i, ncpv, NULL, false, ncp_what, "spec.version", errs);
-        } else if (c && c->spec.version) {
-            vr[i] = (struct vres){VS_VERSION, c->spec.version};
-            resolve_one(rc, i, c->spec.version, NULL, false, what, "spec.version", errs);
-        } else if (c && c->spec.channel) {
-            vr[i] = (struct vres){VS_CHANNEL, c->spec.channel};
-            resolve_one(rc, i, NULL, c->spec.channel, true, what, "spec.channel", errs);
-        } else if (i == RENDER_PART_CONTROLLER_MANAGER && api->version[0]) {
-            vr[i] = (struct vres){VS_DEFAULT, api->version};
-            resolve_one(rc, i, api->version, NULL, true, ncp_what, "spec.version", errs);
-        } else {
-            vr[i] = (struct vres){VS_DEFAULT, "stable"};
-            resolve_one(rc, i, NULL, "stable", true, ncp_what, "spec.version", errs);
-        }
-    }
-    /* etcd: its own version or channel, else what the Kubernetes package names. */
+    for (int i = RENDER_PART_APISERVER; i <= RENDER_PART_CONTROLLER_MANAGER; i++)
+        resolve_kubernetes(rc, i, &vr[i], ncp_what, errs);
+    /* etcd: its own version or channel, else what the API server's package names. */
     {
         const struct api_component *c = rc->parts[RENDER_PART_ETCD].obj;
         const char *k8s = rc->parts[RENDER_PART_APISERVER].version;
@@ -546,25 +598,7 @@ static void resolve_versions(struct render_cluster *rc, struct vres vr[RENDER_PA
                                what, c->spec.channel, rc->parts[0].version, need->valuestring, k8s);
         }
     }
-    /* Skew between the API server and the controller manager when each picks its own. */
-    if (!ncpv && rc->parts[1].version[0] && rc->parts[2].version[0] && rc->parts[2].obj &&
-        vr[2].source != VS_DEFAULT) {
-        int amaj = 0, kmaj = 0, amin = minor_of(rc->parts[1].version, &amaj),
-            kmin = minor_of(rc->parts[2].version, &kmaj);
-        const char *path = vr[2].source == VS_CHANNEL ? "spec.channel" : "spec.version";
-        part_what(rc, RENDER_PART_CONTROLLER_MANAGER, what, sizeof(what));
-        if (kmaj > amaj || (kmaj == amaj && kmin > amin))
-            api_errors_add(errs, NULL,
-                           "%s: %s: \"%s\" gives kube-controller-manager %s, newer than "
-                           "kube-apiserver %s; a controller manager may not be newer than the "
-                           "API server",
-                           what, path, vr[2].given, rc->parts[2].version, rc->parts[1].version);
-        else if (kmaj < amaj || kmin + 1 < amin)
-            api_errors_add(errs, NULL,
-                           "%s: %s: \"%s\" gives kube-controller-manager %s, more than one minor "
-                           "older than kube-apiserver %s",
-                           what, path, vr[2].given, rc->parts[2].version, rc->parts[1].version);
-    }
+    note_skew(rc, vr, ncp_what);
 }
 
 /* ---- checks against the package ---- */
@@ -588,8 +622,19 @@ static void check_against_package(struct render_cluster *rc, struct api_errors *
             bool own = api_gates_get(&c->spec.feature_gates, gate->name) != NULL;
             char line[1400];
             int locked;
-            if (!render_package_knows_feature_gate(p->pkg, gate->name, &locked) || locked < 0 ||
-                (locked == 1) == gate->enabled)
+            if (!render_package_knows_feature_gate(p->pkg, gate->name, &locked)) {
+                /* A gate the control plane sets was checked against the control plane's
+                 * version; a component that runs a version of its own must know it too. */
+                if (!own && rc->ncp->spec.version &&
+                    !api_version_equal(rc->ncp->spec.version, p->version))
+                    api_errors_add(errs, NULL,
+                                   "%s: spec.version: \"%s\": %s %s has no feature gate \"%s\", "
+                                   "which the NestedControlPlane's spec.featureGates sets",
+                                   what, c->spec.version ? c->spec.version : p->version,
+                                   parts[i].component, p->version, gate->name);
+                continue;
+            }
+            if (locked < 0 || (locked == 1) == gate->enabled)
                 continue;
             snprintf(line, sizeof(line), "%s: spec.featureGates: \"%s\" is locked to %s in %s %s",
                      own ? what : ncp_what, gate->name, locked ? "true" : "false",
@@ -631,10 +676,9 @@ static void validate(struct render_cluster *rc, const struct api_catalog *ac,
             i == RENDER_PART_ETCD ? rc->parts[RENDER_PART_APISERVER].version : p->version;
         if (!p->obj)
             continue;
-        /* A shallow view: validation only reads it. */
-        view.spec.version = rc->ncp->spec.version ? rc->ncp->spec.version
-                            : k8s[0]              ? (char *)k8s
-                                                  : NULL;
+        /* A shallow view: validation only reads it. The Kubernetes version is the one the
+         * component runs (etcd: the API server's), which may be its own override. */
+        view.spec.version = k8s[0] ? (char *)k8s : rc->ncp->spec.version;
         api_errors_init(&local);
         api_component_validate(p->obj, &view, ac, &local);
         part_what(rc, i, what, sizeof(what));
@@ -923,6 +967,11 @@ const char *render_cluster_missing(const struct render_cluster *rc, enum render_
 const char *render_cluster_version(const struct render_cluster *rc, enum render_part part)
 {
     return part < RENDER_PART__COUNT ? rc->parts[part].version : NULL;
+}
+
+const char *render_cluster_version_skew(const struct render_cluster *rc)
+{
+    return rc->skew[0] ? rc->skew : NULL;
 }
 
 const struct api_gates *render_cluster_gates(const struct render_cluster *rc, enum render_part part)

@@ -114,12 +114,14 @@ struct render_cluster;
  *   that overlaps a service block; plus RENDER_CLUSTER_DEFAULT_POD_CIDR6 for IPv6 services),
  *   serviceDomain cluster.local; endpoint from the control plane, else the Cluster, else
  *   <c>-apiserver.<ns>.svc:6443;
- * - versions: kube-apiserver runs the control plane's spec.version, else its own
- *   spec.version, else its spec.channel's, else the "stable" channel's; the controller manager
- *   likewise, falling back to the API server's version; with no spec.version on the control
- *   plane, a controller manager may not be newer than the API server nor more than one minor
- *   older. etcd runs its spec.version, else its channel's, else the version the Kubernetes
- *   package names (package.yaml `etcd`), and never older than that;
+ * - versions: kube-apiserver runs its own spec.version (an override), else the control
+ *   plane's spec.version, else its spec.channel's, else the "stable" channel's; the controller
+ *   manager likewise, falling back to the API server's version. Each component is rendered
+ *   from the package of the version it runs. Whether the API server's and the controller
+ *   manager's versions keep the version skew policy is not an error here (the rollout refuses
+ *   it, VersionSkewRefused); render_cluster_version_skew says, and render_cluster_all fails.
+ *   etcd runs its spec.version, else its channel's, else the version the API server's package
+ *   names (package.yaml `etcd`), and never older than that;
  * - feature gates: the control plane's, overridden gate by gate by the component's; checked
  *   against the package (unknown or locked gates are errors), as are extraArgs flags.
  *
@@ -164,6 +166,17 @@ const struct api_component *render_cluster_component_object(const struct render_
 const char *render_cluster_missing(const struct render_cluster *rc, enum render_part part);
 /* The version a component runs ("1.20.2", "3.4.13"); never NULL after a successful resolve. */
 const char *render_cluster_version(const struct render_cluster *rc, enum render_part part);
+/* Why the versions the API server and the controller manager run break the version skew
+ * policy (render_version_skew_ok), as one error line naming the object and field that chose
+ * the version; NULL when they keep it. */
+const char *render_cluster_version_skew(const struct render_cluster *rc);
+/* The Kubernetes version skew policy between a kube-apiserver and a kube-controller-manager:
+ * the controller manager is never newer than the API server, nor more than one minor older.
+ * Returns true when the pair keeps it (or a version does not parse: validation reports that);
+ * otherwise writes why into msg ("kube-controller-manager 1.21.14 would be newer than
+ * kube-apiserver 1.20.2; ...") and returns false. */
+bool render_version_skew_ok(const char *apiserver, const char *controller_manager, char *msg,
+                            size_t msgsz);
 /* The gates a component runs with (empty for etcd). */
 const struct api_gates *render_cluster_gates(const struct render_cluster *rc,
                                              enum render_part part);
@@ -342,9 +355,10 @@ int render_cluster_desired(const struct render_catalog *cat, const struct render
  * Secrets that do not exist yet, certs Secrets that are new, the kubeconfig Secret when new or
  * due, then per component in rollout order (etcd, kube-apiserver, kube-controller-manager) its
  * Services and StatefulSet. Existing Secrets in src that are still good are reused, not
- * repeated. Every problem goes to errs; on failure nothing is returned. now: seconds since
- * the epoch, 0 for the wall clock. Returns 0 with *ret_objects (caller frees), -EINVAL,
- * -ENOENT (a component is missing), -ENOMEM.
+ * repeated. Versions off the skew policy (render_cluster_version_skew) are a problem here,
+ * as the controllers would refuse to create them. Every problem goes to errs; on failure
+ * nothing is returned. now: seconds since the epoch, 0 for the wall clock. Returns 0 with
+ * *ret_objects (caller frees), -EINVAL, -ENOENT (a component is missing), -ENOMEM.
  */
 int render_cluster_all(const struct render_catalog *cat, const struct render_cluster *rc,
                        const struct render_source *src, int64_t now, cJSON **ret_objects,

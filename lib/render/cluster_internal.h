@@ -27,6 +27,7 @@ struct render_cluster {
     void *key_ctx;
     int64_t renew_before; /* seconds; 0: renewBeforeDays */
     const struct render_check_memo *memo; /* NULL: every check runs */
+    char skew[1600]; /* why the resolved versions break the version skew policy, or "" */
 };
 
 /* "<Kind> <ns>/<name>" for messages. */

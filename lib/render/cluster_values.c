@@ -254,8 +254,13 @@ int render_cluster_all(const struct render_catalog *cat, const struct render_clu
         r = -ENOMEM;
         goto out;
     }
-    /* First every problem that needs no key: missing components, patches, templates. A
-     * placeholder stands in for the certs Secret; nothing is generated for a bad input. */
+    /* First every problem that needs no key: versions off the skew policy (which the
+     * controllers refuse to roll out), missing components, patches, templates. A placeholder
+     * stands in for the certs Secret; nothing is generated for a bad input. */
+    if (render_cluster_version_skew(rc)) {
+        api_errors_add(errs, NULL, "%s", render_cluster_version_skew(rc));
+        r = -EINVAL;
+    }
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
         cJSON *objs = NULL;
         if (!rc->parts[i].obj) {

@@ -396,12 +396,26 @@ static void test_validate__etcd_replicas_storage_and_version(void **state)
                      "1.20.2", &catalog, "");
 }
 
-static void test_validate__component_version_follows_control_plane(void **state)
+static void test_validate__component_version_may_override_control_plane(void **state)
 {
-    EXPECT_COMPONENT("NestedAPIServer", "  version: 1.21.1\n", "v1.20.2", &catalog,
-                     "spec.version: \"1.21.1\" differs from the NestedControlPlane's "
-                     "spec.version \"v1.20.2\"\n");
-    EXPECT_COMPONENT("NestedControllerManager", "  version: v1.20.2\n", "1.20.2", &catalog, "");
+    /* Its own version wins for that component; whether the step is allowed is the rollout's
+     * decision, not the object's. */
+    EXPECT_COMPONENT("NestedAPIServer", "  version: 1.21.1\n", "v1.20.2", &catalog, "");
+    EXPECT_COMPONENT("NestedControllerManager", "  version: v1.20.2\n", "1.21.1", &catalog, "");
+    EXPECT_COMPONENT("NestedControllerManager", "  version: 1.25.0\n", "1.20.2", &catalog,
+                     "spec.version: \"1.25.0\" is not a Kubernetes version the installed "
+                     "packages know\n");
+    EXPECT_COMPONENT("NestedAPIServer", "  version: \"1.21\"\n", "1.20.2", &catalog,
+                     "spec.version: \"1.21\" is not a version like 1.20.2 or v1.20.2\n");
+    /* The component's gates are checked against the version it runs. */
+    EXPECT_COMPONENT("NestedControllerManager",
+                     "  version: 1.21.1\n  featureGates: {GracefulNodeShutdown: true}\n",
+                     "1.20.2", &catalog, "");
+    EXPECT_COMPONENT("NestedControllerManager",
+                     "  version: 1.20.2\n  featureGates: {GracefulNodeShutdown: true}\n",
+                     "1.21.1", &catalog,
+                     "spec.featureGates: \"GracefulNodeShutdown\" is not a feature gate of "
+                     "Kubernetes 1.20.2\n");
 }
 
 static void test_validate__extra_args_image_and_resources(void **state)
@@ -477,7 +491,7 @@ int main(void)
         cmocka_unit_test(test_validate__endpoint_certificates_and_refs),
         cmocka_unit_test(test_validate__key_algorithm_enum_is_checked_at_parse),
         cmocka_unit_test(test_validate__etcd_replicas_storage_and_version),
-        cmocka_unit_test(test_validate__component_version_follows_control_plane),
+        cmocka_unit_test(test_validate__component_version_may_override_control_plane),
         cmocka_unit_test(test_validate__extra_args_image_and_resources),
         cmocka_unit_test(test_validate__component_defaults),
         cmocka_unit_test(test_validate__errors_format_one_per_line_and_into_err),

@@ -267,6 +267,118 @@ static void test_rollout__serving_needs_etcd_quorum_and_one_of_each(void **state
     assert_false(out.serving);
 }
 
+/* Component-level version overrides: a NestedAPIServer or NestedControllerManager that sets its
+ * own spec.version makes that its desired version; the same rules hold. */
+
+static void test_rollout__controller_manager_override_one_minor_older_stays_put(void **state)
+{
+    /* The control plane goes to 1.21.14 while the controller manager keeps 1.20.2. */
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[A].desired = (struct rollout_target){"1.21.14", "a2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, A);
+    assert_string_equal(out.target[A].version, "1.21.14");
+    complete(&in, &out, A);
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
+    assert_string_equal(out.target[M].version, "1.20.2");
+
+    /* Created that way: every wave runs, the controller manager at its own version. */
+    in = fresh();
+    in.c[A].desired = (struct rollout_target){"1.21.14", "a2"};
+    for (int i = E; i <= M; i++) {
+        rollout_step(&in, &out);
+        assert_moved(&out, i);
+        complete(&in, &out, i);
+    }
+    rollout_step(&in, &out);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
+    assert_string_equal(out.target[A].version, "1.21.14");
+    assert_string_equal(out.target[M].version, "1.20.2");
+}
+
+static void test_rollout__controller_manager_override_newer_than_apiserver_is_refused(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[M].desired = (struct rollout_target){"1.21.14", "m2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_REFUSED);
+    assert_string_equal(out.reason, "VersionSkewRefused");
+    assert_string_equal(out.message, "kube-controller-manager 1.21.14 would be newer than "
+                                     "kube-apiserver 1.20.2; the version skew policy does not "
+                                     "allow it");
+    assert_string_equal(out.target[M].version, "1.20.2");
+    assert_true(out.serving);
+}
+
+static void test_rollout__override_below_the_running_version_is_a_downgrade(void **state)
+{
+    /* Everything runs 1.21.14; pinning the controller manager to 1.20.2 would downgrade it,
+     * although 1.20.2 keeps the skew policy. */
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[A].desired.version = in.c[A].target.version = "1.21.14";
+    in.c[M].desired.version = in.c[M].target.version = "1.21.14";
+    in.c[M].desired = (struct rollout_target){"1.20.2", "m2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.reason, "DowngradeRefused");
+    assert_string_equal(out.message, "kube-controller-manager: downgrade from 1.21.14 to 1.20.2 "
+                                     "is not supported");
+
+    /* An API server override that skips a minor is refused like a control plane's. */
+    in = steady();
+    in.c[A].desired = (struct rollout_target){"1.22.0", "a2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.reason, "MinorSkipRefused");
+}
+
+static void test_rollout__apiserver_may_not_leave_the_running_controller_manager_behind(void **state)
+{
+    /* The API servers run 1.21.0 and the controller manager 1.20.2 (an override). Raising the
+     * override to 1.21.0 and the control plane to 1.22.0 at once would have the API servers at
+     * 1.22 while the controller manager still runs 1.20 during their wave. */
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[A].desired.version = in.c[A].target.version = "1.21.0";
+    in.c[A].desired = (struct rollout_target){"1.22.0", "a2"};
+    in.c[M].desired = (struct rollout_target){"1.21.0", "m2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.reason, "VersionSkewRefused");
+    assert_string_equal(out.message,
+                        "kube-controller-manager 1.20.2 would be more than one minor version "
+                        "older than kube-apiserver 1.22.0; kube-controller-manager runs 1.20.2 "
+                        "until kube-apiserver has rolled out; upgrade kube-controller-manager "
+                        "first");
+
+    /* The override alone first: the controller manager rolls up to the API servers'. */
+    in.c[A].desired = in.c[A].target;
+    in.c[M].desired = (struct rollout_target){"1.21.0", "m2"};
+    rollout_step(&in, &out);
+    assert_moved(&out, M);
+    assert_string_equal(out.target[M].version, "1.21.0");
+    complete(&in, &out, M);
+
+    /* Then the API servers may take the next minor; the controller manager follows. */
+    in.c[A].desired = (struct rollout_target){"1.22.0", "a3"};
+    in.c[M].desired = (struct rollout_target){"1.22.0", "m3"};
+    rollout_step(&in, &out);
+    assert_moved(&out, A);
+    complete(&in, &out, A);
+    rollout_step(&in, &out);
+    assert_moved(&out, M);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +394,10 @@ int main(void)
         cmocka_unit_test(test_rollout__apiserver_alone_may_lead_by_one_minor),
         cmocka_unit_test(test_rollout__unknown_desired_state_waits),
         cmocka_unit_test(test_rollout__serving_needs_etcd_quorum_and_one_of_each),
+        cmocka_unit_test(test_rollout__controller_manager_override_one_minor_older_stays_put),
+        cmocka_unit_test(test_rollout__controller_manager_override_newer_than_apiserver_is_refused),
+        cmocka_unit_test(test_rollout__override_below_the_running_version_is_a_downgrade),
+        cmocka_unit_test(test_rollout__apiserver_may_not_leave_the_running_controller_manager_behind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -373,19 +373,28 @@ static void test_cluster__versions_from_channel_and_component(void **state)
 
 static void test_cluster__version_skew_is_refused(void **state)
 {
+    /* The versions resolve (the controllers refuse the rollout, VersionSkewRefused); rendering
+     * the cluster fails, naming the field that chose the version. */
     fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.20.2}", "{channel: rapid}"),
-               "NestedControllerManager ns1/c-cm: spec.channel: \"rapid\" gives "
-               "kube-controller-manager 1.31.1, newer than kube-apiserver 1.20.2; a controller "
-               "manager may not be newer than the API server");
+               "NestedControllerManager ns1/c-cm: spec.channel: \"rapid\": kube-controller-manager "
+               "1.31.1 would be newer than kube-apiserver 1.20.2; the version skew policy does "
+               "not allow it");
     fails_with(NCP_HEAD
                "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}", "{version: 1.20.2}"),
-               "NestedControllerManager ns1/c-cm: spec.version: \"1.20.2\" gives "
-               "kube-controller-manager 1.20.2, more than one minor older than kube-apiserver "
-               "1.31.1");
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.20.2\": "
+               "kube-controller-manager 1.20.2 would be more than one minor version older than "
+               "kube-apiserver 1.31.1");
     fails_with(NCP_HEAD
-               "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{}", "{version: 1.31.1}"),
-               "NestedControllerManager ns1/c-cm: spec.version: \"1.31.1\" differs from the "
-               "NestedControlPlane's spec.version \"1.20.2\"");
+               "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{}", "{version: 1.21.14}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.21.14\": "
+               "kube-controller-manager 1.21.14 would be newer than kube-apiserver 1.20.2; the "
+               "version skew policy does not allow it");
+    /* An API server override that leaves the control plane's controller manager behind. */
+    fails_with(NCP_HEAD
+               "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}", "{}"),
+               "NestedAPIServer ns1/c-apiserver: spec.version: \"1.31.1\": "
+               "kube-controller-manager 1.20.2 would be more than one minor version older than "
+               "kube-apiserver 1.31.1");
     fails_with(NCP_HEAD
                "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{channel: stable}", "{}", "{}"),
                "NestedEtcd ns1/c-etcd: spec.channel: \"stable\" gives etcd 3.4.23, older than "
@@ -394,6 +403,60 @@ static void test_cluster__version_skew_is_refused(void **state)
                "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{version: 3.4.23}", "{}", "{}"),
                "NestedEtcd ns1/c-etcd: spec.version: \"3.4.23\" is older than 3.5.15, the etcd "
                "version Kubernetes 1.31.1 needs");
+    fails_with(NCP_HEAD
+               "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{}", "{version: 1.25.0}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.25.0\" is not a Kubernetes "
+               "version the installed packages know");
+}
+
+static const char *container_image(const cJSON *sts)
+{
+    const cJSON *c = cJSON_GetObjectItem(render_pod_spec(sts), "containers")->child;
+
+    return cJSON_GetObjectItem(c, "image")->valuestring;
+}
+
+static void test_cluster__component_override_renders_from_its_own_package(void **state)
+{
+    /* The control plane at 1.21.14, the controller manager held at 1.20.2 (one minor older). */
+    cJSON *objs = docs(NCP_HEAD "spec: {version: 1.21.14}\n" COMPONENTS_WITH(
+                           "{}", "{}", "{version: v1.20.2}")),
+          *out = NULL;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_source src;
+
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.21.14");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.20.2");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.4.13");
+    assert_null(render_cluster_version_skew(rc));
+    /* What `nestcp render` prints: each workload from the package of its own version. */
+    render_source_from_objects(objs, &src);
+    assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &out, &errs), 0);
+    assert_string_equal(container_image(find(out, "StatefulSet", "c-apiserver")),
+                        "registry.k8s.io/kube-apiserver:v1.21.14");
+    assert_string_equal(container_image(find(out, "StatefulSet", "c-controller-manager")),
+                        "registry.k8s.io/kube-controller-manager:v1.20.2");
+    cJSON_Delete(out);
+    api_errors_done(&errs);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+
+    /* An API server override picks etcd too: what its package names (1.31: 3.5.15). */
+    objs = docs(NCP_HEAD "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}",
+                                                                     "{version: 1.31.1}"));
+    rc = resolve_ok(objs, "c");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.31.1");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.5.15");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+
+    /* A feature gate the control plane sets must exist in the override's version. */
+    fails_with(NCP_HEAD "spec: {version: 1.21.14, featureGates: {IndexedJob: true}}\n"
+                        COMPONENTS_WITH("{}", "{}", "{version: 1.20.2}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.20.2\": "
+               "kube-controller-manager 1.20.2 has no feature gate \"IndexedJob\", which the "
+               "NestedControlPlane's spec.featureGates sets");
 }
 
 static void test_cluster__feature_gates_component_overrides_cluster(void **state)
@@ -983,6 +1046,7 @@ int main(void)
         cmocka_unit_test(test_cluster__standalone_defaults),
         cmocka_unit_test(test_cluster__versions_from_channel_and_component),
         cmocka_unit_test(test_cluster__version_skew_is_refused),
+        cmocka_unit_test(test_cluster__component_override_renders_from_its_own_package),
         cmocka_unit_test(test_cluster__feature_gates_component_overrides_cluster),
         cmocka_unit_test(test_cluster__bad_input_names_object_and_field),
         cmocka_unit_test(test_cluster__bad_cluster_network_is_reported_once),
