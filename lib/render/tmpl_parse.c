@@ -542,6 +542,20 @@ enum stop { STOP_EOF, STOP_END, STOP_ELSE };
 
 static int parse_list(struct parser *ps, struct node **ret_list, enum stop *ret_stop);
 
+/* The rest of the action that opens if or range n (its condition or collection; `missing` is
+ * the message when there is none), then its body up to the end or else that stops it. */
+static int parse_block(struct parser *ps, int line, const char *missing, struct node *n,
+                       enum stop *ret_stop)
+{
+    int r;
+
+    if (ps->tok.kind == T_EOF)
+        return perr(ps, line, "%s", missing);
+    if ((r = parse_pipeline(ps, &n->pipe)) < 0 || (r = expect_end_of_action(ps)) < 0)
+        return r;
+    return parse_list(ps, &n->body, ret_stop);
+}
+
 static int parse_if(struct parser *ps, int line, struct node **ret)
 {
     struct node *n = new_node(ps, N_IF, line);
@@ -550,11 +564,7 @@ static int parse_if(struct parser *ps, int line, struct node **ret)
 
     if (!n)
         return -ENOMEM;
-    if (ps->tok.kind == T_EOF)
-        return perr(ps, line, "if needs a condition");
-    if ((r = parse_pipeline(ps, &n->pipe)) < 0 || (r = expect_end_of_action(ps)) < 0)
-        return r;
-    if ((r = parse_list(ps, &n->body, &stop)) < 0)
+    if ((r = parse_block(ps, line, "if needs a condition", n, &stop)) < 0)
         return r;
     if (stop == STOP_EOF)
         return perr(ps, line, "if without end");
@@ -619,11 +629,7 @@ static int parse_range(struct parser *ps, int line, struct node **ret)
             ps->tok = save;
         }
     }
-    if (ps->tok.kind == T_EOF)
-        return perr(ps, line, "range needs a list or object");
-    if ((r = parse_pipeline(ps, &n->pipe)) < 0 || (r = expect_end_of_action(ps)) < 0)
-        return r;
-    if ((r = parse_list(ps, &n->body, &stop)) < 0)
+    if ((r = parse_block(ps, line, "range needs a list or object", n, &stop)) < 0)
         return r;
     if (stop != STOP_END)
         return perr(ps, line, stop == STOP_ELSE ? "range has no else branch" : "range without end");
