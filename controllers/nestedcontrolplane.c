@@ -26,6 +26,7 @@
 #include "api/conditions.h"
 #include "api/status.h"
 #include "api/types.h"
+#include "api/version.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
 #include "controllers/nested.h"
@@ -390,6 +391,20 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
 
 /* ---- status ---- */
 
+/* Whether an API server or controller manager is to run another version than it reports
+ * running (its status.version): each may run its own override of the control plane's. */
+static bool version_changing(const struct cp *x, const struct desired_all *da)
+{
+    for (int i = RENDER_PART_APISERVER; i <= RENDER_PART_CONTROLLER_MANAGER; i++) {
+        const cJSON *comp = lookup_component(x->view, x->obj, (enum render_part)i);
+        const cJSON *running = get(get(comp, "status"), "version");
+        if (cJSON_IsString(running) && da->d[i].version[0] &&
+            !api_version_equal(running->valuestring, da->d[i].version))
+            return true;
+    }
+    return false;
+}
+
 static const char *phase_of(const struct cp *x, const struct rollout_output *out,
                             const struct desired_all *da)
 {
@@ -398,7 +413,8 @@ static const char *phase_of(const struct cp *x, const struct rollout_output *out
         return "Ready";
     case ROLLOUT_PHASE_UPGRADING: {
         const char *running = x->st->version ? x->st->version + (x->st->version[0] == 'v') : NULL;
-        return running && strcmp(running, da->d[RENDER_PART_APISERVER].version) != 0
+        return (running && strcmp(running, da->d[RENDER_PART_APISERVER].version) != 0) ||
+                       version_changing(x, da)
                    ? "Upgrading"
                    : "Reconfiguring";
     }

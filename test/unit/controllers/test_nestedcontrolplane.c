@@ -333,6 +333,81 @@ static void test_nestedcontrolplane__two_minors_and_downgrades_are_refused(void 
     }
 }
 
+/* Sets spec.version of the object `name` in store `which`. */
+static void set_version(struct sim *s, enum fx_store which, const char *name, const char *version)
+{
+    cJSON *o = cJSON_Duplicate(fx_get(&s->f, which, name), true);
+    cJSON *spec = (cJSON *)fx_path(o, "spec");
+
+    cJSON_DeleteItemFromObject(spec, "version");
+    cJSON_AddStringToObject(spec, "version", version);
+    fx_put_json(&s->f, o);
+}
+
+static void test_nestedcontrolplane__controller_manager_override_one_minor_older_rolls(void **state)
+{
+    struct sim s;
+    const cJSON *sts;
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    set_version(&s, FX_CONTROLLER_MANAGERS, "sample-nestedcontrollermanager", "1.20.2");
+    set_version(&s, FX_CONTROL_PLANES, NCP, "1.21.14");
+    sim_converge(&s, 40);
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.version"),
+                        "1.21.14");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.version"),
+                        "1.20.2");
+    /* status.version is the API servers' version. */
+    assert_string_equal(fx_str(ncp_status(&s), "version"), "v1.21.14");
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "UpToDate");
+    sts = fx_get(&s.f, FX_STATEFULSETS, "sample-controller-manager");
+    assert_string_equal(fx_str(fx_path(sts, "spec.template.spec.containers")->child, "image"),
+                        "registry.k8s.io/kube-controller-manager:v1.20.2");
+    sts = fx_get(&s.f, FX_STATEFULSETS, "sample-apiserver");
+    assert_string_equal(fx_str(fx_path(sts, "spec.template.spec.containers")->child, "image"),
+                        "registry.k8s.io/kube-apiserver:v1.21.14");
+    assert_string_equal(
+        fx_str(fx_path(fx_get(&s.f, FX_CONTROLLER_MANAGERS, "sample-nestedcontrollermanager"),
+                       "status"),
+               "version"),
+        "1.20.2");
+    sim_done(&s);
+}
+
+static void test_nestedcontrolplane__controller_manager_override_newer_is_refused(void **state)
+{
+    struct sim s;
+    struct plan p;
+    char hash[128];
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    snprintf(hash, sizeof(hash), "%s",
+             fx_str(ncp_status(&s), "rollout.components.controllerManager.configHash"));
+    set_version(&s, FX_CONTROLLER_MANAGERS, "sample-nestedcontrollermanager", "1.21.14");
+    reconcile_ncp(&s, &p);
+    assert_status_only(&p);
+    assert_non_null(fx_event(&p, "VersionSkewRefused"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "Upgrading", "status"), "False");
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "VersionSkewRefused");
+    assert_string_equal(ncp_condition(&s, "Upgrading", "message"),
+                        "kube-controller-manager 1.21.14 would be newer than kube-apiserver "
+                        "1.20.2; the version skew policy does not allow it");
+    assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.version"),
+                        "1.20.2");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.configHash"),
+                        hash);
+    /* Nothing rolls: the whole system settles with the controller manager as it was. */
+    sim_converge(&s, 40);
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.configHash"),
+                        hash);
+    sim_done(&s);
+}
+
 static void test_nestedcontrolplane__paused_only_shows_paused(void **state)
 {
     struct sim s;
@@ -470,6 +545,8 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
         cmocka_unit_test(test_nestedcontrolplane__a_service_cidr_change_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
+        cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_one_minor_older_rolls),
+        cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__paused_only_shows_paused),
         cmocka_unit_test(test_nestedcontrolplane__deletion_removes_children_then_the_finalizer),
         cmocka_unit_test(test_nestedcontrolplane__objects_of_the_wrong_shape_do_not_crash),
