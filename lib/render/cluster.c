@@ -605,6 +605,9 @@ static void resolve_versions(struct render_cluster *rc, struct vres vr[RENDER_PA
 
 static void check_against_package(struct render_cluster *rc, struct api_errors *errs)
 {
+    /* The version the control plane's gates were validated against (see validate()). */
+    const char *gates_checked = rc->ncp->spec.version ? rc->ncp->spec.version
+                                                      : rc->parts[RENDER_PART_APISERVER].version;
     char ncp_what[600], what[600];
 
     render_cluster_what(API_KIND_NESTED_CONTROL_PLANE, rc->ns, rc->ncp->meta.name, ncp_what,
@@ -625,8 +628,7 @@ static void check_against_package(struct render_cluster *rc, struct api_errors *
             if (!render_package_knows_feature_gate(p->pkg, gate->name, &locked)) {
                 /* A gate the control plane sets was checked against the control plane's
                  * version; a component that runs a version of its own must know it too. */
-                if (!own && rc->ncp->spec.version &&
-                    !api_version_equal(rc->ncp->spec.version, p->version))
+                if (!own && gates_checked[0] && !api_version_equal(gates_checked, p->version))
                     api_errors_add(errs, NULL,
                                    "%s: spec.version: \"%s\": %s %s has no feature gate \"%s\", "
                                    "which the NestedControlPlane's spec.featureGates sets",
