@@ -484,12 +484,12 @@ static void check_component_version(const struct api_component *c,
 
 /* The Kubernetes version a component's feature gates are checked against: an API server's or
  * controller manager's own version, else the control plane's. */
-static const char *gates_version(const struct api_component *c,
-                                 const struct api_control_plane *ncp)
+static const char *gates_version(const struct api_component *c, const struct api_control_plane *ncp)
 {
     struct api_version v;
 
-    if (c->kind != API_KIND_NESTED_ETCD && c->spec.version && api_version_parse(c->spec.version, &v) == 0)
+    if (c->kind != API_KIND_NESTED_ETCD && c->spec.version &&
+        api_version_parse(c->spec.version, &v) == 0)
         return c->spec.version;
     return ncp ? ncp->spec.version : NULL;
 }

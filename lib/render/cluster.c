@@ -606,8 +606,8 @@ static void resolve_versions(struct render_cluster *rc, struct vres vr[RENDER_PA
 static void check_against_package(struct render_cluster *rc, struct api_errors *errs)
 {
     /* The version the control plane's gates were validated against (see validate()). */
-    const char *gates_checked = rc->ncp->spec.version ? rc->ncp->spec.version
-                                                      : rc->parts[RENDER_PART_APISERVER].version;
+    const char *gates_checked =
+        rc->ncp->spec.version ? rc->ncp->spec.version : rc->parts[RENDER_PART_APISERVER].version;
     char ncp_what[600], what[600];
 
     render_cluster_what(API_KIND_NESTED_CONTROL_PLANE, rc->ns, rc->ncp->meta.name, ncp_what,

@@ -3,10 +3,13 @@
 # from a StatefulSet watch:
 #   - a jump of ten minors (1.20 -> 1.31) is refused (Upgrading False, MinorSkipRefused, a
 #     Warning event) and nothing changes;
-#   - 1.20.2 -> 1.21.14 together with etcd 3.4.13 -> 3.4.23 rolls etcd, then the API server,
-#     then the controller manager, each after the one before has rolled out;
-#   - a feature-gate change rolls the API server, then the controller manager (etcd has no
-#     gates and is left alone);
+#   - a controller manager override newer than the API server (1.21.14 while it runs 1.20.2)
+#     is refused (VersionSkewRefused) and nothing changes;
+#   - 1.20.2 -> 1.21.14 together with etcd 3.4.13 -> 3.4.23, with the controller manager held
+#     at 1.20.2 by its own spec.version, rolls etcd, then the API server, each after the one
+#     before has rolled out, and leaves the controller manager on 1.20.2;
+#   - a feature-gate change together with dropping that override rolls the API server, then
+#     the controller manager, now on 1.21.14 (etcd has no gates and is left alone);
 #   - a downgrade is refused (DowngradeRefused) and nothing changes;
 #   - afterwards the running objects are still what `nestcp render` prints.
 set -euo pipefail
@@ -39,22 +42,25 @@ workloads() {
 }
 targets() { kubectl -n "$ns" get ncp sample-control-plane -o jsonpath='{.status.rollout}'; }
 
-# expect_refused VERSION REASON: the change is refused and nothing moves for 5 s.
+# expect_refused OBJECT VERSION REASON: setting spec.version of OBJECT (the control plane or a
+# component) is refused and nothing moves for 5 s.
 expect_refused() {
     local before_w before_t r
     before_w=$(workloads)
     before_t=$(targets)
-    kubectl -n "$ns" patch ncp sample-control-plane --type merge -p "{\"spec\":{\"version\":\"$1\"}}" >/dev/null
+    kubectl -n "$ns" patch "$1" --type merge -p "{\"spec\":{\"version\":\"$2\"}}" >/dev/null
     is_reason() { [ "$(upgrading_reason)" = "$1" ]; }
-    until_true 30 is_reason "$2" || fail "version $1: Upgrading is $(cond "$ns" ncp/sample-control-plane Upgrading)"
-    echo "version $1 refused: $(cond "$ns" ncp/sample-control-plane Upgrading | cut -f2-)"
-    kubectl -n "$ns" get events --field-selector "reason=$2,involvedObject.name=sample-control-plane" \
-        -o name | grep -q . || fail "no $2 event"
+    until_true 30 is_reason "$3" || fail "$1 version $2: Upgrading is $(cond "$ns" ncp/sample-control-plane Upgrading)"
+    echo "$1 version $2 refused: $(cond "$ns" ncp/sample-control-plane Upgrading | cut -f2-)"
+    kubectl -n "$ns" get events --field-selector "reason=$3,involvedObject.name=sample-control-plane" \
+        -o name | grep -q . || fail "no $3 event"
     sleep 5
-    [ "$(workloads)" = "$before_w" ] || fail "version $1 changed a workload"
-    [ "$(targets)" = "$before_t" ] || fail "version $1 moved a rollout target"
+    [ "$(workloads)" = "$before_w" ] || fail "$1 version $2 changed a workload"
+    [ "$(targets)" = "$before_t" ] || fail "$1 version $2 moved a rollout target"
     is_ready "$ns" ncp/sample-control-plane || fail "not Ready while a change is refused"
 }
+cm=nkcm/sample-nestedcontrollermanager
+image_of() { kubectl -n "$ns" get sts "$1" -o jsonpath='{.spec.template.spec.containers[0].image}'; }
 
 # rollout_order SINCE_LINE NAMES...: checks that the StatefulSets NAMES changed (generation
 # went up) after line SINCE_LINE of the watch in that order, each only after the previous
@@ -82,10 +88,15 @@ EOF
 }
 
 # --- refused: ten minors at once ---
-expect_refused 1.31.1 MinorSkipRefused
+expect_refused ncp/sample-control-plane 1.31.1 MinorSkipRefused
 kubectl -n "$ns" patch ncp sample-control-plane --type merge -p '{"spec":{"version":"1.20.2"}}' >/dev/null
 is_uptodate() { [ "$(upgrading_reason)" = UpToDate ]; }
 until_true 30 is_uptodate || fail "reverting to 1.20.2 did not clear the refusal"
+
+# --- refused: a controller manager newer than the API server ---
+expect_refused "$cm" 1.21.14 VersionSkewRefused
+kubectl -n "$ns" patch "$cm" --type json -p '[{"op":"remove","path":"/spec/version"}]' >/dev/null
+until_true 30 is_uptodate || fail "dropping the controller manager's version did not clear the refusal"
 
 # --- 1.20.2 -> 1.21.14 and etcd 3.4.23, seen at once (paused while both change) ---
 mark=$(wc -l <"$work/sts-watch.txt")
@@ -94,25 +105,34 @@ kubectl -n "$ns" annotate ncp sample-control-plane cluster.x-k8s.io/paused=true 
 is_paused() { [ "$(cond "$ns" ncp/sample-control-plane Paused | cut -f1)" = True ]; }
 until_true 30 is_paused || fail "the Paused condition did not appear"
 kubectl -n "$ns" patch netcd sample-nestedetcd --type merge -p '{"spec":{"version":"3.4.23"}}' >/dev/null
+kubectl -n "$ns" patch "$cm" --type merge -p '{"spec":{"version":"1.20.2"}}' >/dev/null
 kubectl -n "$ns" patch ncp sample-control-plane --type merge -p '{"spec":{"version":"1.21.14"}}' >/dev/null
 kubectl -n "$ns" annotate ncp sample-control-plane cluster.x-k8s.io/paused- >/dev/null
 is_version() { [ "$(ncp_version)" = "$1" ] && is_ready "$ns" ncp/sample-control-plane && is_uptodate; }
 until_true 180 is_version v1.21.14 || fail "not upgraded to 1.21.14: $(cond "$ns" ncp/sample-control-plane Upgrading)"
-echo "1.20.2 -> 1.21.14 (and etcd 3.4.23) took $(elapsed "$t0") s"
-rollout_order "$mark" sample-etcd sample-apiserver sample-controller-manager || fail "upgrade order"
-kubectl -n "$ns" get sts sample-apiserver -o jsonpath='{.spec.template.spec.containers[0].image}' |
-    grep -q 'kube-apiserver:v1.21.14$' || fail "the API server does not run 1.21.14"
+echo "1.20.2 -> 1.21.14 (and etcd 3.4.23; controller manager held at 1.20.2) took $(elapsed "$t0") s"
+rollout_order "$mark" sample-etcd sample-apiserver || fail "upgrade order"
+image_of sample-controller-manager | grep -q 'kube-controller-manager:v1.20.2$' ||
+    fail "the controller manager does not run its own version 1.20.2"
+[ "$(kubectl -n "$ns" get "$cm" -o jsonpath='{.status.version}')" = 1.20.2 ] ||
+    fail "NestedControllerManager status.version"
+image_of sample-apiserver | grep -q 'kube-apiserver:v1.21.14$' || fail "the API server does not run 1.21.14"
 kubectl -n "$ns" get sts sample-etcd -o jsonpath='{.spec.template.spec.containers[0].image}' |
     grep -q 'etcd:3.4.23' || fail "etcd does not run 3.4.23"
 [ "$(kubectl -n "$ns" get netcd sample-nestedetcd -o jsonpath='{.status.version}')" = 3.4.23 ] ||
     fail "NestedEtcd status.version"
 
-# --- a feature gate: API servers, then controller managers ---
+# --- a feature gate and the controller manager back to the control plane's version: API
+# servers, then controller managers ---
 mark=$(wc -l <"$work/sts-watch.txt")
 t0=$(now)
 before=$(targets)
+kubectl -n "$ns" annotate ncp sample-control-plane cluster.x-k8s.io/paused=true >/dev/null
+until_true 30 is_paused || fail "the Paused condition did not appear"
+kubectl -n "$ns" patch "$cm" --type json -p '[{"op":"remove","path":"/spec/version"}]' >/dev/null
 kubectl -n "$ns" patch ncp sample-control-plane --type merge \
     -p '{"spec":{"featureGates":{"EphemeralContainers":true}}}' >/dev/null
+kubectl -n "$ns" annotate ncp sample-control-plane cluster.x-k8s.io/paused- >/dev/null
 changed_targets() { [ "$(targets)" != "$before" ] && is_ready "$ns" ncp/sample-control-plane && is_uptodate; }
 until_true 30 changed_targets || fail "the feature gate did not start a rollout"
 rolled_cm() {
@@ -120,11 +140,13 @@ rolled_cm() {
         grep -q 'EphemeralContainers=true' && is_ready "$ns" ncp/sample-control-plane && is_uptodate
 }
 until_true 180 rolled_cm || fail "the feature gate did not reach the controller manager"
-echo "featureGates.EphemeralContainers=true took $(elapsed "$t0") s"
+echo "featureGates.EphemeralContainers=true (and the controller manager to 1.21.14) took $(elapsed "$t0") s"
 rollout_order "$mark" sample-apiserver sample-controller-manager || fail "feature gate order"
+image_of sample-controller-manager | grep -q 'kube-controller-manager:v1.21.14$' ||
+    fail "the controller manager did not follow the control plane to 1.21.14"
 
 # --- refused: a downgrade ---
-expect_refused 1.20.2 DowngradeRefused
+expect_refused ncp/sample-control-plane 1.20.2 DowngradeRefused
 echo "Upgrading condition as it changed:"
 sort -u "$work/upgrading.txt" | grep -v '^ : $' | sed 's/^/  /'
 grep -q '^True RollingOut: .*kube-apiserver .*updated' "$work/upgrading.txt" ||

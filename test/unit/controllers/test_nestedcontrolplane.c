@@ -344,7 +344,7 @@ static void set_version(struct sim *s, enum fx_store which, const char *name, co
     fx_put_json(&s->f, o);
 }
 
-static void test_nestedcontrolplane__controller_manager_override_one_minor_older_rolls(void **state)
+static void test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls(void **state)
 {
     struct sim s;
     const cJSON *sts;
@@ -545,7 +545,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
         cmocka_unit_test(test_nestedcontrolplane__a_service_cidr_change_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
-        cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_one_minor_older_rolls),
+        cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__paused_only_shows_paused),
         cmocka_unit_test(test_nestedcontrolplane__deletion_removes_children_then_the_finalizer),

@@ -341,7 +341,7 @@ static void test_rollout__override_below_the_running_version_is_a_downgrade(void
     assert_string_equal(out.reason, "MinorSkipRefused");
 }
 
-static void test_rollout__apiserver_may_not_leave_the_running_controller_manager_behind(void **state)
+static void test_rollout__apiserver_may_not_leave_running_controller_manager_behind(void **state)
 {
     /* The API servers run 1.21.0 and the controller manager 1.20.2 (an override). Raising the
      * override to 1.21.0 and the control plane to 1.22.0 at once would have the API servers at
@@ -397,7 +397,7 @@ int main(void)
         cmocka_unit_test(test_rollout__controller_manager_override_one_minor_older_stays_put),
         cmocka_unit_test(test_rollout__controller_manager_override_newer_than_apiserver_is_refused),
         cmocka_unit_test(test_rollout__override_below_the_running_version_is_a_downgrade),
-        cmocka_unit_test(test_rollout__apiserver_may_not_leave_the_running_controller_manager_behind),
+        cmocka_unit_test(test_rollout__apiserver_may_not_leave_running_controller_manager_behind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
