@@ -109,39 +109,17 @@ metric_sum() {
         awk -v k="$1" '$1 == k || index($1, k "{") == 1 { s += $2 } END { printf "%d", s }'
 }
 
-# fake_kubelet NS: in the background, marks every Pod of NS Running and Ready.
+# fake_kubelet NS: in the background, marks every Pod of NS Running and Ready with
+# nestcp-fake-kubelet ($NESTCP_FAKE_KUBELET; test/nodeagent/fakekubelet.c); its log is
+# $work/kubelet-NS.log, its pid $kubelet_pid.
 fake_kubelet() {
     local ns=$1
-    (
-        while true; do
-            kubectl -n "$ns" get pods -o json 2>/dev/null | python3 -c '
-import json, sys, datetime
-now = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-for p in json.load(sys.stdin).get("items", []):
-    st = p.setdefault("status", {})
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                for c in st.get("conditions", []))
-    if ready or p["metadata"].get("deletionTimestamp"):
-        continue
-    st["phase"] = "Running"
-    st["podIP"] = "127.0.0.2"
-    st["conditions"] = [{"type": t, "status": "True", "lastTransitionTime": now}
-                        for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
-    st["containerStatuses"] = [{"name": c["name"], "ready": True, "started": True,
-                                "restartCount": 0, "image": c["image"], "imageID": "",
-                                "state": {"running": {"startedAt": now}}}
-                               for c in p["spec"]["containers"]]
-    print(p["metadata"]["name"])
-    json.dump(p, open(sys.argv[1] + "/" + p["metadata"]["name"] + ".json", "w"))
-' "$work/pods-$ns" 2>/dev/null | while read -r pod; do
-                kubectl replace --raw "/api/v1/namespaces/$ns/pods/$pod/status" \
-                    -f "$work/pods-$ns/$pod.json" >/dev/null 2>&1 || true
-            done
-            sleep 0.5
-        done
-    ) &
-    mkdir -p "$work/pods-$ns"
-    pids+=($!)
+    [ -x "${NESTCP_FAKE_KUBELET:-}" ] ||
+        fail "NESTCP_FAKE_KUBELET (${NESTCP_FAKE_KUBELET:-unset}) is not an executable: build the nestcp-fake-kubelet target"
+    "$NESTCP_FAKE_KUBELET" --kubeconfig "$KUBECONFIG" --namespace "$ns" \
+        >>"$work/kubelet-$ns.log" 2>&1 &
+    kubelet_pid=$!
+    pids+=("$kubelet_pid")
 }
 
 # cond NS KIND/NAME TYPE: the status, reason and message of a condition, tab-separated.
