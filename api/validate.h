@@ -41,8 +41,9 @@ int api_feature_gates_validate(const struct api_gates *gates, const char *k8s_ve
 int api_control_plane_validate(const struct api_control_plane *ncp, const struct api_catalog *cat,
                                struct api_errors *errs);
 
-/* A component (after api_component_default); ncp, when given, supplies the Kubernetes version
- * the component's version and feature gates are checked against. */
+/* A component (after api_component_default). Its own spec.version must be a known version; its
+ * feature gates are checked against that version, else against the version ncp (when given)
+ * supplies. */
 int api_component_validate(const struct api_component *c, const struct api_control_plane *ncp,
                            const struct api_catalog *cat, struct api_errors *errs);
 
