@@ -55,23 +55,6 @@ void nested_ctx_done(struct nested_ctx *ctx)
     strmap_done(&ctx->checked, free);
 }
 
-enum pki_key_alg nested_key_alg(const struct render_cluster *rc)
-{
-    switch (render_cluster_control_plane(rc)->spec.certificates.key_algorithm) {
-    case API_KEY_ECDSA_P384:
-        return PKI_KEY_ECDSA_P384;
-    case API_KEY_RSA_2048:
-        return PKI_KEY_RSA_2048;
-    case API_KEY_RSA_3072:
-        return PKI_KEY_RSA_3072;
-    case API_KEY_RSA_4096:
-        return PKI_KEY_RSA_4096;
-    case API_KEY_ECDSA_P256:
-        break;
-    }
-    return PKI_KEY_ECDSA_P256;
-}
-
 int nested_check_render(const struct render_catalog *cat, const struct render_cluster *rc,
                         enum render_part part, struct err *e)
 {

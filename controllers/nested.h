@@ -63,9 +63,6 @@ void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
                      struct keypool *keys, int64_t cert_renew_before);
 void nested_ctx_done(struct nested_ctx *ctx);
 
-/* The key algorithm of a cluster's keys (spec.certificates.keyAlgorithm). */
-enum pki_key_alg nested_key_alg(const struct render_cluster *rc);
-
 /* Renders every component of rc that exists with a placeholder certs Secret, so that what
  * fails without any key (a patch that matches nothing, a template) is known before anything
  * is created. part RENDER_PART__COUNT: every component, else only that one. Returns 0,

@@ -396,7 +396,7 @@ static int reconcile_children(struct comp *x)
         if (base->keys) {
             const struct api_component *etcd =
                 render_cluster_component_object(rc, RENDER_PART_ETCD);
-            keypool_reserve(base->keys, nested_key_alg(rc),
+            keypool_reserve(base->keys, render_cluster_key_alg(rc),
                             keys_needed(x->part, etcd ? etcd->spec.replicas : 1));
         }
         r = render_cluster_certs_issue(rc, pki, &x->src, x->part, ss.certs, &secret, &e);

@@ -623,7 +623,7 @@ static int reconcile_normal(struct cp *x)
 
     /* CAs first: when one is created, the rest waits for it to be read back. */
     if (ctx->keys)
-        keypool_reserve(ctx->keys, nested_key_alg(rc), 5);
+        keypool_reserve(ctx->keys, render_cluster_key_alg(rc), 5);
     r = render_cluster_pki_load(rc, &x->src, (int64_t)x->view->now, true, &pki, &errs);
     if (r == -EAGAIN) {
         plan_requeue_after(x->plan, NESTED_KEY_WAIT);

@@ -195,6 +195,9 @@ void render_cluster_set_key_source(struct render_cluster *rc, render_key_fn fn, 
  * a new certificate is never due at once). 0: renewBeforeDays alone. */
 void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds);
 
+/* The algorithm of the cluster's keys (spec.certificates.keyAlgorithm). */
+enum pki_key_alg render_cluster_key_alg(const struct render_cluster *rc);
+
 /* A memo of certificate checks that a caller keeps across calls (the controllers keep one
  * across reconciles): a check of a CA Secret, leaf or kubeconfig that passed is not repeated
  * while everything it reads is the same, for up to RENDER_CHECK_MEMO_TTL seconds (OpenSSL 3

@@ -49,9 +49,9 @@ static void free_secret_text(char *s)
         OPENSSL_clear_free(s, strlen(s));
 }
 
-static enum pki_key_alg key_alg(enum api_key_algorithm a)
+enum pki_key_alg render_cluster_key_alg(const struct render_cluster *rc)
 {
-    switch (a) {
+    switch (render_cluster_control_plane(rc)->spec.certificates.key_algorithm) {
     case API_KEY_ECDSA_P384:
         return PKI_KEY_ECDSA_P384;
     case API_KEY_RSA_2048:
@@ -268,7 +268,7 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
         .extra_sans = (const char *const *)s->certificates.extra_sans.items,
         .n_extra_sans = s->certificates.extra_sans.n,
         .etcd_members = etcd_members(rc),
-        .key_alg = key_alg(s->certificates.key_algorithm),
+        .key_alg = render_cluster_key_alg(rc),
         .ca_validity = (int64_t)s->certificates.ca_validity_days * DAY,
         .leaf_validity = (int64_t)s->certificates.validity_days * DAY,
         .now = pki->now,
