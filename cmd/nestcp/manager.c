@@ -282,8 +282,8 @@ int cmd_manager(int argc, char **argv)
     };
     struct flag flags[] = {
         {"kubeconfig", 0, FLAG_STRING, &s.kubeconfig, "FILE",
-         "kubeconfig of the management cluster; unset: $KUBECONFIG, ~/.kube/config, then the "
-         "in-cluster service account"},
+         "kubeconfig of the management cluster; unset: $KUBECONFIG (its files merged as "
+         "kubectl merges them), ~/.kube/config, then the in-cluster service account"},
         {"namespace", 0, FLAG_STRING, &s.namespace_, "NS",
          "watch and reconcile only this namespace; unset: every namespace"},
         {"templates", 0, FLAG_STRING, &s.templates, "DIR", "the package catalog"},
