@@ -31,12 +31,14 @@ NESTCP_SOURCE_DIR=${NESTCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 export NESTCP_SOURCE_DIR
 . "$NESTCP_SOURCE_DIR/test/integration/controllers/lib.sh"
 
-install_crds
+# On a fresh super cluster kubectl 1.32's `wait --for condition` can fail on a CRD that has no
+# status yet; the second attempt finds them established.
+(install_crds 2>/dev/null) || install_crds
 
-# clusters N: N standalone control planes bench-0 .. bench-(N-1).
+# clusters N [FROM]: standalone control planes bFROM .. b(N-1).
 clusters() {
     local i
-    for ((i = 0; i < $1; i++)); do
+    for ((i = ${2:-0}; i < $1; i++)); do
         cat <<EOF
 ---
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
@@ -136,12 +138,18 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     wait "$mgr_pid" "$kubelet_pid" 2>/dev/null || true
 
     # The raw client: render the same clusters (keys made before the clock starts) and apply.
-    sed "s/name: b\([0-9]*\)/name: r\1/g; s/cluster-name: b/cluster-name: r/g; s/-b\([0-9]\)/-r\1/g" \
-        "$work/clusters-$n.yaml" >"$work/raw-$n.yaml"
-    "$NESTCP_BIN" render --templates "$NESTCP_SOURCE_DIR/templates" -n "$raw" \
-        -f "$work/raw-$n.yaml" >"$work/rendered-$n.yaml"
+    # `nestcp render` takes at most 256 control planes at once: 200 per call, one file each.
+    files=()
+    for ((from = 0; from < n; from += 200)); do
+        clusters $((from + 200 < n ? from + 200 : n)) "$from" |
+            sed "s/name: b\([0-9]*\)/name: r\1/g; s/cluster-name: b/cluster-name: r/g; s/-b\([0-9]\)/-r\1/g" \
+                >"$work/raw-$n-$from.yaml"
+        "$NESTCP_BIN" render --templates "$NESTCP_SOURCE_DIR/templates" -n "$raw" \
+            -f "$work/raw-$n-$from.yaml" >"$work/rendered-$n-$from.yaml"
+        files+=(-f "$work/raw-$n-$from.yaml" -f "$work/rendered-$n-$from.yaml")
+    done
     t1=$(now)
-    kubectl -n "$raw" apply -f "$work/raw-$n.yaml" -f "$work/rendered-$n.yaml" >/dev/null
+    kubectl -n "$raw" apply "${files[@]}" >/dev/null
     t_raw=$(elapsed "$t1")
 
     printf '%-6s %10s %10s %14s %14s %10s %10s %8s %10s\n' "$n" "$t_objects" "$t_ready" \
