@@ -90,11 +90,16 @@ static const cJSON *src_get_secret(void *ctx, const char *ns, const char *name)
     return kube_store_get(view->secrets, ns, name);
 }
 
-static void src_each_secret(void *ctx, const char *ns, render_source_fn fn, void *userdata)
+static void src_each_secret(void *ctx, const char *ns, const char *owner_uid, render_source_fn fn,
+                            void *userdata)
 {
     const struct cache_view *view = ctx;
 
-    kube_store_foreach_in_namespace(view->secrets, ns, fn, userdata);
+    /* A uid names one object, so its owned objects are all in its namespace. */
+    if (owner_uid)
+        kube_store_foreach_owned(view->secrets, owner_uid, fn, userdata);
+    else
+        kube_store_foreach_in_namespace(view->secrets, ns, fn, userdata);
 }
 
 void lookup_source(const struct cache_view *view, struct render_source *ret_src)

@@ -443,7 +443,8 @@ static int reconcile_children(struct comp *x)
             struct superseded s = {x, kube_obj_uid(x->obj), certs, NULL, prefix, 0};
             snprintf(prefix, sizeof(prefix), "%s-%s-certs-", render_cluster_name(rc),
                      render_part_short(x->part));
-            kube_store_foreach_in_namespace(x->view->secrets, x->ns, delete_superseded, &s);
+            if (s.uid)
+                kube_store_foreach_owned(x->view->secrets, s.uid, delete_superseded, &s);
             if ((r = s.r) < 0)
                 goto out;
         }

@@ -188,9 +188,13 @@ static int reconcile_delete(struct cp *x)
             return -ENOMEM;
     }
     /* What the components own goes now too, so nothing runs on without them. */
-    kube_store_foreach_in_namespace(x->view->statefulsets, x->ns, each_statefulset, &c);
-    kube_store_foreach_in_namespace(x->view->services, x->ns, each_service, &c);
-    kube_store_foreach_in_namespace(x->view->secrets, x->ns, each_secret, &c);
+    for (int i = 0; i < RENDER_PART__COUNT && c.r == 0; i++) {
+        if (!c.uids[i])
+            continue;
+        kube_store_foreach_owned(x->view->statefulsets, c.uids[i], each_statefulset, &c);
+        kube_store_foreach_owned(x->view->services, c.uids[i], each_service, &c);
+        kube_store_foreach_owned(x->view->secrets, c.uids[i], each_secret, &c);
+    }
     if (c.r < 0)
         return c.r;
     free(x->st->phase);

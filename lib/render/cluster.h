@@ -83,9 +83,12 @@ struct render_source {
     /* Calls fn with every object of kind in ns until fn returns false. */
     void (*each)(void *ctx, enum api_kind kind, const char *ns, render_source_fn fn,
                  void *userdata);
-    /* The same for core/v1 Secrets. */
+    /* The same for core/v1 Secrets; with owner_uid, only the Secrets whose controller
+     * ownerReference has that uid (an informer cache answers that from its owner index, so a
+     * component's lookup does not walk every Secret of a namespace of many clusters). */
     const cJSON *(*get_secret)(void *ctx, const char *ns, const char *name);
-    void (*each_secret)(void *ctx, const char *ns, render_source_fn fn, void *userdata);
+    void (*each_secret)(void *ctx, const char *ns, const char *owner_uid, render_source_fn fn,
+                        void *userdata);
 };
 
 /* A source over a JSON array of objects (borrowed; it must outlive the source). Objects are

@@ -781,11 +781,16 @@ static int newer(const cJSON *a, const cJSON *b)
 static void candidates_of(const struct render_cluster *rc, const struct render_source *src,
                           enum render_part part, struct candidates *c)
 {
+    const struct api_component *obj = rc->parts[part].obj;
+    const char *uid = obj ? obj->meta.uid : NULL;
+
     c->rc = rc;
     c->short_name = render_part_short(part);
     c->n = 0;
     snprintf(c->prefix, sizeof(c->prefix), "%s-%s-certs-", rc->name, c->short_name);
-    src->each_secret(src->ctx, rc->ns, collect, c);
+    /* The component controls its certificates Secrets; without a uid (objects read from
+     * files) every Secret of the namespace is a candidate. */
+    src->each_secret(src->ctx, rc->ns, uid && *uid ? uid : NULL, collect, c);
 }
 
 static int check_secret(const struct render_cluster_pki *pki, const struct pieces *ps,

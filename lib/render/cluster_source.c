@@ -72,13 +72,31 @@ static const cJSON *objects_get_secret(void *ctx, const char *ns, const char *na
     return NULL;
 }
 
-static void objects_each_secret(void *ctx, const char *ns, render_source_fn fn, void *userdata)
+/* Whether obj's controller ownerReference has this uid. */
+static bool controlled_by(const cJSON *obj, const char *uid)
+{
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "ownerReferences"),
+                *ref;
+
+    cJSON_ArrayForEach(ref, refs)
+    {
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(ref, "uid");
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
+            return cJSON_IsString(u) && strcmp(u->valuestring, uid) == 0;
+    }
+    return false;
+}
+
+static void objects_each_secret(void *ctx, const char *ns, const char *owner_uid,
+                                render_source_fn fn, void *userdata)
 {
     const cJSON *o;
 
     cJSON_ArrayForEach(o, (const cJSON *)ctx)
     {
-        if (is_secret(o) && in_namespace(o, ns) && !fn(userdata, o))
+        if (is_secret(o) && in_namespace(o, ns) && (!owner_uid || controlled_by(o, owner_uid)) &&
+            !fn(userdata, o))
             return;
     }
 }

@@ -700,6 +700,30 @@ static void test_cluster__certs_secret_is_reused_while_good(void **state)
     cJSON_Delete(objs);
 }
 
+/* Only a Secret the component controls is its certificates Secret: one left by an earlier
+ * component of the same name (another uid) is not picked up. */
+static void test_cluster__certs_secret_of_another_owner_is_not_used(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *s, *ref;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct err e = {0};
+
+    store_cas(objs, pki);
+    s = issue(rc, pki, objs, RENDER_PART_APISERVER);
+    cJSON_AddItemToArray(objs, s);
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), 0);
+    assert_string_equal(name, name_of(s));
+    ref = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(s, "metadata"), "ownerReferences"), 0);
+    cJSON_ReplaceItemInObject(ref, "uid", cJSON_CreateString("old-apiserver-uid"));
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), -ENOENT);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
 /* A control plane's renewBeforeDays decides alone unless the manager asks for a longer window. */
 static void test_cluster__renew_window_is_the_longer_of_cluster_and_manager(void **state)
 {
@@ -1054,6 +1078,7 @@ int main(void)
         cmocka_unit_test(test_cluster__invalid_user_ca_names_secret_and_key),
         cmocka_unit_test(test_cluster__certs_secret_is_reused_while_good),
         cmocka_unit_test(test_cluster__renew_window_is_the_longer_of_cluster_and_manager),
+        cmocka_unit_test(test_cluster__certs_secret_of_another_owner_is_not_used),
         cmocka_unit_test(test_cluster__etcd_scale_up_issues_new_secret_keeping_members),
         cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
         cmocka_unit_test(test_cluster__kubeconfigs),
