@@ -23,14 +23,8 @@ status_file=$(mktemp)
 trap 'rm -f "$status_file"; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true' EXIT
 
 # --- the CRDs ---
-kubectl apply -f "$src/config/crd/bases" -f "$src/config/crd/capi" >/dev/null
-kubectl wait --for condition=established --timeout=60s \
-    crd/nestedclusters.infrastructure.cluster.x-k8s.io \
-    crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io \
-    crd/nestedetcds.controlplane.cluster.x-k8s.io \
-    crd/nestedapiservers.controlplane.cluster.x-k8s.io \
-    crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io \
-    crd/clusters.cluster.x-k8s.io >/dev/null
+. "$src/test/support/crds.sh"
+crds_install || fail "the CRDs are not established"
 # Discovery (and kubectl's cache of it) follows Established by a moment; wait until every
 # resource can be listed, in both versions.
 for r in nestedclusters.v1alpha4.infrastructure.cluster.x-k8s.io \

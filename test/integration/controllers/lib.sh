@@ -10,6 +10,7 @@
 : "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
 : "${NESTCP_BIN:?}"
 : "${NESTCP_SOURCE_DIR:?}"
+. "$NESTCP_SOURCE_DIR/test/support/crds.sh"
 
 work=$(mktemp -d)
 pids=()
@@ -62,15 +63,7 @@ until_true() {
 }
 
 install_crds() {
-    kubectl apply -f "$NESTCP_SOURCE_DIR/config/crd/bases" -f "$NESTCP_SOURCE_DIR/config/crd/capi" \
-        >/dev/null
-    kubectl wait --for condition=established --timeout=60s \
-        crd/clusters.cluster.x-k8s.io \
-        crd/nestedclusters.infrastructure.cluster.x-k8s.io \
-        crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io \
-        crd/nestedetcds.controlplane.cluster.x-k8s.io \
-        crd/nestedapiservers.controlplane.cluster.x-k8s.io \
-        crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io >/dev/null
+    crds_install || fail "the CRDs are not established"
     # kubectl discovers new resources lazily; wait until it knows every kind.
     until_true 30 kubectl get ncp,netcd,nkas,nkcm,nc,clusters.cluster.x-k8s.io -A >/dev/null 2>&1 ||
         fail "kubectl does not discover the CRDs"

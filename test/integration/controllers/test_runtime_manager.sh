@@ -83,13 +83,8 @@ stop_and_wait() {
     wait "$1" || rc=$?
 }
 
-kubectl apply -f "$NESTCP_SOURCE_DIR/config/crd/bases" >/dev/null
-kubectl wait --for condition=established --timeout=60s \
-    crd/nestedclusters.infrastructure.cluster.x-k8s.io \
-    crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io \
-    crd/nestedetcds.controlplane.cluster.x-k8s.io \
-    crd/nestedapiservers.controlplane.cluster.x-k8s.io \
-    crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io >/dev/null
+. "$NESTCP_SOURCE_DIR/test/support/crds.sh"
+crds_install --no-capi || fail "the CRDs are not established"
 kubectl create namespace "$ns" >/dev/null
 
 # --- one replica ---

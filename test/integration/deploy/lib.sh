@@ -13,14 +13,8 @@ kubectl() { command kubectl --request-timeout=30s "$@"; }
 # stay installed, as the other integration tests leave them.
 install_crds() {
     local src=$1 r
-    kubectl apply -f "$src/config/crd/bases" -f "$src/config/crd/capi" >/dev/null
-    kubectl wait --for condition=established --timeout=60s \
-        crd/nestedclusters.infrastructure.cluster.x-k8s.io \
-        crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io \
-        crd/nestedetcds.controlplane.cluster.x-k8s.io \
-        crd/nestedapiservers.controlplane.cluster.x-k8s.io \
-        crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io \
-        crd/clusters.cluster.x-k8s.io >/dev/null
+    . "$src/test/support/crds.sh"
+    NESTCP_SOURCE_DIR=$src crds_install || fail "the CRDs are not established"
     for r in nestedclusters.infrastructure.cluster.x-k8s.io \
         nestedcontrolplanes.controlplane.cluster.x-k8s.io nestedetcds.controlplane.cluster.x-k8s.io \
         nestedapiservers.controlplane.cluster.x-k8s.io \
