@@ -47,10 +47,9 @@ static int get_string(const cJSON *obj, const char *key, const char *path, const
 {
     const cJSON *v = get(obj, key);
 
-    if (!v || cJSON_IsNull(v)) {
-        *ret = def;
+    *ret = def; /* also on error, so that no caller reads an unset value */
+    if (!v || cJSON_IsNull(v))
         return 0;
-    }
     if (!cJSON_IsString(v))
         return err_set(e, -EINVAL, "%s: must be a string", path);
     *ret = v->valuestring;
@@ -62,10 +61,9 @@ static int get_int(const cJSON *obj, const char *key, const char *path, int def,
 {
     const cJSON *v = get(obj, key);
 
-    if (!v || cJSON_IsNull(v)) {
-        *ret = def;
+    *ret = def; /* also on error */
+    if (!v || cJSON_IsNull(v))
         return 0;
-    }
     if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble ||
         v->valuedouble < min || v->valuedouble > max)
         return err_set(e, -EINVAL, "%s: must be an integer from %d to %d", path, min, max);
