@@ -150,9 +150,8 @@ oom:
 }
 
 /* Reads a PEM file or decodes *-data. Exactly one of (file, data) is non-NULL. */
-static int load_blob(const char *origin, const char *where, const char *field,
-                     const char *base_dir, const char *file, const char *data, char **ret,
-                     size_t *ret_len, struct err *e)
+static int load_blob(const char *origin, const char *where, const char *field, const char *base_dir,
+                     const char *file, const char *data, char **ret, size_t *ret_len, struct err *e)
 {
     char *path = NULL;
     int r;
@@ -244,8 +243,8 @@ static int parse_cluster(const cJSON *cluster, const char *where, const char *or
     if (!server || !server[0])
         return err_set(e, -EINVAL, "%s: %s.server: missing", origin, where);
     if (!str_has_prefix(server, "https://"))
-        return err_set(e, -EINVAL, "%s: %s.server: \"%s\" is not an https:// URL", origin,
-                       where, server);
+        return err_set(e, -EINVAL, "%s: %s.server: \"%s\" is not an https:// URL", origin, where,
+                       server);
     cfg->server = strdup(server);
     if (!cfg->server)
         return -ENOMEM;
@@ -330,10 +329,33 @@ static int check_source(const struct kube_config_source *s, struct err *e)
     if (get_str(s->doc, "current-context", &current) < 0)
         return err_set(e, -EINVAL, "%s: current-context: must be a string", s->origin);
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
-        const cJSON *l = cJSON_GetObjectItemCaseSensitive(s->doc, lists[i]);
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(s->doc, lists[i]), *a, *b;
+        int ia = 0;
 
         if (l && !cJSON_IsNull(l) && !cJSON_IsArray(l))
             return err_set(e, -EINVAL, "%s: %s: must be a list", s->origin, lists[i]);
+        /* As kubectl: a name defined twice in one file makes the file invalid. */
+        cJSON_ArrayForEach(a, l)
+        {
+            const char *na, *nb;
+            int ib = 0;
+
+            if (get_str(a, "name", &na) < 0 || !na) {
+                ia++;
+                continue;
+            }
+            cJSON_ArrayForEach(b, l)
+            {
+                if (ib == ia)
+                    break;
+                if (get_str(b, "name", &nb) == 0 && nb && strcmp(na, nb) == 0)
+                    return err_set(e, -EINVAL,
+                                   "%s: %s[%d].name: \"%s\" is defined twice (also %s[%d])",
+                                   s->origin, lists[i], ia, na, lists[i], ib);
+                ib++;
+            }
+            ia++;
+        }
     }
     return 0;
 }

@@ -156,8 +156,9 @@ static void test_config_merge__relative_paths_resolve_against_each_files_dir(voi
                      "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
                      "clusters:\n- name: c\n"
                      "  cluster: {server: 'https://h:1', certificate-authority: ca.crt}\n");
-    put("d2/config", "users:\n- name: u\n"
-                     "  user: {client-certificate: me.crt, client-key: me.key, tokenFile: token}\n");
+    put("d2/config",
+        "users:\n- name: u\n"
+        "  user: {client-certificate: me.crt, client-key: me.key, tokenFile: token}\n");
     assert_int_equal(LOAD(names, &cfg, &e), 0);
     assert_string_equal(cfg->ca_pem, CA1_PEM);
     assert_string_equal(cfg->cert_pem, CERT_PEM);
@@ -260,6 +261,8 @@ static void test_config_merge__errors_name_the_file_and_the_field(void **state)
          "bad.yaml: users[1].user.token: must be a string"},
         {"users: {u: {token: t}}\n", -EINVAL, "bad.yaml: users: must be a list"},
         {"current-context: [x]\n", -EINVAL, "bad.yaml: current-context: must be a string"},
+        {"users:\n- name: u\n  user: {token: t}\n- name: v\n- name: u\n  user: {token: s}\n",
+         -EINVAL, "bad.yaml: users[2].name: \"u\" is defined twice (also users[0])"},
         {"- a\n", -EINVAL, "bad.yaml: not a mapping"},
         {"users: [\n", -EINVAL, "bad.yaml:"},
     };
@@ -309,7 +312,8 @@ int main(void)
         cmocka_unit_test(test_config_merge__first_file_to_set_current_context_wins),
         cmocka_unit_test(test_config_merge__first_definition_of_a_name_wins),
         cmocka_unit_test(test_config_merge__relative_paths_resolve_against_each_files_dir),
-        cmocka_unit_test(test_config_merge__missing_files_empty_entries_and_empty_files_are_skipped),
+        cmocka_unit_test(
+            test_config_merge__missing_files_empty_entries_and_empty_files_are_skipped),
         cmocka_unit_test(test_config_merge__all_files_missing_is_a_clear_error),
         cmocka_unit_test(test_config_merge__explicit_path_is_one_file),
         cmocka_unit_test(test_config_merge__errors_name_the_file_and_the_field),
