@@ -27,19 +27,32 @@ usage() {
     sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
 }
 
+# Any socket on the port, not only a listener: an outgoing connection that
+# holds it as its local port makes a later bind fail with "address in use".
 port_in_use() {
-    ss -Htln "sport = :$1" 2>/dev/null | grep -q .
+    ss -Htan "sport = :$1" 2>/dev/null | grep -q .
 }
 
-# Picks a free TCP port on loopback that this script has not handed out yet.
-free_port() {
-    local p
+# pick_port VAR: sets VAR to a free TCP port on loopback that this script has
+# not handed out yet (a variable, not $(...), so that taken_ports is kept).
+# Ports come from below the kernel's ephemeral range, so that no outgoing
+# connection (etcd clients, probes, tests) can take one between this choice and
+# the bind, nor while the API server is restarted on the same port.
+pick_port() {
+    local p lo=32768 hi base=10000 span
+    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    span=$((lo - base))
+    if [ "$span" -lt 1000 ]; then
+        base=1024
+        span=$((lo - base))
+    fi
+    [ "$span" -ge 100 ] || die "no port range below the ephemeral ports (${lo}-${hi:-?})"
     for _ in $(seq 1 200); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((base + (RANDOM * 32768 + RANDOM) % span))
         case " ${taken_ports:-} " in *" $p "*) continue ;; esac
         if ! port_in_use "$p"; then
             taken_ports="${taken_ports:-} $p"
-            echo "$p"
+            printf -v "$1" '%s' "$p"
             return 0
         fi
     done
@@ -206,9 +219,10 @@ cmd_up() {
     pki="$dir/pki"
 
     taken_ports=""
-    etcd_port=$(free_port)
-    etcd_peer_port=$(free_port)
-    apiserver_port=$(free_port)
+    etcd_port="" etcd_peer_port="" apiserver_port=""
+    pick_port etcd_port
+    pick_port etcd_peer_port
+    pick_port apiserver_port
     {
         echo "etcd_port=$etcd_port"
         echo "etcd_peer_port=$etcd_peer_port"
