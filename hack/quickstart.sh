@@ -242,6 +242,10 @@ cmd_up() {
     echo "$ncp" >"$state/ncp"
     local seen="" p i names=(etcd kube-apiserver kube-controller-manager)
     while true; do
+        # The control plane's Ready comes from the StatefulSets and each component's phase from
+        # its own reconciler, so either can be seen first: wait for both.
+        local ready
+        ready=$(super -n "$ns" get ncp "$ncp" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
         read -r -a p <<<"$(super -n "$ns" get ncp "$ncp" -o jsonpath='{.spec.etcd.name} {.spec.apiserver.name} {.spec.controllerManager.name}')"
         local phases=(
             "$(super -n "$ns" get netcd "${p[0]}" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
@@ -253,8 +257,7 @@ cmd_up() {
                 printf '      %-30s %s\n' "${names[$i]} ready" "$(since "$t_apply")"
             fi
         done
-        [ "$(super -n "$ns" get ncp "$ncp" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] &&
-            break
+        [ "$ready" = True ] && [ "$(wc -w <<<"$seen")" -eq 3 ] && break
         if awk -v a="$t_apply" -v b="$(now)" 'BEGIN { exit !(b - a > 600) }'; then
             super -n "$ns" get ncp "$ncp" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2
             die "the control plane is not Ready after 10 minutes (logs in $state/logs, $state/agent/pods)"
