@@ -72,9 +72,13 @@ check 'o["spec"]["controlPlaneEndpoint"] == {"host": "sample-apiserver", "port":
 until_true 30 is_ready "$ns" nc/sample || fail "NestedCluster not Ready: $(cond "$ns" nc/sample Ready)"
 [ "$(kubectl -n "$ns" get nc sample -o jsonpath='{.status.ready}')" = true ] ||
     fail "NestedCluster status.ready is not true"
+# Each component's phase is written by its own reconciler, independently of the control
+# plane's Ready, so it may trail it for a moment.
+phase_ready() {
+    [ "$(kubectl -n "$ns" get "$1" -o jsonpath='{.status.phase}')" = Ready ]
+}
 for c in netcd/sample-nestedetcd nkas/sample-nestedapiserver nkcm/sample-nestedcontrollermanager; do
-    [ "$(kubectl -n "$ns" get "$c" -o jsonpath='{.status.phase}')" = Ready ] ||
-        fail "$c is not Ready: $(cond "$ns" "$c" Ready)"
+    until_true 30 phase_ready "$c" || fail "$c is not Ready: $(cond "$ns" "$c" Ready)"
     owner=$(kubectl -n "$ns" get "$c" -o jsonpath='{.metadata.ownerReferences[?(@.controller==true)].name}')
     [ "$owner" = sample-control-plane ] || fail "$c is controlled by '$owner'"
 done
