@@ -104,7 +104,7 @@ chmod -R a+rX,go-w "$rootfs"
 bin=$rootfs/usr/bin/nestcp
 say "staged $(du -sh "$rootfs" | cut -f1) in $rootfs (binary $(stat -c %s "$bin") bytes)"
 
-readelf -d "$bin" | grep -qE '\((RPATH|RUNPATH)\)' && die "the binary carries an RPATH/RUNPATH"
+grep -qE '\((RPATH|RUNPATH)\)' <<<"$(readelf -d "$bin")" && die "the binary carries an RPATH/RUNPATH"
 
 # --- every shared library is provided by the runtime packages ---
 # Which Debian package owns each library, from one `dpkg -S` over every spelling of every

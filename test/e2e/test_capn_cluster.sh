@@ -27,7 +27,7 @@ for pc in sample-etcd-0/etcd sample-apiserver-0/kube-apiserver \
     log "$pc: pid $pid, $exe, pod IP $ip"
     case "$exe" in */"$ctr") ;; *) fail "$pc runs $exe, not $ctr" ;; esac
     if [ "$ctr" != kube-controller-manager ]; then
-        pod_cmdline "$pod" "$ctr" | grep -q "$ip" || fail "$pc does not listen on its pod IP $ip"
+        grep -q "$ip" <<<"$(pod_cmdline "$pod" "$ctr")" || fail "$pc does not listen on its pod IP $ip"
     fi
 done
 

@@ -53,5 +53,5 @@ done
 left=$(pgrep -f "$NESTCP_QUICKSTART_DIR" || true)
 [ -z "$left" ] || fail "processes naming the state directory are left: $left"
 [ ! -e "$NESTCP_QUICKSTART_DIR" ] || fail "--down left $NESTCP_QUICKSTART_DIR"
-"$qs" --down | grep -q "nothing to stop" || fail "a second --down did not say there is nothing to stop"
+grep -q "nothing to stop" <<<"$("$qs" --down)" || fail "a second --down did not say there is nothing to stop"
 echo PASS

@@ -157,7 +157,7 @@ check_roll "feature gate" "$ts" "$before"
 record_pids
 for pc in roll-apiserver-0/kube-apiserver roll-apiserver-1/kube-apiserver \
     roll-controller-manager-0/kube-controller-manager; do
-    pod_cmdline "${pc%/*}" "${pc#*/}" | grep -qx -- '--feature-gates=EphemeralContainers=true' ||
+    grep -qx -- '--feature-gates=EphemeralContainers=true' <<<"$(pod_cmdline "${pc%/*}" "${pc#*/}")" ||
         fail "$pc does not run with --feature-gates=EphemeralContainers=true"
 done
 log "feature gate: every API server and controller-manager process runs --feature-gates=EphemeralContainers=true"

@@ -19,7 +19,7 @@ grep -q 'insecure-skip-tls-verify' "$KUBECONFIG" && fail "kubeconfig skips TLS v
 grep -q 'certificate-authority-data' "$KUBECONFIG" || fail "kubeconfig has no CA"
 
 [ "$(kubectl get --raw /readyz)" = ok ] || fail "apiserver is not ready"
-kubectl version -o json | grep -q '"gitVersion": "v1.20.2' || fail "server is not 1.20.2"
+[ "$(kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')" = v1.20.2 ] || fail "server is not 1.20.2"
 
 kubectl create namespace "$ns" >/dev/null
 kubectl get namespace "$ns" -o jsonpath='{.status.phase}' | grep -qx Active ||

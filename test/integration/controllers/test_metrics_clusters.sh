@@ -202,7 +202,7 @@ in_doc=$(awk '/^```sh$/ { on = 1; next } /^```/ { on = 0 } on' "$doc")
 out=$(bash -c "${doc_commands[0]}")
 [ "$(printf '%s\n' "$out" | grep -c '^nestcp_control_planes{phase=')" = 6 ] ||
     fail "the phases command printed: $out"
-printf '%s\n' "$out" | grep -qx 'nestcp_control_planes{phase="Ready"} 1' ||
+grep -qx 'nestcp_control_planes{phase="Ready"} 1' <<<"$out" ||
     fail "the phases command printed: $out"
 out=$(bash -c "${doc_commands[1]}")
 printf '%s\n' "$out" | grep -Eqx "nestcp_certificate_expiry_seconds\{namespace=\"$ns\",cluster=\"standalone\"\} 36[45] days" ||

@@ -52,8 +52,8 @@ expect_refused() {
     is_reason() { [ "$(upgrading_reason)" = "$1" ]; }
     until_true 30 is_reason "$3" || fail "$1 version $2: Upgrading is $(cond "$ns" ncp/sample-control-plane Upgrading)"
     echo "$1 version $2 refused: $(cond "$ns" ncp/sample-control-plane Upgrading | cut -f2-)"
-    kubectl -n "$ns" get events --field-selector "reason=$3,involvedObject.name=sample-control-plane" \
-        -o name | grep -q . || fail "no $3 event"
+    [ -n "$(kubectl -n "$ns" get events -o name \
+        --field-selector "reason=$3,involvedObject.name=sample-control-plane")" ] || fail "no $3 event"
     sleep 5
     [ "$(workloads)" = "$before_w" ] || fail "$1 version $2 changed a workload"
     [ "$(targets)" = "$before_t" ] || fail "$1 version $2 moved a rollout target"

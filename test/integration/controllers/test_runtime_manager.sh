@@ -101,9 +101,9 @@ case "$ctype" in "text/plain; version=0.0.4"*) ;; *) fail "content type $ctype" 
 bad=$(printf '%s\n' "$scrape" |
     grep -Ev '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.e+-]+|[+-]Inf|NaN))$' || true)
 [ -z "$bad" ] || fail "lines that are not Prometheus text: $bad"
-printf '%s\n' "$scrape" | grep -q '^nestcp_build_info{version="[^"]*",commit="[^"]*"} 1$' ||
+grep -q '^nestcp_build_info{version="[^"]*",commit="[^"]*"} 1$' <<<"$scrape" ||
     fail "no nestcp_build_info"
-printf '%s\n' "$scrape" | grep -q '^nestcp_informer_synced{resource="secrets"} 1$' ||
+grep -q '^nestcp_informer_synced{resource="secrets"} 1$' <<<"$scrape" ||
     fail "the Secrets cache is not synced"
 is_metric "$mport" 'leader_election_master_status{name="nestcp-manager"}' 1 ||
     fail "without leader election the replica should report itself leading"

@@ -30,15 +30,16 @@ read -r major minor <<<"$version"
 meta=$src/metadata.yaml
 grep -qx 'apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3' "$meta" || fail "metadata.yaml: apiVersion"
 grep -qx 'kind: Metadata' "$meta" || fail "metadata.yaml: kind"
-grep -A2 -x -- "- major: $major" "$meta" | grep -qx "  minor: $minor" ||
+series=$(grep -A2 -x -- "- major: $major" "$meta")
+grep -qx "  minor: $minor" <<<"$series" ||
     fail "metadata.yaml has no release series $major.$minor (CMakeLists.txt)"
-grep -A2 -x -- "- major: $major" "$meta" | grep -qx "  contract: v1beta1" ||
+grep -qx "  contract: v1beta1" <<<"$series" ||
     fail "metadata.yaml: series $major.$minor is not for contract v1beta1"
 
 # --- the template ---
 # Every variable is clusterctl's form, and every optional one is documented in the header.
-grep -o '\${[^}]*}' "$tmpl" | grep -qv '^\${[A-Z0-9_]*\(:=[^}]*\)\{0,1\}}$' &&
-    fail "a variable in the template is not \${NAME} or \${NAME:=default}"
+bad=$(grep -o '\${[^}]*}' "$tmpl" | grep -v '^\${[A-Z0-9_]*\(:=[^}]*\)\{0,1\}}$' || true)
+[ -z "$bad" ] || fail "variables in the template not in the form \${NAME} or \${NAME:=default}: $bad"
 for v in $(grep -o '\${[A-Z0-9_]*' "$tmpl" | sed 's/^\${//' | sort -u); do
     grep -q "^#   $v " "$tmpl" || fail "variable $v is not documented in the template's header"
 done
@@ -103,7 +104,7 @@ for o in items:
     if o["kind"] == "Secret" and n == "ct-min-kubeconfig":
         open(sys.argv[2] + "/kubeconfig", "wb").write(base64.b64decode(o["data"]["value"]))
 PY
-openssl x509 -in "$out/apiserver.crt" -noout -ext subjectAltName | grep -q "DNS:ct-min-apiserver\.$ns\.svc" ||
+grep -q "DNS:ct-min-apiserver\.$ns\.svc" <<<"$(openssl x509 -in "$out/apiserver.crt" -noout -ext subjectAltName)" ||
     fail "the serving certificate lacks the endpoint: $(openssl x509 -in "$out/apiserver.crt" -noout -ext subjectAltName)"
 grep -q "server: https://ct-min-apiserver\.$ns\.svc:6443" "$out/kubeconfig" ||
     fail "the kubeconfig's server is not the endpoint: $(grep server: "$out/kubeconfig")"

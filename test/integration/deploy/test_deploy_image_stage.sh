@@ -41,7 +41,8 @@ bin=$rootfs/usr/bin/nestcp
     fail "unexpected staged files: $(cd "$rootfs" && find . -maxdepth 4)"
 diff -r "$src/templates" "$rootfs/usr/share/nestcp/templates" >/dev/null ||
     fail "the staged templates differ from templates/"
-file "$bin" 2>/dev/null | grep -q 'stripped' && ! file "$bin" | grep -q 'not stripped' ||
+described=$(file "$bin" 2>/dev/null)
+grep -q 'stripped' <<<"$described" && ! grep -q 'not stripped' <<<"$described" ||
     fail "the staged binary is not stripped"
 
 # Every runtime package of the Dockerfile is used, and named in the library table.
@@ -105,7 +106,7 @@ for _ in $(seq 1 60); do
     sleep 1
 done
 [ "$ready" = ok ] || fail "/readyz is not ok after 60s: $ready; log: $(tail -n 20 "$out/manager.log")"
-curl -sS --max-time 2 "http://127.0.0.1:$metrics/metrics" | grep -q '^nestcp_build_info{' ||
+grep -q '^nestcp_build_info{' <<<"$(curl -sS --max-time 2 "http://127.0.0.1:$metrics/metrics")" ||
     fail "/metrics lacks nestcp_build_info"
 kill -TERM "$pid"
 wait "$pid" || fail "the staged manager did not exit cleanly on SIGTERM: $(tail -n 20 "$out/manager.log")"

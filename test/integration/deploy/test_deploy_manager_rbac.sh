@@ -172,7 +172,7 @@ for o in nestedcontrolplane.controlplane.cluster.x-k8s.io/standalone nestedetcd.
     nestedcluster.infrastructure.cluster.x-k8s.io/sample; do
     grep -q "^$o " "$work/capn.txt" || fail "kubectl get capn does not list $o: $(cat "$work/capn.txt")"
 done
-kubectl -n "$ns" get ncp -o wide | grep -q 'INITIALIZED' || fail "kubectl get ncp -o wide lacks INITIALIZED"
+grep -q 'INITIALIZED' <<<"$(kubectl -n "$ns" get ncp -o wide)" || fail "kubectl get ncp -o wide lacks INITIALIZED"
 [ "$(kubectl -n "$ns" get statefulsets,services -l cluster.x-k8s.io/cluster-name=standalone -o name | wc -l)" -ge 6 ] ||
     fail "the standalone StatefulSets and Services do not carry the cluster-name label"
 kubectl -n "$ns" get secret standalone-kubeconfig -o jsonpath='{.data.value}' | base64 -d >"$work/tenant.kubeconfig"
@@ -199,7 +199,7 @@ done
 
 # --- no request was refused ---
 kill -0 "$mgr" 2>/dev/null || die_with_log "the manager exited"
-if grep -E 'forbidden|error=EPERM' "$work/manager.log" | grep -q .; then
+if grep -qE 'forbidden|error=EPERM' "$work/manager.log"; then
     grep -E 'forbidden|error=EPERM' "$work/manager.log" | head -n 10 >&2
     fail "the manager was refused requests (above)"
 fi
