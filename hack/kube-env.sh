@@ -30,7 +30,7 @@ usage() {
 # Any socket on the port, not only a listener: an outgoing connection that
 # holds it as its local port makes a later bind fail with "address in use".
 port_in_use() {
-    ss -Htan "sport = :$1" 2>/dev/null | grep -q .
+    [ -n "$(ss -Htan "sport = :$1" 2>/dev/null)" ]
 }
 
 # pick_port VAR: sets VAR to a free TCP port on loopback that this script has
