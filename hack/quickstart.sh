@@ -242,11 +242,8 @@ cmd_up() {
     echo "$ncp" >"$state/ncp"
     local seen="" p i names=(etcd kube-apiserver kube-controller-manager)
     while true; do
-        # The control plane's Ready comes from the StatefulSets and each component's phase from
-        # its own reconciler, so either can be seen first: wait for both.
-        local ready
-        ready=$(super -n "$ns" get ncp "$ncp" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
-        read -r -a p <<<"$(super -n "$ns" get ncp "$ncp" -o jsonpath='{.spec.etcd.name} {.spec.apiserver.name} {.spec.controllerManager.name}')"
+        # p: the three component names, then the control plane's Ready status (empty until set).
+        read -r -a p <<<"$(super -n "$ns" get ncp "$ncp" -o jsonpath='{.spec.etcd.name} {.spec.apiserver.name} {.spec.controllerManager.name} {.status.conditions[?(@.type=="Ready")].status}')"
         local phases=(
             "$(super -n "$ns" get netcd "${p[0]}" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
             "$(super -n "$ns" get nkas "${p[1]}" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
@@ -257,7 +254,9 @@ cmd_up() {
                 printf '      %-30s %s\n' "${names[$i]} ready" "$(since "$t_apply")"
             fi
         done
-        [ "$ready" = True ] && [ "$(wc -w <<<"$seen")" -eq 3 ] && break
+        # Ready comes from the StatefulSets and each phase from its component's own reconciler,
+        # so either can be seen first: wait for both.
+        [ "${p[3]:-}" = True ] && [ "$(wc -w <<<"$seen")" -eq 3 ] && break
         if awk -v a="$t_apply" -v b="$(now)" 'BEGIN { exit !(b - a > 600) }'; then
             super -n "$ns" get ncp "$ncp" -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2
             die "the control plane is not Ready after 10 minutes (logs in $state/logs, $state/agent/pods)"
