@@ -14,6 +14,7 @@ void api_errors_init(struct api_errors *errs)
     errs->n = 0;
     errs->dropped = 0;
     errs->oom = false;
+    errs->reason = NULL;
 }
 
 void api_errors_done(struct api_errors *errs)

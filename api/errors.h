@@ -25,12 +25,21 @@ struct api_errors {
     size_t n;
     size_t dropped; /* entries past API_ERRORS_MAX */
     bool oom;
+    /* The condition reason an error calls for when it is not a plain invalid spec
+     * ("VersionUnsupported": a retired version line), or NULL. Static string. */
+    const char *reason;
 };
 
 #define API_ERRORS_INIT                                                                            \
     {                                                                                              \
-        NULL, 0, 0, false                                                                          \
+        NULL, 0, 0, false, NULL                                                                    \
     }
+
+/* The reason for a condition about errs: errs->reason, else "InvalidSpec". */
+static inline const char *api_errors_reason(const struct api_errors *errs)
+{
+    return errs->reason ? errs->reason : "InvalidSpec";
+}
 
 void api_errors_init(struct api_errors *errs);
 void api_errors_done(struct api_errors *errs);

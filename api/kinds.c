@@ -103,7 +103,7 @@ static const struct api_schema resources_props[] = {
 
 #define COMPONENT_COMMON_SPEC                                                                      \
     STR("version",                                                                                 \
-        "Version of the component to run, e.g. 1.20.2 (a leading v is accepted). For etcd it "   \
+        "Version of the component to run, e.g. 1.36.3 (a leading v is accepted). For etcd it "   \
         "is the etcd version and defaults to the one the cluster's Kubernetes version needs; "    \
         "for kube-apiserver and kube-controller-manager it must be empty or equal to the "         \
         "NestedControlPlane's spec.version."),                                                     \
@@ -270,7 +270,7 @@ static const struct api_schema ncp_spec_props[] = {
     OBJ("controllerManager", object_reference,
         "Reference to the NestedControllerManager of this control plane."),
     STR("version",
-        "The Kubernetes version of the control plane, e.g. 1.20.2 or v1.20.2. Every component "
+        "The Kubernetes version of the control plane, e.g. 1.36.3 or v1.36.3. Every component "
         "follows it; changing it starts an upgrade (etcd, then kube-apiserver, then "
         "kube-controller-manager). Default: the newest version the installed packages know."),
     OBJ("controlPlaneEndpoint", api_endpoint,

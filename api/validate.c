@@ -118,7 +118,7 @@ int api_version_validate(const char *version, const char *path, struct api_error
     if (!version)
         return 0;
     if (api_version_parse(version, &v) < 0) {
-        api_errors_add_str(errs, path, version, "is not a version like 1.20.2 or v1.20.2");
+        api_errors_add_str(errs, path, version, "is not a version like 1.36.3 or v1.36.3");
         return -EINVAL;
     }
     return 0;
@@ -128,13 +128,27 @@ static void check_known(const char *version, const char *component, const char *
                         const struct api_catalog *cat, const char *path, struct api_errors *errs)
 {
     char canon[API_VERSION_MAX_LEN];
+    const char *lines;
 
     if (!version || !cat || !cat->knows_version ||
         api_version_canonical(version, canon, sizeof(canon)) < 0)
         return;
-    if (!cat->knows_version(cat->ctx, component, canon))
-        api_errors_add_str(errs, path, version, "is not %s version the installed packages know",
-                           what);
+    if (cat->knows_version(cat->ctx, component, canon))
+        return;
+    lines = cat->supported_lines ? cat->supported_lines(cat->ctx, component) : NULL;
+    if (cat->retired_version && cat->retired_version(cat->ctx, component, canon)) {
+        api_errors_add_str(errs, path, version,
+                           "is no longer supported: its line is older than every supported "
+                           "line (%s); a control plane already running it is left as it is. "
+                           "Move it to the oldest supported line one minor version at a time, "
+                           "with a nestcp release that still ships the lines in between",
+                           lines ? lines : "none");
+        errs->reason = "VersionUnsupported";
+        return;
+    }
+    api_errors_add_str(errs, path, version,
+                       "is not %s version the installed packages know (supported lines: %s)",
+                       what, lines ? lines : "none");
 }
 
 /* ---- network ---- */

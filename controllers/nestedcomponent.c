@@ -351,7 +351,8 @@ static int reconcile_children(struct comp *x)
     r = render_cluster_resolve(base->cat, &x->src, x->ns, kube_obj_name(x->ncp), &rc, &errs);
     if (r == -EINVAL || r == -ENOENT) {
         api_errors_to_err(&errs, NULL, &e);
-        r = not_ready(x, STATUS_SEVERITY_ERROR, r == -EINVAL ? "InvalidSpec" : "MissingObjects",
+        r = not_ready(x, STATUS_SEVERITY_ERROR,
+                      r == -EINVAL ? api_errors_reason(&errs) : "MissingObjects",
                       "%s", e.msg);
         goto out;
     }

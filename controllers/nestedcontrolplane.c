@@ -586,7 +586,7 @@ static int reconcile_normal(struct cp *x)
     if (r == -EINVAL || r == -ENOENT) {
         api_errors_to_err(&errs, NULL, &e);
         r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
-                 r == -EINVAL ? "InvalidSpec" : "MissingObjects", "%s", e.msg);
+                 r == -EINVAL ? api_errors_reason(&errs) : "MissingObjects", "%s", e.msg);
         goto out;
     }
     if (r < 0)

@@ -3,17 +3,19 @@
 # Idempotent: runs `apt-get update` at most once, and only when something is missing.
 #
 #   hack/install-deps.sh            build + test dependencies
-#   hack/install-deps.sh --kube     also what building Kubernetes from source needs
+#
+# Kubernetes and etcd are not Debian packages here: hack/kube-build.sh builds them with Go
+# (1.26 or newer, the `go` on PATH) from the Go module proxy.
 set -euo pipefail
 
 pkgs=(
     build-essential cmake pkg-config git
     libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libcmocka-dev
-    openssl etcd-server etcd-client iproute2 util-linux procps curl gettext-base python3
+    openssl iproute2 util-linux procps curl gettext-base python3
 )
 for a in "$@"; do
     case "$a" in
-    --kube) pkgs+=(golang-go rsync dpkg-dev golang-github-modern-go-reflect2-dev) ;;
+    --kube) ;; # accepted for older callers: building Kubernetes needs only Go now
     *) echo "install-deps.sh: unknown option '$a'" >&2; exit 2 ;;
     esac
 done
@@ -24,9 +26,11 @@ for p in "${pkgs[@]}"; do
         missing+=("$p")
     fi
 done
-# kubectl is not a Debian package in bookworm; the machines ship one.
-if ! command -v kubectl >/dev/null 2>&1; then
-    echo "install-deps.sh: kubectl is not on PATH; install it (any version >= 1.20) and retry" >&2
+# Debian's golang-go (1.19) is too old for today's Kubernetes; the machines ship Go 1.26.
+go_minor=$(go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+if [ -z "$go_minor" ] || [ "$go_minor" -lt 26 ]; then
+    echo "install-deps.sh: Go 1.26 or newer must be the \`go\` on PATH" \
+        "(found: $(go env GOVERSION 2>/dev/null || echo none)); it builds Kubernetes and etcd" >&2
     exit 1
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -1,79 +1,106 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and kube-controller-manager 1.20.2 from Debian's `kubernetes` source
-# package, offline, with Debian's Go, and caches the two binaries outside the repository.
-# Prints the directory holding the binaries. Called by `hack/kube-env.sh build`.
+# Builds the upstream binaries the tests and the quickstart run, from the Go module proxy, with
+# the recipes in hack/recipes/, and caches them outside the repository keyed by version:
+#   hack/kube-build.sh kubernetes 1.37.2   kube-apiserver, kube-controller-manager, kubectl
+#   hack/kube-build.sh etcd 3.6.17         etcd, etcdctl, etcdutl
+#   hack/kube-build.sh                     every recipe in hack/recipes/
+# With a component and version it prints the directory holding that release's binaries; with
+# none it prints one "component version directory" line per recipe.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-kube_src_version="1.20.5+really1.20.2-1.1+deb12u1"
 cache_root="${NESTCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nestcp}"
-bin_dir="$cache_root/kube-$kube_src_version/bin"
+export GOMODCACHE="$cache_root/gomod" GOCACHE="$cache_root/gocache" GOPATH="$cache_root/gopath"
+export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN=local
 
-if [ -x "$bin_dir/kube-apiserver" ] && [ -x "$bin_dir/kube-controller-manager" ]; then
+die() { echo "kube-build: $*" >&2; exit 1; }
+
+binaries() {
+    case "$1" in
+    kubernetes) echo kube-apiserver kube-controller-manager kubectl ;;
+    etcd) echo etcd etcdctl etcdutl ;;
+    *) die "unknown component '$1' (kubernetes or etcd)" ;;
+    esac
+}
+
+# Which module a failed download names, so the error says exactly what the proxy refused.
+explain_failure() {
+    local log=$1 refused
+    refused=$(grep -oE '(reading|verifying|downloading) [^ :]+@v[^ :]+' "$log" | sort -u | head -n 5 || true)
+    tail -n 20 "$log" >&2
+    if [ -n "$refused" ]; then
+        die "the Go module proxy did not serve: $(echo "$refused" | tr '\n' ' ')"
+    fi
+    die "go build failed; the log above says why"
+}
+
+build_one() {
+    local what=$1 version=$2 recipe="$here/recipes/$1-$2" bin_dir="$cache_root/$1-$2/bin" b ok=1
+    [ -f "$recipe/go.mod" ] || die "no recipe for $what $version (have: $(cd "$here/recipes" && ls -d */ | tr -d / | tr '\n' ' '))"
+    for b in $(binaries "$what"); do [ -x "$bin_dir/$b" ] || ok=0; done
+    if [ "$ok" -eq 1 ]; then
+        echo "$bin_dir"
+        return
+    fi
+    # One build of a release at a time: a second caller waits for the first, then finds it.
+    mkdir -p "$cache_root"
+    exec 9>"$cache_root/.build-$what-$version.lock"
+    flock 9
+    ok=1
+    for b in $(binaries "$what"); do [ -x "$bin_dir/$b" ] || ok=0; done
+    if [ "$ok" -eq 1 ]; then
+        exec 9>&-
+        echo "$bin_dir"
+        return
+    fi
+    command -v go >/dev/null 2>&1 || die "go is not on PATH (Go 1.26 is needed)"
+    mkdir -p "$cache_root"
+    local need_kb=$((4 * 1024 * 1024)) avail_kb
+    avail_kb=$(df -Pk "$cache_root" | awk 'NR == 2 { print $4 }')
+    [ "$avail_kb" -ge "$need_kb" ] ||
+        die "building needs about 4 GB free under $cache_root; only $((avail_kb / 1024)) MB are free. Free some space or set NESTCP_CACHE."
+
+    local pkgs ldflags log t0
+    case "$what" in
+    kubernetes)
+        local minor=${version#*.}
+        minor=${minor%%.*}
+        pkgs="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl"
+        ldflags="-s -w"
+        # Stamped as a release build is, so /version and --version say what runs.
+        for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+            ldflags+=" -X $p.gitVersion=v$version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+            ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+        done
+        ;;
+    etcd)
+        pkgs="./etcd go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3"
+        ldflags="-s -w"
+        ;;
+    esac
+    log=$(mktemp)
+    t0=$(date +%s)
+    echo "kube-build: building $what $version ($(binaries "$what")); a cold build takes minutes" >&2
+    rm -rf "$bin_dir.tmp"
+    mkdir -p "$bin_dir.tmp"
+    (cd "$recipe" && go build -trimpath -ldflags "$ldflags" -o "$bin_dir.tmp/" $pkgs) >"$log" 2>&1 ||
+        explain_failure "$log"
+    rm -f "$log"
+    rm -rf "$bin_dir"
+    mv "$bin_dir.tmp" "$bin_dir"
+    echo "kube-build: $what $version built in $(($(date +%s) - t0)) s: $(du -sh "$bin_dir" | cut -f1)" >&2
+    exec 9>&-
     echo "$bin_dir"
+}
+
+if [ $# -eq 2 ]; then
+    build_one "$1" "$2"
     exit 0
 fi
-
-"$here/install-deps.sh" --kube
-
-mkdir -p "$cache_root"
-need_kb=$((3 * 1024 * 1024))
-avail_kb=$(df -Pk "$cache_root" | awk 'NR == 2 { print $4 }')
-if [ "$avail_kb" -lt "$need_kb" ]; then
-    echo "kube-build: building Kubernetes needs about 3 GB free under $cache_root;" \
-        "only $((avail_kb / 1024)) MB are free. Free some space or set NESTCP_CACHE." >&2
-    exit 1
-fi
-
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-
-# Source entries: a copy of the machine's own deb822 sources with Types: deb-src, so no mirror
-# host is written into this repository and the machine's file stays as it was.
-src_list=/etc/apt/sources.list.d/nestcp-deb-src.sources
-if [ ! -f "$src_list" ]; then
-    if [ ! -f /etc/apt/sources.list.d/debian.sources ]; then
-        echo "kube-build: /etc/apt/sources.list.d/debian.sources not found;" \
-            "enable deb-src entries for bookworm by hand and retry" >&2
-        exit 1
-    fi
-    sed 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
-        $sudo tee "$src_list" >/dev/null
-    $sudo apt-get update -qq >&2
-fi
-
-work="$cache_root/kube-src"
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
-echo "kube-build: fetching Debian source package kubernetes=$kube_src_version" >&2
-apt-get source -qq --download-only "kubernetes=$kube_src_version" >&2
-dpkg-source -x --skip-patches kubernetes_*.dsc src >/dev/null 2>&1 ||
-    dpkg-source -x kubernetes_*.dsc src >&2
-cd src
-
-# Required fix: reflect2 v1.0.1 crashes kube-apiserver built with Go >= 1.18 the first time a
-# custom resource is written; use Debian's 1.0.2.
-reflect2=/usr/share/gocode/src/github.com/modern-go/reflect2
-rm -rf vendor/github.com/modern-go/reflect2
-mkdir -p vendor/github.com/modern-go/reflect2
-cp -r "$reflect2"/. vendor/github.com/modern-go/reflect2/
-rm -rf vendor/github.com/modern-go/reflect2/.git vendor/github.com/modern-go/reflect2/debian
-sed -i 's#^\(\# github.com/modern-go/reflect2\) v1.0.1#\1 v1.0.2#' vendor/modules.txt
-sed -i 's#\(github.com/modern-go/reflect2\) v1.0.1#\1 v1.0.2#' go.mod
-
-mkdir -p .go/src/k8s.io
-ln -sfn "$PWD" .go/src/k8s.io/kubernetes
-echo "kube-build: building kube-apiserver and kube-controller-manager (about 8 minutes on 2 cores)" >&2
-GOPATH="$PWD/.go" GOCACHE="$work/gocache" CGO_ENABLED=0 \
-    make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >&2
-
-out=_output/local/bin/linux/amd64
-[ -d "$out" ] || out=$(dirname "$(find _output -name kube-apiserver -type f | head -n 1)")
-mkdir -p "$bin_dir.tmp"
-cp "$out/kube-apiserver" "$out/kube-controller-manager" "$bin_dir.tmp/"
-rm -rf "$bin_dir"
-mv "$bin_dir.tmp" "$bin_dir"
-cd "$cache_root"
-rm -rf "$work"
-echo "$bin_dir"
+[ $# -eq 0 ] || die "usage: kube-build.sh [kubernetes|etcd VERSION]"
+for recipe in "$here"/recipes/*/; do
+    name=$(basename "$recipe")
+    what=${name%%-*}
+    version=${name#*-}
+    echo "$what $version $(build_one "$what" "$version")"
+done

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# A real super cluster for development and tests: Debian's etcd plus kube-apiserver and
-# kube-controller-manager 1.20.2 built from source, all on loopback, all state in one directory.
+# A real super cluster for development and tests: etcd, kube-apiserver and
+# kube-controller-manager built by hack/kube-build.sh from the Go module proxy, all on loopback,
+# all state in one directory. KUBE_VERSION (default 1.37.2) and ETCD_VERSION (default 3.6.17)
+# pick the releases; `up` builds them first if they are not cached.
 #
 #   hack/kube-env.sh build                       build (or find cached) Kubernetes binaries
 #   eval "$(hack/kube-env.sh up [--dir DIR])"    start; prints `export KUBECONFIG=...` etc.
@@ -24,7 +26,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 # Any socket on the port, not only a listener: an outgoing connection that
@@ -99,8 +101,9 @@ KC
 }
 
 bins() {
-    [ -f "$dir/bin-dir" ] || die "$dir was not set up by 'up'"
+    [ -f "$dir/bin-dir" ] && [ -f "$dir/etcd-bin-dir" ] || die "$dir was not set up by 'up'"
     bin_dir=$(cat "$dir/bin-dir")
+    etcd_bin_dir=$(cat "$dir/etcd-bin-dir")
 }
 
 # Sets the array `cmd` to the command line of a component; `up` and `start` both use it.
@@ -109,7 +112,7 @@ cmdline() {
     . "$dir/ports"
     case "$1" in
     etcd)
-        cmd=(/usr/bin/etcd --name super --data-dir "$dir/etcd-data" \
+        cmd=("$etcd_bin_dir/etcd" --name super --data-dir "$dir/etcd-data" \
             --listen-client-urls "http://127.0.0.1:$etcd_port" \
             --advertise-client-urls "http://127.0.0.1:$etcd_port" \
             --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
@@ -120,7 +123,7 @@ cmdline() {
     apiserver)
         cmd=("$bin_dir/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
             --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
-            --secure-port "$apiserver_port" --insecure-port 0 \
+            --secure-port "$apiserver_port" \
             --tls-cert-file "$dir/pki/apiserver.crt" --tls-private-key-file "$dir/pki/apiserver.key" \
             --client-ca-file "$dir/pki/ca.crt" --authorization-mode RBAC \
             --service-account-key-file "$dir/pki/sa.pub" \
@@ -134,7 +137,7 @@ cmdline() {
             --leader-elect=false --controllers '*' \
             --service-account-private-key-file "$dir/pki/sa.key" \
             --root-ca-file "$dir/pki/ca.crt" --use-service-account-credentials=true \
-            --secure-port 0 --port 0 \
+            --secure-port 0 \
             --profiling=false --v=1)
         ;;
     esac
@@ -199,9 +202,10 @@ wait_etcd() {
 }
 
 cmd_up() {
-    local bin_dir
-    bin_dir=$("$here/kube-build.sh")
+    local bin_dir etcd_bin_dir
     "$here/install-deps.sh"
+    bin_dir=$("$here/kube-build.sh" kubernetes "$kube_version")
+    etcd_bin_dir=$("$here/kube-build.sh" etcd "$etcd_version")
     if [ -z "$dir" ]; then
         dir=$(mktemp -d "${TMPDIR:-/tmp}/nestcp-kube.XXXXXX")
     fi
@@ -211,6 +215,11 @@ cmd_up() {
         die "$dir already runs a super cluster; 'down' it first"
     fi
     echo "$bin_dir" >"$dir/bin-dir"
+    echo "$etcd_bin_dir" >"$dir/etcd-bin-dir"
+    dirname "$(dirname "$bin_dir")" >"$dir/bin-root"
+    # One directory with this cluster's binaries, kubectl among them, for PATH.
+    mkdir -p "$dir/bin"
+    for b in "$bin_dir"/* "$etcd_bin_dir"/*; do ln -sfn "$b" "$dir/bin/"; done
     pki="$dir/pki"
 
     taken_ports=""
@@ -251,12 +260,16 @@ cmd_up() {
     fi
     start_component controller-manager
     {
-        echo "kube-env: super cluster up in $dir (kube-apiserver https://127.0.0.1:$apiserver_port," \
-            "etcd http://127.0.0.1:$etcd_port)"
+        echo "kube-env: super cluster up in $dir (kube-apiserver $kube_version https://127.0.0.1:$apiserver_port," \
+            "etcd $etcd_version http://127.0.0.1:$etcd_port)"
     } >&2
     echo "export NESTCP_KUBE_ENV_DIR=$dir"
     echo "export KUBECONFIG=$dir/kubeconfig"
     echo "export NESTCP_KUBE_BIN_DIR=$bin_dir"
+    echo "export NESTCP_ETCD_BIN_DIR=$etcd_bin_dir"
+    echo "export NESTCP_BIN_ROOT=$(cat "$dir/bin-root")"
+    # kubectl of the server's own version, so the client stays inside the skew policy.
+    echo "export PATH=$dir/bin:\$PATH"
 }
 
 cmd_down() {
@@ -310,6 +323,10 @@ sub=${1:-}
 }
 shift
 dir=${NESTCP_KUBE_ENV_DIR:-}
+kube_version=${KUBE_VERSION:-1.37.2}
+kube_version=${kube_version#v}
+etcd_version=${ETCD_VERSION:-3.6.17}
+etcd_version=${etcd_version#v}
 keep_logs=0
 log_lines=60
 component=""
@@ -326,7 +343,10 @@ while [ $# -gt 0 ]; do
 done
 
 case "$sub" in
-build) "$here/kube-build.sh" ;;
+build)
+    "$here/kube-build.sh" kubernetes "$kube_version"
+    "$here/kube-build.sh" etcd "$etcd_version"
+    ;;
 up) cmd_up ;;
 down)
     [ -n "$dir" ] || die "which environment? pass --dir or set NESTCP_KUBE_ENV_DIR"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a tenant Kubernetes control plane on this machine, from a fresh Debian bookworm:
-# installs what is missing, builds nestcp, builds Kubernetes 1.20.2 once (cached), starts a
-# local super cluster, the node agent (tenant pods become local processes) and `nestcp manager`,
-# applies config/samples/capn-cluster.yaml, and prints how to use the tenant.
+# installs what is missing, builds nestcp, builds Kubernetes 1.37.2 (the super cluster), 1.36.3
+# (the tenant) and etcd 3.6.17 once from the Go module proxy (cached), starts a local super
+# cluster, the node agent (tenant pods become local processes) and `nestcp manager`, applies
+# config/samples/capn-cluster.yaml (a 1.36 tenant), and prints how to use the tenant.
 #
 #   hack/quickstart.sh            start (or, when already up, say so and refresh the kubeconfig)
 #   hack/quickstart.sh --status   what runs
@@ -19,6 +20,13 @@ state=${NESTCP_QUICKSTART_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/nestcp/quic
 build=${NESTCP_QUICKSTART_BUILD_DIR:-$root/build}
 sample=${NESTCP_QUICKSTART_SAMPLE:-$root/config/samples/capn-cluster.yaml}
 pod_net=${NESTCP_QUICKSTART_POD_NETWORK:-0}
+# The super cluster's release, and the tenant's: the sample's version (the stable channel).
+super_version=1.37.2
+tenant_version=1.36.3
+etcd_version=3.6.17
+cache=${NESTCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nestcp}
+# kubectl of the super cluster's release, as hack/kube-build.sh builds it (no other is needed).
+PATH="$cache/kubernetes-$super_version/bin:$PATH"
 ns=default
 # Run through sudo, the tenant kubeconfig is also given to the user who ran sudo.
 user_kubeconfig=
@@ -133,7 +141,10 @@ print_use() {
     echo "Tenant namespaces:"
     tenant get namespaces | sed 's/^/  /'
     echo
-    echo "Use the tenant (TLS verified; the server is the API server pod's loopback address):"
+    echo "The tenant runs Kubernetes $(tenant version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')" \
+        "on a $super_version super cluster."
+    echo "Use it (TLS verified; the server is the API server pod's loopback address), with the"
+    echo "kubectl built here ($cache/kubernetes-$super_version/bin/kubectl):"
     echo
     echo "  export KUBECONFIG=${user_kubeconfig:-$state/tenant.kubeconfig}"
     echo
@@ -175,11 +186,17 @@ cmd_up() {
 
     echo "nestcp quickstart: state and logs in $state"
     mkdir -p "$state/logs"
-    local cache=${NESTCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nestcp} bin_dir
-    if ! compgen -G "$cache/kube-*/bin/kube-apiserver" >/dev/null; then
-        echo "Kubernetes 1.20.2 is not cached yet: this first run builds kube-apiserver and"
-        echo "kube-controller-manager once from Debian's source package (about 10 minutes and"
-        echo "3 GB of temporary disk) and caches them in $cache; later runs take about a minute."
+    local r releases=("kubernetes $super_version" "kubernetes $tenant_version" "etcd $etcd_version")
+    local missing=0
+    for r in "$cache/kubernetes-$super_version/bin/kube-apiserver" \
+        "$cache/kubernetes-$tenant_version/bin/kube-apiserver" "$cache/etcd-$etcd_version/bin/etcd"; do
+        [ -x "$r" ] || missing=1
+    done
+    if [ "$missing" = 1 ]; then
+        echo "Kubernetes $super_version and $tenant_version and etcd $etcd_version are not all cached yet:"
+        echo "this first run builds them once with Go from the Go module proxy (about 8 minutes per"
+        echo "Kubernetes release on 2 cores, 4 GB of disk) and caches them in $cache; later runs"
+        echo "take about a minute."
     fi
 
     step "dependencies (hack/install-deps.sh)"
@@ -195,16 +212,18 @@ cmd_up() {
         { tail -n 30 "$state/logs/cmake.log" >&2; die "the build failed (log: $state/logs/cmake.log)"; }
     done_step "$build/nestcp"
 
-    step "Kubernetes 1.20.2 binaries (hack/kube-build.sh)"
-    if ! compgen -G "$cache/kube-*/bin/kube-apiserver" >/dev/null; then
-        echo "      building (about 10 minutes; log: $state/logs/kube-build.log)"
-    fi
-    bin_dir=$("$root/hack/kube-build.sh" 2>"$state/logs/kube-build.log") ||
-        { tail -n 30 "$state/logs/kube-build.log" >&2; die "building Kubernetes failed"; }
-    done_step "$bin_dir"
+    step "Kubernetes $super_version, $tenant_version and etcd $etcd_version binaries (hack/kube-build.sh)"
+    [ "$missing" = 1 ] && echo "      building (log: $state/logs/kube-build.log)"
+    for r in "${releases[@]}"; do
+        # shellcheck disable=SC2086
+        "$root/hack/kube-build.sh" $r >/dev/null 2>>"$state/logs/kube-build.log" ||
+            { tail -n 30 "$state/logs/kube-build.log" >&2; die "building $r failed"; }
+    done
+    done_step "$cache"
 
     step "super cluster: etcd, kube-apiserver, kube-controller-manager (hack/kube-env.sh)"
-    "$root/hack/kube-env.sh" up --dir "$state/kube" >"$state/kube.env" 2>"$state/logs/kube-env.log" ||
+    KUBE_VERSION=$super_version ETCD_VERSION=$etcd_version \
+        "$root/hack/kube-env.sh" up --dir "$state/kube" >"$state/kube.env" 2>"$state/logs/kube-env.log" ||
         { cat "$state/logs/kube-env.log" >&2; die "the super cluster did not start"; }
     done_step "$(grep -o 'kube-apiserver https://[^ ,]*' "$state/logs/kube-env.log")"
 
@@ -216,7 +235,7 @@ cmd_up() {
         sleep 0.5
     done
     setsid "$build/test/nodeagent/nestcp-nodeagent" --kubeconfig "$state/kube/kubeconfig" \
-        --kube-bin-dir "$bin_dir" --state-dir "$state/agent" --pod-network "$pod_net" \
+        --bin-root "$cache" --state-dir "$state/agent" --pod-network "$pod_net" \
         --stop-grace-max 10 >"$state/logs/nodeagent.log" 2>&1 </dev/null &
     echo $! >"$state/nodeagent.pid"
     setsid "$build/nestcp" manager --kubeconfig "$state/kube/kubeconfig" \

@@ -30,12 +30,10 @@ t0=$(date +%s)
 step "dependencies"
 hack/install-deps.sh
 if [ "$quick" = 0 ]; then
-    if ! hack/kube-build.sh >/dev/null 2>/tmp/nestcp-kube-build.$$.log; then
-        cat /tmp/nestcp-kube-build.$$.log >&2
-        exit 1
-    fi
-    rm -f /tmp/nestcp-kube-build.$$.log
-    echo "Kubernetes binaries: $(hack/kube-build.sh)"
+    # Every release the tests start: the super cluster's, and every tenant line shipped.
+    t_kube=$(date +%s)
+    hack/kube-build.sh
+    echo "Kubernetes and etcd binaries ready in $(($(date +%s) - t_kube)) s"
 fi
 
 run_suite() {

@@ -433,6 +433,40 @@ static const char *channel_latest(const struct channel *ch, const char *componen
     return best;
 }
 
+/* True when major.minor is older than every line of component that is shipped: a retired line,
+ * not merely one nobody has packaged yet. */
+static bool older_than_every_line(const struct render_catalog *c, const char *component,
+                                  int major, int minor)
+{
+    for (int i = 0; i < c->npkgs; i++) {
+        const struct render_package *p = &c->pkgs[i];
+
+        if (strcmp(p->component, component) == 0 &&
+            (p->major < major || (p->major == major && p->minor <= minor)))
+            return false;
+    }
+    return true;
+}
+
+static void known_lines(const struct render_catalog *c, const char *component, char *out,
+                        size_t size);
+
+bool render_catalog_line_retired(const struct render_catalog *c, const char *component,
+                                 const char *version)
+{
+    int major, minor, patch;
+
+    return component_known(c, component) &&
+           render_version_parse(version, &major, &minor, &patch) == 0 &&
+           older_than_every_line(c, component, major, minor);
+}
+
+void render_catalog_lines(const struct render_catalog *c, const char *component, char *out,
+                          size_t size)
+{
+    known_lines(c, component, out, size);
+}
+
 static void known_lines(const struct render_catalog *c, const char *component, char *out,
                         size_t size)
 {
@@ -477,8 +511,14 @@ int render_catalog_resolve(const struct render_catalog *c, const char *component
     p = render_catalog_package(c, component, v);
     if (!p) {
         known_lines(c, component, known, sizeof(known));
-        return err_set(e, -ENOENT, "version %d.%d.%d: no %s package for %d.%d (known: %s)", major,
-                       minor, patch, component, major, minor, known);
+        if (older_than_every_line(c, component, major, minor))
+            return err_set(e, -EOPNOTSUPP,
+                           "version %d.%d.%d: %s %d.%d is no longer supported (supported lines: "
+                           "%s); move to the oldest supported line one minor version at a "
+                           "time, through every line in between",
+                           major, minor, patch, component, major, minor, known);
+        return err_set(e, -ENOENT, "version %d.%d.%d: no %s package for %d.%d (supported lines: %s)",
+                       major, minor, patch, component, major, minor, known);
     }
     snprintf(ret_version, RENDER_VERSION_MAX, "%d.%d.%d", major, minor, patch);
     *ret_pkg = p;

@@ -33,9 +33,9 @@ void render_catalog_free(struct render_catalog *c);
 
 /* Picks the package for component: an exact version (leading "v" allowed; "1.20.2" picks the
  * "1.20" package), else the newest version the channel lists (channel NULL or "" means
- * "stable"). Writes the normalised version ("1.20.2") to ret_version. Returns 0, -ENOENT (no such
- * component, channel, or package for that minor), -EINVAL (malformed version or channel
- * name). The package is borrowed from the catalog. */
+ * "stable"). Writes the normalised version ("1.36.3") to ret_version. Returns 0, -ENOENT (no such
+ * component, channel, or package for that minor), -EOPNOTSUPP (a retired line: older than every
+ * line shipped), -EINVAL (malformed version or channel name). The package is borrowed from the catalog. */
 int render_catalog_resolve(const struct render_catalog *c, const char *component,
                            const char *version, const char *channel,
                            const struct render_package **ret_pkg,
@@ -46,6 +46,14 @@ int render_catalog_resolve(const struct render_catalog *c, const char *component
  *                    "channels": {"stable": "1.20.2", "rapid": "1.31.1"}}, ...}
  * (caller frees). Returns 0 or -ENOMEM. */
 int render_catalog_versions(const struct render_catalog *c, cJSON **ret_versions);
+
+/* True when version's line is older than every line of component that is shipped. */
+bool render_catalog_line_retired(const struct render_catalog *c, const char *component,
+                                 const char *version);
+
+/* The lines shipped for component, "1.35, 1.36, 1.37", into out ("" when none). */
+void render_catalog_lines(const struct render_catalog *c, const char *component, char *out,
+                          size_t size);
 
 /* The package of component for the minor of version ("1.31.1" or "1.31"), or NULL. */
 const struct render_package *render_catalog_package(const struct render_catalog *c,

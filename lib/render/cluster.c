@@ -104,6 +104,24 @@ static bool cat_knows_version(void *ctx, const char *component, const char *vers
            render_catalog_package(c, "kube-controller-manager", version);
 }
 
+static const char *package_component(const char *component)
+{
+    return strcmp(component, API_CATALOG_ETCD) == 0 ? "etcd" : "kube-apiserver";
+}
+
+static bool cat_retired_version(void *ctx, const char *component, const char *version)
+{
+    return render_catalog_line_retired(ctx, package_component(component), version);
+}
+
+static const char *cat_supported_lines(void *ctx, const char *component)
+{
+    static _Thread_local char lines[256];
+
+    render_catalog_lines(ctx, package_component(component), lines, sizeof(lines));
+    return lines;
+}
+
 static bool cat_knows_feature_gate(void *ctx, const char *k8s_version, const char *gate)
 {
     const struct render_package *p = render_catalog_package(ctx, "kube-apiserver", k8s_version);
@@ -137,6 +155,8 @@ struct api_catalog render_cluster_api_catalog(const struct render_catalog *cat)
     struct api_catalog ac = {
         .ctx = (void *)cat,
         .knows_version = cat_knows_version,
+        .retired_version = cat_retired_version,
+        .supported_lines = cat_supported_lines,
         .knows_feature_gate = cat_knows_feature_gate,
         .etcd_version_for = cat_etcd_version_for,
         .default_version = cat_default_version,

@@ -45,7 +45,7 @@ apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: NestedControlPlane
 metadata: {name: b$i, labels: {cluster.x-k8s.io/cluster-name: b$i}}
 spec:
-  version: "1.20.2"
+  version: "1.36.3"
   etcd: {kind: NestedEtcd, name: b$i-etcd}
   apiserver: {kind: NestedAPIServer, name: b$i-apiserver}
   controllerManager: {kind: NestedControllerManager, name: b$i-cm}

@@ -69,7 +69,11 @@ if [ -z "${KUBECONFIG:-}" ] || [ -z "${NESTCP_KUBE_ENV_DIR:-}" ]; then
     eval "$("$root/hack/kube-env.sh" up --dir "$work/kube")"
     own_env=1
 fi
-bin_dir=$(cat "$NESTCP_KUBE_ENV_DIR/bin-dir")
+# The tenants' releases (stable channel), as hack/kube-build.sh cached them.
+tenant_k8s=1.36.3
+tenant_etcd=3.6.17
+bin_dir=$("$root/hack/kube-build.sh" kubernetes "$tenant_k8s")
+etcd_bin=$("$root/hack/kube-build.sh" etcd "$tenant_etcd")/etcd
 export KUBECONFIG
 
 # tenants PREFIX N: N standalone control planes <prefix>0..<prefix>N-1, one member each.
@@ -83,7 +87,7 @@ kind: NestedControlPlane
 metadata:
   name: $1$i
 spec:
-  version: "1.20.2"
+  version: "$tenant_k8s"
   etcd: {kind: NestedEtcd, name: $1$i-etcd}
   apiserver: {kind: NestedAPIServer, name: $1$i-apiserver}
   controllerManager: {kind: NestedControllerManager, name: $1$i-controller-manager}
@@ -116,9 +120,9 @@ floor() {
     mkdir -p "$dir"
     tenants "f$n-" "$n" >"$dir/in.yaml"
     "$nestcp" render -n floor -o json -f "$dir/in.yaml" >"$dir/out.json"
-    python3 - "$dir" "$floor_net" "$bin_dir" <<'PY'
+    python3 - "$dir" "$floor_net" "$bin_dir" "$etcd_bin" <<'PY'
 import base64, json, os, signal, socket, ssl, subprocess, sys, time
-dir, net, bin_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+dir, net, bin_dir, etcd_bin = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 items = json.load(open(os.path.join(dir, "out.json")))["items"]
 clusters = sorted(o["metadata"]["name"][:-len("-etcd")] for o in items
                   if o["kind"] == "StatefulSet" and o["metadata"]["name"].endswith("-etcd"))
@@ -144,7 +148,7 @@ for i, c in enumerate(clusters):
             os.write(fd, base64.b64decode(v))
             os.close(fd)
     subst = {"$(POD_NAME)": "%s-etcd-0" % c, "$(POD_NAMESPACE)": "floor"}
-    for comp, ip, binary in (("etcd", etcd_ip, "/usr/bin/etcd"),
+    for comp, ip, binary in (("etcd", etcd_ip, etcd_bin),
                              ("apiserver", api_ip, os.path.join(bin_dir, "kube-apiserver"))):
         ctr = sts("%s-%s" % (c, comp))["spec"]["template"]["spec"]["containers"][0]
         args = [binary]
@@ -335,7 +339,7 @@ nestcp_run ten- 10 >"$work/nestcp10"
 
 echo
 echo "bench_e2e: kubectl apply -> tenant GET /readyz, against starting the same binaries by hand"
-echo "($(nproc) CPUs; Kubernetes 1.20.2, etcd $(/usr/bin/etcd --version | awk '/etcd Version/ { print $3 }'); seconds)"
+echo "($(nproc) CPUs; tenants on Kubernetes $tenant_k8s, etcd $("$etcd_bin" --version | awk '/etcd Version/ { print $3 }'); seconds)"
 echo
 printf '%-8s %-28s %-28s %s\n' tenants "nestcp first/median/last" "by hand first/median/last" "ratio (last)"
 for n in 1 10; do

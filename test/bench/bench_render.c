@@ -23,7 +23,7 @@
 static const char input_fmt[] =
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
     "metadata: {name: b, namespace: bench, uid: u0}\n"
-    "spec: {version: 1.20.2, certificates: {keyAlgorithm: %s}}\n"
+    "spec: {version: 1.36.3, certificates: {keyAlgorithm: %s}}\n"
     "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
     "metadata: {name: b-etcd, namespace: bench, uid: u1, labels: "
     "{cluster.x-k8s.io/cluster-name: b}}\nspec: {replicas: 3}\n"

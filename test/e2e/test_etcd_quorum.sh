@@ -17,7 +17,7 @@ kind: NestedControlPlane
 metadata:
   name: quorum
 spec:
-  version: "1.20.2"
+  version: "1.36.3"
   etcd: {kind: NestedEtcd, name: quorum-etcd}
   apiserver: {kind: NestedAPIServer, name: quorum-apiserver}
   controllerManager: {kind: NestedControllerManager, name: quorum-controller-manager}

@@ -31,6 +31,16 @@ nss=$(KUBECONFIG=$tkc command kubectl --request-timeout=10s get namespaces \
     -o jsonpath='{.items[*].metadata.name}') || fail "the printed KUBECONFIG does not reach the tenant"
 log "tenant namespaces through the printed KUBECONFIG: $nss"
 [[ " $nss " == *" kube-system "* ]] || fail "no kube-system namespace in the tenant"
+# A 1.36 tenant on the 1.37 super cluster, as the quickstart says.
+tv=$(KUBECONFIG=$tkc command kubectl --request-timeout=10s version -o json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
+[ "$tv" = v1.36.3 ] || fail "the tenant runs $tv, not v1.36.3"
+grep -q "^The tenant runs Kubernetes v1.36.3 on a 1.37.2 super cluster" "$work/up.txt" ||
+    fail "the quickstart does not say which versions run"
+sv=$(command kubectl --kubeconfig "$NESTCP_QUICKSTART_DIR/kube/kubeconfig" version -o json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
+[ "$sv" = v1.37.2 ] || fail "the quickstart's super cluster runs $sv, not v1.37.2"
+log "tenant $tv on super cluster $sv"
 [ -n "$(command kubectl config view --kubeconfig "$tkc" --raw \
     -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')" ] ||
     fail "the kubeconfig does not verify the server"

@@ -19,7 +19,9 @@ grep -q 'insecure-skip-tls-verify' "$KUBECONFIG" && fail "kubeconfig skips TLS v
 grep -q 'certificate-authority-data' "$KUBECONFIG" || fail "kubeconfig has no CA"
 
 [ "$(kubectl get --raw /readyz)" = ok ] || fail "apiserver is not ready"
-[ "$(kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')" = v1.20.2 ] || fail "server is not 1.20.2"
+[ "$(kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')" = "v${KUBE_VERSION:-1.37.2}" ] || fail "server is not ${KUBE_VERSION:-1.37.2}"
+# The kubectl on the tests' PATH is the one built for the server, inside the skew policy.
+[ "$(kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])')" = "v${KUBE_VERSION:-1.37.2}" ] || fail "kubectl is not ${KUBE_VERSION:-1.37.2}: $(command -v kubectl)"
 
 kubectl create namespace "$ns" >/dev/null
 kubectl get namespace "$ns" -o jsonpath='{.status.phase}' | grep -qx Active ||

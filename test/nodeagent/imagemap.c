@@ -1,11 +1,13 @@
 #include "test/nodeagent/imagemap.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/util/strutil.h"
 #include "lib/util/yamlconv.h"
@@ -13,6 +15,7 @@
 struct imagemap_rule {
     struct imagemap_rule *next; /* newest first */
     char *suffix;
+    char *tag; /* a version line or release the image's tag must name; NULL: any tag */
     char *binary;
     const char *name; /* last path component of suffix */
 };
@@ -40,28 +43,64 @@ void imagemap_free(struct imagemap *m)
 
         m->rules = r->next;
         free(r->suffix);
+        free(r->tag);
         free(r->binary);
         free(r);
     }
     free(m);
 }
 
+/* The tag of an image reference ("v1.36.3" of "registry.k8s.io/kube-apiserver:v1.36.3"), or
+ * NULL when it has none; points into image, ends at '@' or the end. */
+static const char *image_tag(const char *image, size_t *ret_len)
+{
+    size_t n = strcspn(image, "@");
+    const char *slash = memrchr(image, '/', n), *from = slash ? slash : image;
+    const char *colon = memchr(from, ':', n - (size_t)(from - image));
+
+    if (!colon)
+        return NULL;
+    *ret_len = n - (size_t)(colon + 1 - image);
+    return colon + 1;
+}
+
+/* A rule's tag "v1.36" (or "1.36") matches the image tags "v1.36", "v1.36.3" and "3.6.17-0"
+ * style tags of its line, not "v1.361". */
+static bool tag_matches(const char *want, const char *tag, size_t len)
+{
+    size_t w;
+
+    if (*want == 'v')
+        want++;
+    if (len > 0 && *tag == 'v')
+        tag++, len--;
+    w = strlen(want);
+    if (len < w || memcmp(tag, want, w) != 0)
+        return false;
+    return len == w || tag[w] == '.' || tag[w] == '-' || tag[w] == '+';
+}
+
 int imagemap_add(struct imagemap *m, const char *suffix, const char *binary)
 {
     struct imagemap_rule *r;
-    const char *slash;
+    const char *slash, *colon;
+    size_t n;
 
-    if (!*suffix || suffix[strlen(suffix) - 1] == '/')
+    colon = strchr(strrchr(suffix, '/') ? strrchr(suffix, '/') : suffix, ':');
+    n = colon ? (size_t)(colon - suffix) : strlen(suffix);
+    if (n == 0 || suffix[n - 1] == '/' || (colon && !colon[1]))
         return -EINVAL;
     if (binary[0] != '/' && strcmp(binary, IMAGEMAP_HOST) != 0)
         return -EINVAL;
     r = calloc(1, sizeof(*r));
     if (!r)
         return -ENOMEM;
-    r->suffix = strdup(suffix);
+    r->suffix = strndup(suffix, n);
+    r->tag = colon ? strdup(colon + 1) : NULL;
     r->binary = strdup(binary);
-    if (!r->suffix || !r->binary) {
+    if (!r->suffix || !r->binary || (colon && !r->tag)) {
         free(r->suffix);
+        free(r->tag);
         free(r->binary);
         free(r);
         return -ENOMEM;
@@ -73,23 +112,86 @@ int imagemap_add(struct imagemap *m, const char *suffix, const char *binary)
     return 0;
 }
 
-int imagemap_add_defaults(struct imagemap *m, const char *kube_bin_dir)
+/* One release directory of hack/kube-build.sh's cache: "<component>-<version>/bin". */
+struct release {
+    const char *component; /* "kubernetes" or "etcd" */
+    char version[64];      /* "1.36.3" */
+    char line[64];         /* "1.36" */
+};
+
+static int release_cmp(const void *a, const void *b)
 {
-    static const char *const kube[] = {"kube-apiserver", "kube-controller-manager"};
-    char path[4096];
+    return strverscmp(((const struct release *)a)->version, ((const struct release *)b)->version);
+}
+
+static int add_release_rule(struct imagemap *m, const char *root, const struct release *rel,
+                            const char *tag)
+{
+    static const char *const kube[] = {"kube-apiserver", "kube-controller-manager", NULL};
+    static const char *const etcd[] = {"etcd", NULL};
+    const char *const *names = strcmp(rel->component, "etcd") == 0 ? etcd : kube;
+    char path[4096], rule[256];
     int r;
 
-    r = imagemap_add(m, "etcd", "/usr/bin/etcd");
-    if (r < 0 || !kube_bin_dir)
-        return r;
-    for (size_t i = 0; i < sizeof(kube) / sizeof(kube[0]); i++) {
-        if ((size_t)snprintf(path, sizeof(path), "%s/%s", kube_bin_dir, kube[i]) >= sizeof(path))
+    for (size_t i = 0; names[i]; i++) {
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s-%s/bin/%s", root, rel->component,
+                             rel->version, names[i]) >= sizeof(path))
             return -ENAMETOOLONG;
-        r = imagemap_add(m, kube[i], path);
+        if (access(path, X_OK) < 0)
+            continue;
+        snprintf(rule, sizeof(rule), "%s%s%s", names[i], tag ? ":" : "", tag ? tag : "");
+        r = imagemap_add(m, rule, path);
         if (r < 0)
             return r;
     }
     return 0;
+}
+
+int imagemap_add_defaults(struct imagemap *m, const char *bin_root)
+{
+    struct release rels[64];
+    size_t n = 0;
+    struct dirent *d;
+    DIR *dir;
+    int r = 0;
+
+    if (!bin_root)
+        return 0;
+    dir = opendir(bin_root);
+    if (!dir)
+        return 0;
+    while ((d = readdir(dir)) && n < sizeof(rels) / sizeof(rels[0])) {
+        static const char *const components[] = {"kubernetes", "etcd"};
+
+        for (size_t i = 0; i < 2; i++) {
+            size_t len = strlen(components[i]);
+            const char *v = d->d_name + len + 1;
+            char *dot;
+
+            if (strncmp(d->d_name, components[i], len) != 0 || d->d_name[len] != '-' ||
+                !isdigit((unsigned char)*v) || strlen(v) >= sizeof(rels[n].version))
+                continue;
+            rels[n].component = components[i];
+            snprintf(rels[n].version, sizeof(rels[n].version), "%s", v);
+            snprintf(rels[n].line, sizeof(rels[n].line), "%s", v);
+            dot = strchr(rels[n].line, '.');
+            dot = dot ? strchr(dot + 1, '.') : NULL;
+            if (dot)
+                *dot = '\0';
+            n++;
+        }
+    }
+    closedir(dir);
+    qsort(rels, n, sizeof(rels[0]), release_cmp);
+    /* Later rules win: any tag maps to the newest release, a line's tag to that line's newest
+     * patch, and an exact release to itself. */
+    for (size_t i = 0; i < n && r == 0; i++)
+        r = add_release_rule(m, bin_root, &rels[i], NULL);
+    for (size_t i = 0; i < n && r == 0; i++)
+        r = add_release_rule(m, bin_root, &rels[i], rels[i].line);
+    for (size_t i = 0; i < n && r == 0; i++)
+        r = add_release_rule(m, bin_root, &rels[i], rels[i].version);
+    return r;
 }
 
 int imagemap_load_file(struct imagemap *m, const char *path, struct err *e)
@@ -163,11 +265,16 @@ int imagemap_repository(const char *image, char *out, size_t size)
 int imagemap_resolve_image(const struct imagemap *m, const char *image, const char **ret_binary)
 {
     char repo[1024];
+    size_t tag_len = 0;
+    const char *tag = image_tag(image, &tag_len);
 
     if (imagemap_repository(image, repo, sizeof(repo)) < 0)
         return -ENOENT;
     for (const struct imagemap_rule *r = m->rules; r; r = r->next) {
         size_t a = strlen(repo), b = strlen(r->suffix);
+
+        if (r->tag && (!tag || !tag_matches(r->tag, tag, tag_len)))
+            continue;
 
         /* The suffix matches at a path or word boundary: "etcd" matches "quay.io/coreos/etcd"
          * and "bitnami/etcd", not "fetcd". */

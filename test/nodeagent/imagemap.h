@@ -12,6 +12,10 @@
  * (the suffix's last path component, e.g. `kube-apiserver` or `/usr/local/bin/kube-apiserver`),
  * so a pod spec written for a real image runs the mapped binary.
  *
+ * A rule's suffix may end in a tag, `kube-apiserver:v1.36`: then it answers only for images whose
+ * tag names that line or release (`v1.36`, `v1.36.3`, `1.36.3-0`; a leading v is ignored), so
+ * 1.36 and 1.37 images run their own binaries side by side.
+ *
  * Rules added later win over earlier ones, so a file or a flag overrides the defaults.
  */
 
@@ -28,13 +32,16 @@ struct imagemap;
 int imagemap_new(struct imagemap **ret_map);
 void imagemap_free(struct imagemap *m);
 
-/* Adds the rule suffix -> binary (an absolute path or IMAGEMAP_HOST).
- * Returns 0, -EINVAL (empty suffix, relative binary), -ENOMEM. */
+/* Adds the rule suffix[:tag] -> binary (an absolute path or IMAGEMAP_HOST).
+ * Returns 0, -EINVAL (empty suffix or tag, relative binary), -ENOMEM. */
 int imagemap_add(struct imagemap *m, const char *suffix, const char *binary);
 
-/* Adds etcd -> /usr/bin/etcd and, when kube_bin_dir is not NULL, kube-apiserver and
- * kube-controller-manager -> that directory's binaries. Returns 0 or -ENOMEM. */
-int imagemap_add_defaults(struct imagemap *m, const char *kube_bin_dir);
+/* Adds rules for every release that hack/kube-build.sh cached under bin_root
+ * (`kubernetes-1.36.3/bin/kube-apiserver`, `etcd-3.6.17/bin/etcd`, ...): an image tagged with
+ * a release runs that release, one tagged with a line (or another patch of it) the line's
+ * newest release, any other tag the newest release. NULL or a missing directory adds nothing.
+ * Returns 0, -ENAMETOOLONG or -ENOMEM. */
+int imagemap_add_defaults(struct imagemap *m, const char *bin_root);
 
 /* Adds the rules of a file: one `<repository-suffix> <binary>` per line; blank lines and lines
  * starting with '#' are skipped. Returns 0, -EINVAL (line number in e), -ENOENT, -ENOMEM. */

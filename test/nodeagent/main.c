@@ -34,8 +34,8 @@ static void usage(FILE *out)
           "  --state-dir DIR             pod directories, logs, claims (/tmp/nestcp-nodeagent)\n"
           "  --selector SELECTOR         bind only pending pods matching this label selector\n"
           "  --image-map FILE            extra `<repository-suffix> <binary|host>` rules\n"
-          "  --kube-bin-dir DIR          kube-apiserver/kube-controller-manager binaries\n"
-          "                              ($NESTCP_KUBE_BIN_DIR, $NESTCP_KUBE_ENV_DIR/bin-dir)\n"
+          "  --bin-root DIR              hack/kube-build.sh's cache of releases\n"
+          "                              ($NESTCP_BIN_ROOT, $NESTCP_KUBE_ENV_DIR/bin-root)\n"
           "  --restart-backoff SECONDS   first restart delay of a crashed container (10)\n"
           "  --restart-backoff-max SECONDS  longest restart delay (300)\n"
           "  --pod-network N             pod IPs are 127.N.x.y (0)\n"
@@ -87,17 +87,17 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     nodeagent_shutdown(m->na, m->max_grace, stopped, m);
 }
 
-/* The Kubernetes binary directory: flag, $NESTCP_KUBE_BIN_DIR, or what kube-env.sh recorded. */
-static char *kube_bin_dir(const char *flag)
+/* The directory of cached releases: flag, $NESTCP_BIN_ROOT, or what kube-env.sh recorded. */
+static char *bin_root(const char *flag)
 {
-    const char *env = getenv("NESTCP_KUBE_BIN_DIR"), *envdir = getenv("NESTCP_KUBE_ENV_DIR");
+    const char *env = getenv("NESTCP_BIN_ROOT"), *envdir = getenv("NESTCP_KUBE_ENV_DIR");
     char path[4096], *text = NULL;
 
     if (flag)
         return strdup(flag);
     if (env && *env)
         return strdup(env);
-    if (!envdir || (size_t)snprintf(path, sizeof(path), "%s/bin-dir", envdir) >= sizeof(path) ||
+    if (!envdir || (size_t)snprintf(path, sizeof(path), "%s/bin-root", envdir) >= sizeof(path) ||
         util_read_file(path, 4096, &text, NULL) < 0)
         return NULL;
     text[strcspn(text, "\r\n")] = '\0';
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
         {"state-dir", required_argument, NULL, 's'},
         {"selector", required_argument, NULL, 'l'},
         {"image-map", required_argument, NULL, 'i'},
-        {"kube-bin-dir", required_argument, NULL, 'b'},
+        {"bin-root", required_argument, NULL, 'b'},
         {"restart-backoff", required_argument, NULL, 'r'},
         {"restart-backoff-max", required_argument, NULL, 'R'},
         {"pod-network", required_argument, NULL, 'p'},
@@ -205,7 +205,7 @@ int main(int argc, char **argv)
     /* Orphans of containers come back to us and are reaped, not left to init. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-    bin_dir = kube_bin_dir(bin_flag);
+    bin_dir = bin_root(bin_flag);
     if (imagemap_new(&images) < 0 || imagemap_add_defaults(images, bin_dir) < 0 ||
         (image_map && imagemap_load_file(images, image_map, &e) < 0)) {
         log_error("cannot build the image map", "error=%s", e.msg[0] ? e.msg : "out of memory");
@@ -224,7 +224,7 @@ int main(int argc, char **argv)
         log_error("cannot start", "error=%s", e.msg[0] ? e.msg : err_code_name(r));
         goto out;
     }
-    log_info("node agent started", "node=%s server=%s state_dir=%s kube_bin_dir=%s",
+    log_info("node agent started", "node=%s server=%s state_dir=%s bin_root=%s",
              o.node_name ? o.node_name : "nestcp-node", cfg->server, o.runtime.state_dir,
              bin_dir ? bin_dir : "-");
     ev_signal_init(&m.sigterm, on_signal, SIGTERM);

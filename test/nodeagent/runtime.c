@@ -474,6 +474,13 @@ static void strv_free(char **v)
     free(v);
 }
 
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash ? slash + 1 : path;
+}
+
 /* The executable and argv of c (its env must be built). Returns 0, or a negative code with
  * e's message for the container's waiting status. */
 static int container_argv(struct rt_container *c, const cJSON *spec, char *exe, size_t exesize,
@@ -499,7 +506,12 @@ static int container_argv(struct rt_container *c, const cJSON *spec, char *exe, 
                 goto fail;
             i++;
         }
-        if (imagemap_resolve_command(c->pod->rt->o.images, argv[0], &binary) == 0) {
+        if (c->binary && strcmp(c->binary, IMAGEMAP_HOST) != 0 &&
+            strcmp(base_name(argv[0]), base_name(c->binary)) == 0) {
+            /* `command: [kube-apiserver]` in a kube-apiserver:v1.36.3 image: that image's
+             * release, not whichever release the name alone maps to. */
+            snprintf(exe, exesize, "%s", c->binary);
+        } else if (imagemap_resolve_command(c->pod->rt->o.images, argv[0], &binary) == 0) {
             snprintf(exe, exesize, "%s", binary);
         } else if (find_in_path(argv[0], podenv_get(&c->env, "PATH"), exe, exesize) < 0) {
             r = err_set(e, -ENOENT, "executable %s not found on this node", argv[0]);

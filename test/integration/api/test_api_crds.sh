@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The generated CRDs load into the real apiserver (1.20.2, apiextensions.k8s.io/v1) and do what
+# The generated CRDs load into the real apiserver (1.37, apiextensions.k8s.io/v1) and do what
 # users rely on:
 #   - every CRD is established and structural; `kubectl explain` documents the fields;
 #   - the samples apply; `kubectl get ncp` shows the printer columns, filled from a /status write;
@@ -87,7 +87,7 @@ import json, sys
 o = json.load(sys.stdin)
 o["status"] = {"ready": True, "initialized": True,
                "initialization": {"controlPlaneInitialized": True},
-               "externalManagedControlPlane": True, "version": "v1.20.2", "phase": "Ready",
+               "externalManagedControlPlane": True, "version": "v1.36.3", "phase": "Ready",
                "observedGeneration": o["metadata"]["generation"],
                "conditions": [{"type": "Ready", "status": "True", "reason": "AsExpected",
                                "lastTransitionTime": "2021-06-09T10:00:00Z"}]}
@@ -95,7 +95,7 @@ json.dump(o, sys.stdout)' >"$status_file"
 kubectl replace --raw "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/$ns/nestedcontrolplanes/standalone/status" \
     -f "$status_file" >/dev/null
 row=$(kubectl get ncp -n "$ns" standalone --no-headers)
-[ "$(echo $row | cut -d' ' -f1-4)" = "standalone v1.20.2 true Ready" ] || fail "ncp row: $row"
+[ "$(echo $row | cut -d' ' -f1-4)" = "standalone v1.36.3 true Ready" ] || fail "ncp row: $row"
 
 # --- a CAPN v1alpha4 manifest, unchanged ---
 c=capn-test

@@ -64,7 +64,7 @@ check() {
 check 'o["status"]["ready"] is True and o["status"]["initialized"] is True'
 check 'o["status"]["initialization"]["controlPlaneInitialized"] is True'
 check 'o["status"]["externalManagedControlPlane"] is True'
-check 'o["status"]["version"] == "v1.20.2" and o["status"]["readyReplicas"] == 1'
+check 'o["status"]["version"] == "v1.36.3" and o["status"]["readyReplicas"] == 1'
 check 'o["status"]["observedGeneration"] == o["metadata"]["generation"]'
 check 'o["status"]["apiserver"]["serviceCidr"] == "10.96.0.0/12"'
 check '"nested.controlplane.cluster.x-k8s.io" in o["metadata"]["finalizers"]'

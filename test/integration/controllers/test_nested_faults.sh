@@ -18,7 +18,7 @@ fake_kubelet "$ns"
 
 # cluster NAME [NCP-SPEC-EXTRA] [APISERVER-SPEC-EXTRA] [VERSION]: a standalone control plane.
 cluster() {
-    local name=$1 ncp_extra=${2:-} kas_extra=${3:-} version=${4:-1.20.2}
+    local name=$1 ncp_extra=${2:-} kas_extra=${3:-} version=${4:-1.36.3}
     cat <<EOF
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: NestedControlPlane

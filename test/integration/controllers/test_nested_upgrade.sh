@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Upgrades and configuration changes against the real super cluster, their order recorded
 # from a StatefulSet watch:
-#   - a jump of ten minors (1.20 -> 1.31) is refused (Upgrading False, MinorSkipRefused, a
+#   - a jump of two minors (1.35 -> 1.37) is refused (Upgrading False, MinorSkipRefused, a
 #     Warning event) and nothing changes;
-#   - a controller manager override newer than the API server (1.21.14 while it runs 1.20.2)
+#   - a controller manager override newer than the API server (1.36.3 while it runs 1.35.4)
 #     is refused (VersionSkewRefused) and nothing changes;
-#   - 1.20.2 -> 1.21.14 together with etcd 3.4.13 -> 3.4.23, with the controller manager held
-#     at 1.20.2 by its own spec.version, rolls etcd, then the API server, each after the one
-#     before has rolled out, and leaves the controller manager on 1.20.2;
+#   - 1.35.4 -> 1.36.3 together with etcd 3.5.36 -> 3.6.17, with the controller manager held
+#     at 1.35.4 by its own spec.version, rolls etcd, then the API server, each after the one
+#     before has rolled out, and leaves the controller manager on 1.35.4;
 #   - a feature-gate change together with dropping that override rolls the API server, then
-#     the controller manager, now on 1.21.14 (etcd has no gates and is left alone);
+#     the controller manager, now on 1.36.3 (etcd takes no Kubernetes gates and is left alone);
 #   - a downgrade is refused (DowngradeRefused) and nothing changes;
 #   - afterwards the running objects are still what `nestcp render` prints.
 set -euo pipefail
@@ -20,7 +20,11 @@ install_crds
 new_namespace "$ns"
 fake_kubelet "$ns"
 start_manager mgr "$ns"
-kubectl -n "$ns" apply -f "$NESTCP_SOURCE_DIR/config/samples/capn-cluster.yaml" >/dev/null
+# The CAPN sample, one line older than it ships, so that it has a line to upgrade to.
+sed 's/version: "1.36.3"/version: "1.35.4"/' "$NESTCP_SOURCE_DIR/config/samples/capn-cluster.yaml" |
+    kubectl -n "$ns" apply -f - >/dev/null
+# A gate of both 1.35 and 1.36 that neither locks.
+gate=OpenAPIEnums
 wait_ready "$ns" sample-control-plane 180
 
 # Every change of the StatefulSets, in order.
@@ -87,39 +91,39 @@ for a, b in zip(want, want[1:]):
 EOF
 }
 
-# --- refused: ten minors at once ---
-expect_refused ncp/sample-control-plane 1.31.1 MinorSkipRefused
-kubectl -n "$ns" patch ncp sample-control-plane --type merge -p '{"spec":{"version":"1.20.2"}}' >/dev/null
+# --- refused: two minors at once ---
+expect_refused ncp/sample-control-plane 1.37.2 MinorSkipRefused
+kubectl -n "$ns" patch ncp sample-control-plane --type merge -p '{"spec":{"version":"1.35.4"}}' >/dev/null
 is_uptodate() { [ "$(upgrading_reason)" = UpToDate ]; }
-until_true 30 is_uptodate || fail "reverting to 1.20.2 did not clear the refusal"
+until_true 30 is_uptodate || fail "reverting to 1.35.4 did not clear the refusal"
 
 # --- refused: a controller manager newer than the API server ---
-expect_refused "$cm" 1.21.14 VersionSkewRefused
+expect_refused "$cm" 1.36.3 VersionSkewRefused
 kubectl -n "$ns" patch "$cm" --type json -p '[{"op":"remove","path":"/spec/version"}]' >/dev/null
 until_true 30 is_uptodate || fail "dropping the controller manager's version did not clear the refusal"
 
-# --- 1.20.2 -> 1.21.14 and etcd 3.4.23, seen at once (paused while both change) ---
+# --- 1.35.4 -> 1.36.3 and etcd 3.6.17, seen at once (paused while both change) ---
 mark=$(wc -l <"$work/sts-watch.txt")
 t0=$(now)
 kubectl -n "$ns" annotate ncp sample-control-plane cluster.x-k8s.io/paused=true >/dev/null
 is_paused() { [ "$(cond "$ns" ncp/sample-control-plane Paused | cut -f1)" = True ]; }
 until_true 30 is_paused || fail "the Paused condition did not appear"
-kubectl -n "$ns" patch netcd sample-nestedetcd --type merge -p '{"spec":{"version":"3.4.23"}}' >/dev/null
-kubectl -n "$ns" patch "$cm" --type merge -p '{"spec":{"version":"1.20.2"}}' >/dev/null
-kubectl -n "$ns" patch ncp sample-control-plane --type merge -p '{"spec":{"version":"1.21.14"}}' >/dev/null
+kubectl -n "$ns" patch netcd sample-nestedetcd --type merge -p '{"spec":{"version":"3.6.17"}}' >/dev/null
+kubectl -n "$ns" patch "$cm" --type merge -p '{"spec":{"version":"1.35.4"}}' >/dev/null
+kubectl -n "$ns" patch ncp sample-control-plane --type merge -p '{"spec":{"version":"1.36.3"}}' >/dev/null
 kubectl -n "$ns" annotate ncp sample-control-plane cluster.x-k8s.io/paused- >/dev/null
 is_version() { [ "$(ncp_version)" = "$1" ] && is_ready "$ns" ncp/sample-control-plane && is_uptodate; }
-until_true 180 is_version v1.21.14 || fail "not upgraded to 1.21.14: $(cond "$ns" ncp/sample-control-plane Upgrading)"
-echo "1.20.2 -> 1.21.14 (and etcd 3.4.23; controller manager held at 1.20.2) took $(elapsed "$t0") s"
+until_true 180 is_version v1.36.3 || fail "not upgraded to 1.36.3: $(cond "$ns" ncp/sample-control-plane Upgrading)"
+echo "1.35.4 -> 1.36.3 (and etcd 3.6.17; controller manager held at 1.35.4) took $(elapsed "$t0") s"
 rollout_order "$mark" sample-etcd sample-apiserver || fail "upgrade order"
-image_of sample-controller-manager | grep -q 'kube-controller-manager:v1.20.2$' ||
-    fail "the controller manager does not run its own version 1.20.2"
-[ "$(kubectl -n "$ns" get "$cm" -o jsonpath='{.status.version}')" = 1.20.2 ] ||
+image_of sample-controller-manager | grep -q 'kube-controller-manager:v1.35.4$' ||
+    fail "the controller manager does not run its own version 1.35.4"
+[ "$(kubectl -n "$ns" get "$cm" -o jsonpath='{.status.version}')" = 1.35.4 ] ||
     fail "NestedControllerManager status.version"
-image_of sample-apiserver | grep -q 'kube-apiserver:v1.21.14$' || fail "the API server does not run 1.21.14"
+image_of sample-apiserver | grep -q 'kube-apiserver:v1.36.3$' || fail "the API server does not run 1.36.3"
 kubectl -n "$ns" get sts sample-etcd -o jsonpath='{.spec.template.spec.containers[0].image}' |
-    grep -q 'etcd:3.4.23' || fail "etcd does not run 3.4.23"
-[ "$(kubectl -n "$ns" get netcd sample-nestedetcd -o jsonpath='{.status.version}')" = 3.4.23 ] ||
+    grep -q 'etcd:3.6.17' || fail "etcd does not run 3.6.17"
+[ "$(kubectl -n "$ns" get netcd sample-nestedetcd -o jsonpath='{.status.version}')" = 3.6.17 ] ||
     fail "NestedEtcd status.version"
 
 # --- a feature gate and the controller manager back to the control plane's version: API
@@ -131,27 +135,27 @@ kubectl -n "$ns" annotate ncp sample-control-plane cluster.x-k8s.io/paused=true 
 until_true 30 is_paused || fail "the Paused condition did not appear"
 kubectl -n "$ns" patch "$cm" --type json -p '[{"op":"remove","path":"/spec/version"}]' >/dev/null
 kubectl -n "$ns" patch ncp sample-control-plane --type merge \
-    -p '{"spec":{"featureGates":{"EphemeralContainers":true}}}' >/dev/null
+    -p "{\"spec\":{\"featureGates\":{\"$gate\":true}}}" >/dev/null
 kubectl -n "$ns" annotate ncp sample-control-plane cluster.x-k8s.io/paused- >/dev/null
 changed_targets() { [ "$(targets)" != "$before" ] && is_ready "$ns" ncp/sample-control-plane && is_uptodate; }
 until_true 30 changed_targets || fail "the feature gate did not start a rollout"
 rolled_cm() {
     kubectl -n "$ns" get sts sample-controller-manager -o jsonpath='{.spec.template.spec.containers[0].args}' |
-        grep -q 'EphemeralContainers=true' && is_ready "$ns" ncp/sample-control-plane && is_uptodate
+        grep -q "$gate=true" && is_ready "$ns" ncp/sample-control-plane && is_uptodate
 }
 until_true 180 rolled_cm || fail "the feature gate did not reach the controller manager"
-echo "featureGates.EphemeralContainers=true (and the controller manager to 1.21.14) took $(elapsed "$t0") s"
+echo "featureGates.$gate=true (and the controller manager to 1.36.3) took $(elapsed "$t0") s"
 rollout_order "$mark" sample-apiserver sample-controller-manager || fail "feature gate order"
-image_of sample-controller-manager | grep -q 'kube-controller-manager:v1.21.14$' ||
-    fail "the controller manager did not follow the control plane to 1.21.14"
+image_of sample-controller-manager | grep -q 'kube-controller-manager:v1.36.3$' ||
+    fail "the controller manager did not follow the control plane to 1.36.3"
 
 # --- refused: a downgrade ---
-expect_refused ncp/sample-control-plane 1.20.2 DowngradeRefused
+expect_refused ncp/sample-control-plane 1.35.4 DowngradeRefused
 echo "Upgrading condition as it changed:"
 sort -u "$work/upgrading.txt" | grep -v '^ : $' | sed 's/^/  /'
 grep -q '^True RollingOut: .*kube-apiserver .*updated' "$work/upgrading.txt" ||
     fail "the Upgrading condition never said how far the rollout was"
-kubectl -n "$ns" patch ncp sample-control-plane --type merge -p '{"spec":{"version":"1.21.14"}}' >/dev/null
+kubectl -n "$ns" patch ncp sample-control-plane --type merge -p '{"spec":{"version":"1.36.3"}}' >/dev/null
 until_true 30 is_uptodate || fail "reverting the downgrade did not clear the refusal"
 
 n=$(render_matches "$ns") || fail "after the upgrades the running objects differ from nestcp render's"

@@ -59,11 +59,11 @@ for o in cluster.cluster.x-k8s.io/ct-min nestedcluster.infrastructure.cluster.x-
     nestedcontrollermanager.controlplane.cluster.x-k8s.io/ct-min-nestedcontrollermanager; do
     grep -q "^$o created (server dry run)$" "$out/min.log" || fail "dry run did not create $o: $(cat "$out/min.log")"
 done
-grep -q '^  version: v1.20.2$' "$out/min.yaml" || fail "KUBERNETES_VERSION does not default to v1.20.2"
+grep -q '^  version: v1.36.3$' "$out/min.yaml" || fail "KUBERNETES_VERSION does not default to v1.36.3"
 grep -q 'host: ct-min-apiserver\.'"$ns"'\.svc$' "$out/min.yaml" || fail "the endpoint is not the apiserver Service"
 
 # Every variable set.
-(CLUSTER_NAME=ct-all NAMESPACE=$ns KUBERNETES_VERSION=1.20.2 NESTED_SERVICE_CIDR=10.100.0.0/16 \
+(CLUSTER_NAME=ct-all NAMESPACE=$ns KUBERNETES_VERSION=1.36.3 NESTED_SERVICE_CIDR=10.100.0.0/16 \
     NESTED_POD_CIDR=10.200.0.0/16 NESTED_SERVICE_DOMAIN=tenant.local NESTED_ETCD_REPLICAS=3 \
     NESTED_APISERVER_REPLICAS=2 NESTED_CONTROLLER_MANAGER_REPLICAS=2 NESTED_KEY_ALGORITHM=RSA-2048 \
     template_subst "$tmpl") >"$out/all.yaml"
@@ -71,7 +71,7 @@ kubectl apply --dry-run=server -f "$out/all.yaml" -o yaml >"$out/all.out" 2>"$ou
     fail "the apiserver refuses the template with every variable set: $(cat "$out/all.err")"
 for want in 'cidrBlocks: ["10.100.0.0/16"]' 'cidrBlocks: ["10.200.0.0/16"]' \
     'serviceDomain: tenant.local' 'replicas: 3' 'replicas: 2' 'keyAlgorithm: RSA-2048' \
-    'version: 1.20.2'; do
+    'version: 1.36.3'; do
     grep -qF "$want" "$out/all.yaml" || fail "substituted template lacks '$want'"
 done
 # The apiserver applied the schema defaults (certificates.validityDays) to the dry-run object.

@@ -237,10 +237,10 @@ static char *fmt(char *buf, size_t size, const char *f, ...)
 
 static void start_etcd(struct env *env)
 {
-    char a[16][256];
-    const char *d = env->dir;
+    char a[16][256], etcd[1024];
+    const char *d = env->dir, *root = getenv("NESTCP_BIN_ROOT");
     char *argv[] = {
-        "/usr/bin/etcd",
+        fmt(etcd, sizeof(etcd), "%s/etcd-3.6.17/bin/etcd", root ? root : "/nonexistent"),
         "--name",
         "tls-etcd-0",
         fmt(a[0], 256, "--data-dir=%s/etcd-data", d),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What `nestcp render` prints is what the super cluster's API server accepts:
-#   - the CAPN sample, the standalone sample and a 3-member dual-stack 1.31 cluster pass
+#   - the CAPN sample, the standalone sample and a 3-member dual-stack 1.37 cluster pass
 #     `kubectl apply --dry-run=server`;
 #   - applied for real, the Secrets read back with `kubectl get -o yaml` (a v1 List) are
 #     reused by a second render, which then prints only the workloads, unchanged;

@@ -1,13 +1,17 @@
 /*
- * What `nestcp render` prints runs: a 1-member etcd and a kube-apiserver are started from the
- * rendered StatefulSets' command lines, with the rendered certs Secrets laid out as the pods
+ * What `nestcp render` prints runs, on every line shipped: for each of Kubernetes 1.35, 1.36 and
+ * 1.37 (with etcd 3.5 under 1.35 and 3.6 under the others, so both etcd lines run too), a
+ * 1-member etcd, a kube-apiserver and a kube-controller-manager of that release are started
+ * from the rendered StatefulSets' command lines, with the rendered certs Secrets laid out as the pods
  * would see them. Only what a pod runtime would supply is substituted: $(POD_IP) becomes a
  * loopback address of its own, $(POD_NAME) the pod name, the mount paths a temporary
  * directory, and the Services' DNS names resolve through a hosts file bind-mounted over
  * /etc/hosts in a private mount namespace (unshare -m) around each process. Then etcdctl with
  * the healthcheck client certificate is served and one without a client certificate is
- * refused, and kubectl with the rendered admin kubeconfig (server pointed at the local address,
- * TLS still verified against the Service name) lists namespaces.
+ * refused, kubectl of the same release with the rendered admin kubeconfig (server pointed at
+ * the local address, TLS still verified against the Service name) lists namespaces and reads
+ * the server's version, and the controller manager, through its own rendered kubeconfig, does
+ * its work: it creates the `default` ServiceAccount of a new namespace.
  */
 
 #include <setjmp.h>
@@ -36,15 +40,26 @@
 extern char **environ;
 
 #define NS "rbns"
-#define ETCD_IP "127.0.9.2"
-#define API_IP "127.0.9.3"
 
-static const char input[] =
+/* One shipped line: the Kubernetes and etcd releases hack/kube-build.sh builds for it, and the
+ * loopback addresses its pods get. */
+struct line {
+    const char *kubernetes, *etcd;
+    const char *etcd_ip, *api_ip, *cm_ip;
+};
+
+static const struct line lines[] = {
+    {"1.35.4", "3.5.36", "127.0.9.2", "127.0.9.3", "127.0.9.4"},
+    {"1.36.3", "3.6.17", "127.0.9.12", "127.0.9.13", "127.0.9.14"},
+    {"1.37.2", "3.6.17", "127.0.9.22", "127.0.9.23", "127.0.9.24"},
+};
+
+static const char input_fmt[] =
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
-    "metadata: {name: rb, namespace: " NS "}\nspec: {version: 1.20.2}\n"
+    "metadata: {name: rb, namespace: " NS "}\nspec: {version: %s}\n"
     "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
     "metadata: {name: rb-etcd, namespace: " NS ", labels: {cluster.x-k8s.io/cluster-name: rb}}\n"
-    "spec: {replicas: 1}\n"
+    "spec: {replicas: 1, version: %s}\n"
     "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedAPIServer\n"
     "metadata: {name: rb-apiserver, namespace: " NS ", labels: {cluster.x-k8s.io/cluster-name: "
     "rb}}\nspec: {replicas: 1}\n"
@@ -54,8 +69,9 @@ static const char input[] =
 
 struct env {
     char dir[64];
-    char bin_dir[1024];
-    pid_t etcd, apiserver;
+    char kube_bin[1024], etcd_bin[1024];
+    const struct line *line;
+    pid_t etcd, apiserver, cm;
     cJSON *objs;
 };
 
@@ -219,26 +235,43 @@ static int run_in_ns(const struct env *env, char *out, size_t size, const char *
                env->dir, env->dir, cmd);
 }
 
-static int setup(void **state)
+/* The directory hack/kube-build.sh caches a release's binaries in (building it if missing). */
+static int release_dir(const char *src, const char *what, const char *version, char *out,
+                       size_t size)
+{
+    static char text[64 * 1024];
+
+    if (run(text, sizeof(text), "%s/hack/kube-build.sh %s %s 2>&1", src, what, version) != 0) {
+        fprintf(stderr, "hack/kube-build.sh %s %s: %s\n", what, version, text);
+        return -1;
+    }
+    /* The last line is the directory; build progress may precede it. */
+    while (*text && text[strlen(text) - 1] == '\n')
+        text[strlen(text) - 1] = '\0';
+    snprintf(out, size, "%s", strrchr(text, '\n') ? strrchr(text, '\n') + 1 : text);
+    return 0;
+}
+
+static int setup_line(void **state, const struct line *line)
 {
     struct env *env = calloc(1, sizeof(*env));
     const char *src = getenv("NESTCP_SOURCE_DIR"), *bin = getenv("NESTCP_BIN");
     static char out[4 * 1024 * 1024];
-    char path[256];
+    char path[256], input[4096], hosts[512];
     struct err e = {0};
 
+    env->line = line;
     snprintf(env->dir, sizeof(env->dir), "/tmp/nestcp-render-bin-XXXXXX");
     if (!src || !bin || !mkdtemp(env->dir)) {
         fprintf(stderr, "NESTCP_SOURCE_DIR and NESTCP_BIN are needed\n");
         return -1;
     }
-    if (run(out, sizeof(out), "%s/hack/kube-build.sh", src) != 0) {
-        fprintf(stderr, "kube-apiserver not available: %s\n", out);
+    if (release_dir(src, "kubernetes", line->kubernetes, env->kube_bin, sizeof(env->kube_bin)) <
+            0 ||
+        release_dir(src, "etcd", line->etcd, env->etcd_bin, sizeof(env->etcd_bin)) < 0)
         return -1;
-    }
-    out[strcspn(out, "\n")] = '\0';
-    snprintf(env->bin_dir, sizeof(env->bin_dir), "%.1000s", out);
     snprintf(path, sizeof(path), "%s/input.yaml", env->dir);
+    snprintf(input, sizeof(input), input_fmt, line->kubernetes, line->etcd);
     write_file(path, input, strlen(input));
     if (run(out, sizeof(out), "%s render -f %s 2>&1", bin, path) != 0) {
         fprintf(stderr, "nestcp render: %s\n", out);
@@ -249,8 +282,10 @@ static int setup(void **state)
         return -1;
     }
     snprintf(path, sizeof(path), "%s/hosts", env->dir);
-    const char *hosts = "127.0.0.1 localhost\n" ETCD_IP " rb-etcd-0.rb-etcd." NS ".svc rb-etcd." NS
-                        ".svc\n" API_IP " rb-apiserver." NS ".svc\n";
+    snprintf(hosts, sizeof(hosts),
+             "127.0.0.1 localhost\n%s rb-etcd-0.rb-etcd." NS ".svc rb-etcd." NS ".svc\n"
+             "%s rb-apiserver." NS ".svc\n",
+             line->etcd_ip, line->api_ip);
     write_file(path, hosts, strlen(hosts));
     *state = env;
     return 0;
@@ -261,6 +296,9 @@ static int teardown(void **state)
     struct env *env = *state;
     char out[64];
 
+    if (!env)
+        return 0;
+    stop(&env->cm);
     stop(&env->apiserver);
     stop(&env->etcd);
     run(out, sizeof(out), "rm -rf %s", env->dir);
@@ -269,48 +307,56 @@ static int teardown(void **state)
     return 0;
 }
 
-static void test_render_binaries__etcd_serves_the_rendered_certificates(void **state)
+static void etcd_serves_the_rendered_certificates(struct env *env)
 {
-    struct env *env = *state;
-    char pki[128], data[128], out[4096];
+    char pki[128], data[128], etcd[1400], cmd[1800], out[4096];
     int ok = 0;
 
     snprintf(pki, sizeof(pki), "%s/etcd-pki", env->dir);
     snprintf(data, sizeof(data), "--data-dir=%s/etcd-data", env->dir);
+    snprintf(etcd, sizeof(etcd), "%s/etcd", env->etcd_bin);
     lay_out(find(env->objs, "Secret", "rb-etcd-certs-"), pki);
     const char *const subst[][2] = {
         {"$(POD_NAME)", "rb-etcd-0"},
-        {"$(POD_IP)", ETCD_IP},
+        {"$(POD_IP)", env->line->etcd_ip},
         {"/etc/etcd/pki", pki},
         {"--data-dir=/var/lib/etcd/data", data},
     };
-    env->etcd = start(env, find(env->objs, "StatefulSet", "rb-etcd"), "/usr/bin/etcd", subst,
+    env->etcd = start(env, find(env->objs, "StatefulSet", "rb-etcd"), etcd, subst,
                       sizeof(subst) / sizeof(subst[0]), "etcd.log");
+    snprintf(etcd, sizeof(etcd),
+             "%s/etcdctl --endpoints=https://rb-etcd-0.rb-etcd." NS ".svc:2379 "
+             "--cacert=etcd-pki/ca.crt --dial-timeout=2s --command-timeout=3s",
+             env->etcd_bin);
     for (int i = 0; i < 100 && !ok; i++) {
         usleep(200 * 1000);
         if (!alive(env->etcd))
             break;
-        ok = run_in_ns(env, out, sizeof(out),
-                       "ETCDCTL_API=3 etcdctl --endpoints=https://rb-etcd-0.rb-etcd." NS
-                       ".svc:2379 --cacert=etcd-pki/ca.crt --cert=etcd-pki/healthcheck-client.crt "
-                       "--key=etcd-pki/healthcheck-client.key endpoint health") == 0;
+        snprintf(cmd, sizeof(cmd),
+                 "%s --cert=etcd-pki/healthcheck-client.crt --key=etcd-pki/healthcheck-client.key "
+                 "endpoint status -w json",
+                 etcd);
+        ok = run_in_ns(env, out, sizeof(out), cmd) == 0;
     }
     if (!ok)
         show_log(env, "etcd.log");
     assert_true(ok);
-    assert_non_null(strstr(out, "is healthy"));
+    /* The member runs the release asked for. */
+    {
+        char want[64];
+
+        snprintf(want, sizeof(want), "\"version\":\"%s\"", env->line->etcd);
+        if (!strstr(out, want))
+            fail_msg("etcd status does not say %s: %s", want, out);
+    }
     /* Without a client certificate: refused. */
-    assert_int_not_equal(run_in_ns(env, out, sizeof(out),
-                                   "ETCDCTL_API=3 etcdctl --endpoints=https://rb-etcd-0.rb-etcd." NS
-                                   ".svc:2379 --cacert=etcd-pki/ca.crt --dial-timeout=2s "
-                                   "--command-timeout=3s endpoint health"),
-                         0);
+    snprintf(cmd, sizeof(cmd), "%s endpoint health", etcd);
+    assert_int_not_equal(run_in_ns(env, out, sizeof(out), cmd), 0);
 }
 
-static void test_render_binaries__apiserver_serves_the_admin_kubeconfig(void **state)
+static void apiserver_serves_the_admin_kubeconfig(struct env *env)
 {
-    struct env *env = *state;
-    char pki[128], bin[1200], kc[128], out[4096];
+    char pki[128], bin[1200], kc[128], kubectl[1400], out[4096], want[128];
     const cJSON *secret = find(env->objs, "Secret", "rb-kubeconfig");
     unsigned char *text = NULL;
     size_t len = 0;
@@ -318,30 +364,31 @@ static void test_render_binaries__apiserver_serves_the_admin_kubeconfig(void **s
 
     assert_true(alive(env->etcd));
     snprintf(pki, sizeof(pki), "%s/kube-pki", env->dir);
-    snprintf(bin, sizeof(bin), "%s/kube-apiserver", env->bin_dir);
+    snprintf(bin, sizeof(bin), "%s/kube-apiserver", env->kube_bin);
     lay_out(find(env->objs, "Secret", "rb-apiserver-certs-"), pki);
-    const char *const subst[][2] = {{"$(POD_IP)", API_IP}, {"/etc/kubernetes/pki", pki}};
+    const char *const subst[][2] = {{"$(POD_IP)", env->line->api_ip}, {"/etc/kubernetes/pki", pki}};
     env->apiserver =
         start(env, find(env->objs, "StatefulSet", "rb-apiserver"), bin, subst, 2, "apiserver.log");
 
     /* The rendered admin kubeconfig, pointed at the local address; TLS is still verified,
-     * against the Service's name. */
+     * against the Service's name. kubectl is the same release as the server. */
     const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(secret, "data"), "value");
     assert_int_equal(
         pki_base64_decode(v->valuestring, strlen(v->valuestring), 1 << 20, &text, &len), 0);
     snprintf(kc, sizeof(kc), "%s/admin.conf", env->dir);
     write_file(kc, (const char *)text, len);
     free(text);
+    snprintf(kubectl, sizeof(kubectl), "%s/kubectl --kubeconfig %s", env->kube_bin, kc);
     assert_int_equal(run(out, sizeof(out),
-                         "kubectl config set-cluster rb --kubeconfig %s --server=https://" API_IP
-                         ":6443 --tls-server-name=rb-apiserver." NS ".svc 2>&1",
-                         kc),
+                         "%s config set-cluster rb --server=https://%s:6443 "
+                         "--tls-server-name=rb-apiserver." NS ".svc 2>&1",
+                         kubectl, env->line->api_ip),
                      0);
     for (int i = 0; i < 300 && !ready; i++) {
         usleep(200 * 1000);
         if (!alive(env->apiserver))
             break;
-        ready = run(out, sizeof(out), "kubectl --kubeconfig %s get --raw /readyz 2>&1", kc) == 0 &&
+        ready = run(out, sizeof(out), "%s get --raw /readyz 2>&1", kubectl) == 0 &&
                 strcmp(out, "ok") == 0;
     }
     if (!ready) {
@@ -349,20 +396,96 @@ static void test_render_binaries__apiserver_serves_the_admin_kubeconfig(void **s
         show_log(env, "etcd.log");
     }
     assert_true(ready);
-    assert_int_equal(
-        run(out, sizeof(out), "kubectl --kubeconfig %s get namespaces -o name 2>&1", kc), 0);
+    assert_int_equal(run(out, sizeof(out), "%s get namespaces -o name 2>&1", kubectl), 0);
     assert_non_null(strstr(out, "namespace/kube-system"));
     assert_non_null(strstr(out, "namespace/default"));
-    assert_int_equal(run(out, sizeof(out), "kubectl --kubeconfig %s auth can-i '*' '*' 2>&1", kc),
-                     0);
+    assert_int_equal(run(out, sizeof(out), "%s auth can-i '*' '*' 2>&1", kubectl), 0);
     assert_string_equal(out, "yes\n");
+    /* /version says the release: the binary was stamped as a release build is. */
+    assert_int_equal(run(out, sizeof(out), "%s get --raw /version 2>&1", kubectl), 0);
+    snprintf(want, sizeof(want), "\"gitVersion\": \"v%s\"", env->line->kubernetes);
+    if (!strstr(out, want))
+        fail_msg("/version does not say %s: %s", want, out);
+}
+
+static void controller_manager_works_through_its_kubeconfig(struct env *env)
+{
+    char pki[128], bin[1200], kubectl[1400], out[4096];
+    bool done = false;
+
+    assert_true(alive(env->apiserver));
+    snprintf(pki, sizeof(pki), "%s/cm-pki", env->dir);
+    snprintf(bin, sizeof(bin), "%s/kube-controller-manager", env->kube_bin);
+    lay_out(find(env->objs, "Secret", "rb-controller-manager-certs-"), pki);
+    const char *const subst[][2] = {{"$(POD_IP)", env->line->cm_ip}, {"/etc/kubernetes/pki", pki}};
+    env->cm = start(env, find(env->objs, "StatefulSet", "rb-controller-manager"), bin, subst, 2,
+                    "controller-manager.log");
+    snprintf(kubectl, sizeof(kubectl), "%s/kubectl --kubeconfig %s/admin.conf", env->kube_bin,
+             env->dir);
+    assert_int_equal(run(out, sizeof(out), "%s create namespace rb-probe 2>&1", kubectl), 0);
+    /* The serviceaccount controller creates `default` in every namespace: the controller
+     * manager reached the API server with its own credentials and holds the lease. */
+    for (int i = 0; i < 300 && !done; i++) {
+        usleep(200 * 1000);
+        if (!alive(env->cm))
+            break;
+        done = run(out, sizeof(out), "%s -n rb-probe get serviceaccount default -o name 2>&1",
+                   kubectl) == 0;
+    }
+    if (!done)
+        show_log(env, "controller-manager.log");
+    assert_true(done);
+    assert_string_equal(out, "serviceaccount/default\n");
+}
+
+static void line_runs(void **state)
+{
+    struct env *env = *state;
+
+    etcd_serves_the_rendered_certificates(env);
+    apiserver_serves_the_admin_kubeconfig(env);
+    controller_manager_works_through_its_kubeconfig(env);
+}
+
+static int setup_1_35(void **state)
+{
+    return setup_line(state, &lines[0]);
+}
+
+static int setup_1_36(void **state)
+{
+    return setup_line(state, &lines[1]);
+}
+
+static int setup_1_37(void **state)
+{
+    return setup_line(state, &lines[2]);
+}
+
+static void test_render_binaries__kubernetes_1_35_with_etcd_3_5(void **state)
+{
+    line_runs(state);
+}
+
+static void test_render_binaries__kubernetes_1_36_with_etcd_3_6(void **state)
+{
+    line_runs(state);
+}
+
+static void test_render_binaries__kubernetes_1_37_with_etcd_3_6(void **state)
+{
+    line_runs(state);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_render_binaries__etcd_serves_the_rendered_certificates),
-        cmocka_unit_test(test_render_binaries__apiserver_serves_the_admin_kubeconfig),
+        cmocka_unit_test_setup_teardown(test_render_binaries__kubernetes_1_35_with_etcd_3_5,
+                                        setup_1_35, teardown),
+        cmocka_unit_test_setup_teardown(test_render_binaries__kubernetes_1_36_with_etcd_3_6,
+                                        setup_1_36, teardown),
+        cmocka_unit_test_setup_teardown(test_render_binaries__kubernetes_1_37_with_etcd_3_6,
+                                        setup_1_37, teardown),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

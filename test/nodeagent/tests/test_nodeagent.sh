@@ -127,7 +127,7 @@ spec:
       terminationGracePeriodSeconds: 10
       containers:
       - name: etcd
-        image: registry.k8s.io/etcd:3.4.23-0
+        image: registry.k8s.io/etcd:3.6.17-0
         command: [etcd]
         args:
         - --name=\$(POD_NAME)

@@ -1,5 +1,5 @@
 /*
- * The local runtime with real processes: /usr/bin/etcd and /bin/sh run as pods in their own
+ * The local runtime with real processes: etcd (hack/kube-build.sh's) and /bin/sh run as pods in their own
  * mount namespaces (root), on loopback pod IPs. No API server is involved.
  */
 #include <setjmp.h>
@@ -87,7 +87,7 @@ static int setup(void **state)
     snprintf(fx->state, sizeof(fx->state), "/tmp/nodeagent-rt-XXXXXX");
     assert_non_null(mkdtemp(fx->state));
     assert_int_equal(imagemap_new(&fx->images), 0);
-    assert_int_equal(imagemap_add_defaults(fx->images, NULL), 0);
+    assert_int_equal(imagemap_add_defaults(fx->images, getenv("NESTCP_BIN_ROOT")), 0);
     assert_int_equal(imagemap_add(fx->images, "nestcp.test/shell", IMAGEMAP_HOST), 0);
     o.state_dir = fx->state;
     o.images = fx->images;
@@ -231,7 +231,7 @@ static void test_runtime__etcd_pod_serves_on_its_pod_ip_with_private_mounts(void
                "  - {name: data, emptyDir: {}}\n"
                "  containers:\n"
                "  - name: etcd\n"
-               "    image: registry.k8s.io/etcd:3.4.23-0\n"
+               "    image: registry.k8s.io/etcd:3.6.17-0\n"
                "    command: [etcd]\n"
                "    args:\n"
                "    - --name=$(POD_NAME)\n"

@@ -67,7 +67,7 @@ static int check_file(const char *file)
     assert_int_equal(api_control_plane_default(ncp, cl, NULL), 0);
     if (api_control_plane_validate(ncp, NULL, &errs) < 0)
         fail_with(&errs, file);
-    assert_string_equal(ncp->spec.version, "1.20.2");
+    assert_string_equal(ncp->spec.version, "1.36.3");
     cJSON_ArrayForEach(d, docs)
     {
         const char *k = kind_of(d);

@@ -37,8 +37,26 @@ static const char *default_version(void *ctx)
     return "1.20.2";
 }
 
-static const struct api_catalog catalog = {NULL, knows_version, knows_gate, etcd_for,
-                                           default_version};
+/* Lines before 1.20 are retired. */
+static bool retired_version(void *ctx, const char *component, const char *version)
+{
+    return strcmp(component, API_CATALOG_KUBERNETES) == 0 && strncmp(version, "1.", 2) == 0 &&
+           atoi(version + 2) < 20;
+}
+
+static const char *supported_lines(void *ctx, const char *component)
+{
+    return strcmp(component, API_CATALOG_ETCD) == 0 ? "3.4" : "1.20, 1.21";
+}
+
+static const struct api_catalog catalog = {
+    .knows_version = knows_version,
+    .retired_version = retired_version,
+    .supported_lines = supported_lines,
+    .knows_feature_gate = knows_gate,
+    .etcd_version_for = etcd_for,
+    .default_version = default_version,
+};
 
 static cJSON *yaml(const char *text)
 {
@@ -251,12 +269,32 @@ static void test_validate__service_range_size_and_overlap(void **state)
 static void test_validate__versions_and_catalog(void **state)
 {
     EXPECT_NCP("  version: \"1.20\"\n", &catalog,
-               "spec.version: \"1.20\" is not a version like 1.20.2 or v1.20.2\n");
+               "spec.version: \"1.20\" is not a version like 1.36.3 or v1.36.3\n");
+    EXPECT_NCP("  version: v1.22.0\n", &catalog,
+               "spec.version: \"v1.22.0\" is not a Kubernetes version the installed packages "
+               "know (supported lines: 1.20, 1.21)\n");
+    /* A line older than every one shipped is retired, said as such. */
     EXPECT_NCP("  version: v1.19.0\n", &catalog,
-               "spec.version: \"v1.19.0\" is not a Kubernetes version the installed packages "
-               "know\n");
+               "spec.version: \"v1.19.0\" is no longer supported: its line is older than every "
+               "supported line (1.20, 1.21); a control plane already running it is left as it "
+               "is. Move it to the oldest supported line one minor version at a time, with a "
+               "nestcp release that still ships the lines in between\n");
     /* Without a catalog only the syntax is checked. */
     EXPECT_NCP("  version: v1.19.0\n", NULL, "");
+    {
+        struct api_control_plane *ncp = ncp_parse("  version: v1.19.0\n");
+        struct api_errors errs = API_ERRORS_INIT;
+
+        assert_int_equal(api_control_plane_validate(ncp, &catalog, &errs), -EINVAL);
+        assert_string_equal(api_errors_reason(&errs), "VersionUnsupported");
+        api_errors_done(&errs);
+        api_control_plane_free(ncp);
+        ncp = ncp_parse("  version: v1.22.0\n");
+        assert_int_equal(api_control_plane_validate(ncp, &catalog, &errs), -EINVAL);
+        assert_string_equal(api_errors_reason(&errs), "InvalidSpec");
+        api_errors_done(&errs);
+        api_control_plane_free(ncp);
+    }
     EXPECT_NCP("  version: 1.31.0-rc.1+abc\n", NULL, "");
 }
 
@@ -391,7 +429,7 @@ static void test_validate__etcd_replicas_storage_and_version(void **state)
                      "1.20.2 needs\n");
     EXPECT_COMPONENT("NestedEtcd", "  version: 3.5.0\n", "1.20.2", &catalog,
                      "spec.version: \"3.5.0\" is not an etcd version the installed packages "
-                     "know\n");
+                     "know (supported lines: 3.4)\n");
     EXPECT_COMPONENT("NestedEtcd", "  replicas: 3\n  storage: {persistentVolumeClaim: {}}\n",
                      "1.20.2", &catalog, "");
 }
@@ -404,9 +442,9 @@ static void test_validate__component_version_may_override_control_plane(void **s
     EXPECT_COMPONENT("NestedControllerManager", "  version: v1.20.2\n", "1.21.1", &catalog, "");
     EXPECT_COMPONENT("NestedControllerManager", "  version: 1.25.0\n", "1.20.2", &catalog,
                      "spec.version: \"1.25.0\" is not a Kubernetes version the installed "
-                     "packages know\n");
+                     "packages know (supported lines: 1.20, 1.21)\n");
     EXPECT_COMPONENT("NestedAPIServer", "  version: \"1.21\"\n", "1.20.2", &catalog,
-                     "spec.version: \"1.21\" is not a version like 1.20.2 or v1.20.2\n");
+                     "spec.version: \"1.21\" is not a version like 1.36.3 or v1.36.3\n");
     /* The component's gates are checked against the version it runs. */
     EXPECT_COMPONENT("NestedControllerManager",
                      "  version: 1.21.1\n  featureGates: {GracefulNodeShutdown: true}\n",

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Rolling changes of a tenant with two API servers, on real processes:
-#   1. a feature gate (spec.featureGates EphemeralContainers: true on the control plane);
-#   2. a version bump 1.20.2 -> 1.21.14. Only 1.20.2 binaries exist here and the node agent
-#      maps an image to a binary by repository, so 1.21.14 runs the SAME kube-apiserver and
-#      kube-controller-manager binaries: this checks the rollout (packages, order, status),
-#      not Kubernetes 1.21.
-# For each: every API server pod is replaced and Ready before any controller-manager pod is
-# replaced (from a recorded pod watch and from the pods' timestamps), etcd is left alone, the
-# new processes run the new flags, and the tenant's availability during the roll is measured
-# (GET /readyz every 200 ms through the node agent's name for the API server Service) and
-# printed as failed/total.
+# A real cross-version upgrade of a tenant with three etcd members and two API servers, on
+# real processes: created at Kubernetes 1.36.3, then
+#   1. a feature gate rolled out (spec.featureGates on the control plane);
+#   2. the upgrade to 1.37.2: the node agent runs each image's own release, so the new pods
+#      really run the 1.37 binaries (checked through /version of every API server pod);
+#   3. a downgrade to 1.36.3, which is refused with the reason on the object.
+# For each roll: every API server pod is replaced and Ready before any controller-manager pod
+# is replaced (from a recorded pod watch and from the pods' timestamps), etcd is left alone
+# (both lines pin etcd 3.6.17) and keeps its data (a ConfigMap written in the tenant before is
+# read after), the new processes run the new flags, and the tenant's availability during the
+# roll is measured as a client sees it: a real read and a real write through the API server
+# Service's name every 200 ms, printed as failed/total. (/readyz would be the wrong probe: an
+# API server fails it on purpose while it drains.)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +23,7 @@ kind: NestedControlPlane
 metadata:
   name: roll
 spec:
-  version: "1.20.2"
+  version: "1.36.3"
   etcd: {kind: NestedEtcd, name: roll-etcd}
   apiserver: {kind: NestedAPIServer, name: roll-apiserver}
   controllerManager: {kind: NestedControllerManager, name: roll-controller-manager}
@@ -31,7 +33,7 @@ kind: NestedEtcd
 metadata:
   name: roll-etcd
 spec:
-  replicas: 1
+  replicas: 3
 ---
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: NestedAPIServer
@@ -54,6 +56,26 @@ wait_ready roll 300 "$t0"
 kc=$work/roll.kubeconfig
 tenant_kubeconfig roll "$kc"
 kubeconfig_pems "$kc" "$work/admin"
+# Data written before any roll, read after the last; and the object the probe reads and writes.
+tkubectl "$kc" create configmap before-upgrade --from-literal=written=at-1.36 >/dev/null ||
+    fail "cannot write to the tenant"
+tkubectl "$kc" -n default create configmap avail-probe --from-literal=n=0 >/dev/null ||
+    fail "cannot create the probe's ConfigMap"
+
+# versions_of_apiservers: "<pod>=<gitVersion>" of every API server pod, each asked through its
+# own pod IP with TLS verified against the Service name.
+versions_of_apiservers() {
+    local pod ip v
+    for pod in $(kubectl -n "$ns" get pods -l app.kubernetes.io/component=apiserver,cluster.x-k8s.io/cluster-name=roll         -o jsonpath='{.items[*].metadata.name}'); do
+        ip=$(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.status.podIP}')
+        v=$(curl -sS --max-time 5 --cacert "$work/admin/ca.crt" --cert "$work/admin/client.crt"             --key "$work/admin/client.key" --connect-to "roll-apiserver:6443:$ip:6443"             https://roll-apiserver:6443/version | python3 -c 'import json,sys; print(json.load(sys.stdin)["gitVersion"])') ||
+            v=unreachable
+        printf '%s=%s ' "$pod" "$v"
+    done
+}
+v=$(versions_of_apiservers)
+log "created: API servers report $v"
+[ "$(tr ' ' '\n' <<<"$v" | grep -c '=v1.36.3$')" = 2 ] || fail "the API servers do not run 1.36.3: $v"
 
 # Every pod event of the namespace, with the local time it was seen.
 command kubectl -n "$ns" get pods -w --output-watch-events --request-timeout=0 \
@@ -63,9 +85,12 @@ pids+=($!) # kubectl's: once it is killed, the reader sees the end of its input
 # The tenant's availability, as a pod of the tenant's namespace resolves the Service name.
 python3 "$(dirname "$0")/availability.py" "$agent_state/pods/${ns}_roll-etcd-0/hosts" \
     roll-apiserver 6443 "$work/admin/ca.crt" "$work/admin/client.crt" "$work/admin/client.key" \
-    "$work/readyz.log" 0.2 &
+    "$work/avail.log" 0.2 readwrite &
 pids+=($!)
-sleep 2
+probing() { [ "$(grep -c ' ok .* write ' "$work/avail.log" 2>/dev/null)" -ge 3 ]; }
+until_true 30 probing || fail "the availability probe does not get through: $(tail -n 3 "$work/avail.log" 2>/dev/null)"
+watching() { [ -s "$work/pods.watch" ]; }
+until_true 30 watching || fail "the pod watch does not run"
 
 uids() {
     kubectl -n "$ns" get pods -l "cluster.x-k8s.io/cluster-name=roll" \
@@ -139,28 +164,86 @@ PY
     cm_created=$(kubectl -n "$ns" get pod roll-controller-manager-0 -o jsonpath='{.metadata.creationTimestamp}')
     log "$what: last API server Ready at $api_last, controller-manager pod created at $cm_created"
     [[ ! "$cm_created" < "$api_last" ]] || fail "$what: controller manager created before the API servers were Ready"
-    awk -v s="$ts" -v e="$te" -v w="$what" '$1 >= s && $1 <= e { n++; if ($2 != "ok") f++ }
-        END { printf "%s: tenant availability during the roll (%.0f s): %d/%d GET /readyz failed\n",
-              w, e - s, f, n }' "$work/readyz.log"
-    awk -v s="$ts" -v e="$te" '$1 >= s && $1 <= e && $2 != "ok"' "$work/readyz.log" | head -n 5
-    [ "$(awk -v s="$ts" -v e="$te" '$1 >= s && $1 <= e' "$work/readyz.log" | wc -l)" -gt 10 ] ||
+    awk -v s="$ts" -v e="$te" -v w="$what" '$1 >= s && $1 <= e { n[$4]++; if ($2 != "ok") f[$4]++ }
+        END { printf "%s: tenant availability during the roll (%.0f s): %d/%d reads and %d/%d writes failed\n",
+              w, e - s, f["read"], n["read"], f["write"], n["write"] }' "$work/avail.log"
+    awk -v s="$ts" -v e="$te" '$1 >= s && $1 <= e && $2 != "ok"' "$work/avail.log" | head -n 5
+    [ "$(awk -v s="$ts" -v e="$te" '$1 >= s && $1 <= e && $4 == "write"' "$work/avail.log" | wc -l)" -gt 10 ] ||
         fail "$what: the availability probe did not run"
 }
 
-# --- 1. a feature gate ---
+# --- 1. a feature gate (a beta gate of both 1.36 and 1.37, so it survives the upgrade) ---
+gate=OpenAPIEnums
 before=$(uids)
 ts=$(now)
-kubectl -n "$ns" patch ncp roll --type merge -p '{"spec":{"featureGates":{"EphemeralContainers":true}}}' >/dev/null
+kubectl -n "$ns" patch ncp roll --type merge -p "{\"spec\":{\"featureGates\":{\"$gate\":true}}}" >/dev/null
 until_true 300 rolled || fail "feature gate: the roll did not finish ($(kubectl -n "$ns" get pods --no-headers | tr '\n' ';'))"
 log "feature gate: rolled in $(elapsed "$ts") s"
 check_roll "feature gate" "$ts" "$before"
 record_pids
 for pc in roll-apiserver-0/kube-apiserver roll-apiserver-1/kube-apiserver \
     roll-controller-manager-0/kube-controller-manager; do
-    grep -qx -- '--feature-gates=EphemeralContainers=true' <<<"$(pod_cmdline "${pc%/*}" "${pc#*/}")" ||
-        fail "$pc does not run with --feature-gates=EphemeralContainers=true"
+    grep -qx -- "--feature-gates=$gate=true" <<<"$(pod_cmdline "${pc%/*}" "${pc#*/}")" ||
+        fail "$pc does not run with --feature-gates=$gate=true"
 done
-log "feature gate: every API server and controller-manager process runs --feature-gates=EphemeralContainers=true"
+log "feature gate: every API server and controller-manager process runs --feature-gates=$gate=true"
+tenant_kubeconfig roll "$kc"
+tkubectl "$kc" get namespaces -o name >/dev/null || fail "the tenant does not answer"
+
+# --- 2. the upgrade to 1.37.2 ---
+before=$(uids)
+bin_before=$(readlink "/proc/$(pod_pid roll-apiserver-0 kube-apiserver)/exe")
+ts=$(now)
+kubectl -n "$ns" patch ncp roll --type merge -p '{"spec":{"version":"1.37.2"}}' >/dev/null
+until_true 400 rolled || fail "upgrade: the roll did not finish ($(kubectl -n "$ns" get pods --no-headers | tr '\n' ';'))"
+log "upgrade: rolled in $(elapsed "$ts") s"
+check_roll "upgrade 1.36.3 -> 1.37.2" "$ts" "$before"
+record_pids
+[ "$(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.version}')" = v1.37.2 ] ||
+    fail "status.version is $(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.version}')"
+images=$(kubectl -n "$ns" get pods -o jsonpath='{range .items[*]}{.spec.containers[0].image}{"\n"}{end}' | sort -u)
+echo "$images"
+grep -q 'kube-apiserver:v1.37.2$' <<<"$images" || fail "the API servers do not run the 1.37.2 image"
+grep -q 'kube-controller-manager:v1.37.2$' <<<"$images" || fail "the controller manager does not run the 1.37.2 image"
+grep -q 'etcd:3.6.17-0$' <<<"$images" || fail "etcd does not run 3.6.17"
+v=$(versions_of_apiservers)
+log "upgrade: API servers report $v"
+[ "$(tr ' ' '\n' <<<"$v" | grep -c '=v1.37.2$')" = 2 ] || fail "the API servers do not report v1.37.2: $v"
+bin_after=$(readlink "/proc/$(pod_pid roll-apiserver-0 kube-apiserver)/exe")
+cm_bin=$(readlink "/proc/$(pod_pid roll-controller-manager-0 kube-controller-manager)/exe")
+log "upgrade: kube-apiserver was $bin_before, is $bin_after; kube-controller-manager is $cm_bin"
+[ "$bin_before" != "$bin_after" ] || fail "the API server still runs $bin_before"
+[[ "$bin_after" == */kubernetes-1.37.2/bin/kube-apiserver ]] || fail "the API server runs $bin_after"
+[[ "$cm_bin" == */kubernetes-1.37.2/bin/kube-controller-manager ]] || fail "the controller manager runs $cm_bin"
+tenant_kubeconfig roll "$kc"
+[ "$(tkubectl "$kc" get configmap before-upgrade -o jsonpath='{.data.written}')" = at-1.36 ] ||
+    fail "the ConfigMap written at 1.36 is gone"
+log "upgrade: the ConfigMap written at 1.36.3 reads back at 1.37.2"
+members=$(kubectl -n "$ns" get statefulset roll-etcd -o jsonpath='{.status.readyReplicas}')
+[ "$members" = 3 ] || fail "etcd has $members ready members"
+
+# --- 3. a downgrade is refused, and nothing rolls ---
+before=$(uids)
+kubectl -n "$ns" patch ncp roll --type merge -p '{"spec":{"version":"1.36.3"}}' >/dev/null
+refused() {
+    [ "$(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.conditions[?(@.type=="Upgrading")].reason}')" = DowngradeRefused ]
+}
+until_true 60 refused || fail "the downgrade was not refused: $(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.conditions}')"
+log "downgrade: $(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.conditions[?(@.type=="Upgrading")].message}')"
+[ "$(uids)" = "$before" ] || fail "a pod was replaced after the refused downgrade"
+v=$(versions_of_apiservers)
+[ "$(tr ' ' '\n' <<<"$v" | grep -c '=v1.37.2$')" = 2 ] || fail "after the refused downgrade the API servers report $v"
+
+finish ($(kubectl -n "$ns" get pods --no-headers | tr '\n' ';'))"
+log "feature gate: rolled in $(elapsed "$ts") s"
+check_roll "feature gate" "$ts" "$before"
+record_pids
+for pc in roll-apiserver-0/kube-apiserver roll-apiserver-1/kube-apiserver \
+    roll-controller-manager-0/kube-controller-manager; do
+    grep -qx -- "--feature-gates=$gate=true" <<<"$(pod_cmdline "${pc%/*}" "${pc#*/}")" ||
+        fail "$pc does not run with --feature-gates=$gate=true"
+done
+log "feature gate: every API server and controller-manager process runs --feature-gates=$gate=true"
 tenant_kubeconfig roll "$kc"
 tkubectl "$kc" get namespaces -o name >/dev/null || fail "the tenant does not answer"
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Writes the build recipe (go.mod, go.sum) for one upstream release into hack/recipes/:
+#   hack/recipes/new.sh kubernetes 1.37.2
+#   hack/recipes/new.sh etcd 3.6.17
+# Run by a maintainer when a new patch release is adopted; hack/kube-build.sh only reads recipes.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+what=${1:?usage: new.sh kubernetes|etcd VERSION}
+version=${2:?usage: new.sh kubernetes|etcd VERSION}
+cache_root="${NESTCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nestcp}"
+export GOMODCACHE="$cache_root/gomod" GOCACHE="$cache_root/gocache" GOFLAGS=-mod=mod
+dir="$here/$what-$version"
+mkdir -p "$dir"
+cd "$dir"
+rm -f go.mod go.sum
+
+case "$what" in
+kubernetes)
+    staging="v0.${version#1.}"
+    go mod init nestcp.invalid/recipe/kubernetes >/dev/null 2>&1
+    go mod edit -go=1.26.0 -require="k8s.io/kubernetes@v$version"
+    go mod download "k8s.io/kubernetes@v$version"
+    # kubernetes' own go.mod points every staging module at ./staging, which the module zip
+    # does not hold; point each at its published release of the same minor and patch.
+    sed -n '/^replace (/,/^)/p' "$GOMODCACHE/k8s.io/kubernetes@v$version/go.mod" |
+        awk '$3 ~ /^\.\/staging/ { print $1 }' |
+        while read -r mod; do go mod edit -replace="$mod=$mod@$staging"; done
+    for tool in kube-apiserver kube-controller-manager kubectl; do
+        go mod edit -tool="k8s.io/kubernetes/cmd/$tool"
+    done
+    # featuregates/ (copied from the newest recipe) lists the release's gates for
+    # hack/gen-package.py.
+    newest=$(cd "$here" && ls -d kubernetes-*/featuregates | sort -V | tail -n 1)
+    if [ -n "$newest" ] && [ "$newest" != "kubernetes-$version/featuregates" ]; then
+        cp -r "$here/$newest" .
+    fi
+    ;;
+etcd)
+    go mod init nestcp.invalid/recipe/etcd >/dev/null 2>&1
+    go mod edit -go=1.26.0
+    mkdir -p etcd
+    cat >etcd/main.go <<'GO'
+// The etcd server, as etcd's own release builds it: etcdmain.Main behind a main.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+    for mod in server etcdctl etcdutl; do
+        go mod edit -require="go.etcd.io/etcd/$mod/v3@v$version"
+    done
+    go mod edit -tool=go.etcd.io/etcd/etcdctl/v3 -tool=go.etcd.io/etcd/etcdutl/v3
+    ;;
+*)
+    echo "new.sh: unknown component '$what' (kubernetes or etcd)" >&2
+    exit 2
+    ;;
+esac
+go mod tidy
+echo "$dir"
