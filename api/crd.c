@@ -119,6 +119,16 @@ static cJSON *schema(const struct api_schema *s, bool *oom)
         put(o, "x-kubernetes-preserve-unknown-fields", cJSON_CreateTrue(), oom);
         break;
     }
+    if (s->rules) {
+        cJSON *rules = put(o, "x-kubernetes-validations", cJSON_CreateArray(), oom);
+
+        for (const struct api_schema_rule *r = s->rules; r->rule; r++) {
+            cJSON *v = push(rules, cJSON_CreateObject(), oom);
+
+            put(v, "rule", cJSON_CreateString(r->rule), oom);
+            put(v, "message", cJSON_CreateString(r->message), oom);
+        }
+    }
     if (s->def) {
         cJSON *d = cJSON_Parse(s->def);
         put(o, "default", d, oom);

@@ -32,6 +32,35 @@ const struct api_contract_label api_contract_labels[] = {
 /* ---- shared pieces ---- */
 
 static const struct api_schema string_item = {.type = API_SCHEMA_STRING};
+
+/* ---- CEL rules the API server checks at admission (no catalog needed) ---- */
+
+static const struct api_schema_rule version_rules[] = {
+    {"self.matches('^v?[0-9]+\\\\.[0-9]+\\\\.[0-9]+([-+][0-9A-Za-z.+-]*)?$')",
+     "must be a version like 1.36.3 or v1.36.3"},
+    {NULL, NULL},
+};
+
+static const struct api_schema_rule cidr_blocks_rules[] = {
+    {"self.all(c, isCIDR(c))", "each block must be a CIDR such as 10.96.0.0/12 or fd00:10:96::/108"},
+    {"self.size() < 2 || !isCIDR(self[0]) || !isCIDR(self[1]) || "
+     "cidr(self[0]).ip().family() != cidr(self[1]).ip().family()",
+     "two blocks must be one IPv4 and one IPv6 (dual-stack)"},
+    {NULL, NULL},
+};
+
+static const struct api_schema_rule etcd_replicas_rules[] = {
+    {"self % 2 == 1", "must be odd (1, 3, 5 or 7): an even member count adds no fault tolerance"},
+    {NULL, NULL},
+};
+
+static const struct api_schema_rule etcd_storage_rules[] = {
+    {"!(has(self.emptyDir) && has(self.persistentVolumeClaim))",
+     "emptyDir and persistentVolumeClaim are mutually exclusive"},
+    {NULL, NULL},
+};
+
+static const struct api_schema cidr_item = {.type = API_SCHEMA_STRING, .max_length = 64};
 static const struct api_schema bool_item = {.type = API_SCHEMA_BOOLEAN};
 static const struct api_schema quantity_item = {.type = API_SCHEMA_QUANTITY};
 static const struct api_schema freeform_item = {.type = API_SCHEMA_FREEFORM};
@@ -102,11 +131,12 @@ static const struct api_schema resources_props[] = {
 /* ---- the component kinds (NestedEtcd, NestedAPIServer, NestedControllerManager) ---- */
 
 #define COMPONENT_COMMON_SPEC                                                                      \
-    STR("version",                                                                                 \
-        "Version of the component to run, e.g. 1.36.3 (a leading v is accepted). For etcd it "   \
-        "is the etcd version and defaults to the one the cluster's Kubernetes version needs; "    \
-        "for kube-apiserver and kube-controller-manager it must be empty or equal to the "         \
-        "NestedControlPlane's spec.version."),                                                     \
+    {.name = "version", .type = API_SCHEMA_STRING, .max_length = 64, .rules = version_rules,       \
+     .description =                                                                                \
+         "Version of the component to run, e.g. 1.36.3 (a leading v is accepted). For etcd it "  \
+         "is the etcd version and defaults to the one the cluster's Kubernetes version needs; "   \
+         "for kube-apiserver and kube-controller-manager it must be empty or equal to the "        \
+         "NestedControlPlane's spec.version."},                                                    \
         STR("channel", "Channel that can be used to resolve a specific version, e.g. stable. "   \
                        "Ignored if version is specified. Kept for CAPN compatibility."),          \
         ARR("patches", &freeform_item,                                                             \
@@ -162,9 +192,12 @@ static const struct api_schema etcd_spec_props[] = {
     COMPONENT_COMMON_SPEC,
     {.name = "replicas", .type = API_SCHEMA_INTEGER,
      .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 1, .max = 7, .def = "1",
+     .rules = etcd_replicas_rules,
      .description = "Number of etcd members: an odd number from 1 to 7."},
-    OBJ("storage", etcd_storage_props,
-        "Where etcd keeps its data: emptyDir (default) or persistentVolumeClaim, not both."),
+    {.name = "storage", .type = API_SCHEMA_OBJECT, .props = etcd_storage_props,
+     .rules = etcd_storage_rules,
+     .description =
+         "Where etcd keeps its data: emptyDir (default) or persistentVolumeClaim, not both."},
     END,
 };
 
@@ -220,8 +253,8 @@ static const struct api_schema kcm_status = OBJ("status", controller_manager_sta
 /* ---- NestedControlPlane ---- */
 
 static const struct api_schema cidr_blocks[] = {
-    {.name = "cidrBlocks", .type = API_SCHEMA_ARRAY, .items = &string_item,
-     .flags = API_SCHEMA_MAX, .max = 2,
+    {.name = "cidrBlocks", .type = API_SCHEMA_ARRAY, .items = &cidr_item,
+     .flags = API_SCHEMA_MAX, .max = 2, .rules = cidr_blocks_rules,
      .description = "CIDR blocks, at most one IPv4 and one IPv6 (dual-stack)."},
     END,
 };
@@ -269,10 +302,11 @@ static const struct api_schema ncp_spec_props[] = {
         "Reference to the NestedAPIServer of this control plane."),
     OBJ("controllerManager", object_reference,
         "Reference to the NestedControllerManager of this control plane."),
-    STR("version",
-        "The Kubernetes version of the control plane, e.g. 1.36.3 or v1.36.3. Every component "
-        "follows it; changing it starts an upgrade (etcd, then kube-apiserver, then "
-        "kube-controller-manager). Default: the newest version the installed packages know."),
+    {.name = "version", .type = API_SCHEMA_STRING, .max_length = 64, .rules = version_rules,
+     .description =
+         "The Kubernetes version of the control plane, e.g. 1.36.3 or v1.36.3. Every component "
+         "follows it; changing it starts an upgrade (etcd, then kube-apiserver, then "
+         "kube-controller-manager). Default: the stable channel's version."},
     OBJ("controlPlaneEndpoint", api_endpoint,
         "The endpoint clients use to reach the control plane. Default: the owner Cluster's "
         "spec.controlPlaneEndpoint, else <cluster>-apiserver.<namespace>:6443."),

@@ -34,6 +34,14 @@ enum api_schema_type {
 #define API_SCHEMA_MAX (1u << 5)      /* max applies: maximum, or maxItems for arrays */
 #define API_SCHEMA_PRESERVE (1u << 6) /* object keeps fields it does not list */
 
+/* A CEL rule the API server evaluates at admission (x-kubernetes-validations), for checks that
+ * need no catalog; the C validation (api/validate.c) makes the same check for `nestcp render`
+ * and older objects. A NULL rule ends a list. */
+struct api_schema_rule {
+    const char *rule;
+    const char *message;
+};
+
 struct api_schema {
     const char *name; /* property name; a NULL name ends a props list */
     enum api_schema_type type;
@@ -45,6 +53,7 @@ struct api_schema {
     unsigned max_length;            /* strings; 0: no limit */
     const struct api_schema *props; /* OBJECT */
     const struct api_schema *items; /* ARRAY, MAP */
+    const struct api_schema_rule *rules; /* CEL rules on this value, or NULL */
 };
 
 /* Finds a property of an OBJECT schema by name; NULL when it has none. */

@@ -137,12 +137,14 @@ static void check_known(const char *version, const char *component, const char *
         return;
     lines = cat->supported_lines ? cat->supported_lines(cat->ctx, component) : NULL;
     if (cat->retired_version && cat->retired_version(cat->ctx, component, canon)) {
+        size_t oldest = lines ? strcspn(lines, ",") : 0;
+
         api_errors_add_str(errs, path, version,
-                           "is no longer supported: its line is older than every supported "
-                           "line (%s); a control plane already running it is left as it is. "
-                           "Move it to the oldest supported line one minor version at a time, "
-                           "with a nestcp release that still ships the lines in between",
-                           lines ? lines : "none");
+                           "is no longer supported (supported lines: %s); a control plane "
+                           "already running it is left as it is. Move it to %.*s, the oldest "
+                           "supported line, one minor version at a time, each step with a "
+                           "nestcp release that still ships that line",
+                           lines ? lines : "none", (int)oldest, lines ? lines : "");
         errs->reason = "VersionUnsupported";
         return;
     }

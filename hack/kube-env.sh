@@ -130,6 +130,7 @@ cmdline() {
             --service-account-signing-key-file "$dir/pki/sa.key" \
             --service-account-issuer https://kubernetes.default.svc \
             --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true \
+            --endpoint-reconciler-type none \
             --profiling=false --v=1)
         ;;
     controller-manager)

@@ -203,4 +203,35 @@ YAML
 )
 case "$out" in *"spec.certificates.keyAlgorithm"*) ;; *) fail "RSA-1024 was not rejected: $out" ;; esac
 
+# --- CEL rules (x-kubernetes-validations): refused at apply time, the field named ---
+# reject NAME FIELD MESSAGE YAML: kubectl apply of YAML fails naming FIELD and MESSAGE.
+reject() {
+    local name=$1 field=$2 msg=$3 out
+    out=$(kubectl apply -n "$ns" -f - 2>&1 <<<"$4") && fail "$name was accepted"
+    case "$out" in *"$field"*"$msg"*) ;; *) fail "$name: refused without naming $field / $msg: $out" ;; esac
+    kubectl get -n "$ns" "$(sed -n 's/^kind: //p' <<<"$4" | head -n 1 | tr 'A-Z' 'a-z')" "$name" >/dev/null 2>&1 &&
+        fail "$name was stored"
+    echo "refused $name: ${out#*: }" | head -c 300
+    echo
+}
+ncp() { printf 'apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\nmetadata: {name: %s}\nspec: %s\n' "$1" "$2"; }
+etcd() { printf 'apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\nmetadata: {name: %s}\nspec: %s\n' "$1" "$2"; }
+reject bad-version spec.version "must be a version like 1.36.3 or v1.36.3" \
+    "$(ncp bad-version '{version: "1.36"}')"
+reject bad-component-version spec.version "must be a version like 1.36.3 or v1.36.3" \
+    "$(etcd bad-component-version '{version: latest}')"
+reject bad-cidr spec.clusterNetwork.services.cidrBlocks "each block must be a CIDR" \
+    "$(ncp bad-cidr '{clusterNetwork: {services: {cidrBlocks: ["10.96.0.0/33"]}}}')"
+reject two-v4 spec.clusterNetwork.pods.cidrBlocks "one IPv4 and one IPv6" \
+    "$(ncp two-v4 '{clusterNetwork: {pods: {cidrBlocks: ["10.244.0.0/16", "10.245.0.0/16"]}}}')"
+reject even-etcd spec.replicas "must be odd" "$(etcd even-etcd '{replicas: 4}')"
+reject both-storage spec.storage "mutually exclusive" \
+    "$(etcd both-storage '{storage: {emptyDir: {}, persistentVolumeClaim: {size: 1Gi}}}')"
+# What the rules allow still applies: dual-stack, a v-prefixed pre-release, 3 members.
+kubectl apply -n "$ns" -f - >/dev/null <<YAML || fail "valid objects were refused"
+$(ncp good-cel '{version: v1.37.0-rc.1, clusterNetwork: {services: {cidrBlocks: ["10.96.0.0/16", "fd00:10:96::/108"]}}}')
+---
+$(etcd good-cel '{replicas: 3, storage: {persistentVolumeClaim: {size: 2Gi}}}')
+YAML
+
 echo "CRDs load, explain, print, convert and validate as expected"

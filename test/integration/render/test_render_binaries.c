@@ -46,12 +46,16 @@ extern char **environ;
 struct line {
     const char *kubernetes, *etcd;
     const char *etcd_ip, *api_ip, *cm_ip;
+    const char *apiserver_spec; /* the NestedAPIServer's spec */
 };
 
+/* From 1.37 kube-apiserver refuses to advertise a loopback address to its endpoint reconciler,
+ * and the pods here have loopback addresses: that line turns the reconciler off. */
 static const struct line lines[] = {
-    {"1.35.4", "3.5.36", "127.0.9.2", "127.0.9.3", "127.0.9.4"},
-    {"1.36.3", "3.6.17", "127.0.9.12", "127.0.9.13", "127.0.9.14"},
-    {"1.37.2", "3.6.17", "127.0.9.22", "127.0.9.23", "127.0.9.24"},
+    {"1.35.4", "3.5.36", "127.0.9.2", "127.0.9.3", "127.0.9.4", "{replicas: 1}"},
+    {"1.36.3", "3.6.17", "127.0.9.12", "127.0.9.13", "127.0.9.14", "{replicas: 1}"},
+    {"1.37.2", "3.6.17", "127.0.9.22", "127.0.9.23", "127.0.9.24",
+     "{replicas: 1, extraArgs: {endpoint-reconciler-type: none}}"},
 };
 
 static const char input_fmt[] =
@@ -62,7 +66,7 @@ static const char input_fmt[] =
     "spec: {replicas: 1, version: %s}\n"
     "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedAPIServer\n"
     "metadata: {name: rb-apiserver, namespace: " NS ", labels: {cluster.x-k8s.io/cluster-name: "
-    "rb}}\nspec: {replicas: 1}\n"
+    "rb}}\nspec: %s\n"
     "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControllerManager\n"
     "metadata: {name: rb-cm, namespace: " NS ", labels: {cluster.x-k8s.io/cluster-name: rb}}\n"
     "spec: {replicas: 1}\n";
@@ -271,7 +275,7 @@ static int setup_line(void **state, const struct line *line)
         release_dir(src, "etcd", line->etcd, env->etcd_bin, sizeof(env->etcd_bin)) < 0)
         return -1;
     snprintf(path, sizeof(path), "%s/input.yaml", env->dir);
-    snprintf(input, sizeof(input), input_fmt, line->kubernetes, line->etcd);
+    snprintf(input, sizeof(input), input_fmt, line->kubernetes, line->etcd, line->apiserver_spec);
     write_file(path, input, strlen(input));
     if (run(out, sizeof(out), "%s render -f %s 2>&1", bin, path) != 0) {
         fprintf(stderr, "nestcp render: %s\n", out);

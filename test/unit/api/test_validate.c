@@ -275,10 +275,10 @@ static void test_validate__versions_and_catalog(void **state)
                "know (supported lines: 1.20, 1.21)\n");
     /* A line older than every one shipped is retired, said as such. */
     EXPECT_NCP("  version: v1.19.0\n", &catalog,
-               "spec.version: \"v1.19.0\" is no longer supported: its line is older than every "
-               "supported line (1.20, 1.21); a control plane already running it is left as it "
-               "is. Move it to the oldest supported line one minor version at a time, with a "
-               "nestcp release that still ships the lines in between\n");
+               "spec.version: \"v1.19.0\" is no longer supported (supported lines: 1.20, 1.21); "
+               "a control plane already running it is left as it is. Move it to 1.20, the "
+               "oldest supported line, one minor version at a time, each step with a nestcp "
+               "release that still ships that line\n");
     /* Without a catalog only the syntax is checked. */
     EXPECT_NCP("  version: v1.19.0\n", NULL, "");
     {

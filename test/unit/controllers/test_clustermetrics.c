@@ -27,7 +27,7 @@ static const char standalone[] =
     "  resourceVersion: '1'\n"
     "  labels: {cluster.x-k8s.io/cluster-name: standalone}\n"
     "spec:\n"
-    "  version: 1.20.2\n"
+    "  version: 1.36.3\n"
     "  certificates: {keyAlgorithm: ECDSA-P256, extraSANs: [localhost, 127.0.0.1]}\n"
     "  etcd: {kind: NestedEtcd, name: standalone-etcd}\n"
     "  apiserver: {kind: NestedAPIServer, name: standalone-apiserver}\n"

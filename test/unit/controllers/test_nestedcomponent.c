@@ -9,7 +9,7 @@ static const char solo[] =
     "kind: NestedControlPlane\n"
     "metadata: {name: c, uid: ncp-1, generation: 1, resourceVersion: '1'}\n"
     "spec:\n"
-    "  version: 1.20.2\n"
+    "  version: 1.36.3\n"
     "  etcd: {kind: NestedEtcd, name: c-etcd}\n"
     "  apiserver: {kind: NestedAPIServer, name: c-kas}\n"
     "  controllerManager: {kind: NestedControllerManager, name: c-kcm}\n"
@@ -182,7 +182,7 @@ static void test_nestedcomponent__steady_state_plan_is_empty(void **state)
         assert_string_equal(fx_str(comp_status(&s, (enum render_part)i), "phase"), "Ready");
         plan_done(&p);
     }
-    assert_string_equal(fx_str(comp_status(&s, RENDER_PART_ETCD), "version"), "3.4.13");
+    assert_string_equal(fx_str(comp_status(&s, RENDER_PART_ETCD), "version"), "3.6.17");
     assert_int_equal(fx_path(comp_status(&s, RENDER_PART_APISERVER), "readyReplicas")->valueint,
                      1);
     assert_true(cJSON_IsTrue(fx_path(comp_status(&s, RENDER_PART_APISERVER), "healthy")));

@@ -30,7 +30,7 @@ static const char capn[] =
     "kind: NestedControlPlane\n"
     "metadata: {name: sample-control-plane, uid: ncp-1, generation: 1, resourceVersion: '1'}\n"
     "spec:\n"
-    "  version: 1.20.2\n"
+    "  version: 1.36.3\n"
     "  etcd: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, name: sample-nestedetcd}\n"
     "  apiserver: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedAPIServer, name: sample-nestedapiserver}\n"
     "  controllerManager: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControllerManager, name: sample-nestedcontrollermanager}\n"
@@ -52,6 +52,15 @@ static const char capn[] =
     "spec: {replicas: 1}\n";
 
 #define NCP "sample-control-plane"
+
+/* capn with its first `from` replaced by `to`. */
+static void capn_with(char *out, size_t size, const char *from, const char *to)
+{
+    const char *at = strstr(capn, from);
+
+    assert_non_null(at);
+    snprintf(out, size, "%.*s%s%s", (int)(at - capn), capn, to, at + strlen(from));
+}
 
 static const cJSON *ncp_status(struct sim *s)
 {
@@ -131,7 +140,7 @@ static void test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_cont
     assert_true(cJSON_IsTrue(fx_path(st, "initialized")));
     assert_true(cJSON_IsTrue(fx_path(st, "initialization.controlPlaneInitialized")));
     assert_true(cJSON_IsTrue(fx_path(st, "externalManagedControlPlane")));
-    assert_string_equal(fx_str(st, "version"), "v1.20.2");
+    assert_string_equal(fx_str(st, "version"), "v1.36.3");
     assert_string_equal(fx_str(st, "phase"), "Ready");
     assert_int_equal(fx_path(st, "replicas")->valueint, 1);
     assert_int_equal(fx_path(st, "readyReplicas")->valueint, 1);
@@ -139,8 +148,8 @@ static void test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_cont
     assert_string_equal(ncp_condition(&s, "Upgrading", "status"), "False");
     assert_string_equal(fx_str(st, "apiserver.serviceCidr"), "10.96.0.0/12");
     assert_non_null(fx_str(st, "rollout.components.etcd.configHash"));
-    assert_string_equal(fx_str(st, "rollout.components.etcd.version"), "3.4.13");
-    assert_string_equal(fx_str(st, "rollout.components.apiserver.version"), "1.20.2");
+    assert_string_equal(fx_str(st, "rollout.components.etcd.version"), "3.6.17");
+    assert_string_equal(fx_str(st, "rollout.components.apiserver.version"), "1.36.3");
     /* the NestedCluster follows */
     assert_true(cJSON_IsTrue(fx_path(fx_get(&s.f, FX_NESTED_CLUSTERS, "sample"), "status.ready")));
     /* the components are adopted and report */
@@ -221,19 +230,18 @@ static void assert_status_only(const struct plan *p)
 
 static void test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing(void **state)
 {
+    /* 1.38 is newer than every line shipped: unknown, not retired. */
     static const char *const bad[][2] = {
-        {"  version: 1.20.2\n", "  version: 1.25.0\n"},
-        {"  version: 1.20.2\n", "  version: 1.20.2\n  clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}\n"},
-        {"  version: 1.20.2\n", "  version: 1.20.2\n  featureGates: {NoSuchGate: true}\n"},
+        {"  version: 1.36.3\n", "  version: 1.38.0\n"},
+        {"  version: 1.36.3\n", "  version: 1.36.3\n  clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}\n"},
+        {"  version: 1.36.3\n", "  version: 1.36.3\n  featureGates: {NoSuchGate: true}\n"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char yaml[sizeof(capn) + 256];
-        const char *at = strstr(capn, bad[i][0]);
         struct sim s;
         struct plan p;
 
-        snprintf(yaml, sizeof(yaml), "%.*s%s%s", (int)(at - capn), capn, bad[i][1],
-                 at + strlen(bad[i][0]));
+        capn_with(yaml, sizeof(yaml), bad[i][0], bad[i][1]);
         sim_init(&s, yaml);
         reconcile_ncp(&s, &p);
         assert_status_only(&p);
@@ -241,6 +249,10 @@ static void test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothi
         fx_apply_plan(&s.f, &p);
         plan_done(&p);
         assert_string_equal(ncp_condition(&s, "Ready", "reason"), "InvalidSpec");
+        /* an unknown version is refused naming the lines there are */
+        if (i == 0)
+            assert_non_null(strstr(ncp_condition(&s, "Ready", "message"),
+                                   "(supported lines: 1.35, 1.36, 1.37)"));
         /* told once */
         reconcile_ncp(&s, &p);
         assert_int_equal(p.n_actions, 0);
@@ -305,30 +317,40 @@ static void test_nestedcontrolplane__a_service_cidr_change_is_refused(void **sta
 
 static void test_nestedcontrolplane__two_minors_and_downgrades_are_refused(void **state)
 {
-    static const char *const versions[][2] = {{"1.31.1", "MinorSkipRefused"},
-                                              {"1.19.0", "DowngradeRefused"}};
-    for (size_t i = 0; i < 2; i++) {
+    /* Running at, asked for, and the refusal: both versions have packages, so the rollout
+     * rules are what refuse them. */
+    static const char *const cases[][3] = {{"1.35.4", "1.37.2", "MinorSkipRefused"},
+                                           {"1.36.3", "1.35.4", "DowngradeRefused"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char yaml[sizeof(capn) + 64], from[64];
         struct sim s;
         struct plan p;
         cJSON *ncp;
 
-        sim_init(&s, capn);
+        snprintf(from, sizeof(from), "  version: %s\n", cases[i][0]);
+        capn_with(yaml, sizeof(yaml), "  version: 1.36.3\n", from);
+        sim_init(&s, yaml);
         sim_converge(&s, 40);
+        assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.version"),
+                            cases[i][0]);
         ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
         cJSON_ReplaceItemInObject((cJSON *)fx_path(ncp, "spec"), "version",
-                                  cJSON_CreateString(versions[i][0]));
+                                  cJSON_CreateString(cases[i][1]));
         fx_put_json(&s.f, ncp);
         reconcile_ncp(&s, &p);
+        assert_status_only(&p);
+        assert_non_null(fx_event(&p, cases[i][2]));
         fx_apply_plan(&s.f, &p);
         plan_done(&p);
-        if (i == 0) {
-            assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), versions[i][1]);
-            assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.version"),
-                                "1.20.2");
-        } else {
-            /* 1.19 has no package: refused as invalid before the rollout rules */
-            assert_string_equal(ncp_condition(&s, "Ready", "reason"), "InvalidSpec");
-        }
+        assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), cases[i][2]);
+        assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
+        /* nothing rolls: every component stays where it runs */
+        sim_converge(&s, 40);
+        assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), cases[i][2]);
+        assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.version"),
+                            cases[i][0]);
+        assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.version"),
+                            cases[i][0]);
         sim_done(&s);
     }
 }
@@ -346,32 +368,40 @@ static void set_version(struct sim *s, enum fx_store which, const char *name, co
 
 static void test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls(void **state)
 {
+    char yaml[sizeof(capn) + 64];
     struct sim s;
     const cJSON *sts;
 
-    sim_init(&s, capn);
+    capn_with(yaml, sizeof(yaml), "  version: 1.36.3\n", "  version: 1.35.4\n");
+    sim_init(&s, yaml);
     sim_converge(&s, 40);
-    set_version(&s, FX_CONTROLLER_MANAGERS, "sample-nestedcontrollermanager", "1.20.2");
-    set_version(&s, FX_CONTROL_PLANES, NCP, "1.21.14");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.etcd.version"), "3.5.36");
+    set_version(&s, FX_CONTROLLER_MANAGERS, "sample-nestedcontrollermanager", "1.35.4");
+    set_version(&s, FX_CONTROL_PLANES, NCP, "1.36.3");
     sim_converge(&s, 40);
+    /* etcd moves to what 1.36 needs and the API servers to 1.36; the controller manager stays */
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.etcd.version"), "3.6.17");
     assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.version"),
-                        "1.21.14");
+                        "1.36.3");
     assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.version"),
-                        "1.20.2");
+                        "1.35.4");
     /* status.version is the API servers' version. */
-    assert_string_equal(fx_str(ncp_status(&s), "version"), "v1.21.14");
+    assert_string_equal(fx_str(ncp_status(&s), "version"), "v1.36.3");
     assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "UpToDate");
     sts = fx_get(&s.f, FX_STATEFULSETS, "sample-controller-manager");
     assert_string_equal(fx_str(fx_path(sts, "spec.template.spec.containers")->child, "image"),
-                        "registry.k8s.io/kube-controller-manager:v1.20.2");
+                        "registry.k8s.io/kube-controller-manager:v1.35.4");
     sts = fx_get(&s.f, FX_STATEFULSETS, "sample-apiserver");
     assert_string_equal(fx_str(fx_path(sts, "spec.template.spec.containers")->child, "image"),
-                        "registry.k8s.io/kube-apiserver:v1.21.14");
+                        "registry.k8s.io/kube-apiserver:v1.36.3");
+    sts = fx_get(&s.f, FX_STATEFULSETS, "sample-etcd");
+    assert_string_equal(fx_str(fx_path(sts, "spec.template.spec.containers")->child, "image"),
+                        "registry.k8s.io/etcd:3.6.17-0");
     assert_string_equal(
         fx_str(fx_path(fx_get(&s.f, FX_CONTROLLER_MANAGERS, "sample-nestedcontrollermanager"),
                        "status"),
                "version"),
-        "1.20.2");
+        "1.35.4");
     sim_done(&s);
 }
 
@@ -385,7 +415,7 @@ static void test_nestedcontrolplane__controller_manager_override_newer_is_refuse
     sim_converge(&s, 40);
     snprintf(hash, sizeof(hash), "%s",
              fx_str(ncp_status(&s), "rollout.components.controllerManager.configHash"));
-    set_version(&s, FX_CONTROLLER_MANAGERS, "sample-nestedcontrollermanager", "1.21.14");
+    set_version(&s, FX_CONTROLLER_MANAGERS, "sample-nestedcontrollermanager", "1.37.2");
     reconcile_ncp(&s, &p);
     assert_status_only(&p);
     assert_non_null(fx_event(&p, "VersionSkewRefused"));
@@ -394,11 +424,11 @@ static void test_nestedcontrolplane__controller_manager_override_newer_is_refuse
     assert_string_equal(ncp_condition(&s, "Upgrading", "status"), "False");
     assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "VersionSkewRefused");
     assert_string_equal(ncp_condition(&s, "Upgrading", "message"),
-                        "kube-controller-manager 1.21.14 would be newer than kube-apiserver "
-                        "1.20.2; the version skew policy does not allow it");
+                        "kube-controller-manager 1.37.2 would be newer than kube-apiserver "
+                        "1.36.3; the version skew policy does not allow it");
     assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
     assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.version"),
-                        "1.20.2");
+                        "1.36.3");
     assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.configHash"),
                         hash);
     /* Nothing rolls: the whole system settles with the controller manager as it was. */
