@@ -313,7 +313,7 @@ static const struct api_schema ncp_spec_props[] = {
     OBJ("clusterNetwork", cluster_network_props,
         "The tenant cluster's service and pod networks and service domain."),
     MAP("featureGates", &bool_item,
-        "Feature gates for every component, name to enabled, e.g. EphemeralContainers: true. "
+        "Feature gates for every component, name to enabled, e.g. MaxUnavailableStatefulSet: true. "
         "A component's own featureGates override these gate by gate."),
     {.name = "certificates", .type = API_SCHEMA_OBJECT, .props = certificates_props,
      .def = "{}",

@@ -225,7 +225,7 @@ cmd_up() {
     KUBE_VERSION=$super_version ETCD_VERSION=$etcd_version \
         "$root/hack/kube-env.sh" up --dir "$state/kube" >"$state/kube.env" 2>"$state/logs/kube-env.log" ||
         { cat "$state/logs/kube-env.log" >&2; die "the super cluster did not start"; }
-    done_step "$(grep -o 'kube-apiserver https://[^ ,]*' "$state/logs/kube-env.log")"
+    done_step "$(grep -o 'kube-apiserver [0-9.]* https://[^ ,]*' "$state/logs/kube-env.log")"
 
     step "CRDs, node agent and nestcp manager"
     super apply -f "$root/config/crd/bases" -f "$root/config/crd/capi" >/dev/null

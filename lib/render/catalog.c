@@ -507,7 +507,7 @@ int render_catalog_resolve(const struct render_catalog *c, const char *component
             return err_set(e, -ENOENT, "channel \"%s\" lists no version of %s", name, component);
     }
     if (render_version_parse(v, &major, &minor, &patch) < 0 || patch < 0)
-        return err_set(e, -EINVAL, "version \"%s\": want major.minor.patch, e.g. 1.20.2", v);
+        return err_set(e, -EINVAL, "version \"%s\": want major.minor.patch, e.g. 1.36.3", v);
     p = render_catalog_package(c, component, v);
     if (!p) {
         known_lines(c, component, known, sizeof(known));

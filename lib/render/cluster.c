@@ -181,6 +181,8 @@ static void merge(struct api_errors *errs, const struct api_errors *local, const
     }
     if (local->dropped)
         api_errors_add(errs, NULL, "%s: ... and %zu more", what, local->dropped);
+    if (local->reason && !errs->reason)
+        errs->reason = local->reason;
 }
 
 static int errs_code(const struct api_errors *errs, int r)

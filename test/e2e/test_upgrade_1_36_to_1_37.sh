@@ -41,6 +41,9 @@ metadata:
   name: roll-apiserver
 spec:
   replicas: 2
+  # The node agent's pod IPs are loopback addresses, which kube-apiserver 1.37 refuses to
+  # advertise to its endpoint reconciler.
+  extraArgs: {endpoint-reconciler-type: none}
 ---
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: NestedControllerManager
@@ -233,38 +236,4 @@ log "downgrade: $(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.conditions
 [ "$(uids)" = "$before" ] || fail "a pod was replaced after the refused downgrade"
 v=$(versions_of_apiservers)
 [ "$(tr ' ' '\n' <<<"$v" | grep -c '=v1.37.2$')" = 2 ] || fail "after the refused downgrade the API servers report $v"
-
-finish ($(kubectl -n "$ns" get pods --no-headers | tr '\n' ';'))"
-log "feature gate: rolled in $(elapsed "$ts") s"
-check_roll "feature gate" "$ts" "$before"
-record_pids
-for pc in roll-apiserver-0/kube-apiserver roll-apiserver-1/kube-apiserver \
-    roll-controller-manager-0/kube-controller-manager; do
-    grep -qx -- "--feature-gates=$gate=true" <<<"$(pod_cmdline "${pc%/*}" "${pc#*/}")" ||
-        fail "$pc does not run with --feature-gates=$gate=true"
-done
-log "feature gate: every API server and controller-manager process runs --feature-gates=$gate=true"
-tenant_kubeconfig roll "$kc"
-tkubectl "$kc" get namespaces -o name >/dev/null || fail "the tenant does not answer"
-
-# --- 2. a version bump that maps to the same binaries ---
-before=$(uids)
-bin_before=$(readlink "/proc/$(pod_pid roll-apiserver-0 kube-apiserver)/exe")
-ts=$(now)
-kubectl -n "$ns" patch ncp roll --type merge -p '{"spec":{"version":"1.21.14"}}' >/dev/null
-until_true 300 rolled || fail "version bump: the roll did not finish ($(kubectl -n "$ns" get pods --no-headers | tr '\n' ';'))"
-log "version bump: rolled in $(elapsed "$ts") s"
-check_roll "version 1.20.2 -> 1.21.14" "$ts" "$before"
-record_pids
-[ "$(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.version}')" = v1.21.14 ] ||
-    fail "status.version is $(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.version}')"
-images=$(kubectl -n "$ns" get pods -o jsonpath='{range .items[*]}{.spec.containers[0].image}{"\n"}{end}' | sort -u)
-echo "$images"
-grep -q 'kube-apiserver:v1.21.14$' <<<"$images" || fail "the API servers do not run the 1.21.14 image"
-grep -q 'kube-controller-manager:v1.21.14$' <<<"$images" || fail "the controller manager does not run the 1.21.14 image"
-bin_after=$(readlink "/proc/$(pod_pid roll-apiserver-0 kube-apiserver)/exe")
-log "version bump: image v1.21.14 runs $bin_after (before: $bin_before; the same binary)"
-tenant_kubeconfig roll "$kc"
-tkubectl "$kc" get namespaces -o name >/dev/null || fail "the tenant does not answer"
-
 finish

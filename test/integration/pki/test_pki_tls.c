@@ -181,8 +181,8 @@ static int setup(void **state)
     snprintf(env->dir, sizeof(env->dir), "/tmp/nestcp-pki-tls-XXXXXX");
     if (!mkdtemp(env->dir))
         return -1;
-    /* kube-build.sh prints the directory of the cached kube-apiserver (building it once). */
-    if (!src || run(out, sizeof(out), "%s/hack/kube-build.sh", src) != 0) {
+    /* kube-build.sh prints the directory of the cached release (building it once). */
+    if (!src || run(out, sizeof(out), "%s/hack/kube-build.sh kubernetes 1.37.2", src) != 0) {
         fprintf(stderr, "kube-apiserver not available: %s\n", out);
         return -1;
     }
@@ -277,7 +277,8 @@ static void start_apiserver(struct env *env)
         "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1",
         fmt(a[4], 512, "--secure-port=%d", env->api_port),
-        "--insecure-port=0",
+        /* 1.37 refuses to advertise a loopback address to its endpoint reconciler. */
+        "--endpoint-reconciler-type=none",
         fmt(a[5], 512, "--tls-cert-file=%s/apiserver.crt", d),
         fmt(a[6], 512, "--tls-private-key-file=%s/apiserver.key", d),
         fmt(a[7], 512, "--client-ca-file=%s/ca.crt", d),

@@ -87,7 +87,7 @@ static int teardown(void **state)
     "metadata: {name: capn, namespace: ns1}\nspec: {controlPlaneEndpoint: {host: capn-apiserver, " \
     "port: 6443}}\n"                                                                               \
     "---\napiVersion: controlplane.cluster.x-k8s.io/v1alpha4\nkind: NestedControlPlane\n"          \
-    "metadata: {name: capn-control-plane, namespace: ns1}\nspec:\n  version: 1.20.2\n"             \
+    "metadata: {name: capn-control-plane, namespace: ns1}\nspec:\n  version: 1.36.3\n"             \
     "  etcd: {kind: NestedEtcd, name: capn-nestedetcd}\n"                                          \
     "  apiserver: {kind: NestedAPIServer, name: capn-nestedapiserver}\n"                           \
     "  controllerManager: {kind: NestedControllerManager, name: capn-nestedcontrollermanager}\n"   \
@@ -254,8 +254,8 @@ static void test_cluster__capn_shape_takes_name_and_network_from_the_cluster(voi
     assert_string_equal(ncp->spec.cluster_network.services.items[0], "10.100.0.0/16");
     assert_string_equal(ncp->spec.cluster_network.pods.items[0], "10.200.0.0/16");
     assert_string_equal(ncp->spec.control_plane_endpoint.host, "capn-apiserver");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.20.2");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.4.13");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.36.3");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.6.17");
 
     out = render_part(rc, RENDER_PART_APISERVER, "capn-apiserver-certs-x", hash);
     const cJSON *sts = find(out, "StatefulSet", "capn-apiserver");
@@ -283,7 +283,7 @@ static void test_cluster__control_plane_network_wins_over_the_cluster(void **sta
     char text[8192];
     snprintf(text, sizeof(text), "%s", CAPN);
     /* Give the control plane a network of its own. */
-    char *at = strstr(text, "  version: 1.20.2\n");
+    char *at = strstr(text, "  version: 1.36.3\n");
     const char *extra = "  clusterNetwork: {services: {cidrBlocks: [10.32.0.0/16]}}\n";
     memmove(at + strlen(extra), at, strlen(at) + 1);
     memcpy(at, extra, strlen(extra));
@@ -313,17 +313,16 @@ static void test_cluster__standalone_defaults(void **state)
     assert_string_equal(ncp->spec.control_plane_endpoint.host, "c-apiserver.ns1.svc");
     assert_int_equal(ncp->spec.control_plane_endpoint.port, 6443);
     /* No version anywhere: the stable channel, and the etcd its Kubernetes package names. */
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.20.2");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.20.2");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.4.13");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.36.3");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.36.3");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.6.17");
     render_cluster_free(rc);
     cJSON_Delete(objs);
 
     /* Dual-stack services get a pod block per family; a default that would overlap the
      * services moves out of the way. */
-    objs =
-        docs(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/12, "
-                      "'fd00:10:96::/108']}}, featureGates: {IPv6DualStack: true}}\n" COMPONENTS);
+    objs = docs(NCP_HEAD "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/12, "
+                         "'fd00:10:96::/108']}}}\n" COMPONENTS);
     rc = resolve_ok(objs, "c");
     ncp = render_cluster_control_plane(rc);
     assert_int_equal(ncp->spec.cluster_network.pods.n, 2);
@@ -342,31 +341,40 @@ static void test_cluster__standalone_defaults(void **state)
 static void test_cluster__versions_from_channel_and_component(void **state)
 {
     /* The API server on the rapid channel: the controller manager follows it, etcd is what
-     * Kubernetes 1.31 needs. */
+     * Kubernetes 1.37 needs. */
     cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{}", "{channel: rapid}", "{}"));
     struct render_cluster *rc = resolve_ok(objs, "c");
 
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.31.1");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.31.1");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.5.15");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.37.2");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.37.2");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.6.17");
     render_cluster_free(rc);
     cJSON_Delete(objs);
 
-    /* A component's own version, without one on the control plane. */
-    objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{version: 3.4.23}", "{version: v1.20.2}",
-                                                      "{version: 1.20.2}"));
+    /* A component's own version, without one on the control plane; etcd newer than the 3.5.36
+     * that 1.35 names is allowed. */
+    objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{version: 3.6.17}", "{version: v1.35.4}",
+                                                      "{version: 1.35.4}"));
     rc = resolve_ok(objs, "c");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.20.2");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.4.23");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.35.4");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.35.4");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.6.17");
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+
+    /* Left to the control plane's version, etcd is what that version's package names. */
+    objs = docs(NCP_HEAD "spec: {version: 1.35.4}\n" COMPONENTS);
+    rc = resolve_ok(objs, "c");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.5.36");
     render_cluster_free(rc);
     cJSON_Delete(objs);
 
     /* The control plane's version wins over the channel. */
     objs =
-        docs(NCP_HEAD "spec: {version: 1.31.0}\n" COMPONENTS_WITH("{}", "{channel: stable}", "{}"));
+        docs(NCP_HEAD "spec: {version: 1.35.4}\n" COMPONENTS_WITH("{}", "{channel: stable}", "{}"));
     rc = resolve_ok(objs, "c");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.31.0");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.31.0");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.35.4");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.35.4");
     render_cluster_free(rc);
     cJSON_Delete(objs);
 }
@@ -375,38 +383,34 @@ static void test_cluster__version_skew_is_refused(void **state)
 {
     /* The versions resolve (the controllers refuse the rollout, VersionSkewRefused); rendering
      * the cluster fails, naming the field that chose the version. */
-    fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.20.2}", "{channel: rapid}"),
+    fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.36.3}", "{channel: rapid}"),
                "NestedControllerManager ns1/c-cm: spec.channel: \"rapid\": kube-controller-manager "
-               "1.31.1 would be newer than kube-apiserver 1.20.2; the version skew policy does "
+               "1.37.2 would be newer than kube-apiserver 1.36.3; the version skew policy does "
                "not allow it");
     fails_with(NCP_HEAD
-               "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}", "{version: 1.20.2}"),
-               "NestedControllerManager ns1/c-cm: spec.version: \"1.20.2\": "
-               "kube-controller-manager 1.20.2 would be more than one minor version older than "
-               "kube-apiserver 1.31.1");
+               "spec: {}\n" COMPONENTS_WITH("{}", "{version: 1.37.2}", "{version: 1.35.4}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.35.4\": "
+               "kube-controller-manager 1.35.4 would be more than one minor version older than "
+               "kube-apiserver 1.37.2");
     fails_with(NCP_HEAD
-               "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{}", "{version: 1.21.14}"),
-               "NestedControllerManager ns1/c-cm: spec.version: \"1.21.14\": "
-               "kube-controller-manager 1.21.14 would be newer than kube-apiserver 1.20.2; the "
+               "spec: {version: 1.36.3}\n" COMPONENTS_WITH("{}", "{}", "{version: 1.37.2}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.37.2\": "
+               "kube-controller-manager 1.37.2 would be newer than kube-apiserver 1.36.3; the "
                "version skew policy does not allow it");
     /* An API server override that leaves the control plane's controller manager behind. */
     fails_with(NCP_HEAD
-               "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}", "{}"),
-               "NestedAPIServer ns1/c-apiserver: spec.version: \"1.31.1\": "
-               "kube-controller-manager 1.20.2 would be more than one minor version older than "
-               "kube-apiserver 1.31.1");
+               "spec: {version: 1.35.4}\n" COMPONENTS_WITH("{}", "{version: 1.37.2}", "{}"),
+               "NestedAPIServer ns1/c-apiserver: spec.version: \"1.37.2\": "
+               "kube-controller-manager 1.35.4 would be more than one minor version older than "
+               "kube-apiserver 1.37.2");
     fails_with(NCP_HEAD
-               "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{channel: stable}", "{}", "{}"),
-               "NestedEtcd ns1/c-etcd: spec.channel: \"stable\" gives etcd 3.4.23, older than "
-               "3.5.15, the etcd version Kubernetes 1.31.1 needs");
+               "spec: {version: 1.36.3}\n" COMPONENTS_WITH("{version: 3.5.36}", "{}", "{}"),
+               "NestedEtcd ns1/c-etcd: spec.version: \"3.5.36\" is older than 3.6.17, the etcd "
+               "version Kubernetes 1.36.3 needs");
     fails_with(NCP_HEAD
-               "spec: {version: 1.31.1}\n" COMPONENTS_WITH("{version: 3.4.23}", "{}", "{}"),
-               "NestedEtcd ns1/c-etcd: spec.version: \"3.4.23\" is older than 3.5.15, the etcd "
-               "version Kubernetes 1.31.1 needs");
-    fails_with(NCP_HEAD
-               "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{}", "{version: 1.25.0}"),
-               "NestedControllerManager ns1/c-cm: spec.version: \"1.25.0\" is not a Kubernetes "
-               "version the installed packages know");
+               "spec: {version: 1.36.3}\n" COMPONENTS_WITH("{}", "{}", "{version: 1.38.0}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.38.0\" is not a Kubernetes "
+               "version the installed packages know (supported lines: 1.35, 1.36, 1.37)");
 }
 
 static const char *container_image(const cJSON *sts)
@@ -418,67 +422,73 @@ static const char *container_image(const cJSON *sts)
 
 static void test_cluster__component_override_renders_from_its_own_package(void **state)
 {
-    /* The control plane at 1.21.14, the controller manager held at 1.20.2 (one minor older). */
-    cJSON *objs = docs(NCP_HEAD "spec: {version: 1.21.14}\n" COMPONENTS_WITH(
-                           "{}", "{}", "{version: v1.20.2}")),
+    /* The control plane at 1.36.3, the controller manager held at 1.35.4 (one minor older). */
+    cJSON *objs = docs(NCP_HEAD "spec: {version: 1.36.3}\n" COMPONENTS_WITH(
+                           "{}", "{}", "{version: v1.35.4}")),
           *out = NULL;
     struct render_cluster *rc = resolve_ok(objs, "c");
     struct api_errors errs = API_ERRORS_INIT;
     struct render_source src;
 
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.21.14");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.20.2");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.4.13");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.36.3");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_CONTROLLER_MANAGER), "1.35.4");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.6.17");
     assert_null(render_cluster_version_skew(rc));
     /* What `nestcp render` prints: each workload from the package of its own version. */
     render_source_from_objects(objs, &src);
     assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &out, &errs), 0);
     assert_string_equal(container_image(find(out, "StatefulSet", "c-apiserver")),
-                        "registry.k8s.io/kube-apiserver:v1.21.14");
+                        "registry.k8s.io/kube-apiserver:v1.36.3");
     assert_string_equal(container_image(find(out, "StatefulSet", "c-controller-manager")),
-                        "registry.k8s.io/kube-controller-manager:v1.20.2");
+                        "registry.k8s.io/kube-controller-manager:v1.35.4");
+    assert_string_equal(container_image(find(out, "StatefulSet", "c-etcd")),
+                        "registry.k8s.io/etcd:3.6.17-0");
     cJSON_Delete(out);
     api_errors_done(&errs);
     render_cluster_free(rc);
     cJSON_Delete(objs);
 
-    /* An API server override picks etcd too: what its package names (1.31: 3.5.15). */
-    objs = docs(NCP_HEAD "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{version: 1.31.1}",
-                                                                     "{version: 1.31.1}"));
+    /* An API server override picks etcd too: what its package names (1.36: 3.6.17, where the
+     * control plane's 1.35 names 3.5.36). */
+    objs = docs(NCP_HEAD "spec: {version: 1.35.4}\n" COMPONENTS_WITH("{}", "{version: 1.36.3}",
+                                                                     "{version: 1.36.3}"));
     rc = resolve_ok(objs, "c");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.31.1");
-    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.5.15");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_APISERVER), "1.36.3");
+    assert_string_equal(render_cluster_version(rc, RENDER_PART_ETCD), "3.6.17");
     render_cluster_free(rc);
     cJSON_Delete(objs);
 
-    /* A feature gate the control plane sets must exist in the override's version. */
-    fails_with(NCP_HEAD "spec: {version: 1.21.14, featureGates: {IndexedJob: true}}\n"
-                        COMPONENTS_WITH("{}", "{}", "{version: 1.20.2}"),
-               "NestedControllerManager ns1/c-cm: spec.version: \"1.20.2\": "
-               "kube-controller-manager 1.20.2 has no feature gate \"IndexedJob\", which the "
-               "NestedControlPlane's spec.featureGates sets");
+    /* A feature gate the control plane sets must exist in the override's version:
+     * ShardedListAndWatch is new in 1.36. */
+    fails_with(NCP_HEAD "spec: {version: 1.36.3, featureGates: {ShardedListAndWatch: true}}\n"
+                        COMPONENTS_WITH("{}", "{}", "{version: 1.35.4}"),
+               "NestedControllerManager ns1/c-cm: spec.version: \"1.35.4\": "
+               "kube-controller-manager 1.35.4 has no feature gate \"ShardedListAndWatch\", which "
+               "the NestedControlPlane's spec.featureGates sets");
 }
 
 static void test_cluster__feature_gates_component_overrides_cluster(void **state)
 {
-    cJSON *objs = docs(NCP_HEAD "spec: {version: 1.20.2, featureGates: {EphemeralContainers: "
-                                "true, APIPriorityAndFairness: false}}\n" COMPONENTS_WITH(
-                                    "{}", "{featureGates: {APIPriorityAndFairness: true}}", "{}"));
+    cJSON *objs = docs(NCP_HEAD "spec: {version: 1.36.3, featureGates: {OpenAPIEnums: true, "
+                                "StorageVersionMigrator: false}}\n" COMPONENTS_WITH(
+                                    "{}", "{featureGates: {StorageVersionMigrator: true}}", "{}"));
     struct render_cluster *rc = resolve_ok(objs, "c");
     char hash[RENDER_CLUSTER_HASH_MAX];
     cJSON *out;
 
     out = render_part(rc, RENDER_PART_APISERVER, "x", hash);
     assert_string_equal(container_flag(find(out, "StatefulSet", "c-apiserver"), "feature-gates"),
-                        "APIPriorityAndFairness=true,EphemeralContainers=true");
+                        "OpenAPIEnums=true,StorageVersionMigrator=true");
     cJSON_Delete(out);
     out = render_part(rc, RENDER_PART_CONTROLLER_MANAGER, "x", hash);
     assert_string_equal(
         container_flag(find(out, "StatefulSet", "c-controller-manager"), "feature-gates"),
-        "APIPriorityAndFairness=false,EphemeralContainers=true");
+        "OpenAPIEnums=true,StorageVersionMigrator=false");
     cJSON_Delete(out);
     out = render_part(rc, RENDER_PART_ETCD, "x", hash);
-    assert_null(container_flag(find(out, "StatefulSet", "c-etcd"), "feature-gates"));
+    /* etcd 3.6 has gates of its own; the Kubernetes ones are not passed to it. */
+    assert_string_equal(container_flag(find(out, "StatefulSet", "c-etcd"), "feature-gates"),
+                        "InitialCorruptCheck=true");
     cJSON_Delete(out);
     render_cluster_free(rc);
     cJSON_Delete(objs);
@@ -490,20 +500,25 @@ static void test_cluster__bad_input_names_object_and_field(void **state)
                "spec: {clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}}\n" COMPONENTS,
                "NestedControlPlane ns1/c: spec.clusterNetwork.services.cidrBlocks[0]: "
                "\"10.96.0.0/33\" is not a valid CIDR");
-    fails_with(NCP_HEAD "spec: {version: 1.25.0}\n" COMPONENTS,
-               "NestedControlPlane ns1/c: spec.version: \"1.25.0\" is not a Kubernetes version "
-               "the installed packages know");
-    fails_with(NCP_HEAD "spec: {version: 1.20.2, featureGates: {NoSuchGate: true}}\n" COMPONENTS,
+    fails_with(NCP_HEAD "spec: {version: 1.38.0}\n" COMPONENTS,
+               "NestedControlPlane ns1/c: spec.version: \"1.38.0\" is not a Kubernetes version "
+               "the installed packages know (supported lines: 1.35, 1.36, 1.37)");
+    fails_with(NCP_HEAD "spec: {version: 1.36.3, featureGates: {NoSuchGate: true}}\n" COMPONENTS,
                "NestedControlPlane ns1/c: spec.featureGates: \"NoSuchGate\" is not a feature "
-               "gate of Kubernetes 1.20.2");
-    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS_WITH(
-                   "{}", "{featureGates: {KMSv2: false}}", "{}"),
-               "NestedAPIServer ns1/c-apiserver: spec.featureGates: \"KMSv2\" is locked to true "
-               "in kube-apiserver 1.31.1");
-    fails_with(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS_WITH(
+               "gate of Kubernetes 1.36.3");
+    /* Gone long before 1.35. */
+    fails_with(NCP_HEAD "spec: {version: 1.36.3, featureGates: {EphemeralContainers: true}}\n"
+                   COMPONENTS,
+               "NestedControlPlane ns1/c: spec.featureGates: \"EphemeralContainers\" is not a "
+               "feature gate of Kubernetes 1.36.3");
+    fails_with(NCP_HEAD "spec: {version: 1.37.2}\n" COMPONENTS_WITH(
+                   "{}", "{featureGates: {InPlacePodVerticalScaling: false}}", "{}"),
+               "NestedAPIServer ns1/c-apiserver: spec.featureGates: \"InPlacePodVerticalScaling\" "
+               "is locked to true in kube-apiserver 1.37.2");
+    fails_with(NCP_HEAD "spec: {version: 1.37.2}\n" COMPONENTS_WITH(
                    "{}", "{extraArgs: {insecure-port: '0'}}", "{}"),
                "NestedAPIServer ns1/c-apiserver: spec.extraArgs: \"insecure-port\" is not a flag "
-               "of kube-apiserver 1.31.1");
+               "of kube-apiserver 1.37.2");
     fails_with(NCP_HEAD "spec: {}\n" COMPONENTS_WITH(
                    "{}",
                    "{patches: [{target: {kind: StatefulSet, name: nope}, type: "
@@ -915,26 +930,25 @@ static void hash_of(const char *text, const char *certs, char out[RENDER_CLUSTER
 static void test_cluster__config_hash_tracks_what_pods_run(void **state)
 {
     char a[RENDER_CLUSTER_HASH_MAX], b[RENDER_CLUSTER_HASH_MAX];
-    const char *base = NCP_HEAD "spec: {version: 1.20.2}\n" COMPONENTS;
+    const char *base = NCP_HEAD "spec: {version: 1.36.3}\n" COMPONENTS;
 
     hash_of(base, "c-apiserver-certs-1", a, RENDER_PART_APISERVER);
     hash_of(base, "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
     assert_string_equal(a, b);
-    hash_of(NCP_HEAD
-            "spec: {version: 1.20.2, featureGates: {EphemeralContainers: true}}\n" COMPONENTS,
+    hash_of(NCP_HEAD "spec: {version: 1.36.3, featureGates: {OpenAPIEnums: false}}\n" COMPONENTS,
             "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
     assert_string_not_equal(a, b);
-    hash_of(NCP_HEAD "spec: {version: 1.31.1}\n" COMPONENTS, "c-apiserver-certs-1", b,
+    hash_of(NCP_HEAD "spec: {version: 1.37.2}\n" COMPONENTS, "c-apiserver-certs-1", b,
             RENDER_PART_APISERVER);
     assert_string_not_equal(a, b);
     hash_of(NCP_HEAD
-            "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{extraArgs: {v: '4'}}", "{}"),
+            "spec: {version: 1.36.3}\n" COMPONENTS_WITH("{}", "{extraArgs: {v: '4'}}", "{}"),
             "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
     assert_string_not_equal(a, b);
     hash_of(base, "c-apiserver-certs-2", b, RENDER_PART_APISERVER);
     assert_string_not_equal(a, b);
     /* More API servers do not restart the running ones. */
-    hash_of(NCP_HEAD "spec: {version: 1.20.2}\n" COMPONENTS_WITH("{}", "{replicas: 3}", "{}"),
+    hash_of(NCP_HEAD "spec: {version: 1.36.3}\n" COMPONENTS_WITH("{}", "{replicas: 3}", "{}"),
             "c-apiserver-certs-1", b, RENDER_PART_APISERVER);
     assert_string_equal(a, b);
 }
@@ -956,7 +970,7 @@ static void test_cluster__desired_needs_a_certs_secret(void **state)
     assert_int_equal(render_cluster_desired(catalog, rc, pki, &src, RENDER_PART_ETCD, NULL, &d, &e),
                      0);
     assert_false(d.known);
-    assert_string_equal(d.version, "3.4.13");
+    assert_string_equal(d.version, "3.6.17");
     s = issue(rc, pki, objs, RENDER_PART_ETCD);
     cJSON_AddItemToArray(objs, s);
     assert_int_equal(render_cluster_desired(catalog, rc, pki, &src, RENDER_PART_ETCD, NULL, &d, &e),

@@ -150,7 +150,7 @@ static const char *str(const cJSON *obj, const char *pointer)
 
 static void test_render__etcd_three_members_know_each_other(void **state)
 {
-    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.4.23\nreplicas: 3\n");
+    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.6.17\nreplicas: 3\n");
     const cJSON *sts = find(objs, "StatefulSet", "c1-etcd"),
                 *svc = find(objs, "Service", "c1-etcd");
     const cJSON *c = container(sts, "etcd");
@@ -170,13 +170,18 @@ static void test_render__etcd_three_members_know_each_other(void **state)
     assert_string_equal(flag(c, "peer-trusted-ca-file"), "/etc/etcd/pki/ca.crt");
     assert_string_equal(flag(c, "cert-file"), "/etc/etcd/pki/$(POD_NAME)-server.crt");
     assert_string_equal(flag(c, "peer-key-file"), "/etc/etcd/pki/$(POD_NAME)-peer.key");
+    /* 3.6 took the experimental- prefix off: the check is a feature gate, the interval a flag. */
+    assert_string_equal(flag(c, "feature-gates"), "InitialCorruptCheck=true");
+    assert_string_equal(flag(c, "watch-progress-notify-interval"), "5s");
+    assert_null(flag(c, "experimental-initial-corrupt-check"));
+    assert_null(flag(c, "experimental-watch-progress-notify-interval"));
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint,
                      3);
     assert_string_equal(str(sts, "/spec/podManagementPolicy"), "Parallel");
     assert_string_equal(str(sts, "/spec/serviceName"), "c1-etcd");
     assert_string_equal(str(svc, "/spec/clusterIP"), "None");
     assert_string_equal(str(sts, "/spec/template/spec/containers/0/image"),
-                        "registry.k8s.io/etcd:3.4.23-0");
+                        "registry.k8s.io/etcd:3.6.17-0");
     assert_string_equal(str(sts, "/spec/template/spec/containers/0/livenessProbe/httpGet/path"),
                         "/health?exclude=NOSPACE&serializable=true");
     assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "data");
@@ -190,7 +195,7 @@ static void test_render__etcd_three_members_know_each_other(void **state)
 
 static void test_render__etcd_pvc_storage_uses_claim_templates(void **state)
 {
-    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.5.15\nstorage: {type: "
+    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.5.36\nstorage: {type: "
                                  "persistentVolumeClaim, size: 5Gi, storageClassName: fast}\n"
                                  "etcd: {listenLoopback: true}\n");
     const cJSON *sts = find(objs, "StatefulSet", "c1-etcd");
@@ -202,17 +207,23 @@ static void test_render__etcd_pvc_storage_uses_claim_templates(void **state)
     assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "certs");
     assert_string_equal(flag(container(sts, "etcd"), "listen-client-urls"),
                         "https://$(POD_IP):2379,https://127.0.0.1:2379");
+    /* 3.5 spells them with the experimental- prefix. */
     assert_string_equal(flag(container(sts, "etcd"), "experimental-initial-corrupt-check"), "true");
+    assert_string_equal(flag(container(sts, "etcd"), "experimental-watch-progress-notify-interval"),
+                        "5s");
+    assert_null(flag(container(sts, "etcd"), "feature-gates"));
+    assert_string_equal(str(sts, "/spec/template/spec/containers/0/image"),
+                        "registry.k8s.io/etcd:3.5.36-0");
     cJSON_Delete(objs);
 }
 
-static void test_render__apiserver_120_flags(void **state)
+static void test_render__apiserver_136_flags(void **state)
 {
     cJSON *objs =
-        render_ok(BASE "component: kube-apiserver\nversion: v1.20.2\nreplicas: 2\n"
+        render_ok(BASE "component: kube-apiserver\nversion: v1.36.3\nreplicas: 2\n"
                        "etcd: {replicas: 3}\n"
                        "network: {serviceCIDRs: [10.96.0.0/12, 'fd00:10:96::/108']}\n"
-                       "featureGates: {IPv6DualStack: true, APIPriorityAndFairness: false}\n");
+                       "featureGates: {StorageVersionMigrator: true, OpenAPIEnums: false}\n");
     const cJSON *sts = find(objs, "StatefulSet", "c1-apiserver");
     const cJSON *c = container(sts, "kube-apiserver");
 
@@ -221,9 +232,8 @@ static void test_render__apiserver_120_flags(void **state)
         "https://c1-etcd-0.c1-etcd.ns1.svc:2379,https://c1-etcd-1.c1-etcd.ns1.svc:2379,"
         "https://c1-etcd-2.c1-etcd.ns1.svc:2379");
     assert_string_equal(flag(c, "service-cluster-ip-range"), "10.96.0.0/12,fd00:10:96::/108");
-    assert_string_equal(flag(c, "feature-gates"),
-                        "APIPriorityAndFairness=false,IPv6DualStack=true");
-    assert_string_equal(flag(c, "insecure-port"), "0");
+    assert_string_equal(flag(c, "feature-gates"), "OpenAPIEnums=false,StorageVersionMigrator=true");
+    assert_null(flag(c, "insecure-port"));
     assert_string_equal(flag(c, "advertise-address"), "$(POD_IP)");
     assert_string_equal(flag(c, "bind-address"), "$(POD_IP)");
     assert_string_equal(flag(c, "service-account-issuer"),
@@ -231,7 +241,7 @@ static void test_render__apiserver_120_flags(void **state)
     assert_non_null(flag(c, "etcd-certfile"));
     assert_non_null(flag(c, "requestheader-client-ca-file"));
     assert_non_null(flag(c, "proxy-client-cert-file"));
-    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.20.2");
+    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.36.3");
     assert_string_equal(str(c, "/livenessProbe/httpGet/path"), "/livez");
     assert_string_equal(str(c, "/readinessProbe/httpGet/path"), "/readyz");
     assert_string_equal(str(c, "/readinessProbe/httpGet/scheme"), "HTTPS");
@@ -239,23 +249,23 @@ static void test_render__apiserver_120_flags(void **state)
     cJSON_Delete(objs);
 }
 
-static void test_render__apiserver_131_has_no_insecure_port(void **state)
+static void test_render__apiserver_137_has_no_insecure_port(void **state)
 {
-    cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: 1.31.1\n"
+    cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: 1.37.2\n"
                                  "etcd: {endpoints: ['https://etcd.example:2379']}\n");
     const cJSON *c = container(find(objs, "StatefulSet", "c1-apiserver"), "kube-apiserver");
 
     assert_null(flag(c, "insecure-port"));
     assert_null(flag(c, "feature-gates"));
     assert_string_equal(flag(c, "etcd-servers"), "https://etcd.example:2379");
-    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.31.1");
+    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.37.2");
     cJSON_Delete(objs);
 }
 
 static void test_render__controller_manager_flags(void **state)
 {
     cJSON *objs =
-        render_ok(BASE "component: kube-controller-manager\nversion: 1.20.2\n"
+        render_ok(BASE "component: kube-controller-manager\nversion: 1.36.3\n"
                        "network: {podCIDRs: [10.244.0.0/16], serviceCIDRs: [10.32.0.0/16]}\n");
     const cJSON *sts = find(objs, "StatefulSet", "c1-controller-manager");
     const cJSON *c = container(sts, "kube-controller-manager");
@@ -265,23 +275,25 @@ static void test_render__controller_manager_flags(void **state)
     assert_string_equal(flag(c, "controllers"), "*,bootstrapsigner,tokencleaner");
     assert_string_equal(flag(c, "use-service-account-credentials"), "true");
     assert_string_equal(flag(c, "leader-elect"), "true");
-    assert_string_equal(flag(c, "port"), "0");
+    assert_null(flag(c, "port")); /* the insecure port went in 1.24 */
+    assert_string_equal(flag(c, "secure-port"), "10257");
     assert_string_equal(flag(c, "kubeconfig"), "/etc/kubernetes/pki/controller-manager.conf");
+    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-controller-manager:v1.36.3");
     assert_string_equal(str(c, "/livenessProbe/httpGet/path"), "/healthz");
     assert_string_equal(str(sts, "/spec/template/spec/volumes/0/secret/secretName"),
                         "c1-controller-manager-certs");
     cJSON_Delete(objs);
 
-    objs = render_ok(BASE "component: kube-controller-manager\nversion: 1.31.0\n");
-    assert_null(flag(
-        container(find(objs, "StatefulSet", "c1-controller-manager"), "kube-controller-manager"),
-        "port"));
+    objs = render_ok(BASE "component: kube-controller-manager\nversion: 1.35.4\n");
+    c = container(find(objs, "StatefulSet", "c1-controller-manager"), "kube-controller-manager");
+    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-controller-manager:v1.35.4");
+    assert_null(flag(c, "feature-gates"));
     cJSON_Delete(objs);
 }
 
 static void test_render__labels_owner_and_hash(void **state)
 {
-    const char *v = BASE "component: kube-apiserver\nversion: 1.20.2\n"
+    const char *v = BASE "component: kube-apiserver\nversion: 1.36.3\n"
                          "owner: {apiVersion: controlplane.cluster.x-k8s.io/v1alpha4, kind: "
                          "NestedAPIServer, name: c1-apiserver, uid: 1234-5678}\n";
     cJSON *objs = render_ok(v), *again = render_ok(v), *changed;
@@ -307,7 +319,7 @@ static void test_render__labels_owner_and_hash(void **state)
         strlen(str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash")), 64);
 
     /* Another replica count changes the object's hash but not the pods'. */
-    changed = render_ok(BASE "component: kube-apiserver\nversion: 1.20.2\nreplicas: 3\n"
+    changed = render_ok(BASE "component: kube-apiserver\nversion: 1.36.3\nreplicas: 3\n"
                              "owner: {apiVersion: controlplane.cluster.x-k8s.io/v1alpha4, kind: "
                              "NestedAPIServer, name: c1-apiserver, uid: 1234-5678}\n");
     const cJSON *sts2 = find(changed, "StatefulSet", "c1-apiserver");
@@ -319,7 +331,7 @@ static void test_render__labels_owner_and_hash(void **state)
     cJSON_Delete(changed);
 
     /* inputsHash rolls the pods. */
-    changed = render_ok(BASE "component: kube-apiserver\nversion: 1.20.2\ninputsHash: abc\n");
+    changed = render_ok(BASE "component: kube-apiserver\nversion: 1.36.3\ninputsHash: abc\n");
     assert_string_not_equal(
         str(sts, "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
         str(find(changed, "StatefulSet", "c1-apiserver"),
@@ -333,7 +345,7 @@ static void test_render__labels_owner_and_hash(void **state)
 
 static void test_render__extra_args_replace_or_append_in_key_order(void **state)
 {
-    cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: 1.20.2\n"
+    cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: 1.36.3\n"
                                  "extraArgs: {secure-port: 7443, v: 4, audit-log-path: /tmp/a, "
                                  "anonymous-auth: false}\n");
     const cJSON *c = container(find(objs, "StatefulSet", "c1-apiserver"), "kube-apiserver");
@@ -347,35 +359,50 @@ static void test_render__extra_args_replace_or_append_in_key_order(void **state)
     assert_string_equal(cJSON_GetArrayItem(args, n - 1)->valuestring, "--v=4");
     cJSON_Delete(objs);
 
-    render_fails(BASE "component: kube-apiserver\nversion: 1.31.0\nextraArgs: {insecure-port: 0}\n",
+    render_fails(BASE "component: kube-apiserver\nversion: 1.37.2\nextraArgs: {insecure-port: 0}\n",
                  -EINVAL,
-                 "extraArgs.insecure-port: kube-apiserver 1.31.0 has no flag --insecure-port");
-    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\nextraArgs: {v: [1]}\n", -EINVAL,
+                 "extraArgs.insecure-port: kube-apiserver 1.37.2 has no flag --insecure-port");
+    /* The controller manager has flags of its own; the API server's are not among them. */
+    render_fails(BASE "component: kube-controller-manager\nversion: 1.36.3\n"
+                      "extraArgs: {audit-log-path: /tmp/a}\n",
+                 -EINVAL,
+                 "extraArgs.audit-log-path: kube-controller-manager 1.36.3 has no flag "
+                 "--audit-log-path");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.36.3\nextraArgs: {v: [1]}\n", -EINVAL,
                  "extraArgs.v: must be a string");
 }
 
 static void test_render__feature_gates_are_checked(void **state)
 {
     render_fails(BASE
-                 "component: kube-apiserver\nversion: 1.20.2\nfeatureGates: {NoSuchGate: true}\n",
-                 -EINVAL, "featureGates.NoSuchGate: not a feature gate of kube-apiserver 1.20.2");
-    render_fails(
-        BASE "component: kube-apiserver\nversion: 1.20.2\nfeatureGates: {TokenRequest: false}\n",
-        -EINVAL, "featureGates.TokenRequest: locked to true");
-    render_fails(
-        BASE "component: kube-apiserver\nversion: 1.31.0\nfeatureGates: {IPv6DualStack: true}\n",
-        -EINVAL, "not a feature gate of kube-apiserver 1.31.0");
+                 "component: kube-apiserver\nversion: 1.36.3\nfeatureGates: {NoSuchGate: true}\n",
+                 -EINVAL, "featureGates.NoSuchGate: not a feature gate of kube-apiserver 1.36.3");
+    /* GA and locked on. */
+    render_fails(BASE "component: kube-apiserver\nversion: 1.36.3\n"
+                      "featureGates: {InPlacePodVerticalScaling: false}\n",
+                 -EINVAL, "featureGates.InPlacePodVerticalScaling: locked to true");
+    /* Removed long before 1.35. */
+    render_fails(BASE "component: kube-apiserver\nversion: 1.35.4\n"
+                      "featureGates: {EphemeralContainers: true}\n",
+                 -EINVAL,
+                 "featureGates.EphemeralContainers: not a feature gate of kube-apiserver 1.35.4");
+    /* MemoryManager is in 1.35 (GA, locked on) and gone from 1.36. */
+    render_fails(BASE "component: kube-controller-manager\nversion: 1.36.3\n"
+                      "featureGates: {MemoryManager: true}\n",
+                 -EINVAL, "not a feature gate of kube-controller-manager 1.36.3");
+    cJSON_Delete(render_ok(BASE "component: kube-controller-manager\nversion: 1.35.4\n"
+                                "featureGates: {MemoryManager: true, OpenAPIEnums: true}\n"));
 }
 
 static void test_render__image_registry_rewrite(void **state)
 {
-    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.4.23\n"
+    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.6.17\n"
                                  "imageRegistry: mirror.local:5000/k8s\n");
     char *img = NULL;
 
     assert_string_equal(
         str(find(objs, "StatefulSet", "c1-etcd"), "/spec/template/spec/containers/0/image"),
-        "mirror.local:5000/k8s/etcd:3.4.23-0");
+        "mirror.local:5000/k8s/etcd:3.6.17-0");
     cJSON_Delete(objs);
     assert_int_equal(render_image_with_registry("busybox:1", "m.io", &img), 0);
     assert_string_equal(img, "m.io/busybox:1");
@@ -393,7 +420,7 @@ static void test_render__patches(void **state)
     /* Strategic: container merged by name, args by flag key, a new env appended. */
     cJSON *objs = render_ok(
         BASE
-        "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+        "component: kube-apiserver\nversion: 1.36.3\npatches:\n"
         "- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: c1-apiserver}\n"
         "  spec:\n    template:\n      spec:\n        containers:\n"
         "        - name: kube-apiserver\n          args: [--secure-port=8443, --profiling=false]\n"
@@ -411,21 +438,21 @@ static void test_render__patches(void **state)
     assert_non_null(flag(c, "etcd-servers")); /* the rest of args stays */
     assert_string_equal(str(c, "/env/0/name"), "POD_IP");
     assert_string_equal(str(c, "/env/1/name"), "GODEBUG");
-    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.20.2");
+    assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.36.3");
     assert_string_equal(str(find(objs, "Service", "c1-apiserver"), "/spec/type"), "NodePort");
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint,
                      2);
     cJSON_Delete(objs);
 
-    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+    render_fails(BASE "component: kube-apiserver\nversion: 1.36.3\npatches:\n"
                       "- target: {kind: Service, name: c1-apiserver}\n  type: merge\n  patch: {}\n"
                       "- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: foo}\n",
                  -EINVAL, "spec.patches[1]: matches no object (kind StatefulSet, name foo)");
-    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+    render_fails(BASE "component: kube-apiserver\nversion: 1.36.3\npatches:\n"
                       "- target: {kind: StatefulSet, name: c1-apiserver}\n  type: json\n"
                       "  patch: [{op: test, path: /spec/replicas, value: 5}]\n",
                  -EBUSY, "spec.patches[0]: operation 0 (test /spec/replicas): test failed");
-    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\npatches:\n"
+    render_fails(BASE "component: kube-apiserver\nversion: 1.36.3\npatches:\n"
                       "- target: {kind: StatefulSet, name: c1-apiserver}\n  type: json\n"
                       "  patch: [{op: replace, path: /metadata/name, value: x}]\n",
                  -EINVAL, "must not change");
@@ -459,47 +486,71 @@ static void test_render__version_and_channel_resolution(void **state)
     struct err e;
     cJSON *versions = NULL;
 
-    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "v1.20.2", NULL, &p, v, &e),
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "v1.36.3", NULL, &p, v, &e),
                      0);
-    assert_string_equal(v, "1.20.2");
-    assert_string_equal(render_package_line(p), "1.20");
+    assert_string_equal(v, "1.36.3");
+    assert_string_equal(render_package_line(p), "1.36");
     assert_int_equal(
-        render_catalog_resolve(catalog, "kube-apiserver", "1.20.7", "rapid", &p, v, &e), 0);
-    assert_string_equal(v, "1.20.7"); /* an exact version wins over the channel */
+        render_catalog_resolve(catalog, "kube-apiserver", "1.35.4", "rapid", &p, v, &e), 0);
+    assert_string_equal(v, "1.35.4"); /* an exact version wins over the channel */
+    assert_string_equal(render_package_line(p), "1.35");
     assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "", "rapid", &p, v, &e), 0);
-    assert_string_equal(v, "1.31.1");
-    assert_string_equal(render_package_line(p), "1.31");
+    assert_string_equal(v, "1.37.2");
+    assert_string_equal(render_package_line(p), "1.37");
     assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", NULL, NULL, &p, v, &e), 0);
-    assert_string_equal(v, "1.20.2"); /* default: stable */
+    assert_string_equal(v, "1.36.3"); /* default: stable */
     assert_int_equal(render_catalog_resolve(catalog, "etcd", NULL, NULL, &p, v, &e), 0);
-    assert_string_equal(v, "3.4.23");
+    assert_string_equal(v, "3.6.17");
+    assert_int_equal(render_catalog_resolve(catalog, "etcd", "3.5.36", NULL, &p, v, &e), 0);
+    assert_string_equal(render_package_line(p), "3.5");
 
+    /* Newer than every line: not packaged (yet). Older than every line: retired. */
     err_clear(&e);
-    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.25.0", NULL, &p, v, &e),
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.38.0", NULL, &p, v, &e),
                      -ENOENT);
-    assert_non_null(strstr(e.msg, "no kube-apiserver package for 1.25 (known: 1.20, 1.21, 1.31)"));
+    assert_non_null(
+        strstr(e.msg, "no kube-apiserver package for 1.38 (supported lines: 1.35, 1.36, 1.37)"));
+    err_clear(&e);
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.34.9", NULL, &p, v, &e),
+                     -EOPNOTSUPP);
+    assert_non_null(strstr(e.msg, "kube-apiserver 1.34 is no longer supported (supported lines: "
+                                  "1.35, 1.36, 1.37)"));
+    err_clear(&e);
+    assert_int_equal(render_catalog_resolve(catalog, "etcd", "3.4.23", NULL, &p, v, &e),
+                     -EOPNOTSUPP);
+    assert_non_null(strstr(e.msg, "etcd 3.4 is no longer supported (supported lines: 3.5, 3.6)"));
     assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "", "nightly", &p, v, &e),
                      -ENOENT);
     assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "", "../x", &p, v, &e),
                      -EINVAL);
-    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.20", NULL, &p, v, &e),
+    assert_int_equal(render_catalog_resolve(catalog, "kube-apiserver", "1.36", NULL, &p, v, &e),
                      -EINVAL);
-    assert_int_equal(render_catalog_resolve(catalog, "kube-scheduler", "1.20.2", NULL, &p, v, &e),
+    assert_int_equal(render_catalog_resolve(catalog, "kube-scheduler", "1.36.3", NULL, &p, v, &e),
                      -ENOENT);
-    render_fails(BASE "component: kube-apiserver\nversion: 1.19.0\n", -ENOENT,
-                 "version: version 1.19.0: no kube-apiserver package for 1.19");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.38.0\n", -ENOENT,
+                 "version: version 1.38.0: no kube-apiserver package for 1.38");
+    render_fails(BASE "component: kube-apiserver\nversion: 1.20.2\n", -EOPNOTSUPP,
+                 "version: version 1.20.2: kube-apiserver 1.20 is no longer supported");
 
     assert_int_equal(render_catalog_versions(catalog, &versions), 0);
-    assert_string_equal(str(versions, "/kube-apiserver/packages/2"), "1.31");
-    assert_string_equal(str(versions, "/etcd/channels/rapid"), "3.5.15");
+    assert_string_equal(str(versions, "/kube-apiserver/packages/0"), "1.35");
+    assert_string_equal(str(versions, "/kube-apiserver/packages/2"), "1.37");
+    assert_string_equal(str(versions, "/kube-apiserver/channels/stable"), "1.36.3");
+    assert_string_equal(str(versions, "/etcd/channels/rapid"), "3.6.17");
     cJSON_Delete(versions);
 
-    p = render_catalog_package(catalog, "kube-apiserver", "1.31");
+    /* Each package knows its own binary's flags: --tls-curve-preferences is new in 1.36. */
+    p = render_catalog_package(catalog, "kube-apiserver", "1.37");
     assert_non_null(p);
     assert_true(render_package_knows_flag(p, "authentication-config"));
+    assert_true(render_package_knows_flag(p, "tls-curve-preferences"));
     assert_false(render_package_knows_flag(p, "insecure-port"));
-    assert_true(render_package_knows_flag(
-        render_catalog_package(catalog, "kube-apiserver", "1.20.2"), "insecure-port"));
+    assert_true(render_package_knows_flag(render_catalog_package(catalog, "kube-apiserver", "1.36"),
+                                          "tls-curve-preferences"));
+    p = render_catalog_package(catalog, "kube-apiserver", "1.35.4");
+    assert_non_null(p);
+    assert_true(render_package_knows_flag(p, "authentication-config"));
+    assert_false(render_package_knows_flag(p, "tls-curve-preferences"));
 }
 
 static void test_render__bad_values_name_the_field(void **state)
@@ -518,7 +569,7 @@ static void test_render__bad_values_name_the_field(void **state)
 
 static void test_render__yaml_output_is_golden_friendly(void **state)
 {
-    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.4.23\n"), *back = NULL;
+    cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.6.17\n"), *back = NULL;
     struct buf b;
 
     buf_init(&b, 0);
@@ -536,8 +587,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render__etcd_three_members_know_each_other),
         cmocka_unit_test(test_render__etcd_pvc_storage_uses_claim_templates),
-        cmocka_unit_test(test_render__apiserver_120_flags),
-        cmocka_unit_test(test_render__apiserver_131_has_no_insecure_port),
+        cmocka_unit_test(test_render__apiserver_136_flags),
+        cmocka_unit_test(test_render__apiserver_137_has_no_insecure_port),
         cmocka_unit_test(test_render__controller_manager_flags),
         cmocka_unit_test(test_render__labels_owner_and_hash),
         cmocka_unit_test(test_render__extra_args_replace_or_append_in_key_order),
