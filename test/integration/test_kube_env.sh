@@ -117,4 +117,28 @@ kubectl -n "$ns" get pod sts-0 >/dev/null 2>&1 && fail "garbage collection left 
 answer=$(kubectl auth can-i list secrets --as="system:serviceaccount:$ns:default" -n "$ns" 2>/dev/null || true)
 [ "$answer" = no ] || fail "RBAC allows what it should not (can-i said '$answer')"
 
-echo "PASS: namespace, CRD, server-side apply, status subresource, controller manager (service accounts, StatefulSet pods, garbage collection), RBAC"
+# The other supported super-cluster release: KUBE_VERSION=1.36.3 starts it (its own ports,
+# its own kubectl), nestcp's CRDs load with their CEL rules, and one is enforced.
+other=1.36.3
+[ "${KUBE_VERSION:-1.37.2}" = 1.36.3 ] && other=1.37.2
+odir=$(mktemp -d /tmp/nestcp-kube-other.XXXXXX)
+trap 'kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true;
+      kubectl delete crd widgets.test.nestcp.dev --wait=false >/dev/null 2>&1 || true;
+      "$NESTCP_SOURCE_DIR/hack/kube-env.sh" down --dir "$odir" >/dev/null 2>&1 || true' EXIT
+KUBE_VERSION=$other "$NESTCP_SOURCE_DIR/hack/kube-env.sh" up --dir "$odir" >"$odir.env" 2>"$odir.log" ||
+    fail "KUBE_VERSION=$other hack/kube-env.sh up failed: $(tail -n 20 "$odir.log")"
+okubectl() { "$odir/bin/kubectl" --kubeconfig "$odir/kubeconfig" --request-timeout=20s "$@"; }
+got=$(okubectl version -o json | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["serverVersion"]["gitVersion"], v["clientVersion"]["gitVersion"])')
+[ "$got" = "v$other v$other" ] || fail "KUBE_VERSION=$other: server and kubectl are $got"
+okubectl apply -f "$NESTCP_SOURCE_DIR/config/crd/bases" -f "$NESTCP_SOURCE_DIR/config/crd/capi" >/dev/null ||
+    fail "the CRDs do not load into $other"
+okubectl wait --for condition=established --timeout=60s crd/nestedetcds.controlplane.cluster.x-k8s.io >/dev/null ||
+    fail "the CRDs are not Established on $other"
+printf '%s\n' 'apiVersion: controlplane.cluster.x-k8s.io/v1beta1' 'kind: NestedEtcd' \
+    'metadata: {name: even, namespace: default}' 'spec: {replicas: 4}' >"$odir/even.yaml"
+out=$(okubectl apply -f "$odir/even.yaml" 2>&1) && fail "$other accepted 4 etcd members"
+case "$out" in *spec.replicas*"must be odd"*) ;; *) fail "$other: 4 members refused without the CEL message: $out" ;; esac
+"$NESTCP_SOURCE_DIR/hack/kube-env.sh" down --dir "$odir" >/dev/null 2>&1
+rm -f "$odir.env" "$odir.log"
+
+echo "PASS: namespace, CRD, server-side apply, status subresource, controller manager (service accounts, StatefulSet pods, garbage collection), RBAC; a $other super cluster loads the CRDs and their CEL rules"

@@ -562,8 +562,8 @@ static cJSON *node_status(struct nodeagent *na, bool ready)
                     "\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":10250}},"
                     "\"nodeInfo\":{\"machineID\":\"\",\"systemUUID\":\"\",\"bootID\":\"\","
                     "\"kernelVersion\":\"\",\"osImage\":\"nestcp-nodeagent\","
-                    "\"containerRuntimeVersion\":\"nestcp://0.1\",\"kubeletVersion\":\"v1.20.2\","
-                    "\"kubeProxyVersion\":\"v1.20.2\",\"operatingSystem\":\"linux\","
+                    "\"containerRuntimeVersion\":\"nestcp://0.1\",\"kubeletVersion\":\"v1.37.2\","
+                    "\"kubeProxyVersion\":\"v1.37.2\",\"operatingSystem\":\"linux\","
                     "\"architecture\":\"amd64\"}}");
     cJSON *conds, *addrs, *c;
     static const char *const pressures[] = {"MemoryPressure", "DiskPressure", "PIDPressure"};

@@ -3,7 +3,7 @@
 #
 # The super cluster has no nodes: its kube-controller-manager creates the Pods of each
 # StatefulSet and they stay Pending. fake_kubelet marks them Running and Ready through their
-# status subresource (this works for unscheduled Pods on 1.20.2, and the real StatefulSet
+# status subresource (this works for unscheduled Pods, and the real StatefulSet
 # controller then counts them ready); an unscheduled Pod is deleted at once, so rolling
 # updates go through without a kubelet.
 

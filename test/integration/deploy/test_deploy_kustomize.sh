@@ -126,15 +126,23 @@ done
 # `kubectl auth can-i --list`, so cluster-wide rights show too), one "resource [names] verbs"
 # line each, verbs sorted; the discovery rights every user has are left out.
 rules() {
+    # What a ServiceAccount without any binding may do (discovery, and whatever the server's
+    # own default roles give every authenticated user, e.g. reading ClusterTrustBundles on
+    # 1.37) is the baseline, left out.
+    kubectl auth can-i --list -n "$1" --as="system:serviceaccount:$1:nestcp-test-no-rights" \
+        --as-group=system:serviceaccounts --as-group=system:authenticated >"$out/baseline.txt"
     kubectl auth can-i --list -n "$1" --as="$sa" | python3 -c '
 import re, sys
-out = set()
-for line in sys.stdin.read().splitlines()[1:]:
-    m = re.match(r"^(\S+)\s+\[[^\]]*\]\s+(\[[^\]]*\])\s+\[([^\]]*)\]\s*$", line)
-    if not m or m.group(1).startswith("selfsubject"):
-        continue
-    out.add("%s %s %s" % (m.group(1), m.group(2), " ".join(sorted(m.group(3).split()))))
-print("".join(l + "\n" for l in sorted(out)), end="")'
+def parse(text):
+    out = set()
+    for line in text.splitlines()[1:]:
+        m = re.match(r"^(\S+)\s+\[[^\]]*\]\s+(\[[^\]]*\])\s+\[([^\]]*)\]\s*$", line)
+        if not m or m.group(1).startswith("selfsubject"):
+            continue
+        out.add("%s %s %s" % (m.group(1), m.group(2), " ".join(sorted(m.group(3).split()))))
+    return out
+out = parse(sys.stdin.read()) - parse(open(sys.argv[1]).read())
+print("".join(l + "\n" for l in sorted(out)), end="")' "$out/baseline.txt"
 }
 # The manager's rights in a namespace it reconciles: exactly these (config/rbac/role.yaml).
 cat >"$out/reconcile.rules" <<'RULES'

@@ -157,7 +157,7 @@ echo "figures: manager peak RSS $(awk '/^VmHWM/ { print $2 }' "/proc/$mgr/status
 
 # What a user sees (docs/create-cluster.md).
 kubectl -n "$ns" get nestedcontrolplanes >"$work/get.txt"
-grep -qE '^standalone +v?1\.20\.2 +true' "$work/get.txt" ||
+grep -qE '^standalone +v?1\.36\.3 +true' "$work/get.txt" ||
     fail "kubectl get nestedcontrolplanes does not show standalone Ready: $(cat "$work/get.txt")"
 kubectl -n "$ns" describe ncp standalone >"$work/describe.txt"
 grep -q 'Type: *Ready' "$work/describe.txt" || grep -q 'Ready' "$work/describe.txt" ||

@@ -124,6 +124,9 @@ spec:
   template:
     metadata: {labels: {app: etcd, nodeagent-test: "$id"}}
     spec:
+      # The node agent projects no service account tokens (nestcp's pods mount none either);
+      # from 1.24 the ServiceAccount admission plugin would otherwise add one.
+      automountServiceAccountToken: false
       terminationGracePeriodSeconds: 10
       containers:
       - name: etcd
@@ -208,6 +211,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: sleeper, namespace: $ns, labels: {nodeagent-test: "$id"}}
 spec:
+  automountServiceAccountToken: false
   terminationGracePeriodSeconds: 3
   containers:
   - {name: sh, image: nestcp.test/shell, command: [/bin/sh, -c, 'trap "" TERM; sleep 600 & wait']}
