@@ -3,6 +3,8 @@
 # the recipes in hack/recipes/, and caches them outside the repository keyed by version:
 #   hack/kube-build.sh kubernetes 1.37.2   kube-apiserver, kube-controller-manager, kubectl
 #   hack/kube-build.sh etcd 3.6.17         etcd, etcdctl, etcdutl
+#   hack/kube-build.sh conformance 1.36.3  e2e.test, Kubernetes' own end-to-end test binary
+#                                          (from the kubernetes recipe; built only when asked)
 #   hack/kube-build.sh                     every recipe in hack/recipes/
 # With a component and version it prints the directory holding that release's binaries; with
 # none it prints one "component version directory" line per recipe.
@@ -19,7 +21,8 @@ binaries() {
     case "$1" in
     kubernetes) echo kube-apiserver kube-controller-manager kubectl ;;
     etcd) echo etcd etcdctl etcdutl ;;
-    *) die "unknown component '$1' (kubernetes or etcd)" ;;
+    conformance) echo e2e.test ;;
+    *) die "unknown component '$1' (kubernetes, etcd or conformance)" ;;
     esac
 }
 
@@ -36,6 +39,7 @@ explain_failure() {
 
 build_one() {
     local what=$1 version=$2 recipe="$here/recipes/$1-$2" bin_dir="$cache_root/$1-$2/bin" b ok=1
+    [ "$what" = conformance ] && recipe="$here/recipes/kubernetes-$version"
     [ -f "$recipe/go.mod" ] || die "no recipe for $what $version (have: $(cd "$here/recipes" && ls -d */ | tr -d / | tr '\n' ' '))"
     for b in $(binaries "$what"); do [ -x "$bin_dir/$b" ] || ok=0; done
     if [ "$ok" -eq 1 ]; then
@@ -77,14 +81,28 @@ build_one() {
         pkgs="./etcd go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3"
         ldflags="-s -w"
         ;;
+    conformance)
+        local minor=${version#*.}
+        minor=${minor%%.*}
+        ldflags="-s -w"
+        for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+            ldflags+=" -X $p.gitVersion=v$version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+        done
+        ;;
     esac
     log=$(mktemp)
     t0=$(date +%s)
     echo "kube-build: building $what $version ($(binaries "$what")); a cold build takes minutes" >&2
     rm -rf "$bin_dir.tmp"
     mkdir -p "$bin_dir.tmp"
-    (cd "$recipe" && go build -trimpath -ldflags "$ldflags" -o "$bin_dir.tmp/" $pkgs) >"$log" 2>&1 ||
-        explain_failure "$log"
+    if [ "$what" = conformance ]; then
+        (cd "$recipe" && go test -c -trimpath -ldflags "$ldflags" -o "$bin_dir.tmp/e2e.test" \
+            k8s.io/kubernetes/test/e2e) >"$log" 2>&1 || explain_failure "$log"
+    else
+        # shellcheck disable=SC2086
+        (cd "$recipe" && go build -trimpath -ldflags "$ldflags" -o "$bin_dir.tmp/" $pkgs) \
+            >"$log" 2>&1 || explain_failure "$log"
+    fi
     rm -f "$log"
     rm -rf "$bin_dir"
     mv "$bin_dir.tmp" "$bin_dir"

@@ -63,4 +63,9 @@ GO
     ;;
 esac
 go mod tidy
+if [ "$what" = kubernetes ]; then
+    # The sums of Kubernetes' own e2e test binary's dependencies (hack/kube-build.sh
+    # conformance), which tidy does not keep: they are tests of a dependency.
+    go list -deps -test k8s.io/kubernetes/test/e2e >/dev/null
+fi
 echo "$dir"

@@ -54,15 +54,14 @@ t1=$(now)
 tkubectl "$kc" create namespace e2e-team-a >/dev/null
 until_true 60 tkubectl "$kc" -n e2e-team-a get serviceaccount default ||
     fail "namespace e2e-team-a got no default ServiceAccount"
-has_token() {
-    [ -n "$(tkubectl "$kc" -n e2e-team-a get serviceaccount default -o jsonpath='{.secrets[0].name}')" ]
-}
-until_true 60 has_token || fail "the default ServiceAccount got no token Secret"
-log "tenant controller manager: default ServiceAccount and token after $(elapsed "$t1") s"
-# The token is signed with the key of Secret sample-sa: the API server accepts it.
-tok=$(tkubectl "$kc" -n e2e-team-a get secret \
-    "$(tkubectl "$kc" -n e2e-team-a get serviceaccount default -o jsonpath='{.secrets[0].name}')" \
-    -o jsonpath='{.data.token}' | base64 -d)
+log "tenant controller manager: default ServiceAccount after $(elapsed "$t1") s"
+# A bound token (TokenRequest; no token Secrets since 1.24), signed with the key of Secret
+# sample-sa and issued by the configured issuer: the API server accepts it.
+tok=$(tkubectl "$kc" -n e2e-team-a create token default --duration=10m) ||
+    fail "the API server issued no token for the default ServiceAccount"
+iss=$(python3 -c 'import base64,json,sys; p=sys.argv[1].split(".")[1]; print(json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))["iss"])' "$tok")
+log "token issuer: $iss"
+[ -n "$iss" ] || fail "the token has no issuer"
 server=$(command kubectl config view --kubeconfig "$kc" -o jsonpath='{.clusters[0].cluster.server}')
 code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 \
     --cacert <(command kubectl config view --kubeconfig "$kc" --raw \

@@ -81,9 +81,13 @@ tenant_kubeconfig quorum "$kc"
 tkubectl "$kc" create configmap before-kill >/dev/null || fail "write before the kill"
 
 # --- kill -9 the leader ---
-status=$(etcdctl_in quorum-etcd-0 --endpoints "$endpoints" endpoint status) ||
+status=$(etcdctl_in quorum-etcd-0 --endpoints "$endpoints" endpoint status -w json) ||
     fail "etcdctl endpoint status"
-leader=$(awk -F', ' '$5 == "true" { print $1 }' <<<"$status")
+leader=$(python3 -c '
+import json, sys
+for e in json.loads(sys.argv[1]):
+    if e["Status"]["leader"] == e["Status"]["header"]["member_id"]:
+        print(e["Endpoint"])' "$status")
 leader=${leader#https://}
 leader=${leader%%.*}
 [ -n "$leader" ] || fail "no leader in: $status"
