@@ -195,8 +195,8 @@ cmd_up() {
     if [ "$missing" = 1 ]; then
         echo "Kubernetes $super_version and $tenant_version and etcd $etcd_version are not all cached yet:"
         echo "this first run builds them once with Go from the Go module proxy (about 8 minutes per"
-        echo "Kubernetes release on 2 cores, 4 GB of disk) and caches them in $cache; later runs"
-        echo "take about a minute."
+        echo "Kubernetes release on 2 cores, about 8 GB of disk with Go's caches) and caches them"
+        echo "in $cache; later runs take about a minute."
     fi
 
     step "dependencies (hack/install-deps.sh)"
