@@ -5,13 +5,14 @@
     hack/gen-package.py etcd 3.6.17
 
 Reads `<binary> --help` (flags; etcd's gates too) and, for Kubernetes, the full gate list that
-hack/recipes/kubernetes-<version>/featuregates prints (--help hides GA and deprecated gates,
+hack/recipes/tools/featuregates.go prints (--help hides GA and deprecated gates,
 which a user may still set). Replaces the `flags:` and `featureGates:` blocks of
 templates/packages/<component>/<major.minor>/package.yaml and leaves the rest as written.
 Binaries come from hack/kube-build.sh's cache, built first if missing.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -60,8 +61,17 @@ def kube_gates(version):
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "nestcp")
     env = dict(os.environ, GOMODCACHE=cache + "/gomod", GOCACHE=cache + "/gocache",
                GOFLAGS="-mod=readonly -buildvcs=false", CGO_ENABLED="0", GOTOOLCHAIN="local")
-    out = subprocess.run(["go", "run", "./featuregates"], cwd=recipe, env=env, check=True,
-                         stdout=subprocess.PIPE, text=True).stdout
+    # One source for every release: copied into the recipe for the run, so it builds against
+    # that release's modules.
+    tool = os.path.join(recipe, "featuregates")
+    os.makedirs(tool, exist_ok=True)
+    shutil.copy(os.path.join(here, "recipes", "tools", "featuregates.go"),
+                os.path.join(tool, "main.go"))
+    try:
+        out = subprocess.run(["go", "run", "./featuregates"], cwd=recipe, env=env, check=True,
+                             stdout=subprocess.PIPE, text=True).stdout
+    finally:
+        shutil.rmtree(tool)
     gates = {}
     for line in out.splitlines():
         name, stage, default, locked = line.split()

@@ -116,7 +116,7 @@ if [ $# -eq 2 ]; then
     exit 0
 fi
 [ $# -eq 0 ] || die "usage: kube-build.sh [kubernetes|etcd VERSION]"
-for recipe in "$here"/recipes/*/; do
+for recipe in "$here"/recipes/kubernetes-*/ "$here"/recipes/etcd-*/; do
     name=$(basename "$recipe")
     what=${name%%-*}
     version=${name#*-}

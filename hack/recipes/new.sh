@@ -29,12 +29,6 @@ kubernetes)
     for tool in kube-apiserver kube-controller-manager kubectl; do
         go mod edit -tool="k8s.io/kubernetes/cmd/$tool"
     done
-    # featuregates/ (copied from the newest recipe) lists the release's gates for
-    # hack/gen-package.py.
-    newest=$(cd "$here" && ls -d kubernetes-*/featuregates | sort -V | tail -n 1)
-    if [ -n "$newest" ] && [ "$newest" != "kubernetes-$version/featuregates" ]; then
-        cp -r "$here/$newest" .
-    fi
     ;;
 etcd)
     go mod init nestcp.invalid/recipe/etcd >/dev/null 2>&1
