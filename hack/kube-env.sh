@@ -2,7 +2,9 @@
 # A real super cluster for development and tests: etcd, kube-apiserver and
 # kube-controller-manager built by hack/kube-build.sh from the Go module proxy, all on loopback,
 # all state in one directory. KUBE_VERSION (default 1.37.2) and ETCD_VERSION (default 3.6.17)
-# pick the releases; `up` builds them first if they are not cached.
+# pick the releases; `up` builds them first if they are not cached. Storage is real: the
+# controller manager's hostPath provisioner gives every claim of the default StorageClass
+# `standard` a PersistentVolume under /tmp/hostpath_pv/<uuid>, removed with the claim.
 #
 #   hack/kube-env.sh build                       build (or find cached) Kubernetes binaries
 #   eval "$(hack/kube-env.sh up [--dir DIR])"    start; prints `export KUBECONFIG=...` etc.
@@ -138,6 +140,7 @@ cmdline() {
             --leader-elect=false --controllers '*' \
             --service-account-private-key-file "$dir/pki/sa.key" \
             --root-ca-file "$dir/pki/ca.crt" --use-service-account-credentials=true \
+            --enable-hostpath-provisioner=true \
             --secure-port 0 \
             --profiling=false --v=1)
         ;;
@@ -186,6 +189,31 @@ wait_ready() {
     done
     echo "kube-env: kube-apiserver did not become ready; its log ends with:" >&2
     tail -n 30 "$dir/logs/apiserver.log" >&2 || true
+    return 1
+}
+
+# The default StorageClass: the hostPath provisioner of the controller manager
+# (--enable-hostpath-provisioner) makes a PersistentVolume under /tmp/hostpath_pv/<uuid> for
+# each claim and its deleter removes the directory with the claim. `kubectl apply` is
+# idempotent; it is retried only while the API server, already ready, refuses it.
+default_storage_class() {
+    local kc=("$bin_dir/kubectl" --kubeconfig "$dir/kubeconfig" --request-timeout=10s)
+    for _ in $(seq 1 50); do
+        "${kc[@]}" apply -f - >/dev/null 2>"$dir/logs/storageclass.log" <<YAML && return 0
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: kubernetes.io/host-path
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+YAML
+        pid_alive apiserver || break
+        sleep 0.2
+    done
+    echo "kube-env: the default StorageClass was not created:" >&2
+    cat "$dir/logs/storageclass.log" >&2 || true
     return 1
 }
 
@@ -260,6 +288,10 @@ cmd_up() {
         exit 1
     fi
     start_component controller-manager
+    if ! default_storage_class; then
+        cmd_down >&2
+        exit 1
+    fi
     {
         echo "kube-env: super cluster up in $dir (kube-apiserver $kube_version https://127.0.0.1:$apiserver_port," \
             "etcd $etcd_version http://127.0.0.1:$etcd_port)"

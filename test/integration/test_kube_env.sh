@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The super cluster from hack/kube-env.sh is real: a namespace, a CRD with a status subresource,
 # a custom resource written with server-side apply and its status updated, all through kubectl
-# with TLS verification on (the kubeconfig carries the env's CA; nothing skips verification).
+# with TLS verification on (the kubeconfig carries the env's CA; nothing skips verification);
+# a claim of the default StorageClass is bound to a real hostPath volume that goes with it.
 set -euo pipefail
 : "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
 
@@ -117,6 +118,36 @@ kubectl -n "$ns" get pod sts-0 >/dev/null 2>&1 && fail "garbage collection left 
 answer=$(kubectl auth can-i list secrets --as="system:serviceaccount:$ns:default" -n "$ns" 2>/dev/null || true)
 [ "$answer" = no ] || fail "RBAC allows what it should not (can-i said '$answer')"
 
+# Storage is real: a claim without a class gets the default StorageClass, the controller
+# manager's hostPath provisioner binds it to a new PersistentVolume under /tmp/hostpath_pv, and
+# deleting the claim deletes the volume and its directory (reclaim policy Delete).
+[ "$(kubectl get storageclass standard \
+    -o jsonpath='{.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}')" = true ] ||
+    fail "no default StorageClass standard"
+kubectl -n "$ns" create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: claim}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+YAML
+command kubectl -n "$ns" wait --for=jsonpath='{.status.phase}'=Bound pvc/claim --timeout=60s \
+    >/dev/null || fail "claim $ns/claim is not Bound: $(kubectl -n "$ns" describe pvc claim)"
+[ "$(kubectl -n "$ns" get pvc claim -o jsonpath='{.spec.storageClassName}')" = standard ] ||
+    fail "claim $ns/claim did not get the default StorageClass"
+pv=$(kubectl -n "$ns" get pvc claim -o jsonpath='{.spec.volumeName}')
+pv_path=$(kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}')
+case "$pv_path" in /tmp/hostpath_pv/?*) ;; *) fail "PersistentVolume $pv is not hostPath under /tmp/hostpath_pv: '$pv_path'" ;; esac
+[ "$(kubectl get pv "$pv" -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.spec.persistentVolumeReclaimPolicy}')" = "$ns/claim Delete" ] ||
+    fail "PersistentVolume $pv is not bound to $ns/claim with reclaim policy Delete"
+[ -d "$pv_path" ] || fail "the directory $pv_path of PersistentVolume $pv is missing"
+kubectl -n "$ns" delete pvc claim --timeout=60s >/dev/null
+command kubectl wait --for=delete "pv/$pv" --timeout=60s >/dev/null ||
+    fail "PersistentVolume $pv outlived its claim"
+# The deleter removes the directory before it deletes the PersistentVolume.
+[ ! -e "$pv_path" ] || fail "$pv_path outlived PersistentVolume $pv"
+
 # The other supported super-cluster release: KUBE_VERSION=1.36.3 starts it (its own ports,
 # its own kubectl), nestcp's CRDs load with their CEL rules, and one is enforced.
 other=1.36.3
@@ -136,9 +167,11 @@ okubectl wait --for condition=established --timeout=60s crd/nestedetcds.controlp
     fail "the CRDs are not Established on $other"
 printf '%s\n' 'apiVersion: controlplane.cluster.x-k8s.io/v1beta1' 'kind: NestedEtcd' \
     'metadata: {name: even, namespace: default}' 'spec: {replicas: 4}' >"$odir/even.yaml"
+[ "$(okubectl get storageclass standard -o jsonpath='{.provisioner}')" = kubernetes.io/host-path ] ||
+    fail "KUBE_VERSION=$other: no default StorageClass standard"
 out=$(okubectl apply -f "$odir/even.yaml" 2>&1) && fail "$other accepted 4 etcd members"
 case "$out" in *spec.replicas*"must be odd"*) ;; *) fail "$other: 4 members refused without the CEL message: $out" ;; esac
 "$NESTCP_SOURCE_DIR/hack/kube-env.sh" down --dir "$odir" >/dev/null 2>&1
 rm -f "$odir.env" "$odir.log"
 
-echo "PASS: namespace, CRD, server-side apply, status subresource, controller manager (service accounts, StatefulSet pods, garbage collection), RBAC; a $other super cluster loads the CRDs and their CEL rules"
+echo "PASS: namespace, CRD, server-side apply, status subresource, controller manager (service accounts, StatefulSet pods, garbage collection), RBAC, hostPath volumes of the default StorageClass; a $other super cluster loads the CRDs and their CEL rules"

@@ -31,7 +31,7 @@ static void usage(FILE *out)
     fputs("usage: nestcp-nodeagent [flags]\n"
           "  --kubeconfig PATH           super cluster kubeconfig ($KUBECONFIG, ~/.kube/config)\n"
           "  --node-name NAME            Node to register and run pods for (nestcp-node)\n"
-          "  --state-dir DIR             pod directories, logs, claims (/tmp/nestcp-nodeagent)\n"
+          "  --state-dir DIR             pod directories and logs (/tmp/nestcp-nodeagent)\n"
           "  --selector SELECTOR         bind only pending pods matching this label selector\n"
           "  --image-map FILE            extra `<repository-suffix> <binary|host>` rules\n"
           "  --bin-root DIR              hack/kube-build.sh's cache of releases\n"

@@ -17,6 +17,13 @@
 #define NA_FIELD_MANAGER "nestcp-nodeagent"
 #define NA_LEASE_NS "kube-node-lease"
 #define NA_SHUTDOWN_WAIT 5.0
+#define NA_CACHES 5 /* secrets, configmaps, claims, volumes, services */
+
+/* Read only by the node agent, so not among lib/kube's well-known resources. */
+static const struct kube_resource NA_PVCS = {"", "v1", "persistentvolumeclaims",
+                                             "PersistentVolumeClaim", true};
+static const struct kube_resource NA_PVS = {"", "v1", "persistentvolumes", "PersistentVolume",
+                                            false};
 
 /* What the agent remembers of a pod bound to its node. */
 struct na_pod {
@@ -32,8 +39,8 @@ struct nodeagent {
     char *node_name;
     char *selector;
     double heartbeat;
-    struct kube_informer *secrets, *configmaps, *services, *pods, *unscheduled;
-    int synced; /* of secrets, configmaps, services */
+    struct kube_informer *secrets, *configmaps, *claims, *volumes, *services, *pods, *unscheduled;
+    int synced; /* caches of NA_CACHES synced */
     struct workqueue *syncq, *bindq;
     struct strmap state; /* key -> struct na_pod */
     ev_timer heartbeat_w;
@@ -137,12 +144,25 @@ static void pod_state_forget(struct nodeagent *na, const char *key)
 
 /* ---- the runtime's view of the API ---- */
 
+static struct kube_informer *resolve_informer(const struct nodeagent *na, const char *kind)
+{
+    if (strcmp(kind, "Secret") == 0)
+        return na->secrets;
+    if (strcmp(kind, "ConfigMap") == 0)
+        return na->configmaps;
+    if (strcmp(kind, "PersistentVolumeClaim") == 0)
+        return na->claims;
+    if (strcmp(kind, "PersistentVolume") == 0)
+        return na->volumes;
+    return NULL;
+}
+
 static int resolve(void *userdata, const char *kind, const char *ns, const char *name,
                    const cJSON **ret_obj)
 {
     struct nodeagent *na = userdata;
-    struct kube_informer *inf = strcmp(kind, "Secret") == 0 ? na->secrets : na->configmaps;
-    const cJSON *obj = inf ? kube_informer_get(inf, ns, name) : NULL;
+    struct kube_informer *inf = resolve_informer(na, kind);
+    const cJSON *obj = inf && name ? kube_informer_get(inf, ns, name) : NULL;
 
     if (!obj)
         return -ENOENT;
@@ -783,7 +803,7 @@ static void cache_synced(void *userdata)
 {
     struct nodeagent *na = userdata;
 
-    if (++na->synced == 3) {
+    if (++na->synced == NA_CACHES) {
         refresh_cb(na->loop, &na->refresh_w, 0);
         start_pods(na);
     }
@@ -805,6 +825,14 @@ int nodeagent_start(struct nodeagent *na)
         r = kube_informer_new(na->client, &o, &data_h, na, &na->configmaps);
     }
     if (r == 0) {
+        o.resource = &NA_PVCS;
+        r = kube_informer_new(na->client, &o, &data_h, na, &na->claims);
+    }
+    if (r == 0) {
+        o.resource = &NA_PVS;
+        r = kube_informer_new(na->client, &o, &data_h, na, &na->volumes);
+    }
+    if (r == 0) {
         o.resource = &KUBE_SERVICES;
         r = kube_informer_new(na->client, &o, &svc_h, na, &na->services);
     }
@@ -812,6 +840,10 @@ int nodeagent_start(struct nodeagent *na)
         r = kube_informer_start(na->secrets);
     if (r == 0)
         r = kube_informer_start(na->configmaps);
+    if (r == 0)
+        r = kube_informer_start(na->claims);
+    if (r == 0)
+        r = kube_informer_start(na->volumes);
     if (r == 0)
         r = kube_informer_start(na->services);
     return r;
@@ -932,6 +964,8 @@ void nodeagent_free(struct nodeagent *na)
     kube_informer_free(na->pods);
     kube_informer_free(na->secrets);
     kube_informer_free(na->configmaps);
+    kube_informer_free(na->claims);
+    kube_informer_free(na->volumes);
     kube_informer_free(na->services);
     na->closing = true;
     kube_client_free(na->client); /* request callbacks see closing and only clean up */

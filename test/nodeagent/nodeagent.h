@@ -10,7 +10,9 @@
  *   - binds Pending, unscheduled pods (those matching `selector`, or all) to that Node through
  *     pods/binding;
  *   - runs the pods bound to the Node with the local runtime (runtime.h), with Secrets,
- *     ConfigMaps and Services from informers;
+ *     ConfigMaps, PersistentVolumeClaims, PersistentVolumes and Services from informers; a
+ *     pod's containers start once every claim it mounts is Bound, on the PersistentVolume's
+ *     hostPath or local path;
  *   - writes each pod's status (merge patch of pods/status) when it changed;
  *   - finishes deletions as the kubelet does: stop gracefully, then delete with
  *     gracePeriodSeconds 0.
@@ -40,7 +42,8 @@ int nodeagent_new(struct ev_loop *loop, const struct kube_config *cfg,
                   const struct nodeagent_opts *opts, struct nodeagent **ret_agent, struct err *e);
 
 /* Starts the informers; the Node is registered and pods are bound and run once the Secret,
- * ConfigMap and Service caches have synced. Returns 0 or a negative code. */
+ * ConfigMap, PersistentVolumeClaim, PersistentVolume and Service caches have synced.
+ * Returns 0 or a negative code. */
 int nodeagent_start(struct nodeagent *na);
 
 /* Stops binding, stops every pod (SIGTERM, SIGKILL after at most max_grace seconds), writes

@@ -3,7 +3,8 @@
 
 /*
  * Small readers for Pod, Secret and ConfigMap objects as the API server returns them (cJSON),
- * and the callback through which the runtime asks for the Secrets and ConfigMaps a pod uses.
+ * and the callback through which the runtime asks for the Secrets, ConfigMaps,
+ * PersistentVolumeClaims and PersistentVolumes a pod uses.
  */
 
 #include <stdbool.h>
@@ -11,8 +12,9 @@
 
 #include <cjson/cJSON.h>
 
-/* Finds a Secret ("Secret") or ConfigMap ("ConfigMap") by namespace and name. The object is
- * borrowed until the caller returns to the event loop. Returns 0 or -ENOENT. */
+/* Finds an object of kind "Secret", "ConfigMap", "PersistentVolumeClaim" (by namespace and
+ * name) or "PersistentVolume" (cluster-scoped: namespace_ NULL). The object is borrowed until
+ * the caller returns to the event loop. Returns 0 or -ENOENT. */
 typedef int (*podobj_resolve_fn)(void *userdata, const char *kind, const char *namespace_,
                                  const char *name, const cJSON **ret_obj);
 

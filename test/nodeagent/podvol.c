@@ -143,21 +143,20 @@ static bool rel_path_ok(const char *p)
     return true;
 }
 
-static int volume_source(const cJSON *pod, const cJSON *vol, const struct podvol_dirs *dirs,
-                         char *out, size_t size)
+static int volume_source(const cJSON *vol, const struct podvol_dirs *dirs, char *out, size_t size)
 {
     const char *name = podobj_str(vol, "name", NULL);
-    const char *claim = podobj_str(vol, "persistentVolumeClaim", "claimName", NULL);
     const char *host = podobj_str(vol, "hostPath", "path", NULL);
+    const char *claim_path;
     size_t n;
 
     if (!name || !rel_path_ok(name) || strchr(name, '/'))
         return -EINVAL;
-    if (claim) {
-        if (!rel_path_ok(claim) || strchr(claim, '/'))
-            return -EINVAL;
-        n = (size_t)snprintf(out, size, "%s/%s_%s", dirs->pvc_dir,
-                             podobj_str(pod, "metadata", "namespace", NULL) ?: "default", claim);
+    if (podobj_get(vol, "persistentVolumeClaim", NULL)) {
+        claim_path = podobj_str(dirs->claims, name, NULL);
+        if (!claim_path)
+            return -ENOENT; /* not resolved: no bound PersistentVolume */
+        n = (size_t)snprintf(out, size, "%s", claim_path);
     } else if (host) {
         if (host[0] != '/')
             return -EINVAL;
@@ -169,6 +168,131 @@ static int volume_source(const cJSON *pod, const cJSON *vol, const struct podvol
         return -EOPNOTSUPP;
     }
     return n < size ? 0 : -ENAMETOOLONG;
+}
+
+/* ---- claims ---- */
+
+static const char *claim_name(const cJSON *vol)
+{
+    return podobj_str(vol, "persistentVolumeClaim", "claimName", NULL) ?: "?";
+}
+
+/* The claim ns/claim may be mounted once it is Bound and not going away. */
+static int claim_check(const cJSON *pvc, const char *ns, const char *claim, struct err *e)
+{
+    const char *phase = podobj_str(pvc, "status", "phase", NULL);
+
+    if (podobj_get(pvc, "metadata", "deletionTimestamp", NULL))
+        return err_set(e, -ENOENT, "PersistentVolumeClaim %s/%s is being deleted", ns, claim);
+    if (!phase || strcmp(phase, "Bound") != 0 || !podobj_str(pvc, "spec", "volumeName", NULL))
+        return err_set(e, -EAGAIN, "PersistentVolumeClaim %s/%s is not bound (phase %s)", ns, claim,
+                       phase ? phase : "not set");
+    return 0;
+}
+
+/* The host path of PersistentVolume pv, which must be bound to the claim ns/claim (uid). */
+static int volume_path(const cJSON *pv, const char *ns, const char *claim, const char *uid,
+                       const char **ret_path, struct err *e)
+{
+    const char *name = podobj_str(pv, "metadata", "name", NULL) ?: "?";
+    const cJSON *ref = podobj_get(pv, "spec", "claimRef", NULL);
+    const char *ref_ns = podobj_str(ref, "namespace", NULL);
+    const char *ref_name = podobj_str(ref, "name", NULL);
+    const char *ref_uid = podobj_str(ref, "uid", NULL);
+    const char *path = podobj_str(pv, "spec", "hostPath", "path", NULL);
+
+    if (podobj_get(pv, "metadata", "deletionTimestamp", NULL))
+        return err_set(e, -ENOENT, "PersistentVolume %s of claim %s/%s is being deleted", name, ns,
+                       claim);
+    if (!ref_ns || !ref_name || strcmp(ref_ns, ns) != 0 || strcmp(ref_name, claim) != 0 ||
+        (ref_uid && uid && strcmp(ref_uid, uid) != 0))
+        return err_set(e, -EINVAL,
+                       "PersistentVolume %s is bound to %s/%s (uid %s), not to "
+                       "PersistentVolumeClaim %s/%s (uid %s)",
+                       name, ref_ns ?: "-", ref_name ?: "-", ref_uid ?: "-", ns, claim, uid ?: "-");
+    if (!path)
+        path = podobj_str(pv, "spec", "local", "path", NULL);
+    if (!path)
+        return err_set(e, -EOPNOTSUPP,
+                       "PersistentVolume %s of PersistentVolumeClaim %s/%s is neither hostPath "
+                       "nor local: this node mounts no other volumes",
+                       name, ns, claim);
+    if (path[0] != '/')
+        return err_set(e, -EINVAL, "PersistentVolume %s: path %s is not absolute", name, path);
+    *ret_path = path;
+    return 0;
+}
+
+static int resolve_claim(const cJSON *pod, const char *claim, podobj_resolve_fn resolve,
+                         void *userdata, const char **ret_path, struct err *e)
+{
+    const char *ns = podobj_str(pod, "metadata", "namespace", NULL) ?: "default";
+    const cJSON *pvc = NULL, *pv = NULL;
+    const char *pv_name;
+    int r;
+
+    if (!rel_path_ok(claim) || strchr(claim, '/'))
+        return err_set(e, -EINVAL, "bad claimName \"%s\"", claim);
+    r = resolve ? resolve(userdata, "PersistentVolumeClaim", ns, claim, &pvc) : -ENOENT;
+    if (r < 0)
+        return err_set(e, r, "PersistentVolumeClaim %s/%s not found", ns, claim);
+    r = claim_check(pvc, ns, claim, e);
+    if (r < 0)
+        return r;
+    pv_name = podobj_str(pvc, "spec", "volumeName", NULL);
+    r = resolve(userdata, "PersistentVolume", NULL, pv_name, &pv);
+    if (r < 0)
+        return err_set(e, r, "PersistentVolumeClaim %s/%s: its PersistentVolume %s not found", ns,
+                       claim, pv_name);
+    return volume_path(pv, ns, claim, podobj_str(pvc, "metadata", "uid", NULL), ret_path, e);
+}
+
+int podvol_claims_resolve(const cJSON *pod, podobj_resolve_fn resolve, void *userdata,
+                          cJSON **ret_claims, struct err *e)
+{
+    cJSON *claims = cJSON_CreateObject();
+    const cJSON *vol;
+    int r = 0;
+
+    if (!claims)
+        return -ENOMEM;
+    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL))
+    {
+        const char *name = podobj_str(vol, "name", NULL);
+        const char *claim = podobj_str(vol, "persistentVolumeClaim", "claimName", NULL);
+        const char *path = NULL;
+
+        if (!podobj_get(vol, "persistentVolumeClaim", NULL))
+            continue;
+        if (!name || !claim)
+            r = err_set(e, -EINVAL, "persistentVolumeClaim without a claimName");
+        else
+            r = resolve_claim(pod, claim, resolve, userdata, &path, e);
+        if (r == 0 && !cJSON_AddStringToObject(claims, name, path))
+            r = err_set(e, -ENOMEM, "out of memory");
+        if (r < 0) {
+            err_prefix(e, "volume %s: ", name ?: "?");
+            cJSON_Delete(claims);
+            return r;
+        }
+    }
+    *ret_claims = claims;
+    return 0;
+}
+
+/* A claim's directory is the PersistentVolume's: it must be there, and is never created. */
+static int claim_dir_check(const char *dir, const char *claim, struct err *e)
+{
+    struct stat st;
+    int r;
+
+    if (stat(dir, &st) < 0) {
+        r = -errno;
+        return err_set(e, r, "claim %s: %s: %s", claim, dir, strerror(-r));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return err_set(e, -ENOTDIR, "claim %s: %s is not a directory", claim, dir);
+    return 0;
 }
 
 static int write_key(const char *voldir, const char *rel, const char *data, size_t len,
@@ -290,12 +414,16 @@ static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvo
     struct podvol_names names = {NULL, 0};
     char dir[PODVOL_PATH_MAX];
     const cJSON *src;
-    int r = volume_source(pod, vol, dirs, dir, sizeof(dir));
+    int r = volume_source(vol, dirs, dir, sizeof(dir));
 
     if (r == -EOPNOTSUPP)
         return err_set(e, r, "this node runs no volumes of this type");
+    if (r == -ENOENT)
+        return err_set(e, r, "claim %s has no bound PersistentVolume", claim_name(vol));
     if (r < 0)
         return err_set(e, r, "bad volume name or path");
+    if (podobj_get(vol, "persistentVolumeClaim", NULL))
+        return claim_dir_check(dir, claim_name(vol), e);
     if (podobj_get(vol, "hostPath", NULL)) {
         const char *type = podobj_str(vol, "hostPath", "type", NULL);
 
@@ -330,7 +458,7 @@ static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvo
                 break;
         }
     } else {
-        goto out; /* emptyDir and claims keep what they hold */
+        goto out; /* emptyDir keeps what it holds */
     }
     if (r == 0)
         prune(dir, "", &names);
@@ -422,9 +550,20 @@ int podvol_mounts(const cJSON *pod, const cJSON *container, const struct podvol_
                         name ? name : "?");
             goto fail;
         }
-        r = volume_source(pod, vol, dirs, src, sizeof(src));
+        r = volume_source(vol, dirs, src, sizeof(src));
+        if (r == -ENOENT) {
+            err_set(e, r, "volumeMount %s: claim %s has no bound PersistentVolume", name,
+                    claim_name(vol));
+            goto fail;
+        }
         if (r < 0) {
             err_set(e, r, "volumeMount %s: volume cannot be provided", name);
+            goto fail;
+        }
+        /* Checked at each start: a missing source would be made up by the mount. */
+        if (podobj_get(vol, "persistentVolumeClaim", NULL) &&
+            (r = claim_dir_check(src, claim_name(vol), e)) < 0) {
+            err_prefix(e, "volumeMount %s: ", name);
             goto fail;
         }
         if (sub && *sub) {
@@ -440,7 +579,10 @@ int podvol_mounts(const cJSON *pod, const cJSON *container, const struct podvol_
             hosts_mounted = true;
         m[n].source = strdup(src);
         m[n].target = strdup(target);
-        m[n].readonly = podobj_bool(vm, "readOnly", false);
+        /* A claim mounted readOnly is read-only in every container, as with the kubelet. */
+        m[n].readonly =
+            podobj_bool(vm, "readOnly", false) ||
+            podobj_bool(podobj_get(vol, "persistentVolumeClaim", NULL), "readOnly", false);
         n++;
         if (!m[n - 1].source || !m[n - 1].target) {
             r = -ENOMEM;

@@ -557,7 +557,7 @@ static void container_start(struct rt_container *c)
     struct runtime *rt = p->rt;
     const cJSON *spec = container_spec(c);
     struct podenv_fields fields = {p->ip, rt->host_ip, rt->node_name, rt->path_env};
-    struct podvol_dirs dirs = {p->dir, rt->pvc_dir};
+    struct podvol_dirs dirs = {p->dir, p->claims};
     struct podvol_mount *mounts = NULL;
     size_t nmounts = 0;
     char exe[RT_PATH_MAX], log[RT_PATH_MAX];
@@ -739,17 +739,26 @@ static void setup_cb(struct ev_loop *loop, ev_timer *w, int revents)
     pod_setup(container_of(w, struct rt_pod, setup_w));
 }
 
+/* Sets the pod's volumes up once every claim it mounts is bound: until then its containers
+ * wait, as the kubelet leaves a pod in ContainerCreating. A claim's directory, once found,
+ * stays the pod's for its life, as the kubelet mounts a volume once per pod. */
 static void pod_setup(struct rt_pod *p)
 {
     struct runtime *rt = p->rt;
-    struct podvol_dirs dirs = {p->dir, rt->pvc_dir};
+    struct podvol_dirs dirs = {p->dir, NULL};
+    cJSON *claims = NULL;
     struct err e = {0};
     int r;
 
     if (p->stopping || p->volumes_ready)
         return;
-    r = podvol_prepare(p->obj, &dirs, rt->o.resolve, rt->o.userdata, &e);
+    r = podvol_claims_resolve(p->obj, rt->o.resolve, rt->o.userdata, &claims, &e);
+    if (r == 0) {
+        dirs.claims = claims;
+        r = podvol_prepare(p->obj, &dirs, rt->o.resolve, rt->o.userdata, &e);
+    }
     if (r < 0) {
+        cJSON_Delete(claims);
         for (size_t i = 0; i < p->nctrs; i++)
             if (!p->ctrs[i].image_missing)
                 set_waiting(&p->ctrs[i], "ContainerCreating", e.msg);
@@ -759,6 +768,8 @@ static void pod_setup(struct rt_pod *p)
         pod_notify(p);
         return;
     }
+    cJSON_Delete(p->claims);
+    p->claims = claims;
     p->volumes_ready = true;
     for (size_t i = 0; i < p->nctrs; i++)
         container_start(&p->ctrs[i]);
@@ -788,6 +799,7 @@ static void pod_free(struct rt_pod *p)
         nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (p->hosts_path)
         unlink(p->hosts_path);
+    cJSON_Delete(p->claims);
     cJSON_Delete(p->obj);
     free(p->ns);
     free(p->name);
@@ -1017,7 +1029,7 @@ int runtime_set_services(struct runtime *rt, const cJSON *services)
 void runtime_refresh_volumes(struct runtime *rt)
 {
     for (struct rt_pod *p = rt->pods; p; p = p->next) {
-        struct podvol_dirs dirs = {p->dir, rt->pvc_dir};
+        struct podvol_dirs dirs = {p->dir, p->claims};
 
         if (p->stopping)
             continue;
@@ -1092,19 +1104,14 @@ int runtime_new(struct ev_loop *loop, const struct runtime_opts *opts, struct ru
     rt->node_name = strdup(opts->node_name ? opts->node_name : "nestcp-node");
     rt->host_ip = strdup(opts->host_ip ? opts->host_ip : "127.0.0.1");
     rt->domain = strdup(opts->cluster_domain ? opts->cluster_domain : "cluster.local");
-    if (!rt->state_dir || !rt->node_name || !rt->host_ip || !rt->domain ||
-        asprintf(&rt->pvc_dir, "%s/pvc", opts->state_dir) < 0) {
-        rt->pvc_dir = NULL;
+    if (!rt->state_dir || !rt->node_name || !rt->host_ip || !rt->domain)
         goto fail;
-    }
     if (imagemap_bin_dirs(opts->images, dirs, sizeof(dirs)) < 0)
         dirs[0] = '\0';
     snprintf(rt->path_env, sizeof(rt->path_env),
              "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin%s%s", dirs[0] ? ":" : "",
              dirs);
-    r = podvol_mkdir_p(rt->pvc_dir, 0700);
-    if (r == 0)
-        r = podvol_mkdir_p(rt->state_dir, 0700);
+    r = podvol_mkdir_p(rt->state_dir, 0700);
     if (r < 0) {
         err_set(e, r, "state directory %s: %s", opts->state_dir, strerror(-r));
         goto fail;
@@ -1130,7 +1137,6 @@ void runtime_free(struct runtime *rt)
     ev_timer_stop(rt->loop, &rt->stop_all_w);
     cJSON_Delete(rt->services);
     free(rt->state_dir);
-    free(rt->pvc_dir);
     free(rt->node_name);
     free(rt->host_ip);
     free(rt->domain);

@@ -12,8 +12,10 @@
  * probes run as probe.h describes; a stop sends SIGTERM to each container's process group and
  * SIGKILL once the grace period has passed.
  *
- * Nothing here talks to an API server: the owner feeds pods and Services in, answers Secret and
- * ConfigMap look-ups, and is told when a pod's status may have changed or a stop has finished.
+ * Nothing here talks to an API server: the owner feeds pods and Services in, answers Secret,
+ * ConfigMap, PersistentVolumeClaim and PersistentVolume look-ups, and is told when a pod's
+ * status may have changed or a stop has finished. A pod whose claims are not all bound waits
+ * (podvol_claims_resolve) until runtime_refresh_volumes finds them bound.
  * Callbacks run from the loop, never from inside a runtime_* call, and may call back into the
  * runtime (also runtime_pod_remove for the pod they are about).
  */
@@ -51,7 +53,7 @@ struct runtime_opts {
     unsigned pod_net;              /* pod IPs are 127.<pod_net>.<n>.<m>, n in 1..254 */
     double backoff_base;           /* first restart delay in seconds; 0: 10 */
     double backoff_max;            /* longest restart delay; 0: 300 */
-    podobj_resolve_fn resolve;     /* Secrets and ConfigMaps; NULL: none exist */
+    podobj_resolve_fn resolve;     /* Secrets, ConfigMaps, claims, volumes; NULL: none */
     struct runtime_callbacks cb;
     void *userdata;
 };
@@ -79,7 +81,8 @@ int runtime_pod_apply(struct runtime *rt, const cJSON *pod, struct err *e);
 int runtime_pod_stop(struct runtime *rt, const char *namespace_, const char *name, double grace);
 
 /* Forgets the pod (killing what is left, if anything) and deletes its volumes and hosts file;
- * container logs and claim directories stay. Returns 0 or -ENOENT. */
+ * container logs and the directories of its claims' PersistentVolumes stay. Returns 0 or
+ * -ENOENT. */
 int runtime_pod_remove(struct runtime *rt, const char *namespace_, const char *name);
 
 /* Whether a stop of the pod has finished (no process left). */
@@ -104,7 +107,7 @@ const char *runtime_pod_dir(const struct runtime *rt, const char *namespace_, co
 int runtime_set_services(struct runtime *rt, const cJSON *services);
 
 /* Re-reads every pod's Secrets and ConfigMaps (after one changed): rewrites volume files, and
- * starts containers that waited for a missing one. */
+ * starts the containers of pods that waited for a missing one or for a claim to be bound. */
 void runtime_refresh_volumes(struct runtime *rt);
 
 /* Stops every pod (grace as in runtime_pod_stop with grace < 0, at most max_grace seconds);

@@ -67,6 +67,7 @@ struct rt_pod {
     struct rt_container *ctrs;
     size_t nctrs;
     bool volumes_ready;
+    cJSON *claims;    /* volume name -> the bound PersistentVolume's path, once set up */
     ev_timer setup_w; /* retries volume set-up */
     bool stopping, stopped, stop_notified;
     double grace;
@@ -80,7 +81,6 @@ struct runtime {
     struct ev_loop *loop;
     struct runtime_opts o;
     char *state_dir;
-    char *pvc_dir;
     char *node_name, *host_ip, *domain;
     char path_env[4096];
     struct rt_pod *pods;

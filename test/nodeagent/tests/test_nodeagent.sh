@@ -2,7 +2,10 @@
 # The node agent against the real super cluster: a StatefulSet of two etcd members with a
 # headless Service is bound and run by nestcp-nodeagent; the members find each other by their
 # StatefulSet DNS names and form a quorum; a deleted pod is stopped, removed and recreated on
-# the same data directory; deleting the StatefulSet stops every process; the agent leaves no
+# the same data directory; deleting the StatefulSet stops every process. Claims are honoured as
+# a kubelet does: a StatefulSet pod starts only once its claim is Bound (to a hostPath volume the
+# super cluster provisions), its data outlives the pod, and the volume and its directory go with
+# the claim; a claim that never binds keeps its pod's container waiting. The agent leaves no
 # process behind when it exits.
 set -euo pipefail
 : "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
@@ -37,13 +40,18 @@ cleanup() {
     # Pods left on the stopped node would stay Terminating (no kubelet finishes them).
     kubectl -n "$ns" delete pods --all --grace-period=0 --force --wait=false >/dev/null 2>&1 ||
         true
+    # Claims (and so their volumes' directories) go while the controller manager still runs.
+    kubectl -n "$ns" delete pvc --all --timeout=30s >/dev/null 2>&1 || true
     kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+    kubectl delete storageclass "late-$id" --wait=false >/dev/null 2>&1 || true
     kubectl delete node "$node" --wait=false >/dev/null 2>&1 || true
     kubectl -n kube-node-lease delete lease "$node" --wait=false >/dev/null 2>&1 || true
     if [ "$created_kcm_binding" = 1 ]; then
         kubectl delete clusterrolebinding "nodeagent-it-kcm-$id" >/dev/null 2>&1 || true
     fi
     rm -rf "$state"
+    # The mount point the agent made on the host for the claim test, if nothing else uses it.
+    rmdir /var/lib/nodeagent-it 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -76,6 +84,25 @@ pod_ready() {
 }
 
 pod_ip() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.podIP}'; }
+claim_phase() { kubectl -n "$ns" get pvc "$1" -o jsonpath='{.status.phase}'; }
+claim_bound() { [ "$(claim_phase "$1")" = Bound ]; }
+pv_gone() { kubectl wait --for=delete "pv/$1" --timeout=1s; }
+
+# The pod's first container waits in ContainerCreating, its message naming the unbound claim.
+waits_for_claim() {
+    local pod=$1 claim=$2 st
+    st=$(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}|{.status.containerStatuses[0].state.waiting.message}')
+    case "$st" in "ContainerCreating|"*"PersistentVolumeClaim $ns/$claim is not bound"*) return 0 ;; esac
+    return 1
+}
+
+# Nothing of the pod's container ever ran: no process, no start, no restart.
+never_started() {
+    local pod=$1 container=$2
+    [ ! -e "$state/pods/${ns}_$pod/$container.pid" ] || fail "$pod: $container has a pid file"
+    [ "$(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.status.containerStatuses[0].started}/{.status.containerStatuses[0].restartCount}/{.status.phase}')" = false/0/Pending ] ||
+        fail "$pod: $container started, or the pod is not Pending"
+}
 pod_uid() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.metadata.uid}'; }
 no_pods() { [ -z "$(kubectl -n "$ns" get pods -o name)" ]; }
 
@@ -198,12 +225,137 @@ new_id0=$(etcdctl --endpoints "http://$ip0:2379" endpoint status | awk -F', ' '{
 [ "$(etcdctl --endpoints "http://$ip0:2379" get --print-value-only nodeagent-key)" = kept ] ||
     fail "the key written before the restart is gone"
 
-log "deleting the StatefulSet stops every process"
+log "deleting the StatefulSet stops every process; deleting its claims deletes their volumes"
+etcd_pvs=()
+for c in data-etcd-0 data-etcd-1; do
+    etcd_pvs+=("$(kubectl -n "$ns" get pvc "$c" -o jsonpath='{.spec.volumeName}')")
+done
 kubectl -n "$ns" delete statefulset etcd >/dev/null
 wait_for 60 "every pod gone" no_pods
 for p in "${pids_seen[@]}"; do
     kill -0 "$p" 2>/dev/null && fail "process $p of a deleted pod still runs"
 done
+etcd_paths=()
+for pv in "${etcd_pvs[@]}"; do
+    etcd_paths+=("$(kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}')")
+    [ -d "${etcd_paths[-1]}/data/member" ] ||
+        fail "etcd's data is not in PV $pv ('${etcd_paths[-1]}')"
+done
+kubectl -n "$ns" delete pvc data-etcd-0 data-etcd-1 --timeout=60s >/dev/null
+for i in "${!etcd_pvs[@]}"; do
+    wait_for 60 "PV ${etcd_pvs[$i]} deleted" pv_gone "${etcd_pvs[$i]}"
+    [ ! -e "${etcd_paths[$i]}" ] || fail "${etcd_paths[$i]} outlived PV ${etcd_pvs[$i]}"
+done
+
+log "a claim that never binds (no StorageClass absent-$id): its pod's container is not started"
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: never, namespace: $ns}
+spec:
+  storageClassName: absent-$id
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: unbound, namespace: $ns, labels: {nodeagent-test: "$id"}}
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: sh
+    image: nestcp.test/shell
+    command: [/bin/sh, -c, 'exec sleep 600']
+    volumeMounts: [{name: data, mountPath: /var/lib/nodeagent-it}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: never}}]
+YAML
+wait_for 30 "unbound's container waiting for claim never" waits_for_claim unbound never
+never_started unbound sh
+
+log "a StatefulSet pod starts only once its claim is Bound (StorageClass late-$id comes later)"
+data=/var/lib/nodeagent-it
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: files, namespace: $ns}
+spec:
+  serviceName: files
+  replicas: 1
+  selector: {matchLabels: {app: files, nodeagent-test: "$id"}}
+  template:
+    metadata: {labels: {app: files, nodeagent-test: "$id"}}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: app
+        image: nestcp.test/shell
+        env: [{name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}]
+        command:
+        - /bin/sh
+        - -c
+        - |
+          if [ -f $data/hello ]; then cp $data/hello "$data/seen-by-\$POD_UID"
+          else echo "written by \$POD_UID" >$data/hello; fi
+          exec sleep 600
+        volumeMounts: [{name: data, mountPath: $data}]
+        readinessProbe:
+          exec: {command: [test, -f, $data/hello]}
+          periodSeconds: 1
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      storageClassName: late-$id
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+YAML
+wait_for 60 "files-0 waiting for claim data-files-0" waits_for_claim files-0 data-files-0
+[ "$(claim_phase data-files-0)" = Pending ] || fail "data-files-0 is $(claim_phase data-files-0)"
+never_started files-0 app
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: late-$id}
+provisioner: kubernetes.io/host-path
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+YAML
+# The PV controller retries a claim of a missing class at its resync (15 s).
+wait_for 90 "data-files-0 Bound" claim_bound data-files-0
+pv=$(kubectl -n "$ns" get pvc data-files-0 -o jsonpath='{.spec.volumeName}')
+pv_path=$(kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}')
+case "$pv_path" in /tmp/hostpath_pv/?*) ;; *) fail "PV $pv is not hostPath under /tmp/hostpath_pv: '$pv_path'" ;; esac
+wait_for 60 "files-0 Ready" pod_ready files-0
+record_pids
+uid1=$(pod_uid files-0)
+[ "$(cat "$pv_path/hello" 2>/dev/null)" = "written by $uid1" ] ||
+    fail "files-0 did not write into PV $pv ($pv_path): $(ls -la "$pv_path" 2>&1)"
+
+log "files-0 is deleted and recreated on the same PersistentVolume, and finds the file"
+kubectl -n "$ns" delete pod files-0 --timeout=60s >/dev/null
+wait_for 60 "a new files-0" bash -c "uid=\$(kubectl -n $ns get pod files-0 -o jsonpath='{.metadata.uid}');
+    [ -n \"\$uid\" ] && [ \"\$uid\" != $uid1 ]"
+wait_for 60 "the new files-0 Ready" pod_ready files-0
+record_pids
+uid2=$(pod_uid files-0)
+[ "$(cat "$pv_path/seen-by-$uid2" 2>/dev/null)" = "written by $uid1" ] ||
+    fail "the new files-0 ($uid2) did not find the first one's file: $(ls -la "$pv_path" 2>&1)"
+
+log "deleting the StatefulSet and its claim deletes PV $pv and its directory"
+kubectl -n "$ns" delete statefulset files >/dev/null
+wait_for 60 "files-0 gone" bash -c "[ -z \"\$(kubectl -n $ns get pods -l app=files -o name)\" ]"
+[ -d "$pv_path" ] || fail "$pv_path went with the pod, before the claim"
+kubectl -n "$ns" delete pvc data-files-0 --timeout=60s >/dev/null
+wait_for 60 "PV $pv deleted" pv_gone "$pv"
+[ ! -e "$pv_path" ] || fail "$pv_path outlived PV $pv"
+
+log "the claim that never binds still keeps unbound's container from starting"
+[ "$(claim_phase never)" = Pending ] || fail "claim never is $(claim_phase never)"
+waits_for_claim unbound never || fail "unbound is no longer waiting for claim never"
+never_started unbound sh
+kubectl -n "$ns" delete pod unbound --timeout=60s >/dev/null
+kubectl -n "$ns" delete pvc never --timeout=60s >/dev/null
 
 log "a pod still running when the agent stops is stopped with it"
 kubectl apply -f - >/dev/null <<YAML
