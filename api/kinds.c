@@ -181,10 +181,11 @@ static const struct api_schema pvc_props[] = {
 static const struct api_schema etcd_storage_props[] = {
     OBJ("emptyDir", emptydir_props,
         "Keep etcd data in an emptyDir volume: it survives container restarts but not the pod's "
-        "deletion. The default when storage is not set."),
+        "deletion, so nestcp never rolls such an etcd (condition DataNotPersistent)."),
     OBJ("persistentVolumeClaim", pvc_props,
-        "Keep etcd data in a PersistentVolumeClaim per replica (StatefulSet "
-        "volumeClaimTemplates)."),
+        "Keep etcd data in a PersistentVolumeClaim per member (StatefulSet "
+        "volumeClaimTemplates), deleted with its member. The default when storage is not "
+        "set."),
     END,
 };
 
@@ -197,7 +198,8 @@ static const struct api_schema etcd_spec_props[] = {
     {.name = "storage", .type = API_SCHEMA_OBJECT, .props = etcd_storage_props,
      .rules = etcd_storage_rules,
      .description =
-         "Where etcd keeps its data: emptyDir (default) or persistentVolumeClaim, not both."},
+         "Where etcd keeps its data: persistentVolumeClaim (default: 1Gi per member in the "
+         "cluster's default StorageClass) or emptyDir, not both."},
     END,
 };
 

@@ -449,6 +449,8 @@ int api_component_from_json(const cJSON *obj, struct api_component **ret, struct
             c->spec.storage.size = scalar_text(&x, child(pvc, "size"));
             c->spec.storage.storage_class_name = get_str(&x, pvc, "storageClassName");
         }
+        if (ed && !pvc)
+            c->spec.storage.kind = API_STORAGE_EMPTYDIR;
         if (ed)
             c->spec.storage.size_limit = scalar_text(&x, child(ed, "sizeLimit"));
     }

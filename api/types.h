@@ -158,7 +158,9 @@ struct api_control_plane {
 /* ---- NestedEtcd, NestedAPIServer, NestedControllerManager ---- */
 
 enum api_storage_kind {
-    API_STORAGE_EMPTYDIR = 0,
+    API_STORAGE_UNSET = 0, /* neither given: a PersistentVolumeClaim of 1Gi, except for a
+                              StatefulSet made before that default (render_cluster_resolve) */
+    API_STORAGE_EMPTYDIR,
     API_STORAGE_PVC,
 };
 

@@ -466,6 +466,26 @@ static void check_storage(const struct api_etcd_storage *st, struct api_errors *
                            st->storage_class_name, "is not a valid StorageClass name");
 }
 
+/* What etcd's membership and data depend on: nestcp sets these per member and changes them
+ * only through the membership API, so a replaced value could start a second cluster on an
+ * empty data directory, or run a member without its data. */
+static const char *const etcd_membership_flags[] = {
+    "name", "data-dir", "wal-dir", "initial-cluster", "initial-cluster-state",
+    "initial-cluster-token", "initial-advertise-peer-urls", "advertise-client-urls",
+    "listen-client-urls", "listen-client-http-urls", "listen-peer-urls", "force-new-cluster",
+    "unsafe-no-fsync", "discovery", "discovery-srv", "discovery-srv-name",
+};
+
+static void check_etcd_extra_args(const struct api_strmap *args, struct api_errors *errs)
+{
+    for (size_t i = 0; i < args->n; i++)
+        for (size_t j = 0; j < sizeof(etcd_membership_flags) / sizeof(*etcd_membership_flags); j++)
+            if (strcmp(args->items[i].key, etcd_membership_flags[j]) == 0)
+                api_errors_add_str(errs, "spec.extraArgs", args->items[i].key,
+                                   "may not be set: etcd's membership and data depend on it, "
+                                   "and nestcp manages it per member");
+}
+
 /* An API server or controller manager may run a version of its own (an override of the control
  * plane's): it only has to be a Kubernetes version the packages know. Whether the change is
  * allowed against what runs (no downgrade, one minor at a time, the version skew policy) is the
@@ -525,6 +545,7 @@ int api_component_validate(const struct api_component *c, const struct api_contr
             api_errors_add_value(errs, "spec.replicas", v,
                                  "is even; etcd needs an odd number of members (1, 3, 5 or 7)");
         check_storage(&s->storage, errs);
+        check_etcd_extra_args(&s->extra_args, errs);
     } else if (s->replicas < 1) {
         api_errors_add_value(errs, "spec.replicas", v, "is less than 1");
     }

@@ -90,6 +90,13 @@ static const cJSON *src_get_secret(void *ctx, const char *ns, const char *name)
     return kube_store_get(view->secrets, ns, name);
 }
 
+static const cJSON *src_get_statefulset(void *ctx, const char *ns, const char *name)
+{
+    const struct cache_view *view = ctx;
+
+    return kube_store_get(view->statefulsets, ns, name);
+}
+
 static void src_each_secret(void *ctx, const char *ns, const char *owner_uid, render_source_fn fn,
                             void *userdata)
 {
@@ -110,6 +117,7 @@ void lookup_source(const struct cache_view *view, struct render_source *ret_src)
         .each = src_each,
         .get_secret = src_get_secret,
         .each_secret = src_each_secret,
+        .get_statefulset = src_get_statefulset,
     };
 }
 

@@ -4,6 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "controllers/status.h"
+#include "lib/kube/store.h"
+#include "lib/pki/base64.h"
+#include "lib/pki/cert.h"
 
 struct checked {
     char digest[RENDER_CLUSTER_HASH_MAX];
@@ -72,4 +78,64 @@ int nested_check_render(const struct render_catalog *cat, const struct render_cl
             return r == -ENOMEM ? r : -EINVAL;
     }
     return 0;
+}
+
+/* "2027-12-04": when the first member's server certificate in the certs Secret expires. */
+static bool certs_expire(const struct render_source *src, const char *ns, const char *certs,
+                         const char *sts, char *out, size_t size)
+{
+    const cJSON *secret = certs ? src->get_secret(src->ctx, ns, certs) : NULL;
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(secret, "data"), *v;
+    char key[RENDER_CLUSTER_NAME_MAX + 32];
+    unsigned char *pem = NULL;
+    size_t len;
+    int64_t not_after;
+    struct err e;
+    struct tm tm;
+    time_t t;
+    bool ok;
+
+    snprintf(key, sizeof(key), "server.crt");
+    v = cJSON_GetObjectItemCaseSensitive(data, key);
+    if (!cJSON_IsString(v) ||
+        pki_base64_decode(v->valuestring, strlen(v->valuestring), PKI_PEM_MAX, &pem, &len) < 0)
+        return false;
+    err_clear(&e);
+    ok = pki_cert_not_after((const char *)pem, key, &not_after, &e) == 0;
+    free(pem);
+    t = (time_t)not_after;
+    return ok && gmtime_r(&t, &tm) && strftime(out, size, "%Y-%m-%d", &tm) > 0;
+}
+
+void nested_etcd_safety(const struct cache_view *view, const struct render_source *src,
+                        const struct render_cluster *rc, const char *desired_hash,
+                        struct etcd_safety *out)
+{
+    const struct api_component *etcd = render_cluster_component_object(rc, RENDER_PART_ETCD);
+    char name[RENDER_CLUSTER_NAME_MAX], expire[32];
+    struct etcd_safety_input in = {.name = name};
+    const cJSON *sts;
+    struct status_sts ss;
+    const char *accept;
+
+    snprintf(name, sizeof(name), "%s-etcd", render_cluster_name(rc));
+    sts = kube_store_get(view->statefulsets, render_cluster_namespace(rc), name);
+    status_statefulset(sts, NULL, &ss);
+    if (!etcd) {
+        memset(out, 0, sizeof(*out));
+        return;
+    }
+    in.exists = ss.exists;
+    in.live_replicas = ss.replicas;
+    in.live_claims = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(sts, "spec"), "volumeClaimTemplates")) > 0;
+    in.changes = desired_hash && ss.template_hash && strcmp(desired_hash, ss.template_hash) != 0;
+    in.replicas = etcd->spec.replicas > 0 ? etcd->spec.replicas : 1;
+    in.storage = etcd->spec.storage.kind;
+    in.storage_kept = render_cluster_etcd_storage_kept(rc);
+    accept = api_strmap_get(&etcd->meta.annotations, ETCD_SAFETY_ACCEPT_DATA_LOSS);
+    in.accept_data_loss = accept && strcmp(accept, "true") == 0;
+    if (certs_expire(src, render_cluster_namespace(rc), ss.certs, name, expire, sizeof(expire)))
+        in.certs_expire = expire;
+    etcd_safety_check(&in, out);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "api/catalog.h"
+#include "controllers/etcdsafety.h"
 #include "lib/util/strmap.h"
 #include "controllers/runtime.h"
 #include "lib/render/catalog.h"
@@ -69,6 +70,12 @@ void nested_ctx_done(struct nested_ctx *ctx);
  * -EINVAL with the message in e, -ENOMEM. */
 int nested_check_render(const struct render_catalog *cat, const struct render_cluster *rc,
                         enum render_part part, struct err *e);
+
+/* Whether the change from the running etcd StatefulSet to desired_hash (NULL: not known) keeps
+ * the tenant's data (controllers/etcdsafety.h), read from the caches and rc. */
+void nested_etcd_safety(const struct cache_view *view, const struct render_source *src,
+                        const struct render_cluster *rc, const char *desired_hash,
+                        struct etcd_safety *out);
 
 /* How long an issued certs Secret is waited for before another may be issued, seconds. */
 #define NESTED_ISSUE_WAIT 30.0

@@ -105,11 +105,11 @@ static int take_key(void *ctx, enum pki_key_alg alg, char **ret_key_pem, struct 
     return keypool_take(ctx, alg, ret_key_pem, e);
 }
 
-static size_t keys_needed(enum render_part part, int etcd_members)
+static size_t keys_needed(enum render_part part)
 {
     switch (part) {
     case RENDER_PART_ETCD:
-        return 2 * (size_t)(etcd_members > 0 ? etcd_members : 1) + 1;
+        return 3; /* server, peer, healthcheck client */
     case RENDER_PART_APISERVER:
         return 4;
     default:
@@ -332,6 +332,25 @@ static int observe(struct comp *x, const struct render_cluster *rc, const char *
                 "the StatefulSet is rolling out");
 }
 
+/* etcd: DataNotPersistent, True while the members' data is on emptyDir; an error (and a
+ * Warning Event) while that holds back a roll. */
+static int report_persistence(struct comp *x, const struct render_cluster *rc, const char *hash)
+{
+    struct etcd_safety es;
+
+    if (x->part != RENDER_PART_ETCD)
+        return 0;
+    nested_etcd_safety(x->view, &x->src, rc, hash, &es);
+    if (!es.not_persistent)
+        return cond(x, "DataNotPersistent", API_CONDITION_FALSE, NULL, "PersistentVolumeClaims",
+                    "each member keeps its data in a PersistentVolumeClaim of its own");
+    if (es.refusal && strcmp(es.refusal, "DataNotPersistent") == 0)
+        return cond(x, "DataNotPersistent", API_CONDITION_TRUE, STATUS_SEVERITY_ERROR,
+                    "RollRefused", es.message);
+    return cond(x, "DataNotPersistent", API_CONDITION_TRUE, STATUS_SEVERITY_WARNING, "EmptyDir",
+                es.message);
+}
+
 /* ---- the component's objects ---- */
 
 static int reconcile_children(struct comp *x)
@@ -394,12 +413,8 @@ static int reconcile_children(struct comp *x)
                           "waiting for the new certificates Secret to be seen");
             goto out;
         }
-        if (base->keys) {
-            const struct api_component *etcd =
-                render_cluster_component_object(rc, RENDER_PART_ETCD);
-            keypool_reserve(base->keys, render_cluster_key_alg(rc),
-                            keys_needed(x->part, etcd ? etcd->spec.replicas : 1));
-        }
+        if (base->keys)
+            keypool_reserve(base->keys, render_cluster_key_alg(rc), keys_needed(x->part));
         r = render_cluster_certs_issue(rc, pki, &x->src, x->part, ss.certs, &secret, &e);
         if (r == -EAGAIN) {
             plan_requeue_after(x->plan, NESTED_KEY_WAIT);
@@ -435,6 +450,8 @@ static int reconcile_children(struct comp *x)
         goto out;
     }
     if (r < 0)
+        goto out;
+    if ((r = report_persistence(x, rc, hash)) < 0)
         goto out;
     if (x->target_hash && strcmp(hash, x->target_hash) == 0) {
         if ((r = apply_changed(x, objs)) < 0)

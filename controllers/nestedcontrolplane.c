@@ -683,6 +683,18 @@ static int reconcile_normal(struct cp *x)
                  "immutable)",
                  cidrs, x->st->service_cidr);
     }
+    /* Nothing rolls etcd in a way that loses the tenant's data (controllers/etcdsafety.h). */
+    if (!refusal) {
+        struct etcd_safety es;
+        nested_etcd_safety(x->view, &x->src, rc,
+                           da->d[RENDER_PART_ETCD].known ? da->d[RENDER_PART_ETCD].config_hash
+                                                         : NULL,
+                           &es);
+        if (es.refusal) {
+            refusal = es.refusal;
+            snprintf(refusal_msg, sizeof(refusal_msg), "%s", es.message);
+        }
+    }
     r = step_rollout(x, da, refusal != NULL, &out);
     if (r < 0)
         goto out;

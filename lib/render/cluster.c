@@ -755,6 +755,39 @@ void render_cluster_free(struct render_cluster *rc)
     free(rc);
 }
 
+/*
+ * spec.storage says nothing: a PersistentVolumeClaim of 1Gi in the default StorageClass. An
+ * etcd StatefulSet made before that default (no volumeClaimTemplates) keeps its emptyDir, as a
+ * StatefulSet's claims cannot change in place; the etcd controller says so (DataNotPersistent).
+ */
+static int resolve_etcd_storage(struct render_cluster *rc, const struct render_source *src)
+{
+    struct api_component *etcd = rc->parts[RENDER_PART_ETCD].obj;
+    char name[RENDER_CLUSTER_NAME_MAX];
+    const cJSON *sts = NULL;
+
+    if (!etcd || etcd->spec.storage.kind != API_STORAGE_UNSET)
+        return 0;
+    snprintf(name, sizeof(name), "%s-etcd", rc->name);
+    if (src->get_statefulset)
+        sts = src->get_statefulset(src->ctx, rc->ns, name);
+    if (sts && !cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+                   cJSON_GetObjectItemCaseSensitive(sts, "spec"), "volumeClaimTemplates"))) {
+        etcd->spec.storage.kind = API_STORAGE_EMPTYDIR;
+        rc->etcd_storage_kept = true;
+        return 0;
+    }
+    etcd->spec.storage.kind = API_STORAGE_PVC;
+    if (!etcd->spec.storage.size && !(etcd->spec.storage.size = strdup("1Gi")))
+        return -ENOMEM;
+    return 0;
+}
+
+bool render_cluster_etcd_storage_kept(const struct render_cluster *rc)
+{
+    return rc->etcd_storage_kept;
+}
+
 int render_cluster_resolve(const struct render_catalog *cat, const struct render_source *src,
                            const char *ns, const char *name, struct render_cluster **ret_rc,
                            struct api_errors *errs)
@@ -828,6 +861,8 @@ int render_cluster_resolve(const struct render_catalog *cat, const struct render
             if (rc->parts[i].obj && api_component_default(rc->parts[i].obj, &view, &ac) < 0)
                 goto oom;
     }
+    if (resolve_etcd_storage(rc, src) < 0)
+        goto oom;
     resolve_versions(rc, vr, errs);
     for (int i = RENDER_PART_APISERVER; i < RENDER_PART__COUNT; i++)
         if (rc->parts[i].obj &&

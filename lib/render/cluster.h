@@ -89,6 +89,10 @@ struct render_source {
     const cJSON *(*get_secret)(void *ctx, const char *ns, const char *name);
     void (*each_secret)(void *ctx, const char *ns, const char *owner_uid, render_source_fn fn,
                         void *userdata);
+    /* The apps/v1 StatefulSet at ns/name as it runs now, or NULL. May itself be NULL (nothing
+     * runs). Only the etcd StatefulSet is asked for: its volumeClaimTemplates cannot change in
+     * place, so an etcd that spec.storage says nothing about keeps the storage it has. */
+    const cJSON *(*get_statefulset)(void *ctx, const char *ns, const char *name);
 };
 
 /* A source over a JSON array of objects (borrowed; it must outlive the source). Objects are
@@ -125,6 +129,9 @@ struct render_cluster;
  *   it, VersionSkewRefused); render_cluster_version_skew says, and render_cluster_all fails.
  *   etcd runs its spec.version, else its channel's, else the version the API server's package
  *   names (package.yaml `etcd`), and never older than that;
+ * - etcd storage: spec.storage, else a PersistentVolumeClaim of 1Gi per member in the default
+ *   StorageClass; but an etcd StatefulSet that already runs without volumeClaimTemplates (made
+ *   before that default) keeps its emptyDir (render_cluster_etcd_storage_kept);
  * - feature gates: the control plane's, overridden gate by gate by the component's; checked
  *   against the package (unknown or locked gates are errors), as are extraArgs flags.
  *
@@ -166,6 +173,9 @@ const struct api_component *render_cluster_component_object(const struct render_
                                                             enum render_part part);
 /* Why a component is missing ("spec.etcd.name: NestedEtcd default/x does not exist"), or NULL
  * when it is there. */
+/* Whether etcd stays on emptyDir only because its StatefulSet was made that way before
+ * persistent storage became the default (spec.storage unset). */
+bool render_cluster_etcd_storage_kept(const struct render_cluster *rc);
 const char *render_cluster_missing(const struct render_cluster *rc, enum render_part part);
 /* The version a component runs ("1.20.2", "3.4.13"); never NULL after a successful resolve. */
 const char *render_cluster_version(const struct render_cluster *rc, enum render_part part);

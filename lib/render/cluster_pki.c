@@ -66,14 +66,6 @@ enum pki_key_alg render_cluster_key_alg(const struct render_cluster *rc)
     }
 }
 
-static int etcd_members(const struct render_cluster *rc)
-{
-    const struct api_component *e = rc->parts[RENDER_PART_ETCD].obj;
-    int n = e && e->spec.replicas > 0 ? e->spec.replicas : 1;
-
-    return n > PKI_MAX_ETCD_MEMBERS ? PKI_MAX_ETCD_MEMBERS : n;
-}
-
 static int ca_of(enum pki_kubeadm_cert which)
 {
     switch (pki_kubeadm_signer(which)) {
@@ -267,7 +259,7 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
         .endpoint_host = s->control_plane_endpoint.host,
         .extra_sans = (const char *const *)s->certificates.extra_sans.items,
         .n_extra_sans = s->certificates.extra_sans.n,
-        .etcd_members = etcd_members(rc),
+        .etcd_members = PKI_MAX_ETCD_MEMBERS, /* the names of every ordinal (pieces_of) */
         .key_alg = render_cluster_key_alg(rc),
         .ca_validity = (int64_t)s->certificates.ca_validity_days * DAY,
         .leaf_validity = (int64_t)s->certificates.validity_days * DAY,
@@ -384,20 +376,17 @@ static void add_piece(struct pieces *ps, enum piece_kind kind, const char *key, 
     p->member = member;
 }
 
-static void pieces_of(const struct render_cluster *rc, enum render_part part, struct pieces *ps)
+static void pieces_of(enum render_part part, struct pieces *ps)
 {
-    char key[96];
-
     ps->n = 0;
     switch (part) {
     case RENDER_PART_ETCD:
         add_piece(ps, P_COPY_CERT, "ca.crt", CA_ETCD, 0, 0);
-        for (int i = 0; i < etcd_members(rc); i++) {
-            snprintf(key, sizeof(key), "%s-etcd-%d-server", rc->name, i);
-            add_piece(ps, P_LEAF, key, 0, PKI_KUBEADM_ETCD_SERVER, i);
-            snprintf(key, sizeof(key), "%s-etcd-%d-peer", rc->name, i);
-            add_piece(ps, P_LEAF, key, 0, PKI_KUBEADM_ETCD_PEER, i);
-        }
+        /* One server and one peer pair that every member may use (the members share the
+         * Secret anyway), valid for the names of every ordinal etcd may have: adding or
+         * removing a member changes no certificate and so restarts no member. */
+        add_piece(ps, P_LEAF, "server", 0, PKI_KUBEADM_ETCD_SERVER, -1);
+        add_piece(ps, P_LEAF, "peer", 0, PKI_KUBEADM_ETCD_PEER, -1);
         add_piece(ps, P_LEAF, "healthcheck-client", 0, PKI_KUBEADM_ETCD_HEALTHCHECK_CLIENT, 0);
         break;
     case RENDER_PART_APISERVER:
@@ -822,7 +811,7 @@ int render_cluster_certs_find(const struct render_cluster *rc, const struct rend
         goto out;
     }
     candidates_of(rc, src, part, c);
-    pieces_of(rc, part, ps);
+    pieces_of(part, ps);
     for (int i = 0; i < c->n; i++) {
         const char *name = render_cluster_meta_str(c->v[i], "name");
         struct err ce = {0};
@@ -880,7 +869,7 @@ int render_cluster_certs_issue(const struct render_cluster *rc,
         goto out;
     }
     candidates_of(rc, src, part, c);
-    pieces_of(rc, part, ps);
+    pieces_of(part, ps);
     for (int i = 0; i < c->n; i++) {
         if (prefer && strcmp(render_cluster_meta_str(c->v[i], "name"), prefer) == 0) {
             base = c->v[i];

@@ -35,6 +35,13 @@ static bool is_secret(const cJSON *obj)
     return av && k && strcmp(av, "v1") == 0 && strcmp(k, "Secret") == 0;
 }
 
+static bool is_statefulset(const cJSON *obj)
+{
+    const char *av = str_at(obj, "apiVersion", NULL), *k = str_at(obj, "kind", NULL);
+
+    return av && k && strcmp(av, "apps/v1") == 0 && strcmp(k, "StatefulSet") == 0;
+}
+
 static bool named(const cJSON *obj, const char *name)
 {
     const char *n = str_at(obj, "metadata", "name");
@@ -68,6 +75,15 @@ static const cJSON *objects_get_secret(void *ctx, const char *ns, const char *na
     const cJSON *o;
 
     cJSON_ArrayForEach(o, (const cJSON *)ctx) if (is_secret(o) && in_namespace(o, ns) &&
+                                                  named(o, name)) return o;
+    return NULL;
+}
+
+static const cJSON *objects_get_statefulset(void *ctx, const char *ns, const char *name)
+{
+    const cJSON *o;
+
+    cJSON_ArrayForEach(o, (const cJSON *)ctx) if (is_statefulset(o) && in_namespace(o, ns) &&
                                                   named(o, name)) return o;
     return NULL;
 }
@@ -108,4 +124,5 @@ void render_source_from_objects(const cJSON *objects, struct render_source *ret_
     ret_src->each = objects_each;
     ret_src->get_secret = objects_get_secret;
     ret_src->each_secret = objects_each_secret;
+    ret_src->get_statefulset = objects_get_statefulset;
 }

@@ -363,7 +363,7 @@ static int build_storage(const cJSON *values, cJSON *ctx, struct err *e)
 
     if (sv && !cJSON_IsNull(sv) && !cJSON_IsObject(sv))
         return err_set(e, -EINVAL, "storage: must be an object");
-    if ((r = get_string(sv, "type", "storage.type", "emptyDir", &type, e)) < 0 ||
+    if ((r = get_string(sv, "type", "storage.type", "persistentVolumeClaim", &type, e)) < 0 ||
         (r = get_string(sv, "size", "storage.size", "1Gi", &size, e)) < 0 ||
         (r = get_string(sv, "sizeLimit", "storage.sizeLimit", "", &limit, e)) < 0 ||
         (r = get_string(sv, "storageClassName", "storage.storageClassName", "", &cls, e)) < 0)

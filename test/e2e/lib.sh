@@ -310,3 +310,128 @@ finish() {
         "processes were seen)"
     echo PASS
 }
+
+# tenant_manifest NAME VERSION ETCD_REPLICAS APISERVER_REPLICAS [ETCD_SPEC_YAML]: a
+# NestedControlPlane and its three components, as a user writes them. ETCD_SPEC_YAML is added
+# to the NestedEtcd's spec (indented two spaces, e.g. "  storage: {emptyDir: {}}").
+tenant_manifest() {
+    local c=$1 version=$2 etcd=$3 kas=$4 extra=${5:-} kas_extra=""
+    # The node agent's pod IPs are loopback addresses, which kube-apiserver 1.37 refuses to
+    # advertise to its endpoint reconciler.
+    case $version in 1.37.*) kas_extra="  extraArgs: {endpoint-reconciler-type: none}" ;; esac
+    cat <<YAML
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedControlPlane
+metadata:
+  name: $c
+spec:
+  version: "$version"
+  etcd: {kind: NestedEtcd, name: $c-etcd}
+  apiserver: {kind: NestedAPIServer, name: $c-apiserver}
+  controllerManager: {kind: NestedControllerManager, name: $c-controller-manager}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedEtcd
+metadata:
+  name: $c-etcd
+spec:
+  replicas: $etcd
+$extra
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedAPIServer
+metadata:
+  name: $c-apiserver
+spec:
+  replicas: $kas
+$kas_extra
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedControllerManager
+metadata:
+  name: $c-controller-manager
+spec:
+  replicas: 1
+YAML
+}
+
+# etcdctl_of CLUSTER POD ARGS...: etcdctl with the healthcheck client certificate of the
+# cluster's etcd, names resolved as inside POD.
+etcdctl_of() {
+    local c=$1 pod=$2 certs=$work/$1-etcd-pki
+    shift 2
+    [ -f "$certs/ca.crt" ] || etcd_client_certs "$c" "$certs"
+    in_pod_names "$pod" env ETCDCTL_API=3 etcdctl --cacert "$certs/ca.crt" \
+        --cert "$certs/healthcheck-client.crt" --key "$certs/healthcheck-client.key" \
+        --dial-timeout 3s --command-timeout 5s "$@"
+}
+
+# etcd_endpoints CLUSTER N: the client URLs of members 0..N-1.
+etcd_endpoints() {
+    local c=$1 n=$2 i out=""
+    for ((i = 0; i < n; i++)); do
+        out+="${out:+,}https://$c-etcd-$i.$c-etcd.$ns.svc:2379"
+    done
+    echo "$out"
+}
+
+# etcd_ids CLUSTER N: "<cluster id> <lowest revision>" over members 0..N-1 (each asked on its
+# own); fails unless every member answers with the same cluster ID.
+etcd_ids() {
+    local c=$1 n=$2 status
+    status=$(etcdctl_of "$c" "$c-etcd-0" --endpoints "$(etcd_endpoints "$c" "$n")" \
+        endpoint status -w json) || return 1
+    python3 -c '
+import json, sys
+st = json.loads(sys.argv[1])
+ids = {e["Status"]["header"]["cluster_id"] for e in st}
+if len(st) != int(sys.argv[2]) or len(ids) != 1:
+    sys.exit("members answered %d, cluster ids %s" % (len(st), sorted(ids)))
+print(ids.pop(), min(e["Status"]["header"]["revision"] for e in st))' "$status" "$n"
+}
+
+# start_writer KUBECONFIG NAME: a background writer that creates ConfigMap NAME-<n> in the
+# tenant every 0.2 s until stop_writer NAME; each created n goes to $work/NAME.ok, each failed
+# one to $work/NAME.failed.
+start_writer() {
+    local kc=$1 name=$2
+    : >"$work/$name.ok"
+    : >"$work/$name.failed"
+    rm -f "$work/$name.stop"
+    cat >"$work/$name.sh" <<'SH'
+kc=$1 name=$2 dir=$3 n=0
+while [ ! -e "$dir/$name.stop" ]; do
+    n=$((n + 1))
+    if kubectl --kubeconfig "$kc" --request-timeout=10s create configmap "$name-$n" \
+        --from-literal=n="$n" >/dev/null 2>&1; then
+        echo "$n" >>"$dir/$name.ok"
+    else
+        echo "$n" >>"$dir/$name.failed"
+    fi
+    sleep 0.2
+done
+SH
+    bash "$work/$name.sh" "$kc" "$name" "$work" &
+    pids+=($!)
+    eval "writer_pid_${name//-/_}=$!"
+}
+
+# stop_writer NAME: stops the writer after its current write.
+stop_writer() {
+    local name=$1 var
+    var=writer_pid_${name//-/_}
+    touch "$work/$name.stop"
+    wait "${!var}" 2>/dev/null || true
+}
+
+# all_written KUBECONFIG NAME: every ConfigMap the writer reported created is in the tenant.
+all_written() {
+    local kc=$1 name=$2 have missing
+    have=$(tkubectl "$kc" get configmaps -o name | sed -n "s|^configmap/$name-||p" | sort) ||
+        return 1
+    missing=$(comm -23 <(sort "$work/$name.ok") <(echo "$have") | tr '\n' ' ')
+    [ -z "$missing" ] || { echo "lost ConfigMaps $name-{$missing}" >&2; return 1; }
+}
+
+# writes_at_least NAME N: the writer NAME has created at least N ConfigMaps.
+writes_at_least() { [ "$(wc -l <"$work/$1.ok")" -ge "$2" ]; }

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# A tenant with a 3-member etcd:
+# A tenant with a 3-member etcd on the default (persistent) storage:
 #   - the members form one cluster (`etcdctl member list` with the healthcheck client
 #     certificate of the etcd certs Secret, over TLS to the members' DNS names);
 #   - kill -9 of the leader's process: the tenant keeps serving reads and writes on the other
-#     two members, the node agent restarts the process, and the member rejoins and catches up.
+#     two members, the node agent restarts the process, and the member rejoins and catches up;
+#   - an etcd roll (a flag change) while a writer runs: each member's pod is replaced and comes
+#     back with its own data (same member IDs, one cluster ID, a revision that only grows), and
+#     every write acknowledged before and during the roll is there afterwards.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -11,38 +14,7 @@ set -euo pipefail
 # The killed member stays down for 10 s before the node agent restarts it.
 agent_args=(--restart-backoff 10)
 setup
-cat >"$work/quorum.yaml" <<'EOF'
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedControlPlane
-metadata:
-  name: quorum
-spec:
-  version: "1.36.3"
-  etcd: {kind: NestedEtcd, name: quorum-etcd}
-  apiserver: {kind: NestedAPIServer, name: quorum-apiserver}
-  controllerManager: {kind: NestedControllerManager, name: quorum-controller-manager}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedEtcd
-metadata:
-  name: quorum-etcd
-spec:
-  replicas: 3
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedAPIServer
-metadata:
-  name: quorum-apiserver
-spec:
-  replicas: 1
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedControllerManager
-metadata:
-  name: quorum-controller-manager
-spec:
-  replicas: 1
-EOF
+tenant_manifest quorum 1.36.3 3 1 >"$work/quorum.yaml"
 t0=$(now)
 kubectl -n "$ns" apply -f "$work/quorum.yaml" >/dev/null
 wait_ready quorum 300 "$t0"
@@ -143,7 +115,43 @@ log "the restarted member serves $got of the $ok ConfigMaps written while it was
 [ "$got" = "$ok" ] || fail "the restarted member has $got of $ok ConfigMaps"
 members=$(etcdctl_in "$survivor" --endpoints "$endpoints" member list)
 [ "$(grep -c ', started, ' <<<"$members")" = 3 ] || fail "membership changed: $members"
-tkubectl "$kc" get namespaces -o name >/dev/null || fail "the tenant does not answer at the end"
-ncp_ready quorum || fail "the control plane is not Ready at the end"
+tkubectl "$kc" get namespaces -o name >/dev/null || fail "the tenant does not answer after the kill"
+ncp_ready quorum || fail "the control plane is not Ready after the kill"
+
+# --- an etcd roll keeps every member's data ---
+ids0=$(etcdctl_in quorum-etcd-0 --endpoints "$endpoints" member list | cut -d, -f1 | sort)
+read -r cid0 rev0 <<<"$(etcd_ids quorum 3)" || fail "etcd endpoint status"
+declare -A uid0
+for i in 0 1 2; do
+    uid0[$i]=$(kubectl -n "$ns" get pod "quorum-etcd-$i" -o jsonpath='{.metadata.uid}')
+done
+log "before the roll: cluster $cid0, revision $rev0, members $(echo $ids0)"
+start_writer "$kc" roll
+t2=$(now)
+kubectl -n "$ns" patch netcd quorum-etcd --type merge     -p '{"spec":{"extraArgs":{"quota-backend-bytes":"4294967296"}}}' >/dev/null
+all_replaced() {
+    local i uid
+    for i in 0 1 2; do
+        uid=$(kubectl -n "$ns" get pod "quorum-etcd-$i" -o jsonpath='{.metadata.uid}') || return 1
+        [ -n "$uid" ] && [ "$uid" != "${uid0[$i]}" ] || return 1
+        pod_cmdline "quorum-etcd-$i" etcd | grep -qx -- --quota-backend-bytes=4294967296 || return 1
+    done
+    [ "$(kubectl -n "$ns" get ncp quorum -o jsonpath='{.status.conditions[?(@.type=="Upgrading")].reason}')" = UpToDate ] &&
+        ncp_ready quorum
+}
+until_true 300 all_replaced || fail "the etcd roll did not complete (components: $(phases quorum))"
+log "every member replaced in $(elapsed "$t2") s"
+n_ok=$(wc -l <"$work/roll.ok")
+until_true 30 writes_at_least roll $((n_ok + 3)) || fail "no write succeeds after the roll"
+stop_writer roll
+read -r cid1 rev1 <<<"$(etcd_ids quorum 3)" || fail "etcd endpoint status after the roll"
+ids1=$(etcdctl_in quorum-etcd-0 --endpoints "$endpoints" member list | cut -d, -f1 | sort)
+log "after the roll: cluster $cid1, revision $rev1, members $(echo $ids1); writer:" \
+    "$(wc -l <"$work/roll.ok") written, $(wc -l <"$work/roll.failed") failed"
+[ "$cid1" = "$cid0" ] || fail "the cluster ID changed: $cid0 -> $cid1"
+[ "$rev1" -gt "$rev0" ] || fail "the revision went backwards: $rev0 -> $rev1"
+[ "$ids1" = "$ids0" ] || fail "the members changed: $(echo $ids0) -> $(echo $ids1)"
+tkubectl "$kc" get configmap before-kill >/dev/null || fail "before-kill is gone after the roll"
+all_written "$kc" roll || fail "writes acknowledged during the roll were lost"
 
 finish

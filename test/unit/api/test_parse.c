@@ -107,7 +107,7 @@ static void test_parse__capn_components_default_replicas(void **state)
         assert_int_equal(api_component_from_json(doc, &c, &errs), 0);
         assert_int_equal(c->kind, want[i]);
         assert_int_equal(c->spec.replicas, 1);
-        assert_int_equal(c->spec.storage.kind, API_STORAGE_EMPTYDIR);
+        assert_int_equal(c->spec.storage.kind, API_STORAGE_UNSET);
         api_component_free(c);
         cJSON_Delete(doc);
     }

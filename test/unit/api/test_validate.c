@@ -475,6 +475,21 @@ static void test_validate__extra_args_image_and_resources(void **state)
                      "spec.resources.requests[cpu]: \"1500m\" is more than the limit \"1\"\n");
 }
 
+static void test_validate__etcd_extra_args_cannot_touch_membership(void **state)
+{
+    EXPECT_COMPONENT("NestedEtcd",
+                     "  extraArgs: {initial-cluster-state: new, force-new-cluster: \"true\", "
+                     "data-dir: /tmp/x, unsafe-no-fsync: \"true\", "
+                     "quota-backend-bytes: \"4294967296\"}\n",
+                     NULL, NULL,
+                     "spec.extraArgs: \"data-dir\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n"
+                     "spec.extraArgs: \"force-new-cluster\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n"
+                     "spec.extraArgs: \"initial-cluster-state\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n"
+                     "spec.extraArgs: \"unsafe-no-fsync\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n");
+    /* the same flag names mean nothing special to an API server */
+    EXPECT_COMPONENT("NestedAPIServer", "  extraArgs: {name: x}\n", NULL, NULL, "");
+}
+
 static void test_validate__component_defaults(void **state)
 {
     struct api_control_plane *ncp = ncp_parse("  version: v1.20.2\n"
@@ -531,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_validate__etcd_replicas_storage_and_version),
         cmocka_unit_test(test_validate__component_version_may_override_control_plane),
         cmocka_unit_test(test_validate__extra_args_image_and_resources),
+        cmocka_unit_test(test_validate__etcd_extra_args_cannot_touch_membership),
         cmocka_unit_test(test_validate__component_defaults),
         cmocka_unit_test(test_validate__errors_format_one_per_line_and_into_err),
     };

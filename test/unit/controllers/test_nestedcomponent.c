@@ -276,36 +276,183 @@ static void test_nestedcomponent__renewal_issues_new_certs_and_rolls_them_out(vo
     sim_done(&s);
 }
 
-static void test_nestedcomponent__etcd_scale_up_reissues_member_certificates(void **state)
+static const cJSON *etcd_pod_annotations(struct sim *s)
+{
+    return fx_path(fx_get(&s->f, FX_STATEFULSETS, "c-etcd"), "spec.template.metadata.annotations");
+}
+
+static char *etcd_hash_copy(struct sim *s)
+{
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(etcd_pod_annotations(s),
+                                                      "nestcp.x-k8s.io/config-hash");
+
+    assert_true(cJSON_IsString(h));
+    return strdup(h->valuestring);
+}
+
+static const cJSON *ncp_condition(struct sim *s, const char *type)
+{
+    return fx_condition(fx_path(fx_get(&s->f, FX_CONTROL_PLANES, "c"), "status"), type);
+}
+
+static void put_etcd(struct sim *s, int generation, const char *annotations, const char *spec)
+{
+    char yaml[2048];
+
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+             "kind: NestedEtcd\n"
+             "metadata:\n"
+             "  name: c-etcd\n"
+             "  uid: etcd-1\n"
+             "  generation: %d\n"
+             "  annotations: {%s}\n"
+             "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: "
+             "NestedControlPlane, name: c, uid: ncp-1, controller: true}]\n"
+             "spec: %s\n",
+             generation, annotations, spec);
+    fx_put(&s->f, yaml);
+}
+
+static void test_nestedcomponent__etcd_is_persistent_by_default(void **state)
 {
     struct sim s;
-    const cJSON *sec;
-    struct sim_keys k = {.n = 0};
+    const cJSON *sts, *dnp;
 
     sim_init(&s, solo);
     sim_converge(&s, 30);
-    fx_put(&s.f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-                 "kind: NestedEtcd\n"
-                 "metadata:\n"
-                 "  name: c-etcd\n"
-                 "  uid: etcd-1\n"
-                 "  generation: 2\n"
-                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: c, uid: ncp-1, controller: true}]\n"
-                 "spec: {replicas: 3}\n");
-    sim_converge(&s, 40);
-    assert_int_equal(count_certs(&s, "c-etcd-certs-"), 1);
-    kube_store_foreach(&s.f.stores[FX_SECRETS], sim_collect, &k);
-    for (int i = 0; i < k.n; i++) {
-        if (strncmp(k.keys[i], "c-etcd-certs-", 13) != 0)
-            continue;
-        sec = fx_get(&s.f, FX_SECRETS, k.keys[i]);
-        assert_non_null(cJSON_GetObjectItemCaseSensitive(fx_path(sec, "data"),
-                                                         "c-etcd-2-server.crt"));
+    sts = fx_get(&s.f, FX_STATEFULSETS, "c-etcd");
+    assert_string_equal(fx_str(fx_path(sts, "spec.volumeClaimTemplates")->child,
+                               "spec.resources.requests.storage"),
+                        "1Gi");
+    dnp = fx_condition(comp_status(&s, RENDER_PART_ETCD), "DataNotPersistent");
+    assert_string_equal(fx_str(dnp, "status"), "False");
+    assert_string_equal(fx_str(dnp, "reason"), "PersistentVolumeClaims");
+    /* and a roll goes through: its data is on the claims */
+    put_etcd(&s, 2, "", "{replicas: 1, extraArgs: {quota-backend-bytes: '4294967296'}}");
+    {
+        char *before = etcd_hash_copy(&s), *after;
+        sim_converge(&s, 40);
+        after = etcd_hash_copy(&s);
+        assert_string_not_equal(before, after);
+        free(before);
+        free(after);
     }
+    assert_string_equal(fx_str(ncp_condition(&s, "Upgrading"), "reason"), "UpToDate");
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__etcd_scale_of_a_running_etcd_is_refused(void **state)
+{
+    struct sim s;
+    const cJSON *up;
+    char *before, *after;
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    before = etcd_hash_copy(&s);
+    put_etcd(&s, 2, "", "{replicas: 3}");
+    sim_converge(&s, 40);
+    /* nothing restarted the running member with a 3-member --initial-cluster */
+    after = etcd_hash_copy(&s);
+    assert_string_equal(before, after);
+    free(after);
     assert_int_equal(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"), "spec.replicas")->valueint,
-                     3);
-    assert_int_equal(cJSON_GetArraySize(fx_path(comp_status(&s, RENDER_PART_ETCD), "addresses")),
-                     3);
+                     1);
+    up = ncp_condition(&s, "Upgrading");
+    assert_string_equal(fx_str(up, "reason"), "EtcdScaleRefused");
+    assert_string_equal(fx_str(up, "status"), "False");
+    assert_non_null(strstr(fx_str(up, "message"), "spec.replicas: 1 -> 3 is refused"));
+    assert_non_null(strstr(fx_str(up, "message"), "set spec.replicas back to 1"));
+    /* undone: up to date again, the same member still runs */
+    put_etcd(&s, 3, "", "{replicas: 1}");
+    sim_converge(&s, 40);
+    assert_string_equal(fx_str(ncp_condition(&s, "Upgrading"), "reason"), "UpToDate");
+    after = etcd_hash_copy(&s);
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__etcd_on_emptydir_is_not_rolled(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const cJSON *dnp, *up;
+    char *before, *after;
+
+    sim_init(&s, solo);
+    put_etcd(&s, 1, "", "{replicas: 1, storage: {emptyDir: {}}}");
+    sim_converge(&s, 30);
+    assert_null(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"), "spec.volumeClaimTemplates"));
+    dnp = fx_condition(comp_status(&s, RENDER_PART_ETCD), "DataNotPersistent");
+    assert_string_equal(fx_str(dnp, "status"), "True");
+    assert_string_equal(fx_str(dnp, "reason"), "EmptyDir");
+    before = etcd_hash_copy(&s);
+
+    /* a flag change would replace the only member, and with it every key */
+    put_etcd(&s, 2, "", "{replicas: 1, storage: {emptyDir: {}}, "
+                        "extraArgs: {quota-backend-bytes: '4294967296'}}");
+    reconcile(&s, RENDER_PART_ETCD, &p);
+    assert_non_null(fx_event(&p, "RollRefused"));
+    assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    sim_converge(&s, 40);
+    after = etcd_hash_copy(&s);
+    assert_string_equal(before, after);
+    free(after);
+    dnp = fx_condition(comp_status(&s, RENDER_PART_ETCD), "DataNotPersistent");
+    assert_string_equal(fx_str(dnp, "reason"), "RollRefused");
+    assert_non_null(strstr(fx_str(dnp, "message"), "emptyDir"));
+    assert_non_null(strstr(fx_str(dnp, "message"), "its certificates expire on 20"));
+    assert_non_null(strstr(fx_str(dnp, "message"), ETCD_SAFETY_ACCEPT_DATA_LOSS));
+    up = ncp_condition(&s, "Upgrading");
+    assert_string_equal(fx_str(up, "reason"), "DataNotPersistent");
+    assert_string_equal(
+        fx_str(fx_condition(comp_status(&s, RENDER_PART_ETCD), "Ready"), "status"), "True");
+
+    /* the user accepts the loss: it rolls */
+    put_etcd(&s, 3, "\"" ETCD_SAFETY_ACCEPT_DATA_LOSS "\": \"true\"",
+             "{replicas: 1, storage: {emptyDir: {}}, extraArgs: {quota-backend-bytes: '4294967296'}}");
+    sim_converge(&s, 40);
+    after = etcd_hash_copy(&s);
+    assert_string_not_equal(before, after);
+    free(after);
+    free(before);
+    assert_string_equal(fx_str(ncp_condition(&s, "Upgrading"), "reason"), "UpToDate");
+    sim_done(&s);
+}
+
+static void test_nestedcomponent__an_emptydir_etcd_made_before_the_default_keeps_it(void **state)
+{
+    struct sim s;
+    const cJSON *dnp;
+    char *before, *after;
+
+    sim_init(&s, solo);
+    put_etcd(&s, 1, "", "{replicas: 1, storage: {emptyDir: {}}}");
+    sim_converge(&s, 30);
+    before = etcd_hash_copy(&s);
+    /* as an object written for an older nestcp reads: no storage at all */
+    put_etcd(&s, 2, "", "{replicas: 1}");
+    sim_converge(&s, 40);
+    after = etcd_hash_copy(&s);
+    assert_string_equal(before, after);
+    free(after);
+    free(before);
+    assert_null(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"), "spec.volumeClaimTemplates"));
+    dnp = fx_condition(comp_status(&s, RENDER_PART_ETCD), "DataNotPersistent");
+    assert_string_equal(fx_str(dnp, "status"), "True");
+    assert_non_null(strstr(fx_str(dnp, "message"), "spec.storage is unset"));
+    assert_string_equal(fx_str(ncp_condition(&s, "Upgrading"), "reason"), "UpToDate");
+    /* asking for claims explicitly is refused, not half-applied */
+    put_etcd(&s, 3, "", "{replicas: 1, storage: {persistentVolumeClaim: {size: 1Gi}}}");
+    sim_converge(&s, 40);
+    assert_string_equal(fx_str(ncp_condition(&s, "Upgrading"), "reason"),
+                        "EtcdStorageChangeRefused");
+    assert_null(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"), "spec.volumeClaimTemplates"));
     sim_done(&s);
 }
 
@@ -380,7 +527,10 @@ int main(void)
         cmocka_unit_test(test_nestedcomponent__paused_or_deleting_changes_nothing_else),
         cmocka_unit_test(test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcomponent__renewal_issues_new_certs_and_rolls_them_out),
-        cmocka_unit_test(test_nestedcomponent__etcd_scale_up_reissues_member_certificates),
+        cmocka_unit_test(test_nestedcomponent__etcd_is_persistent_by_default),
+        cmocka_unit_test(test_nestedcomponent__etcd_scale_of_a_running_etcd_is_refused),
+        cmocka_unit_test(test_nestedcomponent__etcd_on_emptydir_is_not_rolled),
+        cmocka_unit_test(test_nestedcomponent__an_emptydir_etcd_made_before_the_default_keeps_it),
         cmocka_unit_test(test_nestedcomponent__objects_of_the_wrong_shape_do_not_crash),
         cmocka_unit_test(test_nestedcomponent__changes_map_to_the_right_component),
     };

@@ -765,50 +765,47 @@ static void test_cluster__renew_window_is_the_longer_of_cluster_and_manager(void
     cJSON_Delete(objs);
 }
 
-static void test_cluster__etcd_scale_up_issues_new_secret_keeping_members(void **state)
+static void test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them(void **state)
 {
-    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{replicas: 1}", "{}", "{}")), *one,
-          *three;
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{replicas: 1}", "{}", "{}")), *one;
     struct render_cluster *rc = resolve_ok(objs, "c");
     struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
     char name[RENDER_CLUSTER_NAME_MAX];
+    struct pki_cert_info *info = NULL;
     struct err e = {0};
+    char *crt;
 
     store_cas(objs, pki);
     one = issue(rc, pki, objs, RENDER_PART_ETCD);
-    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(one, "data"), "c-etcd-0-server.crt"));
-    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(one, "data"), "c-etcd-1-server.crt"));
+    /* server, peer and healthcheck-client: three keys, whatever the member count */
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(one, "data")), 7);
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(one, "data"), "c-etcd-0-server.crt"));
+    for (int k = 0; k < 2; k++) {
+        bool san[PKI_MAX_ETCD_MEMBERS] = {false};
+        crt = secret_data(one, k ? "peer.crt" : "server.crt");
+        assert_int_equal(pki_cert_info_read(crt, "crt", &info, &e), 0);
+        for (size_t i = 0; i < info->dns_names.n; i++)
+            for (int m = 0; m < PKI_MAX_ETCD_MEMBERS; m++) {
+                char want[64];
+                snprintf(want, sizeof(want), "c-etcd-%d.c-etcd.ns1.svc", m);
+                san[m] |= strcmp(info->dns_names.v[i], want) == 0;
+            }
+        for (int m = 0; m < PKI_MAX_ETCD_MEMBERS; m++)
+            assert_true(san[m]);
+        pki_cert_info_free(info);
+        free(crt);
+    }
     cJSON_AddItemToArray(objs, one);
     render_cluster_pki_free(pki);
     render_cluster_free(rc);
 
-    /* Scale the NestedEtcd to three members. */
+    /* Scaled to five members, the Secret is still good: no member restarts for new certs. */
     cJSON *spec = cJSON_GetObjectItem(cJSON_GetArrayItem(objs, 1), "spec");
-    cJSON_ReplaceItemInObject(spec, "replicas", cJSON_CreateNumber(3));
+    cJSON_ReplaceItemInObject(spec, "replicas", cJSON_CreateNumber(5));
     rc = resolve_ok(objs, "c");
     pki = pki_ok(rc, objs, T0);
-    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), -ENOENT);
-    assert_non_null(strstr(e.msg, "c-etcd-1-server"));
-    three = issue(rc, pki, objs, RENDER_PART_ETCD);
-    assert_string_not_equal(name_of(three), name_of(one));
-    const cJSON *d1 = cJSON_GetObjectItem(one, "data"), *d3 = cJSON_GetObjectItem(three, "data");
-    /* Member 0 keeps its pair; the new members get theirs. */
-    assert_string_equal(cJSON_GetObjectItem(d3, "c-etcd-0-server.key")->valuestring,
-                        cJSON_GetObjectItem(d1, "c-etcd-0-server.key")->valuestring);
-    assert_non_null(cJSON_GetObjectItem(d3, "c-etcd-2-peer.crt"));
-    char *crt = secret_data(three, "c-etcd-2-server.crt");
-    struct pki_cert_info *info = NULL;
-    assert_int_equal(pki_cert_info_read(crt, "crt", &info, &e), 0);
-    assert_string_equal(info->common_name, "c-etcd-2");
-    bool san = false;
-    for (size_t i = 0; i < info->dns_names.n; i++)
-        san |= strcmp(info->dns_names.v[i], "c-etcd-2.c-etcd.ns1.svc") == 0;
-    assert_true(san);
-    pki_cert_info_free(info);
-    free(crt);
-    cJSON_AddItemToArray(objs, three);
     assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), 0);
-    assert_string_equal(name, name_of(three));
+    assert_string_equal(name, name_of(one));
     render_cluster_pki_free(pki);
     render_cluster_free(rc);
     cJSON_Delete(objs);
@@ -1093,7 +1090,7 @@ int main(void)
         cmocka_unit_test(test_cluster__certs_secret_is_reused_while_good),
         cmocka_unit_test(test_cluster__renew_window_is_the_longer_of_cluster_and_manager),
         cmocka_unit_test(test_cluster__certs_secret_of_another_owner_is_not_used),
-        cmocka_unit_test(test_cluster__etcd_scale_up_issues_new_secret_keeping_members),
+        cmocka_unit_test(test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them),
         cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
         cmocka_unit_test(test_cluster__kubeconfigs),
         cmocka_unit_test(test_cluster__config_hash_tracks_what_pods_run),

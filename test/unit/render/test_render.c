@@ -168,8 +168,8 @@ static void test_render__etcd_three_members_know_each_other(void **state)
     assert_string_equal(flag(c, "peer-client-cert-auth"), "true");
     assert_string_equal(flag(c, "trusted-ca-file"), "/etc/etcd/pki/ca.crt");
     assert_string_equal(flag(c, "peer-trusted-ca-file"), "/etc/etcd/pki/ca.crt");
-    assert_string_equal(flag(c, "cert-file"), "/etc/etcd/pki/$(POD_NAME)-server.crt");
-    assert_string_equal(flag(c, "peer-key-file"), "/etc/etcd/pki/$(POD_NAME)-peer.key");
+    assert_string_equal(flag(c, "cert-file"), "/etc/etcd/pki/server.crt");
+    assert_string_equal(flag(c, "peer-key-file"), "/etc/etcd/pki/peer.key");
     /* 3.6 took the experimental- prefix off: the check is a feature gate, the interval a flag. */
     assert_string_equal(flag(c, "feature-gates"), "InitialCorruptCheck=true");
     assert_string_equal(flag(c, "watch-progress-notify-interval"), "5s");
@@ -184,11 +184,23 @@ static void test_render__etcd_three_members_know_each_other(void **state)
                         "registry.k8s.io/etcd:3.6.17-0");
     assert_string_equal(str(sts, "/spec/template/spec/containers/0/livenessProbe/httpGet/path"),
                         "/health?exclude=NOSPACE&serializable=true");
-    assert_string_equal(str(sts, "/spec/template/spec/volumes/0/name"), "data");
-    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(render_pod_spec(sts), "volumes")->child,
-                                        "emptyDir"));
-    assert_string_equal(str(sts, "/spec/template/spec/volumes/1/secret/secretName"),
+    /* Persistent by default: a claim of 1Gi per member in the default StorageClass, deleted
+     * with its member. */
+    assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/metadata/name"), "data");
+    assert_string_equal(str(sts, "/spec/volumeClaimTemplates/0/spec/resources/requests/storage"),
+                        "1Gi");
+    {
+        const cJSON *v = NULL;
+        assert_int_equal(jsonpatch_pointer_get(sts, "/spec/volumeClaimTemplates/0/spec", &v), 0);
+        assert_null(cJSON_GetObjectItem(v, "storageClassName"));
+    }
+    assert_string_equal(str(sts, "/spec/persistentVolumeClaimRetentionPolicy/whenScaled"),
+                        "Delete");
+    assert_string_equal(str(sts, "/spec/persistentVolumeClaimRetentionPolicy/whenDeleted"),
+                        "Delete");
+    assert_string_equal(str(sts, "/spec/template/spec/volumes/0/secret/secretName"),
                         "c1-etcd-certs");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(render_pod_spec(sts), "volumes")), 1);
     assert_string_equal(str(sts, "/metadata/namespace"), "ns1");
     cJSON_Delete(objs);
 }

@@ -1,0 +1,74 @@
+/* Which changes of a running etcd keep its data (controllers/etcdsafety.h). */
+
+#include "controllers/etcdsafety.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void why_not_persistent(const struct etcd_safety_input *in, char *out, size_t size)
+{
+    char expire[96] = "";
+    int n;
+
+    if (in->certs_expire)
+        snprintf(expire, sizeof(expire),
+                 "; its certificates expire on %s and renewing them is a roll, so renew "
+                 "before then",
+                 in->certs_expire);
+    n = snprintf(out, size,
+                 "etcd StatefulSet %s keeps the tenant's data in emptyDir volumes%s: a replaced "
+                 "member pod starts empty, so nestcp does not roll it (version, flag and "
+                 "certificate changes wait)%s. Move the data to persistentVolumeClaim storage "
+                 "by recreating the control plane from a backup (etcdctl snapshot save)",
+                 in->name,
+                 in->storage_kept ? " (spec.storage is unset and the StatefulSet was made "
+                                    "before persistentVolumeClaim became the default)"
+                                  : "",
+                 expire);
+    if (n >= 0 && (size_t)n < size && in->live_replicas == 1)
+        snprintf(out + n, size - (size_t)n,
+                 ", or annotate the NestedEtcd %s=true to roll it anyway and lose every key",
+                 ETCD_SAFETY_ACCEPT_DATA_LOSS);
+}
+
+void etcd_safety_check(const struct etcd_safety_input *in, struct etcd_safety *out)
+{
+    bool want_claims = in->storage == API_STORAGE_PVC;
+
+    memset(out, 0, sizeof(*out));
+    if (!in->exists) {
+        out->not_persistent = !want_claims;
+        if (out->not_persistent)
+            snprintf(out->message, sizeof(out->message),
+                     "etcd keeps the tenant's data in emptyDir volumes: it is lost when a "
+                     "member pod is replaced, and nestcp will not roll it");
+        return;
+    }
+    out->not_persistent = !in->live_claims;
+    if (in->replicas != in->live_replicas) {
+        out->refusal = "EtcdScaleRefused";
+        snprintf(out->message, sizeof(out->message),
+                 "NestedEtcd spec.replicas: %d -> %d is refused: the members of a running etcd "
+                 "are not added or removed yet (restarting them with a new member list would "
+                 "start the new members as a second, empty cluster); set spec.replicas back "
+                 "to %d",
+                 in->live_replicas, in->replicas, in->live_replicas);
+        return;
+    }
+    if (want_claims != in->live_claims) {
+        out->refusal = "EtcdStorageChangeRefused";
+        snprintf(out->message, sizeof(out->message),
+                 "NestedEtcd spec.storage: %s -> %s is refused: the StatefulSet %s's volume "
+                 "claims cannot change in place, and moving members between storages is not "
+                 "supported yet; set spec.storage back to %s",
+                 in->live_claims ? "persistentVolumeClaim" : "emptyDir",
+                 want_claims ? "persistentVolumeClaim" : "emptyDir", in->name,
+                 in->live_claims ? "persistentVolumeClaim" : "emptyDir");
+        return;
+    }
+    if (out->not_persistent) {
+        why_not_persistent(in, out->message, sizeof(out->message));
+        if (in->changes && !(in->live_replicas == 1 && in->accept_data_loss))
+            out->refusal = "DataNotPersistent";
+    }
+}

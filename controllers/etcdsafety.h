@@ -1,0 +1,52 @@
+#ifndef NESTCP_CONTROLLERS_ETCDSAFETY_H
+#define NESTCP_CONTROLLERS_ETCDSAFETY_H
+
+/*
+ * Whether a change of a running etcd keeps the tenant's data: a pure function from the
+ * StatefulSet that runs and what the component would render now.
+ *
+ * A member's data survives the replacement of its pod only on a PersistentVolumeClaim. On
+ * emptyDir a replaced member starts empty: a 1-member etcd bootstraps a new, empty cluster
+ * (every key is lost), a member of several cannot rejoin. And the StatefulSet holds the member
+ * list in its pod template, so changing spec.replicas would restart every member with a new
+ * --initial-cluster and start the new members as a cluster of their own.
+ *
+ * So, until members are added and removed through etcd's membership API:
+ *   - a change of spec.replicas of a running etcd is refused (EtcdScaleRefused);
+ *   - a change between emptyDir and persistentVolumeClaim is refused (EtcdStorageChangeRefused):
+ *     a StatefulSet's volumeClaimTemplates cannot change in place;
+ *   - a roll (any pod template change) of an etcd on emptyDir is refused (DataNotPersistent);
+ *     a 1-member etcd may be rolled when its object carries the annotation
+ *     ETCD_SAFETY_ACCEPT_DATA_LOSS = "true", knowing every key is lost.
+ * The NestedControlPlane freezes its rollout on a refusal; the NestedEtcd reports the
+ * DataNotPersistent condition whenever its members run on emptyDir.
+ */
+
+#include <stdbool.h>
+
+#include "api/types.h"
+
+#define ETCD_SAFETY_ACCEPT_DATA_LOSS "etcd.nestcp.x-k8s.io/accept-data-loss"
+
+struct etcd_safety_input {
+    const char *name;              /* the StatefulSet, for messages */
+    bool exists;                   /* it runs */
+    int live_replicas;             /* its spec.replicas */
+    bool live_claims;              /* it has volumeClaimTemplates */
+    bool changes;                  /* the rendered pod template differs from its own */
+    int replicas;                  /* NestedEtcd spec.replicas */
+    enum api_storage_kind storage; /* effective (never API_STORAGE_UNSET) */
+    bool storage_kept;             /* emptyDir only because spec.storage is unset */
+    bool accept_data_loss;         /* the annotation */
+    const char *certs_expire;      /* "2027-12-04", the members' certificates; NULL: unknown */
+};
+
+struct etcd_safety {
+    const char *refusal; /* CamelCase reason, or NULL: the change may roll out */
+    bool not_persistent; /* the members' data is on emptyDir */
+    char message[1024];  /* why refused, or (not_persistent) what would be lost and how to fix */
+};
+
+void etcd_safety_check(const struct etcd_safety_input *in, struct etcd_safety *out);
+
+#endif
