@@ -288,6 +288,14 @@ int api_feature_gates_validate(const struct api_gates *gates, const char *k8s_ve
     return verdict(errs, before);
 }
 
+static bool has_control_chars(const char *s)
+{
+    for (; s && *s; s++)
+        if (iscntrl((unsigned char)*s))
+            return true;
+    return false;
+}
+
 static void check_extra_args(const struct api_strmap *args, const char *path,
                              struct api_errors *errs)
 {
@@ -306,6 +314,10 @@ static void check_extra_args(const struct api_strmap *args, const char *path,
             api_errors_add_str(errs, path, k, "must not contain spaces or control characters");
         else if (strcmp(k, "feature-gates") == 0)
             api_errors_add_str(errs, path, k, "is not allowed here; use featureGates");
+        else if (has_control_chars(args->items[i].value))
+            api_errors_add_str(errs, path, k,
+                               "has a value with a newline or another control character, which "
+                               "would read as more than one flag");
     }
 }
 

@@ -8,6 +8,7 @@
  * through manager_metrics()).
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lib/util/err.h"
@@ -19,6 +20,7 @@ struct manager;
 struct controllers_opts {
     const char *templates_dir; /* the package catalog (lib/render) */
     int64_t cert_renew_before; /* seconds: renew a certificate with less validity left */
+    bool allow_privileged;     /* patches may pass the gate's privilege rules (admin only) */
     struct ev_loop *loop;      /* the manager's loop, for RSA keys made off it; NULL: inline */
 };
 

@@ -51,6 +51,7 @@ struct nested_ctx {
     struct api_catalog api_cat;
     struct keypool *keys;      /* RSA keys off the loop; NULL: generated inline */
     int64_t cert_renew_before; /* seconds; 0: each control plane's renewBeforeDays */
+    bool allow_privileged;     /* render_cluster_set_allow_privileged, the admin's flag */
     struct nested_part_ctx parts[RENDER_PART__COUNT];
     /* Certificate checks that passed, kept across reconciles (render_check_memo). */
     struct strmap checked;

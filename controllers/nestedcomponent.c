@@ -377,6 +377,7 @@ static int reconcile_children(struct comp *x)
     }
     if (r < 0)
         goto out;
+    render_cluster_set_allow_privileged(rc, base->allow_privileged);
     if ((r = nested_check_render(base->cat, rc, x->part, &e)) == -EINVAL) {
         r = not_ready(x, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s", e.msg);
         goto out;

@@ -511,6 +511,76 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
 
 /* ---- the normal path ---- */
 
+struct name_claim {
+    const struct cp *x;
+    const char *cluster;
+    const char *owner; /* the other control plane that holds the name, or NULL */
+};
+
+/* The cluster name another control plane in the namespace resolves to, the way
+ * render_cluster_resolve names it: its Cluster's (ownerReference), else its label, else its
+ * name. */
+static const char *claimed_name(const cJSON *ncp)
+{
+    const cJSON *ref;
+    const char *label = kube_obj_label(ncp, "cluster.x-k8s.io/cluster-name");
+
+    cJSON_ArrayForEach(ref, get(get(ncp, "metadata"), "ownerReferences"))
+    {
+        const cJSON *k = get(ref, "kind"), *n = get(ref, "name");
+        if (cJSON_IsString(k) && strcmp(k->valuestring, "Cluster") == 0 && cJSON_IsString(n))
+            return n->valuestring;
+    }
+    return label ? label : kube_obj_name(ncp);
+}
+
+/* Whether a is older than b: creationTimestamp (RFC 3339 compares as text), then name. */
+static bool older(const cJSON *a, const cJSON *b)
+{
+    const cJSON *ta = get(get(a, "metadata"), "creationTimestamp"),
+                *tb = get(get(b, "metadata"), "creationTimestamp");
+    int c = cJSON_IsString(ta) && cJSON_IsString(tb) ? strcmp(ta->valuestring, tb->valuestring) : 0;
+
+    return c < 0 || (c == 0 && strcmp(kube_obj_name(a), kube_obj_name(b)) < 0);
+}
+
+static bool check_claim(void *userdata, const cJSON *other)
+{
+    struct name_claim *c = userdata;
+    const char *name = kube_obj_name(other);
+
+    if (!name || strcmp(name, c->x->name) == 0 || status_deleting(other) ||
+        strcmp(claimed_name(other), c->cluster) != 0 || !older(other, c->x->obj))
+        return true;
+    c->owner = name;
+    return false;
+}
+
+/* The name of the control plane that holds rc's cluster name, when it is not this one: the
+ * controller of the cluster's CA Secret, or an older control plane of the same name. */
+static bool cluster_name_owner(const struct cp *x, const struct render_cluster *rc, char *out,
+                               size_t size)
+{
+    struct name_claim c = {x, render_cluster_name(rc), NULL};
+    char ca[RENDER_CLUSTER_NAME_MAX + 8];
+    const char *ca_owner;
+    const cJSON *secret;
+
+    snprintf(ca, sizeof(ca), "%s-ca", c.cluster);
+    secret = kube_store_get(x->view->secrets, x->ns, ca);
+    if (secret && lookup_controlled_by_kind(secret, API_KIND_NESTED_CONTROL_PLANE, &ca_owner) &&
+        !lookup_controlled_by_uid(secret, kube_obj_uid(x->obj))) {
+        snprintf(out, size, "%s", ca_owner);
+        return true;
+    }
+    kube_store_foreach_in_namespace(x->view->control_planes, x->ns, check_claim, &c);
+    if (!c.owner)
+        return false;
+    snprintf(out, size, "%s", c.owner);
+    return true;
+}
+
+
 static int take_key(void *ctx, enum pki_key_alg alg, char **ret_key_pem, struct err *e)
 {
     return keypool_take(ctx, alg, ret_key_pem, e);
@@ -601,6 +671,19 @@ static int reconcile_normal(struct cp *x)
             goto out;
         }
     }
+    /* One cluster name, one owner: nothing is touched for a name another control plane
+     * holds. */
+    {
+        char owner[RENDER_CLUSTER_NAME_MAX];
+        if (cluster_name_owner(x, rc, owner, sizeof(owner))) {
+            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "ClusterNameInUse",
+                     "cluster name %s is in use by NestedControlPlane %s/%s; this control plane "
+                     "touches nothing of it (rename it, or set its %s label to a name of its "
+                     "own)",
+                     render_cluster_name(rc), x->ns, owner, "cluster.x-k8s.io/cluster-name");
+            goto out;
+        }
+    }
     r = nested_check_render(ctx->cat, rc, RENDER_PART__COUNT, &e);
     if (r == -EINVAL) {
         r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s",
@@ -612,6 +695,7 @@ static int reconcile_normal(struct cp *x)
     if (ctx->keys)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     render_cluster_set_renew_before(rc, ctx->cert_renew_before);
+    render_cluster_set_allow_privileged(rc, ctx->allow_privileged);
     render_cluster_set_check_memo(rc, &ctx->memo);
 
     /* The finalizer and the endpoint, before anything is created; the patch makes the

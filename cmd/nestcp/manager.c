@@ -134,6 +134,7 @@ struct settings {
     const char *log_level, *log_format;
     int concurrency;
     const char *cert_renew_before, *shutdown_timeout;
+    bool allow_privileged;
 };
 
 static int check_settings(const struct settings *s, struct manager_opts *mo,
@@ -177,6 +178,7 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
         return -EINVAL;
     }
     co->cert_renew_before = (int64_t)renew_before;
+    co->allow_privileged = s->allow_privileged;
     if (s->concurrency < 1 || s->concurrency > 1000) {
         fprintf(stderr, "nestcp manager: --concurrency: %d is not in 1..1000\n", s->concurrency);
         return -EINVAL;
@@ -313,6 +315,10 @@ int cmd_manager(int argc, char **argv)
          "plane's renewBeforeDays is shorter (default: each control plane's renewBeforeDays)"},
         {"graceful-shutdown-timeout", 0, FLAG_STRING, &s.shutdown_timeout, "DURATION",
          "on SIGTERM, how long to let reconciles in flight finish"},
+        {"allow-privileged-patches", 0, FLAG_BOOL, &s.allow_privileged, NULL,
+         "let components' patches and extraArgs use host namespaces, hostPath, privileged "
+         "containers, other placement and security-relevant flags (docs/security.md); never "
+         "other clusters' objects or namespaces"},
     };
     struct manager_opts mo = {0};
     struct controllers_opts co = {0};

@@ -181,8 +181,8 @@ static int normalise(cJSON *docs, const char *ns, struct api_errors *errs)
 }
 
 /* Renders every NestedControlPlane of docs into out, in input order. */
-static int render_all(const struct render_catalog *cat, const cJSON *docs, cJSON *out,
-                      struct api_errors *errs)
+static int render_all(const struct render_catalog *cat, const cJSON *docs, bool allow_privileged,
+                      cJSON *out, struct api_errors *errs)
 {
     struct render_cluster *rcs[RENDER_MAX_CLUSTERS];
     struct render_source src;
@@ -212,7 +212,7 @@ static int render_all(const struct render_catalog *cat, const cJSON *docs, cJSON
             break;
         }
         if (q == 0)
-            n++;
+            render_cluster_set_allow_privileged(rcs[n++], allow_privileged);
         else
             r = -EINVAL;
     }
@@ -269,12 +269,15 @@ int cmd_render(int argc, char **argv)
 {
     struct flag_list files = {0};
     const char *templates = NESTCP_DEFAULT_TEMPLATES, *ns = "default", *output = "yaml";
+    bool allow_privileged = false;
     struct flag flags[] = {
         {"filename", 'f', FLAG_LIST, &files, "FILE",
          "input YAML file, '-' for stdin (repeatable; default stdin)"},
         {"templates", 0, FLAG_STRING, &templates, "DIR", "the templates directory (packages)"},
         {"namespace", 'n', FLAG_STRING, &ns, "NS", "namespace of input objects that give none"},
         {"output", 'o', FLAG_STRING, &output, "FORMAT", "yaml or json"},
+        {"allow-privileged-patches", 0, FLAG_BOOL, &allow_privileged, NULL,
+         "as the manager's flag of that name (docs/security.md)"},
     };
     struct render_catalog *cat = NULL;
     struct api_errors errs = API_ERRORS_INIT;
@@ -316,7 +319,7 @@ int cmd_render(int argc, char **argv)
     }
     if ((r = normalise(docs, ns, &errs)) == -ENOMEM)
         goto oom;
-    if (api_errors_count(&errs) == 0 && (r = render_all(cat, docs, out, &errs)) == -ENOMEM)
+    if (api_errors_count(&errs) == 0 && (r = render_all(cat, docs, allow_privileged, out, &errs)) == -ENOMEM)
         goto oom;
     if (api_errors_count(&errs) > 0) {
         if (api_errors_format(&errs, &msg) < 0)

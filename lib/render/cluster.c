@@ -788,6 +788,11 @@ bool render_cluster_etcd_storage_kept(const struct render_cluster *rc)
     return rc->etcd_storage_kept;
 }
 
+void render_cluster_set_allow_privileged(struct render_cluster *rc, bool allow)
+{
+    rc->allow_privileged = allow;
+}
+
 int render_cluster_resolve(const struct render_catalog *cat, const struct render_source *src,
                            const char *ns, const char *name, struct render_cluster **ret_rc,
                            struct api_errors *errs)

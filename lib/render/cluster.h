@@ -208,6 +208,11 @@ void render_cluster_set_key_source(struct render_cluster *rc, render_key_fn fn, 
  * a new certificate is never due at once). 0: renewBeforeDays alone. */
 void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds);
 
+/* Lets spec.patches and extraArgs pass the privilege, placement and flag rules of the security
+ * gate (lib/render/gate.h): the platform admin's choice (`--allow-privileged-patches`), never a
+ * tenant's. Off by default. */
+void render_cluster_set_allow_privileged(struct render_cluster *rc, bool allow);
+
 /* The algorithm of the cluster's keys (spec.certificates.keyAlgorithm). */
 enum pki_key_alg render_cluster_key_alg(const struct render_cluster *rc);
 

@@ -140,6 +140,9 @@ int render_cluster_values(const struct render_cluster *rc, enum render_part part
         goto oom;
     if (c->spec.patches && !add(v, "patches", cJSON_Duplicate(c->spec.patches, true)))
         goto oom;
+    if (rc->allow_privileged && (!(o = cJSON_AddObjectToObject(v, "security")) ||
+                                 !cJSON_AddTrueToObject(o, "allowPrivileged")))
+        goto oom;
     *ret_values = v;
     return 0;
 oom:

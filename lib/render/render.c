@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/render/gate.h"
 #include "lib/render/patch.h"
 #include "lib/render/tmpl.h"
 #include "lib/render/transform.h"
@@ -520,12 +521,14 @@ int render_component(const struct render_catalog *c, const cJSON *values, cJSON 
                      struct err *e)
 {
     const struct render_package *pkg;
-    cJSON *ctx = NULL, *objects = NULL, *docs = NULL;
-    const char *ns, *reg, *ihash;
+    cJSON *ctx = NULL, *objects = NULL, *docs = NULL, *baseline = NULL;
+    struct render_gate_opts gate = {0};
+    const char *ns, *reg, *ihash, *component;
     int r;
 
     if ((r = render_context(c, values, &pkg, &ctx, e)) < 0)
         return r;
+    component = get(ctx, "component")->valuestring;
     if (!(objects = cJSON_CreateArray())) {
         r = oom(e);
         goto out;
@@ -546,11 +549,18 @@ int render_component(const struct render_catalog *c, const cJSON *values, cJSON 
     reg = get(ctx, "imageRegistry")->valuestring;
     ihash = get(ctx, "inputsHash")->valuestring;
     if ((r = check_objects(objects, ns, e)) < 0 ||
-        (r = render_patch_extra_args(objects, get(ctx, "component")->valuestring,
-                                     get(values, "extraArgs"), e)) < 0 ||
-        (r = render_transform_registry(objects, reg, e)) < 0 ||
+        (r = render_transform_registry(objects, reg, e)) < 0)
+        goto out;
+    /* What the package renders, for the security gate to compare the user's changes with. */
+    if (!(baseline = cJSON_Duplicate(objects, true))) {
+        r = oom(e);
+        goto out;
+    }
+    gate.allow_privileged = cJSON_IsTrue(get(get(values, "security"), "allowPrivileged"));
+    if ((r = render_patch_extra_args(objects, component, get(values, "extraArgs"), e)) < 0 ||
         (r = render_patch_apply_all(objects, get(values, "patches"), e)) < 0 ||
         (r = check_objects(objects, ns, e)) < 0 ||
+        (r = render_gate_check(baseline, objects, component, &gate, e)) < 0 ||
         (r = render_transform_labels(objects, get(ctx, "labels"), e)) < 0 ||
         (r = render_transform_owner(objects, get(values, "owner"), e)) < 0 ||
         (r = render_transform_config_hash(objects, ihash, e)) < 0)
@@ -558,6 +568,7 @@ int render_component(const struct render_catalog *c, const cJSON *values, cJSON 
     *ret_objects = objects;
     objects = NULL;
 out:
+    cJSON_Delete(baseline);
     cJSON_Delete(docs);
     cJSON_Delete(objects);
     cJSON_Delete(ctx);

@@ -183,3 +183,39 @@ if bad:
 print(len(rendered))
 EOF
 }
+
+# cluster NAME [NCP-SPEC-EXTRA] [APISERVER-SPEC-EXTRA] [VERSION] [ETCD-SPEC-EXTRA]: a standalone
+# control plane, as YAML. The extras are added to the objects' specs.
+cluster() {
+    local name=$1 ncp_extra=${2:-} kas_extra=${3:-} version=${4:-1.36.3} etcd_extra=${5:-}
+    cat <<EOF
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedControlPlane
+metadata: {name: $name, labels: {cluster.x-k8s.io/cluster-name: $name}}
+spec:
+  version: "$version"
+  etcd: {kind: NestedEtcd, name: $name-etcd}
+  apiserver: {kind: NestedAPIServer, name: $name-apiserver}
+  controllerManager: {kind: NestedControllerManager, name: $name-cm}
+  $ncp_extra
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedEtcd
+metadata: {name: $name-etcd, labels: {cluster.x-k8s.io/cluster-name: $name}}
+spec:
+  replicas: 1
+  $etcd_extra
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedAPIServer
+metadata: {name: $name-apiserver, labels: {cluster.x-k8s.io/cluster-name: $name}}
+spec:
+  replicas: 1
+  $kas_extra
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: NestedControllerManager
+metadata: {name: $name-cm, labels: {cluster.x-k8s.io/cluster-name: $name}}
+spec: {replicas: 1}
+EOF
+}

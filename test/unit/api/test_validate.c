@@ -486,6 +486,10 @@ static void test_validate__etcd_extra_args_cannot_touch_membership(void **state)
                      "spec.extraArgs: \"force-new-cluster\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n"
                      "spec.extraArgs: \"initial-cluster-state\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n"
                      "spec.extraArgs: \"unsafe-no-fsync\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n");
+    EXPECT_COMPONENT("NestedAPIServer", "  extraArgs: {v: \"2\\n--authorization-mode=AlwaysAllow\"}\n",
+                     NULL, NULL,
+                     "spec.extraArgs: \"v\" has a value with a newline or another control "
+                     "character, which would read as more than one flag\n");
     /* the same flag names mean nothing special to an API server */
     EXPECT_COMPONENT("NestedAPIServer", "  extraArgs: {name: x}\n", NULL, NULL, "");
 }

@@ -438,7 +438,7 @@ static void test_render__patches(void **state)
         "        - name: kube-apiserver\n          args: [--secure-port=8443, --profiling=false]\n"
         "          env: [{name: GODEBUG, value: x509sha1=1}]\n"
         "- target: {kind: Service, name: c1-apiserver}\n  type: merge\n"
-        "  patch: {spec: {type: NodePort}}\n"
+        "  patch: {metadata: {annotations: {team: a}}}\n"
         "- target: {apiVersion: apps/v1, kind: StatefulSet, name: c1-apiserver}\n  type: json\n"
         "  patch: [{op: test, path: /spec/replicas, value: 1}, "
         "{op: replace, path: /spec/replicas, value: 2}]\n");
@@ -451,7 +451,8 @@ static void test_render__patches(void **state)
     assert_string_equal(str(c, "/env/0/name"), "POD_IP");
     assert_string_equal(str(c, "/env/1/name"), "GODEBUG");
     assert_string_equal(str(c, "/image"), "registry.k8s.io/kube-apiserver:v1.36.3");
-    assert_string_equal(str(find(objs, "Service", "c1-apiserver"), "/spec/type"), "NodePort");
+    assert_string_equal(str(find(objs, "Service", "c1-apiserver"), "/metadata/annotations/team"),
+                        "a");
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sts, "spec"), "replicas")->valueint,
                      2);
     cJSON_Delete(objs);
