@@ -1,0 +1,855 @@
+/* The next step that changes an etcd's membership (controllers/etcdmembers.h). */
+
+#include "controllers/etcdmembers.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAXR ETCD_MEMBERS_REPLICAS_MAX
+#define NAME_MAX_LEN 96
+
+/* What one decision works from, derived once from the input. */
+struct view {
+    const struct etcd_members_input *in;
+    char url[MAXR][ETCD_MEMBERS_URL_MAX];
+    char pod[MAXR][NAME_MAX_LEN];
+    const struct etcd_member *member[MAXR]; /* by ordinal, from a usable list */
+    int n;                                  /* the StatefulSet's replicas */
+    int keep;                               /* max(desired, n): the ordinals members may have */
+    bool usable, fresh, running;
+    bool listable; /* a quorum of the StatefulSet's pods runs: a LIST may be answered */
+    int voters, healthy_voters, learners;
+    int wait_claim;      /* a gated pod whose claim is not seen yet; -1: none */
+    int waiting_learner; /* a learner still starting; -1: none */
+};
+
+const char *etcd_members_action_name(enum etcd_members_action a)
+{
+    switch (a) {
+    case ETCD_MEMBERS_NONE:
+        return "None";
+    case ETCD_MEMBERS_LIST:
+        return "List";
+    case ETCD_MEMBERS_RELEASE:
+        return "Release";
+    case ETCD_MEMBERS_RECORD_ADDING:
+        return "RecordAdding";
+    case ETCD_MEMBERS_ADD_LEARNER:
+        return "AddLearner";
+    case ETCD_MEMBERS_PROMOTE:
+        return "Promote";
+    case ETCD_MEMBERS_REMOVE:
+        return "Remove";
+    case ETCD_MEMBERS_SET_REPLICAS:
+        return "SetReplicas";
+    }
+    return "Unknown";
+}
+
+const char *etcd_members_phase_name(enum etcd_members_phase p)
+{
+    switch (p) {
+    case ETCD_MEMBERS_PHASE_BOOTSTRAPPING:
+        return "Bootstrapping";
+    case ETCD_MEMBERS_PHASE_STARTING:
+        return "Starting";
+    case ETCD_MEMBERS_PHASE_ADDING:
+        return "AddingMember";
+    case ETCD_MEMBERS_PHASE_PROMOTING:
+        return "PromotingMember";
+    case ETCD_MEMBERS_PHASE_REMOVING:
+        return "RemovingMember";
+    case ETCD_MEMBERS_PHASE_REPLACING:
+        return "ReplacingMember";
+    case ETCD_MEMBERS_PHASE_SCALING:
+        return "Scaling";
+    case ETCD_MEMBERS_PHASE_OBSERVING:
+        return "Observing";
+    case ETCD_MEMBERS_PHASE_WAITING:
+        return "Waiting";
+    case ETCD_MEMBERS_PHASE_REFUSED:
+        return "Refused";
+    case ETCD_MEMBERS_PHASE_SCALED:
+        return "Scaled";
+    }
+    return "Unknown";
+}
+
+int etcd_members_peer_url(const char *cluster, const char *ns, int ordinal, char *buf, size_t size)
+{
+    int r = snprintf(buf, size, "https://%s-etcd-%d.%s-etcd.%s.svc:2380", cluster, ordinal, cluster,
+                     ns);
+
+    if (r < 0 || (size_t)r >= size)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* Sets phase, reason (NULL: the phase's name) and message. */
+static void say(struct etcd_members_decision *out, enum etcd_members_phase phase,
+                const char *reason, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void say(struct etcd_members_decision *out, enum etcd_members_phase phase,
+                const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+
+    out->phase = phase;
+    out->reason = reason ? reason : etcd_members_phase_name(phase);
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof(out->message), fmt, ap);
+    va_end(ap);
+}
+
+static bool same_uid(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+static bool started(const struct etcd_member *m)
+{
+    return m->name && m->name[0];
+}
+
+static bool pod_healthy(const struct view *v, int i)
+{
+    const struct etcd_members_pod *p;
+
+    if (i < 0 || i >= MAXR)
+        return false;
+    p = &v->in->pods[i];
+    return p->exists && !p->gated && p->ready && !p->deleting;
+}
+
+static bool pod_running(const struct etcd_members_pod *p)
+{
+    return p->exists && !p->gated;
+}
+
+/* The ordinal whose peer URL m has; -1 for a foreign member. */
+static int member_ordinal(const struct view *v, const struct etcd_member *m)
+{
+    for (int i = 0; i < MAXR; i++)
+        for (size_t j = 0; j < m->n_peer_urls; j++)
+            if (m->peer_urls[j] && strcmp(m->peer_urls[j], v->url[i]) == 0)
+                return i;
+    return -1;
+}
+
+static bool member_healthy(const struct view *v, const struct etcd_member *m)
+{
+    return started(m) && pod_healthy(v, member_ordinal(v, m));
+}
+
+/* "c-etcd-1", or for a foreign member its name or ID. */
+static const char *label(const struct view *v, const struct etcd_member *m, char *buf, size_t size)
+{
+    int i = member_ordinal(v, m);
+
+    if (i >= 0)
+        return v->pod[i];
+    if (started(m))
+        snprintf(buf, size, "%s (ID %" PRIx64 ")", m->name, m->id);
+    else
+        snprintf(buf, size, "%" PRIx64, m->id);
+    return buf;
+}
+
+/* The first voting member other than except that is not healthy; NULL when none. */
+static const struct etcd_member *unhealthy_voter(const struct view *v,
+                                                 const struct etcd_member *except)
+{
+    const struct etcd_member_list *l = v->in->list;
+
+    for (size_t k = 0; l && k < l->n_members; k++) {
+        const struct etcd_member *m = &l->members[k];
+        if (m != except && !m->is_learner && !member_healthy(v, m))
+            return m;
+    }
+    return NULL;
+}
+
+/* A Ready, started voting member to send a call to, preferably not ordinal exclude; without
+ * a usable list (LIST only), a Ready pod or a running one; -1: any. */
+static int endpoint(const struct view *v, int exclude)
+{
+    int self = -1;
+
+    for (int i = 0; i < MAXR; i++) {
+        const struct etcd_member *m = v->member[i];
+        if (m && !m->is_learner && member_healthy(v, m)) {
+            if (i != exclude)
+                return i;
+            self = i;
+        }
+    }
+    if (self >= 0 || v->usable)
+        return self;
+    for (int i = 0; i < MAXR; i++)
+        if (pod_healthy(v, i))
+            return i;
+    for (int i = 0; i < MAXR; i++)
+        if (pod_running(&v->in->pods[i]))
+            return i;
+    return -1;
+}
+
+/* The gated pod i has lost the data of its member m (NULL: not known). */
+static bool data_lost(const struct view *v, int i, const struct etcd_member *m)
+{
+    const struct etcd_members_pod *p = &v->in->pods[i];
+
+    if (p->recorded_data_uid)
+        return !same_uid(p->recorded_data_uid, p->data_uid);
+    return v->in->storage == API_STORAGE_EMPTYDIR && m && started(m);
+}
+
+/* The gated pod i holds no data a removed member may have left: a member may be added there. */
+static bool data_clean(const struct view *v, int i)
+{
+    const struct etcd_members_pod *p = &v->in->pods[i];
+
+    if (v->in->storage == API_STORAGE_EMPTYDIR)
+        return !same_uid(p->recorded_data_uid, p->data_uid);
+    return p->data_uid && p->recorded_data_uid && !same_uid(p->recorded_data_uid, p->data_uid);
+}
+
+/* Appends "name=url" to the ","-separated out. Returns false when it does not fit. */
+static bool cluster_append(char *out, size_t size, size_t *len, const char *name, const char *url)
+{
+    int r = snprintf(out + *len, size - *len, "%s%s=%s", *len ? "," : "", name, url);
+
+    if (r < 0 || (size_t)r >= size - *len)
+        return false;
+    *len += (size_t)r;
+    return true;
+}
+
+/* The initial cluster of the listed members, named after their pods (a member that has not
+ * started has no name yet), foreign members by their own names. */
+static bool cluster_from_list(const struct view *v, char *out, size_t size)
+{
+    const struct etcd_member_list *l = v->in->list;
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t k = 0; k < l->n_members; k++) {
+        const struct etcd_member *m = &l->members[k];
+        int i = member_ordinal(v, m);
+        const char *name = i >= 0 ? v->pod[i] : m->name ? m->name : "";
+        for (size_t j = 0; j < m->n_peer_urls; j++)
+            if (!cluster_append(out, size, &len, name, m->peer_urls[j]))
+                return false;
+    }
+    return true;
+}
+
+static bool cluster_from_ordinals(const struct view *v, int count, char *out, size_t size)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (int i = 0; i < count; i++)
+        if (!cluster_append(out, size, &len, v->pod[i], v->url[i]))
+            return false;
+    return true;
+}
+
+static void refuse_too_many(struct etcd_members_decision *out)
+{
+    out->action = ETCD_MEMBERS_NONE;
+    out->ordinal = -1;
+    out->state = NULL;
+    out->initial_cluster[0] = '\0';
+    say(out, ETCD_MEMBERS_PHASE_REFUSED, "TooManyMembers",
+        "the member list does not fit an initial cluster of %zu bytes",
+        sizeof(out->initial_cluster));
+}
+
+static void release(const struct view *v, int i, const char *state, bool from_list, int count,
+                    struct etcd_members_decision *out)
+{
+    bool ok = from_list ? cluster_from_list(v, out->initial_cluster, sizeof(out->initial_cluster))
+                        : cluster_from_ordinals(v, count, out->initial_cluster,
+                                                sizeof(out->initial_cluster));
+
+    out->action = ETCD_MEMBERS_RELEASE;
+    out->ordinal = i;
+    out->state = state;
+    if (!ok)
+        refuse_too_many(out);
+}
+
+static void release_new_alone(const struct view *v, int i, struct etcd_members_decision *out)
+{
+    size_t len = 0;
+
+    out->action = ETCD_MEMBERS_RELEASE;
+    out->ordinal = i;
+    out->state = "new";
+    out->initial_cluster[0] = '\0';
+    cluster_append(out->initial_cluster, sizeof(out->initial_cluster), &len, v->pod[i],
+                   v->url[i]); /* fits: check_input bounds both */
+    out->data_lost = true;
+    say(out, ETCD_MEMBERS_PHASE_REPLACING, "DataLost",
+        "member %s lost its data and was the only member: it starts a new, empty cluster and "
+        "every key is lost",
+        v->pod[i]);
+}
+
+static void list_members(const struct view *v, struct etcd_members_decision *out,
+                         enum etcd_members_phase phase, const char *why)
+{
+    out->action = ETCD_MEMBERS_LIST;
+    out->endpoint = endpoint(v, -1);
+    say(out, phase, NULL, "listing the members: %s", why);
+}
+
+static bool check_input(const struct etcd_members_input *in, struct view *v,
+                        struct etcd_members_decision *out)
+{
+    const char *bad = NULL;
+
+    if (!in->cluster || !in->ns)
+        bad = "no cluster name or namespace";
+    else if (in->desired < 1 || in->desired > MAXR || in->desired % 2 == 0)
+        bad = "desired replicas must be odd, 1 to 7";
+    else if (in->sts_exists && (in->sts_replicas < 0 || in->sts_replicas > MAXR))
+        bad = "the StatefulSet's replicas are outside 0 to 7";
+    else if (in->storage != API_STORAGE_EMPTYDIR && in->storage != API_STORAGE_PVC)
+        bad = "no storage kind";
+    for (int i = 0; !bad && i < MAXR; i++) {
+        int r = snprintf(v->pod[i], sizeof(v->pod[i]), "%s-etcd-%d", in->cluster, i);
+        if (r < 0 || (size_t)r >= sizeof(v->pod[i]) ||
+            etcd_members_peer_url(in->cluster, in->ns, i, v->url[i], sizeof(v->url[i])) < 0)
+            bad = "the cluster name and namespace are too long for a peer URL";
+    }
+    if (!bad)
+        return true;
+    say(out, ETCD_MEMBERS_PHASE_REFUSED, "InvalidInput", "%s", bad);
+    return false;
+}
+
+static void view_init(struct view *v, const struct etcd_members_input *in)
+{
+    const struct etcd_member_list *l = in->list;
+    int running = 0;
+
+    v->in = in;
+    v->n = in->sts_exists ? in->sts_replicas : 0;
+    v->keep = in->desired > v->n ? in->desired : v->n;
+    v->usable = l && in->list_time >= in->changed_time;
+    v->fresh = v->usable && in->now - in->list_time <= ETCD_MEMBERS_STALE_AFTER;
+    v->wait_claim = v->waiting_learner = -1;
+    for (int i = 0; i < MAXR; i++) {
+        v->member[i] = v->usable ? etcd_member_list_find_peer_url(l, v->url[i]) : NULL;
+        if (pod_running(&in->pods[i])) {
+            v->running = true;
+            running++;
+        }
+    }
+    v->listable = running >= v->n / 2 + 1;
+    for (size_t k = 0; v->usable && k < l->n_members; k++) {
+        const struct etcd_member *m = &l->members[k];
+        if (m->is_learner) {
+            v->learners++;
+        } else {
+            v->voters++;
+            if (member_healthy(v, m))
+                v->healthy_voters++;
+        }
+    }
+}
+
+static bool converged(const struct view *v)
+{
+    const struct etcd_members_input *in = v->in;
+
+    if (!v->usable || !in->sts_exists || in->sts_replicas != in->desired ||
+        in->list->n_members != (size_t)in->desired)
+        return false;
+    for (int i = 0; i < in->desired; i++)
+        if (!v->member[i] || v->member[i]->is_learner)
+            return false;
+    return true;
+}
+
+/* Whether the adding record is done with: its member votes, or its ordinal is not wanted. */
+static bool adding_done(const struct view *v)
+{
+    const char *url = v->in->adding;
+    const struct etcd_member *m;
+
+    if (!url || !v->usable)
+        return false;
+    m = etcd_member_list_find_peer_url(v->in->list, url);
+    if (m && !m->is_learner)
+        return true;
+    for (int i = 0; i < v->keep; i++)
+        if (strcmp(url, v->url[i]) == 0)
+            return false;
+    return true;
+}
+
+/* Rule 1: the cluster never formed. */
+static void bootstrap(const struct view *v, struct etcd_members_decision *out)
+{
+    const struct etcd_members_input *in = v->in;
+    bool released = false;
+    int n, wait_pod = -1, wait_lost = -1;
+
+    for (int i = 0; i < MAXR; i++)
+        if (pod_running(&in->pods[i]))
+            released = true;
+    if (!released && (!in->sts_exists || in->sts_replicas != in->desired)) {
+        out->action = ETCD_MEMBERS_SET_REPLICAS;
+        out->replicas = in->desired;
+        say(out, ETCD_MEMBERS_PHASE_BOOTSTRAPPING, NULL, "creating a new cluster of %d members",
+            in->desired);
+        return;
+    }
+    n = released && in->sts_exists && in->sts_replicas > 0 ? in->sts_replicas : in->desired;
+    for (int i = 0; i < n; i++) {
+        const struct etcd_members_pod *p = &in->pods[i];
+        bool lost = p->recorded_data_uid && !same_uid(p->recorded_data_uid, p->data_uid);
+
+        if (!p->exists || p->deleting) {
+            if (wait_pod < 0)
+                wait_pod = i;
+            continue;
+        }
+        if (!p->gated)
+            continue;
+        if (lost && v->running) {
+            if (wait_lost < 0)
+                wait_lost = i;
+            continue;
+        }
+        release(v, i, "new", false, n, out);
+        if (out->action != ETCD_MEMBERS_RELEASE)
+            return;
+        out->data_lost = lost;
+        if (lost)
+            say(out, ETCD_MEMBERS_PHASE_BOOTSTRAPPING, "DataLost",
+                "member %s lost its data and no member runs: it starts in a new, empty cluster "
+                "of %d members",
+                v->pod[i], n);
+        else
+            say(out, ETCD_MEMBERS_PHASE_BOOTSTRAPPING, NULL,
+                "starting member %s of a new cluster of %d", v->pod[i], n);
+        return;
+    }
+    if (v->running) {
+        char why[160];
+        if (wait_lost >= 0)
+            snprintf(why, sizeof(why), "member %s lost its data; did the cluster form?",
+                     v->pod[wait_lost]);
+        else
+            snprintf(why, sizeof(why), "waiting for the new cluster of %d to form", n);
+        list_members(v, out, ETCD_MEMBERS_PHASE_BOOTSTRAPPING, why);
+        return;
+    }
+    say(out, ETCD_MEMBERS_PHASE_WAITING, "WaitingForPod", "waiting for pod %s",
+        v->pod[wait_pod >= 0 ? wait_pod : 0]);
+}
+
+/* Rule 3: releases. */
+static bool releases(struct view *v, struct etcd_members_decision *out)
+{
+    const struct etcd_members_input *in = v->in;
+
+    for (int i = 0; i < v->n; i++) {
+        const struct etcd_members_pod *p = &in->pods[i];
+        const struct etcd_member *m = v->member[i];
+
+        if (!p->exists || !p->gated || p->deleting)
+            continue;
+        if (in->storage == API_STORAGE_PVC && !p->data_uid) {
+            if (v->wait_claim < 0)
+                v->wait_claim = i;
+            continue;
+        }
+        if (v->usable) {
+            if (!m)
+                continue; /* removed: rules 6 and 7 */
+            if (!data_lost(v, i, m)) {
+                release(v, i, "existing", true, 0, out);
+                if (out->action != ETCD_MEMBERS_RELEASE)
+                    return true;
+                if (started(m))
+                    say(out, ETCD_MEMBERS_PHASE_STARTING, NULL, "starting member %s with its data",
+                        v->pod[i]);
+                else
+                    say(out, ETCD_MEMBERS_PHASE_ADDING, NULL,
+                        "starting member %s to join the cluster", v->pod[i]);
+                return true;
+            }
+            if (!m->is_learner && v->voters == 1) {
+                release_new_alone(v, i, out);
+                return true;
+            }
+            continue; /* lost: rule 6 */
+        }
+        if (same_uid(p->recorded_data_uid, p->data_uid) ||
+            (!v->listable && in->storage == API_STORAGE_PVC && !p->recorded_data_uid)) {
+            release(v, i, "existing", false, v->n, out);
+            if (out->action == ETCD_MEMBERS_RELEASE)
+                say(out, ETCD_MEMBERS_PHASE_STARTING, NULL, "starting member %s with its data",
+                    v->pod[i]);
+            return true;
+        }
+        if (!v->listable && v->n == 1) {
+            release_new_alone(v, i, out);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Counts the voting members whose gated pods lost their data; *ret_first: the first. */
+static int lost_voters(const struct view *v, int *ret_first)
+{
+    int lost = 0;
+
+    *ret_first = -1;
+    for (int i = 0; i < v->n; i++) {
+        const struct etcd_members_pod *p = &v->in->pods[i];
+        const struct etcd_member *m = v->member[i];
+        if (m && !m->is_learner && p->exists && p->gated && data_lost(v, i, m)) {
+            if (*ret_first < 0)
+                *ret_first = i;
+            lost++;
+        }
+    }
+    return lost;
+}
+
+/* Rule 4: the list is not fresh. */
+static void observe(const struct view *v, struct etcd_members_decision *out)
+{
+    const struct etcd_members_input *in = v->in;
+    int first, lost;
+
+    if (v->running) {
+        char why[96];
+        if (!in->list)
+            snprintf(why, sizeof(why), "none known");
+        else if (!v->usable)
+            snprintf(why, sizeof(why), "the last list is older than the last change");
+        else
+            snprintf(why, sizeof(why), "the last list is %.0f s old", in->now - in->list_time);
+        list_members(v, out, ETCD_MEMBERS_PHASE_OBSERVING, why);
+        return;
+    }
+    lost = v->usable ? lost_voters(v, &first) : 0;
+    if (lost && v->voters - lost < v->voters / 2 + 1) {
+        say(out, ETCD_MEMBERS_PHASE_REFUSED, "QuorumLost",
+            "member %s and %d more lost their data; the %d others cannot form a quorum of %d",
+            v->pod[first], lost - 1, v->voters - lost, v->voters / 2 + 1);
+        return;
+    }
+    if (v->wait_claim >= 0) {
+        say(out, ETCD_MEMBERS_PHASE_WAITING, "WaitingForClaim", "waiting for the claim of pod %s",
+            v->pod[v->wait_claim]);
+        return;
+    }
+    say(out, ETCD_MEMBERS_PHASE_WAITING, "NoMemberRunning",
+        "no etcd member runs; waiting for the StatefulSet's pods");
+}
+
+/* Rule 5: promotions. */
+static bool promotions(struct view *v, struct etcd_members_decision *out)
+{
+    int lim = v->in->desired < v->n ? v->in->desired : v->n;
+
+    for (int i = 0; i < lim; i++) {
+        const struct etcd_member *m = v->member[i];
+        if (!m || !m->is_learner)
+            continue;
+        if (started(m) && pod_healthy(v, i) && endpoint(v, i) >= 0) {
+            out->action = ETCD_MEMBERS_PROMOTE;
+            out->member_id = m->id;
+            out->ordinal = i;
+            out->endpoint = endpoint(v, i);
+            say(out, ETCD_MEMBERS_PHASE_PROMOTING, NULL, "promoting learner %s to a voting member",
+                v->pod[i]);
+            return true;
+        }
+        if (!started(m) && pod_healthy(v, i) &&
+            v->in->now - v->in->list_time >= ETCD_MEMBERS_RELIST_AFTER) {
+            char why[160];
+            snprintf(why, sizeof(why), "pod %s is ready; has its learner started?", v->pod[i]);
+            list_members(v, out, ETCD_MEMBERS_PHASE_ADDING, why);
+            return true;
+        }
+        if (v->waiting_learner < 0)
+            v->waiting_learner = i;
+    }
+    return false;
+}
+
+/* Whether removing m keeps etcd's quorum (rule 6); else refuses, naming why. */
+static bool may_remove(const struct view *v, const struct etcd_member *m,
+                       struct etcd_members_decision *out)
+{
+    const struct etcd_member *bad;
+    char b1[96], b2[96];
+    int others;
+
+    if (m->is_learner)
+        return true;
+    if (member_healthy(v, m)) {
+        bad = unhealthy_voter(v, m);
+        if (!bad)
+            return true;
+        say(out, ETCD_MEMBERS_PHASE_REFUSED, "MemberUnhealthy",
+            "member %s is not ready; removing member %s waits", label(v, bad, b1, sizeof(b1)),
+            label(v, m, b2, sizeof(b2)));
+        return false;
+    }
+    others = v->healthy_voters;
+    if (others >= v->voters / 2 + 1)
+        return true;
+    say(out, ETCD_MEMBERS_PHASE_REFUSED, "QuorumLost",
+        "member %s is down and %d of the other %d voting members are ready, %d needed to "
+        "remove it",
+        label(v, m, b1, sizeof(b1)), others, v->voters - 1, v->voters / 2 + 1);
+    return false;
+}
+
+static void remove_member(const struct view *v, const struct etcd_member *m,
+                          struct etcd_members_decision *out)
+{
+    out->action = ETCD_MEMBERS_REMOVE;
+    out->member_id = m->id;
+    out->ordinal = member_ordinal(v, m);
+    out->endpoint = endpoint(v, out->ordinal);
+}
+
+/* Rule 6: removals of members that lost their data, then of stale members. */
+static bool removals(const struct view *v, struct etcd_members_decision *out)
+{
+    const struct etcd_member_list *l = v->in->list;
+    char b[96];
+
+    for (int i = 0; i < v->n; i++) {
+        const struct etcd_members_pod *p = &v->in->pods[i];
+        const struct etcd_member *m = v->member[i];
+
+        if (!m || !p->exists || !p->gated || p->deleting)
+            continue;
+        if (v->in->storage == API_STORAGE_PVC && !p->data_uid)
+            continue;
+        if (!data_lost(v, i, m))
+            continue;
+        if (may_remove(v, m, out)) {
+            remove_member(v, m, out);
+            say(out, ETCD_MEMBERS_PHASE_REPLACING, NULL,
+                "removing member %s, which lost its data, to add it again", v->pod[i]);
+        }
+        return true;
+    }
+    for (size_t k = 0; k < l->n_members; k++) {
+        const struct etcd_member *m = &l->members[k];
+        int i = member_ordinal(v, m);
+
+        if (i >= 0 && i < v->keep)
+            continue;
+        if (may_remove(v, m, out)) {
+            remove_member(v, m, out);
+            say(out, ETCD_MEMBERS_PHASE_REMOVING, NULL,
+                "removing member %s: its peer URL is no ordinal below %d",
+                label(v, m, b, sizeof(b)), v->keep);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* Refuses a scale step while a voting member is unhealthy; returns whether it did. */
+static bool refuse_unhealthy(const struct view *v, struct etcd_members_decision *out)
+{
+    const struct etcd_member *bad = unhealthy_voter(v, NULL);
+    char b[96];
+
+    if (!bad)
+        return false;
+    say(out, ETCD_MEMBERS_PHASE_REFUSED, "MemberUnhealthy",
+        started(bad) ? "member %s is not ready; membership changes wait"
+                     : "member %s has not started; membership changes wait",
+        label(v, bad, b, sizeof(b)));
+    return true;
+}
+
+static void wait_learner(const struct view *v, int i, struct etcd_members_decision *out)
+{
+    say(out, ETCD_MEMBERS_PHASE_ADDING, "WaitingForLearner",
+        "waiting for learner %s to start and become ready", v->pod[i]);
+}
+
+/* RECORD_ADDING, then ADD_LEARNER, for ordinal i. */
+static void add(const struct view *v, int i, struct etcd_members_decision *out)
+{
+    enum etcd_members_phase phase =
+        i < v->n ? ETCD_MEMBERS_PHASE_REPLACING : ETCD_MEMBERS_PHASE_ADDING;
+
+    if (refuse_unhealthy(v, out))
+        return;
+    if (v->learners) {
+        const struct etcd_member_list *l = v->in->list;
+        for (size_t k = 0; k < l->n_members; k++) {
+            int j = member_ordinal(v, &l->members[k]);
+            if (l->members[k].is_learner && j >= 0) {
+                wait_learner(v, j, out);
+                return;
+            }
+        }
+        say(out, ETCD_MEMBERS_PHASE_WAITING, "WaitingForLearner", "waiting for a learner");
+        return;
+    }
+    out->ordinal = i;
+    snprintf(out->peer_url, sizeof(out->peer_url), "%s", v->url[i]);
+    if (v->in->adding && strcmp(v->in->adding, v->url[i]) == 0) {
+        out->action = ETCD_MEMBERS_ADD_LEARNER;
+        out->endpoint = endpoint(v, -1);
+        say(out, phase, NULL, "adding member %s as a learner", v->pod[i]);
+        return;
+    }
+    out->action = ETCD_MEMBERS_RECORD_ADDING;
+    say(out, phase, NULL, "recording member %s before adding it", v->pod[i]);
+}
+
+static void set_replicas(const struct view *v, int n, enum etcd_members_phase phase,
+                         struct etcd_members_decision *out)
+{
+    out->action = ETCD_MEMBERS_SET_REPLICAS;
+    out->replicas = n;
+    if (n > v->n)
+        say(out, phase, NULL, "scaling the StatefulSet up to %d to create pod %s", n, v->pod[v->n]);
+    else
+        say(out, phase, NULL, "scaling the StatefulSet down to %d: pod %s is no member", n,
+            v->pod[n]);
+}
+
+/* Re-adding the member of ordinal i, which has none (rule 7). */
+static void readd(const struct view *v, int i, struct etcd_members_decision *out)
+{
+    const struct etcd_members_pod *p = &v->in->pods[i];
+    bool recorded = v->in->adding && strcmp(v->in->adding, v->url[i]) == 0;
+
+    if ((recorded && !pod_running(p)) ||
+        (p->exists && p->gated && !p->deleting && data_clean(v, i))) {
+        add(v, i, out);
+        return;
+    }
+    if (!p->exists || p->deleting) {
+        say(out, ETCD_MEMBERS_PHASE_WAITING, "WaitingForPod", "waiting for pod %s", v->pod[i]);
+        return;
+    }
+    if (p->gated && v->in->storage == API_STORAGE_PVC && !p->data_uid) {
+        say(out, ETCD_MEMBERS_PHASE_WAITING, "WaitingForClaim", "waiting for the claim of pod %s",
+            v->pod[i]);
+        return;
+    }
+    if (i == v->n - 1) {
+        if (!refuse_unhealthy(v, out))
+            set_replicas(v, v->n - 1, ETCD_MEMBERS_PHASE_REPLACING, out);
+        return;
+    }
+    say(out, ETCD_MEMBERS_PHASE_REFUSED, "StaleMemberData",
+        "pod %s is no member and may hold a removed member's data; delete the pod and its "
+        "claim to add it again",
+        v->pod[i]);
+}
+
+/* Rule 7 and 8. */
+static void scale(const struct view *v, struct etcd_members_decision *out)
+{
+    const struct etcd_members_input *in = v->in;
+    int lim = in->desired < v->n ? in->desired : v->n;
+
+    /* A learner added for scale-up gets its pod before anything else is added. */
+    if (v->n < in->desired && v->member[v->n]) {
+        if (!refuse_unhealthy(v, out))
+            set_replicas(v, v->n + 1, ETCD_MEMBERS_PHASE_ADDING, out);
+        return;
+    }
+    for (int i = 0; i < lim; i++)
+        if (!v->member[i]) {
+            readd(v, i, out);
+            return;
+        }
+    if (v->n > in->desired) {
+        const struct etcd_member *m = v->member[v->n - 1];
+        if (m) {
+            if (may_remove(v, m, out)) {
+                remove_member(v, m, out);
+                say(out, ETCD_MEMBERS_PHASE_REMOVING, NULL,
+                    "removing member %s to scale down to %d", v->pod[v->n - 1], in->desired);
+            }
+        } else if (!refuse_unhealthy(v, out)) {
+            set_replicas(v, v->n - 1, ETCD_MEMBERS_PHASE_SCALING, out);
+        }
+        return;
+    }
+    if (v->n < in->desired) {
+        add(v, v->n, out);
+        return;
+    }
+    if (v->waiting_learner >= 0) {
+        wait_learner(v, v->waiting_learner, out);
+        return;
+    }
+    if (v->wait_claim >= 0) {
+        say(out, ETCD_MEMBERS_PHASE_WAITING, "WaitingForClaim", "waiting for the claim of pod %s",
+            v->pod[v->wait_claim]);
+        return;
+    }
+    if (out->converged)
+        say(out, ETCD_MEMBERS_PHASE_SCALED, NULL, "%d members, all voting", in->desired);
+    else
+        say(out, ETCD_MEMBERS_PHASE_WAITING, NULL, "waiting for the members to settle");
+}
+
+void etcd_members_decide(const struct etcd_members_input *in, struct etcd_members_decision *out)
+{
+    struct view v;
+
+    memset(out, 0, sizeof(*out));
+    memset(&v, 0, sizeof(v));
+    out->action = ETCD_MEMBERS_NONE;
+    out->ordinal = out->endpoint = -1;
+    if (!check_input(in, &v, out))
+        return;
+    view_init(&v, in);
+    out->converged = converged(&v);
+    if (!in->cluster_id && !in->list) {
+        out->forget_adding = in->adding != NULL;
+        bootstrap(&v, out);
+        return;
+    }
+    out->forget_adding = adding_done(&v);
+    if (!in->sts_exists) {
+        int top = -1;
+        for (int i = 0; i < MAXR; i++)
+            if (v.member[i])
+                top = i;
+        out->action = ETCD_MEMBERS_SET_REPLICAS;
+        out->replicas = top >= 0 ? top + 1 : in->desired;
+        say(out, ETCD_MEMBERS_PHASE_SCALING, NULL,
+            "recreating the StatefulSet with %d replicas for the existing members", out->replicas);
+        return;
+    }
+    if (releases(&v, out))
+        return;
+    if (!v.fresh) {
+        observe(&v, out);
+        return;
+    }
+    if (promotions(&v, out) || removals(&v, out))
+        return;
+    scale(&v, out);
+}
