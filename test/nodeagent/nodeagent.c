@@ -414,6 +414,13 @@ out:
     call_free(c);
 }
 
+/* Scheduling readiness: a pod with a non-empty spec.schedulingGates is not scheduled (the
+ * scheduler leaves it Pending until every gate is removed). */
+static bool pod_gated(const cJSON *obj)
+{
+    return cJSON_GetArraySize(podobj_get(obj, "spec", "schedulingGates", NULL)) > 0;
+}
+
 static void bind_pod(void *userdata, const char *key)
 {
     struct nodeagent *na = userdata;
@@ -431,6 +438,12 @@ static void bind_pod(void *userdata, const char *key)
     if (!obj || podobj_str(obj, "spec", "nodeName", NULL) ||
         podobj_get(obj, "metadata", "deletionTimestamp", NULL))
         goto skip;
+    if (pod_gated(obj)) {
+        /* Its update that removes the last gate queues it again (unscheduled_update). */
+        log_debug("pod scheduling gated", "pod=%s gates=%d", key,
+                  cJSON_GetArraySize(podobj_get(obj, "spec", "schedulingGates", NULL)));
+        goto skip;
+    }
     binding = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{},"
                           "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\"}}");
     c = call_new(na, key);
@@ -489,6 +502,8 @@ static void unscheduled_add(void *userdata, const cJSON *obj)
     queue_obj(((struct nodeagent *)userdata)->bindq, obj);
 }
 
+/* Every update of an unscheduled pod queues it: the one that removes its scheduling gates
+ * binds it at once, as does one after a failed or skipped attempt. */
 static void unscheduled_update(void *userdata, const cJSON *old_obj, const cJSON *new_obj)
 {
     queue_obj(((struct nodeagent *)userdata)->bindq, new_obj);

@@ -246,7 +246,7 @@ int podenv_build(const cJSON *pod, const cJSON *container, const struct podenv_f
         const char *name = podobj_str(item, "name", NULL);
         const char *value = podobj_str(item, "value", NULL);
         const cJSON *from = podobj_get(item, "valueFrom", NULL);
-        char *owned = NULL, tmp[256];
+        char *owned = NULL, tmp[320]; /* a label or annotation key: 253 + 1 + 63 */
 
         if (!name || !*name || strchr(name, '='))
             return err_set(e, -EINVAL, "env entry without a valid name");

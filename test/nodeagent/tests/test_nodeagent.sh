@@ -5,8 +5,9 @@
 # the same data directory; deleting the StatefulSet stops every process. Claims are honoured as
 # a kubelet does: a StatefulSet pod starts only once its claim is Bound (to a hostPath volume the
 # super cluster provisions), its data outlives the pod, and the volume and its directory go with
-# the claim; a claim that never binds keeps its pod's container waiting. The agent leaves no
-# process behind when it exits.
+# the claim; a claim that never binds keeps its pod's container waiting. A pod with scheduling
+# gates stays unbound until its last gate is removed, then runs with the annotation its env
+# reads through the downward API. The agent leaves no process behind when it exits.
 set -euo pipefail
 : "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
 agent_bin=${NESTCP_NODEAGENT:-${NESTCP_BUILD_DIR:-build}/test/nodeagent/nestcp-nodeagent}
@@ -356,6 +357,82 @@ waits_for_claim unbound never || fail "unbound is no longer waiting for claim ne
 never_started unbound sh
 kubectl -n "$ns" delete pod unbound --timeout=60s >/dev/null
 kubectl -n "$ns" delete pvc never --timeout=60s >/dev/null
+
+log "a StatefulSet pod with scheduling gates is not bound until its last gate is removed"
+ann_key=nestcp.dev/greeting
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: gated, namespace: $ns}
+spec:
+  serviceName: gated
+  replicas: 1
+  selector: {matchLabels: {app: gated, nodeagent-test: "$id"}}
+  template:
+    metadata: {labels: {app: gated, nodeagent-test: "$id"}}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 1
+      schedulingGates: [{name: nestcp.dev/hold}, {name: nestcp.dev/second}]
+      containers:
+      - name: app
+        image: nestcp.test/shell
+        env:
+        - {name: GREETING, valueFrom: {fieldRef: {fieldPath: "metadata.annotations['$ann_key']"}}}
+        command: [/bin/sh, -c, 'echo "greeting=[\$GREETING]"; exec sleep 600']
+YAML
+wait_for 30 "gated-0 created with its gates" bash -c \
+    "[ \"\$(kubectl -n $ns get pod gated-0 -o jsonpath='{.spec.schedulingGates[*].name}')\" = 'nestcp.dev/hold nestcp.dev/second' ]"
+# A pod created after gated-0 is bound and running: the agent has seen gated-0 and passed it by.
+witness=0
+passed_by() {
+    local pod=$1
+    witness=$((witness + 1))
+    kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: witness-$witness, namespace: $ns, labels: {nodeagent-test: "$id"}}
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers: [{name: sh, image: nestcp.test/shell, command: [/bin/sh, -c, 'exec sleep 600']}]
+YAML
+    wait_for 30 "witness-$witness Ready" pod_ready "witness-$witness"
+    record_pids
+    [ -z "$(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.spec.nodeName}')" ] ||
+        fail "$pod was bound while gated ($(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.spec.schedulingGates}'))"
+    [ "$(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.status.phase}|{.status.containerStatuses}')" = 'Pending|' ] ||
+        fail "$pod has container statuses or is not Pending while gated"
+    [ ! -e "$state/pods/${ns}_$pod" ] || fail "$pod has a pod directory while gated"
+    # The API server set this at creation; the agent writes no status for an unbound pod.
+    [ "$(kubectl -n "$ns" get pod "$pod" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')" = SchedulingGated ] ||
+        fail "$pod has no PodScheduled condition with reason SchedulingGated"
+    # Not tried and refused (the API server answers 409 to a gated pod's binding): skipped.
+    grep -q "pod scheduling gated pod=$ns/$pod " "$state/agent.log" ||
+        fail "the agent did not skip $pod as gated"
+}
+passed_by gated-0
+# Removing one gate of two leaves it gated (a JSON patch may remove one element).
+kubectl -n "$ns" patch pod gated-0 --type json \
+    -p '[{"op": "remove", "path": "/spec/schedulingGates/0"}]' >/dev/null
+[ "$(kubectl -n "$ns" get pod gated-0 -o jsonpath='{.spec.schedulingGates[*].name}')" = nestcp.dev/second ] ||
+    fail "gated-0's gates after removing the first: $(kubectl -n "$ns" get pod gated-0 -o jsonpath='{.spec.schedulingGates}')"
+passed_by gated-0
+# The last gate goes (a merge patch: null removes the list) with the annotation its env reads.
+kubectl -n "$ns" patch pod gated-0 --type merge -p "{\"metadata\": {\"annotations\": {\"$ann_key\": \"hello, gates\"}}, \"spec\": {\"schedulingGates\": null}}" >/dev/null
+wait_for 30 "gated-0 Ready once ungated" pod_ready gated-0
+record_pids
+[ "$(kubectl -n "$ns" get pod gated-0 -o jsonpath='{.spec.nodeName}')" = "$node" ] ||
+    fail "gated-0 is not bound to $node"
+[ "$(kubectl -n "$ns" get pod gated-0 -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].status}')" = True ] ||
+    fail "gated-0 is not PodScheduled once bound"
+grep -qx 'greeting=\[hello, gates\]' "$state/pods/${ns}_gated-0/app.log" ||
+    fail "gated-0's container did not see the annotation: $(cat "$state/pods/${ns}_gated-0/app.log" 2>&1)"
+tr '\0' '\n' <"/proc/$(cat "$state/pods/${ns}_gated-0/app.pid")/environ" | grep -qx 'GREETING=hello, gates' ||
+    fail "gated-0's process has no GREETING=hello, gates in its environment"
+kubectl -n "$ns" delete statefulset gated >/dev/null
+kubectl -n "$ns" delete pod $(seq -f 'witness-%g' 1 "$witness") --timeout=60s >/dev/null
+wait_for 60 "gated-0 gone" bash -c "[ -z \"\$(kubectl -n $ns get pods -l app=gated -o name)\" ]"
 
 log "a pod still running when the agent stops is stopped with it"
 kubectl apply -f - >/dev/null <<YAML

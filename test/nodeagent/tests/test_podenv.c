@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,12 +115,107 @@ static void test_podenv__missing_secret_key_names_the_variable(void **state)
     cJSON_Delete(pod);
 }
 
+static const cJSON *first_container(const cJSON *pod)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "containers"),
+                              0);
+}
+
+/* fieldPath metadata.annotations['<key>'], as the API server validates it: a quoted qualified
+ * name, prefixed (dots, slash) or not; a missing annotation is the empty string. */
+static void test_podenv__annotation_field_ref_takes_quoted_prefixed_keys(void **state)
+{
+    char long_key[320], json[2048];
+    struct podenv_fields f = {.pod_ip = "127.0.5.2"};
+    struct podenv env = PODENV_INIT;
+    struct err e = {0};
+    cJSON *pod;
+
+    /* The longest key there is: a 253-character DNS prefix, a slash, a 63-character name. */
+    for (int i = 0; i < 253; i++)
+        long_key[i] = i % 2 ? '.' : 'a';
+    long_key[252] = 'a';
+    long_key[253] = '/';
+    memset(long_key + 254, 'n', 63);
+    long_key[317] = '\0';
+    snprintf(json, sizeof(json),
+             "{\"metadata\":{\"name\":\"p\",\"namespace\":\"tenant\",\"annotations\":{"
+             "\"some.key/name\":\"from the annotation\",\"plain\":\"p1\",\"%s\":\"long\"},"
+             "\"labels\":{\"app.kubernetes.io/name\":\"etcd\"}},"
+             "\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":["
+             "{\"name\":\"ANN\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":"
+             "\"metadata.annotations['some.key/name']\"}}},"
+             "{\"name\":\"PLAIN\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":"
+             "\"metadata.annotations['plain']\"}}},"
+             "{\"name\":\"LONG\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":"
+             "\"metadata.annotations['%s']\"}}},"
+             "{\"name\":\"ABSENT\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":"
+             "\"metadata.annotations['some.key/other']\"}}},"
+             "{\"name\":\"LABEL\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":"
+             "\"metadata.labels['app.kubernetes.io/name']\"}}},"
+             "{\"name\":\"USES\",\"value\":\"[$(ANN)]\"}]}]}}",
+             long_key, long_key);
+    pod = cJSON_Parse(json);
+    assert_non_null(pod);
+    assert_int_equal(podenv_build(pod, first_container(pod), &f, resolve, NULL, &env, &e), 0);
+    assert_string_equal(podenv_get(&env, "ANN"), "from the annotation");
+    assert_string_equal(podenv_get(&env, "PLAIN"), "p1");
+    assert_string_equal(podenv_get(&env, "LONG"), "long");
+    assert_string_equal(podenv_get(&env, "ABSENT"), "");
+    assert_string_equal(podenv_get(&env, "LABEL"), "etcd");
+    assert_string_equal(podenv_get(&env, "USES"), "[from the annotation]");
+    podenv_done(&env);
+
+    /* Built again (as for a container restart) from the updated pod: the current value. */
+    cJSON_ReplaceItemInObject(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"), "annotations"), "some.key/name",
+        cJSON_CreateString("changed"));
+    assert_int_equal(podenv_build(pod, first_container(pod), &f, resolve, NULL, &env, &e), 0);
+    assert_string_equal(podenv_get(&env, "ANN"), "changed");
+    podenv_done(&env);
+    cJSON_Delete(pod);
+}
+
+/* Paths the downward API does not have (or this agent does not serve) are refused by name. */
+static void test_podenv__malformed_annotation_paths_are_refused(void **state)
+{
+    static const char *const paths[] = {
+        "metadata.annotations",            /* the whole map: downwardAPI volumes only */
+        "metadata.annotations['unclosed",  /* no closing quote and bracket */
+        "metadata.annotations[\\\"k\\\"]", /* double quotes */
+        "metadata.annotation['k']",
+    };
+
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        char json[512];
+        struct podenv_fields f = {.pod_ip = "127.0.5.2"};
+        struct podenv env = PODENV_INIT;
+        struct err e = {0};
+        cJSON *pod;
+
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"k\":\"v\"}},\"spec\":{"
+                 "\"containers\":[{\"name\":\"c\",\"env\":[{\"name\":\"X\",\"valueFrom\":{"
+                 "\"fieldRef\":{\"fieldPath\":\"%s\"}}}]}]}}",
+                 paths[i]);
+        pod = cJSON_Parse(json);
+        assert_non_null(pod);
+        assert_int_equal(podenv_build(pod, first_container(pod), &f, resolve, NULL, &env, &e),
+                         -EINVAL);
+        assert_non_null(strstr(e.msg, "env X: unsupported fieldRef"));
+        podenv_done(&env);
+        cJSON_Delete(pod);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_podenv__expand_follows_kubernetes_rules),
         cmocka_unit_test(test_podenv__build_resolves_downward_api_secrets_and_earlier_vars),
         cmocka_unit_test(test_podenv__missing_secret_key_names_the_variable),
+        cmocka_unit_test(test_podenv__annotation_field_ref_takes_quoted_prefixed_keys),
+        cmocka_unit_test(test_podenv__malformed_annotation_paths_are_refused),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /*
- * The local runtime with real processes: etcd (hack/kube-build.sh's) and /bin/sh run as pods in their own
- * mount namespaces (root), on loopback pod IPs. No API server is involved.
+ * The local runtime with real processes: etcd (hack/kube-build.sh's) and /bin/sh run as pods in
+ * their own mount namespaces (root), on loopback pod IPs. No API server is involved.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -493,6 +493,48 @@ static void test_runtime__exec_probes_run_inside_the_pod_and_liveness_restarts(v
     assert_true(pod_ready("probed"));
 }
 
+static bool log_has(const char *needle)
+{
+    char *text = read_text("%s/pods/" NS "_annotated/c.log", fx->state);
+    bool ok = text && strstr(text, needle);
+
+    free(text);
+    return ok;
+}
+
+#define ANNOTATED_POD                                                                              \
+    "metadata: {name: annotated, namespace: " NS ", uid: u9,"                                      \
+    " annotations: {'some.key/name': %s}}\n"                                                       \
+    "spec:\n"                                                                                      \
+    "  containers:\n"                                                                              \
+    "  - name: c\n"                                                                                \
+    "    image: nestcp.test/shell\n"                                                               \
+    "    env: [{name: ANN, valueFrom: {fieldRef: {fieldPath: "                                     \
+    "\"metadata.annotations['some.key/name']\"}}}]\n"                                              \
+    "    command: [/bin/sh, -c, 'echo \"ann=[$ANN]\"; exec sleep 600']\n"
+
+/* As a kubelet does when it creates a container, a restart evaluates env afresh: a
+ * metadata.annotations['...'] fieldRef sees the annotation's value at that time. */
+static void test_runtime__restarted_container_sees_the_current_annotation(void **state)
+{
+    char *pidfile;
+    int pid;
+
+    apply_yaml(ANNOTATED_POD, "first");
+    assert_true(run_until(log_has, "ann=[first]\n", 10));
+    /* New metadata; the running process keeps its environment. */
+    apply_yaml(ANNOTATED_POD, "second");
+    pidfile = read_text("%s/pods/" NS "_annotated/c.pid", fx->state);
+    assert_non_null(pidfile);
+    pid = atoi(pidfile);
+    free(pidfile);
+    assert_true(pid > 0);
+    assert_false(log_has("ann=[second]"));
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    assert_true(run_until(log_has, "ann=[second]\n", 10));
+    assert_true(fx->nstarts >= 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +552,8 @@ int main(void)
             test_runtime__exec_probes_run_inside_the_pod_and_liveness_restarts, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_runtime__repeated_stop_of_a_stopped_pod_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_runtime__restarted_container_sees_the_current_annotation, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
