@@ -213,9 +213,34 @@ static const struct api_schema etcd_address_item = {
     .type = API_SCHEMA_OBJECT, .props = etcd_address_props,
     .description = "NestedEtcdAddress defines the observed addresses for etcd."};
 
+static const struct api_schema etcd_member_props[] = {
+    STR("name", "The member's name, that of its pod: <cluster>-etcd-<ordinal>."),
+    STR("id", "etcd's ID of the member, in decimal; absent until nestcp has listed it."),
+    BOOL("learner",
+         "True while the member is a learner: added, catching up, not yet voting (promoted "
+         "once it is in sync)."),
+    STR("dataUID",
+        "The UID of the PersistentVolumeClaim (on emptyDir: of the pod) that held the "
+        "member's data when nestcp started it; a member found on other storage has lost its "
+        "data and is removed and added again, never started as a new cluster."),
+    END,
+};
+static const struct api_schema etcd_member_item = {
+    .type = API_SCHEMA_OBJECT, .props = etcd_member_props,
+    .description = "One etcd member as nestcp last saw it, by ordinal."};
+
 static const struct api_schema etcd_status_props[] = {
     COMPONENT_COMMON_STATUS,
     ARR("addresses", &etcd_address_item, "How to address the etcd members."),
+    STR("clusterID",
+        "etcd's cluster ID in decimal, recorded when the cluster first formed. Members are only "
+        "ever added to this cluster."),
+    STR("adding",
+        "The peer URL of the member nestcp is adding, recorded before etcd's MemberAdd, so a "
+        "restarted manager neither adds it twice nor loses track of it."),
+    ARR("members", &etcd_member_item,
+        "The members by ordinal: membership changes go through etcd's API one member at a "
+        "time (docs/upgrades.md)."),
     END,
 };
 

@@ -170,6 +170,35 @@ static void get_conditions(struct px *x, const cJSON *o, struct api_conditions *
     }
 }
 
+static void get_members(struct px *x, const cJSON *o, struct api_etcd_member_status **ret,
+                        size_t *ret_n)
+{
+    const cJSON *arr = child(o, "members"), *c;
+    int n = cJSON_GetArraySize(arr);
+    struct api_etcd_member_status *m;
+    size_t i = 0;
+
+    if (!cJSON_IsArray(arr) || n == 0)
+        return;
+    m = calloc((size_t)n, sizeof(*m));
+    if (!m) {
+        x->oom = true;
+        return;
+    }
+    cJSON_ArrayForEach(c, arr)
+    {
+        if (!cJSON_IsObject(c))
+            continue;
+        m[i].name = get_str(x, c, "name");
+        m[i].id = get_str(x, c, "id");
+        m[i].learner = get_bool(c, "learner");
+        m[i].data_uid = get_str(x, c, "dataUID");
+        i++;
+    }
+    *ret = m;
+    *ret_n = i;
+}
+
 static void get_addresses(struct px *x, const cJSON *o, struct api_etcd_address **ret,
                           size_t *ret_n)
 {
@@ -465,8 +494,12 @@ int api_component_from_json(const cJSON *obj, struct api_component **ret, struct
     c->status.replicas = (int32_t)get_int(st, "replicas", 0);
     c->status.ready_replicas = (int32_t)get_int(st, "readyReplicas", 0);
     c->status.updated_replicas = (int32_t)get_int(st, "updatedReplicas", 0);
-    if (kind == API_KIND_NESTED_ETCD)
+    if (kind == API_KIND_NESTED_ETCD) {
         get_addresses(&x, st, &c->status.addresses, &c->status.n_addresses);
+        c->status.cluster_id = get_str(&x, st, "clusterID");
+        c->status.adding = get_str(&x, st, "adding");
+        get_members(&x, st, &c->status.members, &c->status.n_members);
+    }
     if (kind == API_KIND_NESTED_APISERVER)
         get_ref(&x, st, "apiserverService", &c->status.apiserver_service);
 

@@ -80,6 +80,24 @@ static void add_addresses(struct jb *b, cJSON *o, const struct api_etcd_address 
     }
 }
 
+static void add_members(struct jb *b, cJSON *o, const struct api_etcd_member_status *m,
+                        size_t n)
+{
+    cJSON *arr;
+
+    if (n == 0)
+        return;
+    arr = add(b, o, "members", cJSON_CreateArray());
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *j = add(b, arr, NULL, cJSON_CreateObject());
+        add_str(b, j, "name", m[i].name);
+        add_str(b, j, "id", m[i].id);
+        if (m[i].learner)
+            add_bool(b, j, "learner", true);
+        add_str(b, j, "dataUID", m[i].data_uid);
+    }
+}
+
 static void add_ref(struct jb *b, cJSON *o, const char *key, const struct api_object_ref *r)
 {
     cJSON *j;
@@ -180,8 +198,12 @@ cJSON *api_component_status_to_json(enum api_kind kind, const struct api_compone
     add_int(&b, o, "replicas", st->replicas);
     add_int(&b, o, "readyReplicas", st->ready_replicas);
     add_int(&b, o, "updatedReplicas", st->updated_replicas);
-    if (kind == API_KIND_NESTED_ETCD)
+    if (kind == API_KIND_NESTED_ETCD) {
         add_addresses(&b, o, st->addresses, st->n_addresses);
+        add_str(&b, o, "clusterID", st->cluster_id);
+        add_str(&b, o, "adding", st->adding);
+        add_members(&b, o, st->members, st->n_members);
+    }
     if (kind == API_KIND_NESTED_APISERVER)
         add_ref(&b, o, "apiserverService", &st->apiserver_service);
     return finish(&b, o);

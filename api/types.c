@@ -190,6 +190,16 @@ static void addresses_free(struct api_etcd_address *a, size_t n)
     free(a);
 }
 
+void api_etcd_members_free(struct api_etcd_member_status *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(m[i].name);
+        free(m[i].id);
+        free(m[i].data_uid);
+    }
+    free(m);
+}
+
 static void target_done(struct api_rollout_target *t)
 {
     free(t->version);
@@ -260,6 +270,9 @@ void api_component_free(struct api_component *c)
     api_conditions_done(&c->status.conditions);
     free(c->status.version);
     addresses_free(c->status.addresses, c->status.n_addresses);
+    free(c->status.cluster_id);
+    free(c->status.adding);
+    api_etcd_members_free(c->status.members, c->status.n_members);
     api_object_ref_done(&c->status.apiserver_service);
     free(c);
 }

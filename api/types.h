@@ -114,6 +114,14 @@ struct api_etcd_address {
     int32_t port;
 };
 
+/* One member of a tenant's etcd as NestedEtcd status.members records it. */
+struct api_etcd_member_status {
+    char *name;     /* the pod's, <c>-etcd-<i> */
+    char *id;       /* etcd's member ID in decimal; NULL until listed */
+    bool learner;   /* added, not yet promoted */
+    char *data_uid; /* the claim (or, on emptyDir, the pod) its data lives in; NULL: unknown */
+};
+
 struct api_rollout_target {
     char *version, *config_hash;
 };
@@ -193,6 +201,11 @@ struct api_component_status {
     int32_t replicas, ready_replicas, updated_replicas;
     struct api_etcd_address *addresses; /* NestedEtcd only */
     size_t n_addresses;
+    /* NestedEtcd only: the cluster ID in decimal once the cluster formed, the peer URL of a
+     * member about to be added, and each ordinal's member. */
+    char *cluster_id, *adding;
+    struct api_etcd_member_status *members;
+    size_t n_members;
     struct api_object_ref apiserver_service; /* NestedAPIServer only */
 };
 
@@ -237,6 +250,8 @@ void api_control_plane_free(struct api_control_plane *ncp);
 /* Parses a NestedEtcd, NestedAPIServer or NestedControllerManager (the kind field says which). */
 int api_component_from_json(const cJSON *obj, struct api_component **ret, struct api_errors *errs);
 void api_component_free(struct api_component *c);
+/* Frees n members and the array. Accepts NULL. */
+void api_etcd_members_free(struct api_etcd_member_status *m, size_t n);
 
 int api_nested_cluster_from_json(const cJSON *obj, struct api_nested_cluster **ret,
                                  struct api_errors *errs);

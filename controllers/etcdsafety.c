@@ -15,17 +15,32 @@ static void why_not_persistent(const struct etcd_safety_input *in, char *out, si
                  "; its certificates expire on %s and renewing them is a roll, so renew "
                  "before then",
                  in->certs_expire);
-    n = snprintf(out, size,
+    if (in->live_replicas > 1) {
+        snprintf(out, size,
                  "etcd StatefulSet %s keeps the tenant's data in emptyDir volumes%s: a replaced "
-                 "member pod starts empty, so nestcp does not roll it (version, flag and "
-                 "certificate changes wait)%s. Move the data to persistentVolumeClaim storage "
-                 "by recreating the control plane from a backup (etcdctl snapshot save)",
+                 "member starts empty and is removed and added again through etcd's API, one "
+                 "at a time, copying the whole data set from the others; a 1-member etcd on "
+                 "emptyDir cannot be rolled at all. Use persistentVolumeClaim storage for new "
+                 "control planes",
+                 in->name,
+                 in->storage_kept ? " (spec.storage is unset and the StatefulSet was made "
+                                    "before persistentVolumeClaim became the default)"
+                                  : "");
+        return;
+    }
+    n = snprintf(out, size,
+                 "etcd StatefulSet %s keeps the tenant's data in emptyDir volumes%s: its only "
+                 "member would start empty if its pod were replaced, so nestcp does not roll "
+                 "it (version, flag and certificate changes wait)%s. Scale it to 3 members "
+                 "(spec.replicas), which then roll one at a time with their data copied from "
+                 "the others, or move the data to persistentVolumeClaim storage by recreating "
+                 "the control plane from a backup (etcdctl snapshot save)",
                  in->name,
                  in->storage_kept ? " (spec.storage is unset and the StatefulSet was made "
                                     "before persistentVolumeClaim became the default)"
                                   : "",
                  expire);
-    if (n >= 0 && (size_t)n < size && in->live_replicas == 1)
+    if (n >= 0 && (size_t)n < size)
         snprintf(out + n, size - (size_t)n,
                  ", or annotate the NestedEtcd %s=true to roll it anyway and lose every key",
                  ETCD_SAFETY_ACCEPT_DATA_LOSS);
@@ -45,16 +60,6 @@ void etcd_safety_check(const struct etcd_safety_input *in, struct etcd_safety *o
         return;
     }
     out->not_persistent = !in->live_claims;
-    if (in->replicas != in->live_replicas) {
-        out->refusal = "EtcdScaleRefused";
-        snprintf(out->message, sizeof(out->message),
-                 "NestedEtcd spec.replicas: %d -> %d is refused: the members of a running etcd "
-                 "are not added or removed yet (restarting them with a new member list would "
-                 "start the new members as a second, empty cluster); set spec.replicas back "
-                 "to %d",
-                 in->live_replicas, in->replicas, in->live_replicas);
-        return;
-    }
     if (want_claims != in->live_claims) {
         out->refusal = "EtcdStorageChangeRefused";
         snprintf(out->message, sizeof(out->message),
@@ -68,7 +73,9 @@ void etcd_safety_check(const struct etcd_safety_input *in, struct etcd_safety *o
     }
     if (out->not_persistent) {
         why_not_persistent(in, out->message, sizeof(out->message));
-        if (in->changes && !(in->live_replicas == 1 && in->accept_data_loss))
+        /* Several members are replaced one at a time and added again from the others; the
+         * only member cannot be. */
+        if (in->changes && in->live_replicas == 1 && !in->accept_data_loss)
             out->refusal = "DataNotPersistent";
     }
 }

@@ -6,17 +6,15 @@
  * StatefulSet that runs and what the component would render now.
  *
  * A member's data survives the replacement of its pod only on a PersistentVolumeClaim. On
- * emptyDir a replaced member starts empty: a 1-member etcd bootstraps a new, empty cluster
- * (every key is lost), a member of several cannot rejoin. And the StatefulSet holds the member
- * list in its pod template, so changing spec.replicas would restart every member with a new
- * --initial-cluster and start the new members as a cluster of their own.
- *
- * So, until members are added and removed through etcd's membership API:
- *   - a change of spec.replicas of a running etcd is refused (EtcdScaleRefused);
+ * emptyDir a replaced member starts empty: a member of several is removed and added again
+ * through etcd's membership API and copies the data from the others
+ * (controllers/etcdmembership.h), but the only member of a 1-member etcd would bootstrap a
+ * new, empty cluster. Adding and removing members never restarts one (each learns its initial
+ * cluster from its pod's annotations), so spec.replicas may change at any time. Hence:
  *   - a change between emptyDir and persistentVolumeClaim is refused (EtcdStorageChangeRefused):
  *     a StatefulSet's volumeClaimTemplates cannot change in place;
- *   - a roll (any pod template change) of an etcd on emptyDir is refused (DataNotPersistent);
- *     a 1-member etcd may be rolled when its object carries the annotation
+ *   - a roll (any pod template change) of a 1-member etcd on emptyDir is refused
+ *     (DataNotPersistent), unless its object carries the annotation
  *     ETCD_SAFETY_ACCEPT_DATA_LOSS = "true", knowing every key is lost.
  * The NestedControlPlane freezes its rollout on a refusal; the NestedEtcd reports the
  * DataNotPersistent condition whenever its members run on emptyDir.

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "controllers/etcdmembership.h"
 #include "controllers/status.h"
 #include "lib/kube/store.h"
 #include "lib/pki/base64.h"
@@ -59,6 +60,8 @@ void nested_ctx_done(struct nested_ctx *ctx)
     for (int i = 0; i < RENDER_PART__COUNT; i++)
         strmap_done(&ctx->parts[i].issued, free);
     strmap_done(&ctx->checked, free);
+    etcd_membership_free(ctx->members);
+    ctx->members = NULL;
 }
 
 int nested_check_render(const struct render_catalog *cat, const struct render_cluster *rc,

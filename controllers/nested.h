@@ -25,6 +25,7 @@
 #include "lib/pki/key.h"
 #include "lib/render/cluster.h"
 
+struct etcd_membership;
 struct keypool;
 
 /* CAPN's finalizer on NestedControlPlane. */
@@ -56,6 +57,8 @@ struct nested_ctx {
     /* Certificate checks that passed, kept across reconciles (render_check_memo). */
     struct strmap checked;
     struct render_check_memo memo;
+    /* What the tenants' etcd members last answered (made on first use). */
+    struct etcd_membership *members;
 };
 
 /* Bound on the remembered checks; past it the memo starts again empty. */

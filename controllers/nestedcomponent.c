@@ -23,6 +23,7 @@
 #include "api/conditions.h"
 #include "api/status.h"
 #include "api/types.h"
+#include "controllers/etcdmembership.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
 #include "controllers/nested.h"
@@ -41,6 +42,7 @@ struct comp {
     const struct cache_view *view;
     struct render_source src;
     struct plan *plan;
+    struct plan after_status; /* etcd: the pod release or etcd call, after the status write */
     const char *ns, *name;
     const cJSON *obj, *ncp;
     struct api_component *c;
@@ -351,6 +353,47 @@ static int report_persistence(struct comp *x, const struct render_cluster *rc, c
                 es.message);
 }
 
+/* etcd: the next membership change, and the StatefulSet's replicas and partition. */
+static int reconcile_members(struct comp *x, const struct render_cluster *rc, const char *certs,
+                             const char *hash, cJSON *objs)
+{
+    struct nested_ctx *base = x->pc->base;
+    struct etcd_membership_input in = {
+        .view = x->view,
+        .key = x->key,
+        .ns = x->ns,
+        .cluster = render_cluster_name(rc),
+        .desired = x->c->spec.replicas > 0 ? x->c->spec.replicas : 1,
+        .storage = x->c->spec.storage.kind == API_STORAGE_EMPTYDIR ? API_STORAGE_EMPTYDIR
+                                                                   : API_STORAGE_PVC,
+        .certs = certs,
+        .pod_hash = hash,
+        .may_apply = x->target_hash && strcmp(hash, x->target_hash) == 0,
+    };
+    struct etcd_membership_output out;
+    struct err e;
+    int r;
+
+    if (x->part != RENDER_PART_ETCD)
+        return 0;
+    if (!base->members && (r = etcd_membership_new(&base->members)) < 0)
+        return r;
+    if ((r = etcd_membership_step(base->members, &in, x->st, x->plan, &x->after_status, &out)) <
+        0)
+        return r;
+    err_clear(&e);
+    if ((r = render_transform_statefulset_scale(objs, out.replicas, out.partition, &e)) < 0)
+        return r;
+    if (!out.reason)
+        return 0;
+    if (out.converged)
+        return cond(x, ETCD_MEMBERSHIP_CONDITION, API_CONDITION_TRUE, NULL, out.reason,
+                    out.message);
+    return cond(x, ETCD_MEMBERSHIP_CONDITION, API_CONDITION_FALSE,
+                out.refused ? STATUS_SEVERITY_ERROR : STATUS_SEVERITY_INFO, out.reason,
+                out.message);
+}
+
 /* ---- the component's objects ---- */
 
 static int reconcile_children(struct comp *x)
@@ -452,7 +495,8 @@ static int reconcile_children(struct comp *x)
     }
     if (r < 0)
         goto out;
-    if ((r = report_persistence(x, rc, hash)) < 0)
+    if ((r = report_persistence(x, rc, hash)) < 0 ||
+        (r = reconcile_members(x, rc, certs, hash, objs)) < 0)
         goto out;
     if (x->target_hash && strcmp(hash, x->target_hash) == 0) {
         if ((r = apply_changed(x, objs)) < 0)
@@ -539,13 +583,17 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
     struct err msg;
     int r;
 
+    snprintf(x.key, sizeof(x.key), "%s/%s", ns, name);
     x.obj = kube_store_get(lookup_store(view, render_part_kind(pc->part)), ns, name);
-    if (!x.obj || status_deleting(x.obj))
+    if (!x.obj || status_deleting(x.obj)) {
+        if (pc->part == RENDER_PART_ETCD)
+            etcd_membership_forget(pc->base->members, x.key);
         return 0;
+    }
     ncp = lookup_control_plane_of_component(view, x.obj, pc->part);
     if (ncp && status_deleting(ncp))
         return 0;
-    snprintf(x.key, sizeof(x.key), "%s/%s", ns, name);
+    plan_init(&x.after_status);
     lookup_source(view, &x.src);
     r = api_component_from_json(x.obj, &x.c, &errs);
     if (r == -EINVAL) {
@@ -573,8 +621,11 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
         r = x.st->phase ? status_plan_write(plan, part_resources[pc->part], x.obj,
                                             api_component_status_to_json(x.c->kind, x.st), old)
                         : -ENOMEM;
+        if (r >= 0)
+            r = plan_append(plan, &x.after_status);
     }
 out:
+    plan_done(&x.after_status);
     if (r > 0)
         r = 0;
     if (r < 0)
@@ -615,6 +666,20 @@ void nestedcomponent_map(void *ctx, const struct cache_view *view,
 
     if (strcmp(res->group, own->group) == 0 && strcmp(res->resource, own->resource) == 0) {
         enqueue(q, kube_obj_namespace(obj), kube_obj_name(obj));
+        return;
+    }
+    if (res == &KUBE_PODS || res == &KUBE_PVCS) {
+        /* An etcd member's pod or claim: the NestedEtcd of its StatefulSet <cluster>-etcd. */
+        const char *cluster = kube_obj_label(obj, "cluster.x-k8s.io/cluster-name");
+        char sts[RENDER_CLUSTER_NAME_MAX + 8];
+        const cJSON *set;
+
+        if (pc->part != RENDER_PART_ETCD || !cluster)
+            return;
+        snprintf(sts, sizeof(sts), "%s-etcd", cluster);
+        set = kube_store_get(view->statefulsets, kube_obj_namespace(obj), sts);
+        if (set && lookup_controlled_by_kind(set, API_KIND_NESTED_ETCD, &owner))
+            enqueue(q, kube_obj_namespace(obj), owner);
         return;
     }
     if (lookup_controlled_by_kind(obj, render_part_kind(pc->part), &owner)) {

@@ -27,6 +27,7 @@
 #include "api/status.h"
 #include "api/types.h"
 #include "api/version.h"
+#include "controllers/etcdmembership.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
 #include "controllers/nested.h"
@@ -330,6 +331,11 @@ static int compute_desired(struct cp *x, const struct render_cluster *rc,
                  render_part_short((enum render_part)i));
         sts = kube_store_get(x->view->statefulsets, x->ns, name);
         status_statefulset(sts, target_of(ro, i)->config_hash, &da->ss[i]);
+        /* etcd is complete once its membership is, too: the API servers roll to a new member
+         * list only when every member in it votes. */
+        if (i == RENDER_PART_ETCD && da->ss[i].complete)
+            da->ss[i].complete = status_condition_current(
+                lookup_component(x->view, x->obj, RENDER_PART_ETCD), ETCD_MEMBERSHIP_CONDITION);
         err_clear(&e);
         r = render_cluster_desired(x->ctx->cat, rc, pki, &x->src, (enum render_part)i,
                                    da->ss[i].certs, &da->d[i], &e);

@@ -20,6 +20,8 @@ static void action_done(struct plan_action *a)
     cJSON_Delete(a->body);
     free(a->precondition_uid);
     free(a->why);
+    if (a->call && a->call->free)
+        a->call->free(a->call_arg);
 }
 
 void plan_done(struct plan *p)
@@ -187,4 +189,33 @@ void plan_requeue_after(struct plan *p, double seconds)
         return;
     if (p->requeue_after <= 0 || seconds < p->requeue_after)
         p->requeue_after = seconds;
+}
+
+int plan_call(struct plan *p, const struct plan_call_ops *ops, void *arg, const char *why, ...)
+{
+    struct plan_action a = {.call = ops, .call_arg = arg};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, NULL, NULL, NULL, NULL, why, ap);
+    va_end(ap);
+    return r;
+}
+
+int plan_append(struct plan *dst, struct plan *src)
+{
+    size_t need = dst->n_actions + src->n_actions;
+
+    if (need > dst->cap_actions) {
+        struct plan_action *na = realloc(dst->actions, need * sizeof(*na));
+        if (!na)
+            return -ENOMEM;
+        dst->actions = na;
+        dst->cap_actions = need;
+    }
+    memcpy(dst->actions + dst->n_actions, src->actions, src->n_actions * sizeof(*src->actions));
+    dst->n_actions = need;
+    src->n_actions = 0;
+    return 0;
 }

@@ -23,8 +23,30 @@
 #include "lib/kube/client.h"
 #include "lib/kube/events.h"
 
+struct ev_loop;
+
+/* Called once when a call ends: code 0, or a negative code with a message (may be NULL). */
+typedef void (*plan_call_done_fn)(void *done_ctx, int code, const char *message);
+
+/* An operation other than a request to the API server (a call to a tenant's etcd), carried out
+ * in its turn like the other actions: the plan goes on when it ends with code 0, and fails as
+ * a request fails otherwise. */
+struct plan_call_ops {
+    const char *name; /* for logs, e.g. "etcd member add" */
+    /* Starts the call on loop; done runs exactly once, later, on the loop. Returns 0 with a
+     * handle for cancel in *ret_handle, or a negative code (done does not run). */
+    int (*start)(void *arg, struct ev_loop *loop, plan_call_done_fn done, void *done_ctx,
+                 void **ret_handle);
+    /* Ends a call in flight: done runs with -ECANCELED before it returns. */
+    void (*cancel)(void *handle);
+    void (*free)(void *arg); /* frees arg; may be NULL */
+};
+
 struct plan_action {
-    enum kube_verb verb; /* KUBE_CREATE, KUBE_PATCH, KUBE_UPDATE or KUBE_DELETE */
+    /* KUBE_CREATE, KUBE_PATCH, KUBE_UPDATE or KUBE_DELETE; ignored for a call */
+    enum kube_verb verb;
+    const struct plan_call_ops *call; /* a call rather than a request; NULL: a request */
+    void *call_arg;                   /* owned, freed with call->free */
     enum kube_patch_type patch_type;
     bool force; /* server-side apply: take ownership of conflicting fields */
     const struct kube_resource *resource;
@@ -82,8 +104,16 @@ int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *o
 int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns, const char *name,
                 const char *uid, const char *why, ...) __attribute__((format(printf, 6, 7)));
 
+/* A call (see struct plan_call_ops); takes ownership of arg (also on failure). */
+int plan_call(struct plan *p, const struct plan_call_ops *ops, void *arg, const char *why, ...)
+    __attribute__((format(printf, 4, 5)));
+
 int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt,
                ...) __attribute__((format(printf, 4, 5)));
+
+/* Moves src's actions (not its events) to the end of dst. Returns 0, or -ENOMEM (both are
+ * unchanged then). */
+int plan_append(struct plan *dst, struct plan *src);
 
 /* Asks for the key to be reconciled again after `seconds` (the earliest request wins). */
 void plan_requeue_after(struct plan *p, double seconds);

@@ -19,7 +19,7 @@
 #include "lib/util/strutil.h"
 
 /*
- * The manager: nine shared caches (one informer each), one workqueue per controller, leader
+ * The manager: eleven shared caches (one informer each), one workqueue per controller, leader
  * election, and the executor, which turns a key into a plan (the controller's reconcile) and
  * the plan into requests, one after another, on the same loop.
  *
@@ -53,6 +53,8 @@ enum cache_id {
     CACHE_SECRETS,
     CACHE_SERVICES,
     CACHE_STATEFULSETS,
+    CACHE_PODS,
+    CACHE_CLAIMS,
     CACHE_COUNT,
 };
 
@@ -70,6 +72,8 @@ static const struct cache_spec {
     [CACHE_SECRETS] = {&KUBE_SECRETS, MANAGER_SECRET_SELECTOR, false},
     [CACHE_SERVICES] = {&KUBE_SERVICES, MANAGER_OWNED_SELECTOR, false},
     [CACHE_STATEFULSETS] = {&KUBE_STATEFULSETS, MANAGER_OWNED_SELECTOR, false},
+    [CACHE_PODS] = {&KUBE_PODS, MANAGER_POD_SELECTOR, false},
+    [CACHE_CLAIMS] = {&KUBE_PVCS, MANAGER_CLAIM_SELECTOR, false},
 };
 
 #define DEFAULT_CONCURRENCY 4
@@ -114,6 +118,7 @@ struct job {
     size_t next;
     double started;
     struct kube_call *call;
+    void *call_handle; /* a plan call in flight (struct plan_call_ops) */
     struct job *prev, *next_job;
 };
 
@@ -185,6 +190,8 @@ static const struct kube_store *cache_store(const struct manager *m, const struc
 
 static const char *verb_name(const struct plan_action *a)
 {
+    if (a->call)
+        return a->call->name;
     switch (a->verb) {
     case KUBE_CREATE:
         return "create";
@@ -214,6 +221,8 @@ void manager_view(const struct manager *m, struct cache_view *ret_view)
         .secrets = cache_store(m, &m->caches[CACHE_SECRETS]),
         .services = cache_store(m, &m->caches[CACHE_SERVICES]),
         .statefulsets = cache_store(m, &m->caches[CACHE_STATEFULSETS]),
+        .pods = cache_store(m, &m->caches[CACHE_PODS]),
+        .claims = cache_store(m, &m->caches[CACHE_CLAIMS]),
         .now = time_wall(),
     };
 }
@@ -278,7 +287,7 @@ static void action_failed(struct job *j, const struct plan_action *a, int code, 
         log_warn(conflict ? "action conflicted, reconciling again" : "action failed",
                  "controller=%s key=%s verb=%s resource=%s object=%s%s%s why=%s error=%s "
                  "message=%s retry_in_s=%.3f",
-                 c->def.name, j->key, verb_name(a), a->resource->resource,
+                 c->def.name, j->key, verb_name(a), a->call ? "-" : a->resource->resource,
                  a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
                  a->name ? a->name : "", a->why, err_code_name(code), message ? message : "",
                  workqueue_retry_delay(c->q, j->key));
@@ -310,6 +319,33 @@ static void action_done(void *userdata, const struct kube_result *res)
     action_failed(j, a, res->code, res->message);
 }
 
+static void call_done(void *userdata, int code, const char *message)
+{
+    struct job *j = userdata;
+    const struct plan_action *a = &j->plan.actions[j->next];
+
+    j->call_handle = NULL;
+    if (code == 0) {
+        log_debug("call done", "controller=%s key=%s call=%s why=%s", j->c->def.name, j->key,
+                  a->call->name, a->why);
+        j->next++;
+        job_next(j);
+        return;
+    }
+    action_failed(j, a, code, message);
+}
+
+static void call_start(struct job *j, const struct plan_action *a)
+{
+    int r;
+
+    log_debug("call", "controller=%s key=%s step=%zu/%zu call=%s why=%s", j->c->def.name, j->key,
+              j->next + 1, j->plan.n_actions, a->call->name, a->why);
+    r = a->call->start(a->call_arg, j->c->m->loop, call_done, j, &j->call_handle);
+    if (r < 0)
+        action_failed(j, a, r, "the call could not be started");
+}
+
 /* Sends the next action, or finishes the job when none is left. */
 static void job_next(struct job *j)
 {
@@ -323,6 +359,10 @@ static void job_next(struct job *j)
         return;
     }
     a = &j->plan.actions[j->next];
+    if (a->call) {
+        call_start(j, a);
+        return;
+    }
     /* The last line of defence of tenant isolation: a reconcile of a namespaced object writes
      * only in that object's namespace (lib/render's gate keeps patches there in the first
      * place). */
@@ -900,6 +940,8 @@ static void cancel_calls(struct manager *m)
             next = j->next_job;
             if (j->call)
                 kube_call_cancel(j->call); /* finishes and frees j */
+            else if (j->call_handle)
+                j->plan.actions[j->next].call->cancel(j->call_handle); /* the same */
         }
     }
 }
@@ -1300,6 +1342,8 @@ void manager_free(struct manager *m)
             struct job *j = c->jobs;
             if (j->call) {
                 kube_call_cancel(j->call);
+            } else if (j->call_handle) {
+                j->plan.actions[j->next].call->cancel(j->call_handle);
             } else {
                 job_unlink(j);
                 job_free(j);

@@ -42,6 +42,8 @@ struct cache_view {
     const struct kube_store *secrets;             /* label cluster.x-k8s.io/cluster-name */
     const struct kube_store *services;            /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *statefulsets;        /* label app.kubernetes.io/managed-by=nestcp */
+    const struct kube_store *pods;                /* etcd members: MANAGER_POD_SELECTOR */
+    const struct kube_store *claims;              /* their claims: MANAGER_CLAIM_SELECTOR */
     double now;                                   /* wall clock, seconds since the epoch */
 };
 
@@ -76,6 +78,10 @@ extern const struct kube_resource CAPI_CLUSTERS;
 /* The label selectors of the shared caches of Secrets, and of Services and StatefulSets. */
 #define MANAGER_SECRET_SELECTOR "cluster.x-k8s.io/cluster-name"
 #define MANAGER_OWNED_SELECTOR "app.kubernetes.io/managed-by=nestcp"
+/* The pods of tenants' etcd members, and their PersistentVolumeClaims (whose labels are the
+ * StatefulSet's selector, made before nestcp labelled claims itself). */
+#define MANAGER_POD_SELECTOR "app.kubernetes.io/managed-by=nestcp,app.kubernetes.io/component=etcd"
+#define MANAGER_CLAIM_SELECTOR "app.kubernetes.io/component=etcd,cluster.x-k8s.io/cluster-name"
 /* The Lease of leader election. */
 #define MANAGER_LEASE_NAME "nestcp-manager"
 

@@ -251,3 +251,24 @@ out:
     api_conditions_done(&cs);
     return r;
 }
+
+bool status_condition_current(const cJSON *obj, const char *type)
+{
+    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "generation");
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(obj, "status"), "conditions"))
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "status");
+        const cJSON *og = cJSON_GetObjectItemCaseSensitive(c, "observedGeneration");
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, type) != 0)
+            continue;
+        if (!cJSON_IsString(s) || strcmp(s->valuestring, "True") != 0)
+            return false;
+        return !cJSON_IsNumber(gen) || !cJSON_IsNumber(og) || og->valuedouble == gen->valuedouble;
+    }
+    return false;
+}

@@ -41,6 +41,10 @@ int status_condition(struct api_conditions *cs, const char *type, const char *st
 int status_plan_invalid(struct plan *p, const struct kube_resource *res, const cJSON *obj,
                         const char *reason, const char *message, double now);
 
+/* True when obj has condition `type` with status True, set for its current generation
+ * (metadata.generation, when it and the condition's observedGeneration are both known). */
+bool status_condition_current(const cJSON *obj, const char *type);
+
 /* True when obj, or the Cluster cl (may be NULL), carries the cluster.x-k8s.io/paused
  * annotation, or cl has spec.paused. */
 bool status_paused(const cJSON *obj, const cJSON *cl);

@@ -56,6 +56,7 @@ struct kube_resource {
 /* Well-known resources. */
 extern const struct kube_resource KUBE_NAMESPACES;
 extern const struct kube_resource KUBE_PODS;
+extern const struct kube_resource KUBE_PVCS;
 extern const struct kube_resource KUBE_SERVICES;
 extern const struct kube_resource KUBE_SECRETS;
 extern const struct kube_resource KUBE_CONFIGMAPS;

@@ -264,3 +264,46 @@ int render_transform_config_hash(cJSON *objects, const char *extra_input, struct
     }
     return 0;
 }
+
+static int set_number(cJSON *o, const char *key, int value)
+{
+    cJSON *n = cJSON_CreateNumber(value);
+
+    if (!n)
+        return -ENOMEM;
+    if (cJSON_GetObjectItemCaseSensitive(o, key))
+        return cJSON_ReplaceItemInObjectCaseSensitive(o, key, n) ? 0 : (cJSON_Delete(n), -ENOMEM);
+    return cJSON_AddItemToObject(o, key, n) ? 0 : (cJSON_Delete(n), -ENOMEM);
+}
+
+int render_transform_statefulset_scale(cJSON *objects, int replicas, int partition,
+                                       struct err *e)
+{
+    cJSON *obj;
+    char whole[65];
+
+    cJSON_ArrayForEach(obj, objects)
+    {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+        cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec"), *us, *ru;
+        int r;
+
+        if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "StatefulSet") != 0 ||
+            !cJSON_IsObject(spec))
+            continue;
+        if (replicas >= 0 && set_number(spec, "replicas", replicas) < 0)
+            return oom(e);
+        if (partition >= 0) {
+            if (!(us = ensure_object(spec, "updateStrategy")) ||
+                set_string(us, "type", "RollingUpdate") < 0 ||
+                !(ru = ensure_object(us, "rollingUpdate")) ||
+                set_number(ru, "partition", partition) < 0)
+                return oom(e);
+        }
+        drop_annotation(obj);
+        if ((r = sha256_hex(obj, NULL, whole)) < 0 || (r = annotate(obj, whole)) < 0)
+            return err_set(e, r, "config hash: %s",
+                           r == -ENOMEM ? "out of memory" : "digest failed");
+    }
+    return 0;
+}

@@ -39,4 +39,12 @@ int render_image_with_registry(const char *image, const char *registry, char **r
  * change of replicas does not. Returns 0 or -ENOMEM. */
 int render_transform_config_hash(cJSON *objects, const char *extra_input, struct err *e);
 
+/* Sets spec.replicas (replicas >= 0) and spec.updateStrategy rollingUpdate.partition
+ * (partition >= 0) of every StatefulSet in objects, and refreshes its whole-object config hash;
+ * the pod template and its hash are left as they are. For the etcd reconciler, whose member
+ * count and roll position come from etcd's membership rather than from the spec. Returns 0 or
+ * -ENOMEM. */
+int render_transform_statefulset_scale(cJSON *objects, int replicas, int partition,
+                                       struct err *e);
+
 #endif

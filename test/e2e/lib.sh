@@ -152,13 +152,18 @@ setup() {
         --selector app.kubernetes.io/managed-by=nestcp --restart-backoff 1 \
         --stop-grace-max 5 "${agent_args[@]}" >"$work/agent.log" 2>&1 &
     agent_pid=$!
-    "$NESTCP_BIN" manager --namespace "$ns" --templates "$NESTCP_SOURCE_DIR/templates" \
-        --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-        >"$work/manager.log" 2>&1 &
-    mgr_pid=$!
+    start_manager
     until_true 30 node_ready || fail "the node agent's Node $node is not Ready"
     log "namespace $ns, node $node (pods on 127.$pod_net.0.0/16), agent pid $agent_pid," \
         "manager pid $mgr_pid"
+}
+
+# start_manager: `nestcp manager` for the test's namespace, its log appended to manager.log.
+start_manager() {
+    "$NESTCP_BIN" manager --namespace "$ns" --templates "$NESTCP_SOURCE_DIR/templates" \
+        --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+        >>"$work/manager.log" 2>&1 &
+    mgr_pid=$!
 }
 
 node_ready() {

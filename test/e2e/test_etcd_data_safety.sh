@@ -6,10 +6,9 @@
 #      written before and during the roll is there, the cluster ID is the same and the revision
 #      has not gone backwards (a re-bootstrap keeps the cluster ID, so the ID alone proves
 #      nothing);
-#   2. on "keep", spec.replicas 1 -> 3 is refused (EtcdScaleRefused): the running member is not
-#      restarted, no second cluster appears, the data is intact; undone, it is UpToDate again;
-#   3. "ephem", a 1-member etcd on emptyDir: the same roll is refused with DataNotPersistent
+#   2. "ephem", a 1-member etcd on emptyDir: the same roll is refused with DataNotPersistent
 #      (and a Warning Event), its pod is left alone and keeps the data.
+# Scaling, and rolls of several members on emptyDir, are test_etcd_membership.sh's.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -82,35 +81,7 @@ all_written "$kk" during || fail "writes acknowledged during the roll were lost"
 [ "$(kubectl -n "$ns" get pvc data-keep-etcd-0 -o jsonpath='{.spec.volumeName}')" = "$pv" ] ||
     fail "the claim was rebound"
 
-# --- 2. a scale of the running etcd is refused, nothing restarts ---
-uid1=$(kubectl -n "$ns" get pod keep-etcd-0 -o jsonpath='{.metadata.uid}')
-restarts1=$(kubectl -n "$ns" get pod keep-etcd-0 -o jsonpath='{.status.containerStatuses[0].restartCount}')
-kubectl -n "$ns" patch netcd keep-etcd --type merge -p '{"spec":{"replicas":3}}' >/dev/null
-refused() {
-    [ "$(kubectl -n "$ns" get ncp keep -o jsonpath='{.status.conditions[?(@.type=="Upgrading")].reason}')" = EtcdScaleRefused ]
-}
-until_true 60 refused || fail "the scale was not refused"
-msg=$(kubectl -n "$ns" get ncp keep -o jsonpath='{.status.conditions[?(@.type=="Upgrading")].message}')
-log "scale refused: $msg"
-[[ $msg == *"set spec.replicas back to 1"* ]] || fail "the refusal does not say how to undo it"
-[ "$(kubectl -n "$ns" get statefulset keep-etcd -o jsonpath='{.spec.replicas}')" = 1 ] ||
-    fail "the StatefulSet was scaled"
-[ "$(kubectl -n "$ns" get pod keep-etcd-0 -o jsonpath='{.metadata.uid}')" = "$uid1" ] ||
-    fail "keep-etcd-0 was replaced"
-[ "$(kubectl -n "$ns" get pod keep-etcd-0 -o jsonpath='{.status.containerStatuses[0].restartCount}')" = "$restarts1" ] ||
-    fail "keep-etcd-0 restarted"
-members=$(etcdctl_of keep keep-etcd-0 --endpoints "$(etcd_endpoints keep 1)" member list)
-[ "$(grep -c ', started, ' <<<"$members")" = 1 ] || fail "membership changed: $members"
-tkubectl "$kk" get configmap before-1 >/dev/null || fail "data gone after the refused scale"
-kubectl -n "$ns" patch netcd keep-etcd --type merge -p '{"spec":{"replicas":1}}' >/dev/null
-uptodate() {
-    [ "$(kubectl -n "$ns" get ncp keep -o jsonpath='{.status.conditions[?(@.type=="Upgrading")].reason}')" = UpToDate ]
-}
-until_true 60 uptodate || fail "not UpToDate after the scale was undone"
-[ "$(kubectl -n "$ns" get pod keep-etcd-0 -o jsonpath='{.metadata.uid}')" = "$uid1" ] ||
-    fail "keep-etcd-0 was replaced when the scale was undone"
-
-# --- 3. a roll of a 1-member etcd on emptyDir is refused ---
+# --- 2. a roll of a 1-member etcd on emptyDir is refused ---
 ke=$work/ephem.kubeconfig
 tenant_kubeconfig ephem "$ke"
 tkubectl "$ke" create configmap precious --from-literal=v=1 >/dev/null || fail "write to ephem"

@@ -162,6 +162,8 @@ nestedcontrolplanes.controlplane.cluster.x-k8s.io/status [] get patch update
 nestedetcds.controlplane.cluster.x-k8s.io [] delete get list patch update watch
 nestedetcds.controlplane.cluster.x-k8s.io/finalizers [] update
 nestedetcds.controlplane.cluster.x-k8s.io/status [] get patch update
+persistentvolumeclaims [] get list watch
+pods [] get list patch watch
 secrets [] create delete get list patch update watch
 services [] create delete get list patch update watch
 statefulsets.apps [] create delete get list patch update watch

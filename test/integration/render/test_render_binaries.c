@@ -3,7 +3,8 @@
  * 1.37 (with etcd 3.5 under 1.35 and 3.6 under the others, so both etcd lines run too), a
  * 1-member etcd, a kube-apiserver and a kube-controller-manager of that release are started
  * from the rendered StatefulSets' command lines, with the rendered certs Secrets laid out as the pods
- * would see them. Only what a pod runtime would supply is substituted: $(POD_IP) becomes a
+ * would see them. Only what a pod runtime (and, for etcd's initial cluster, the manager through
+ * the pod's annotations) would supply is substituted: $(POD_IP) becomes a
  * loopback address of its own, $(POD_NAME) the pod name, the mount paths a temporary
  * directory, and the Services' DNS names resolve through a hosts file bind-mounted over
  * /etc/hosts in a private mount namespace (unshare -m) around each process. Then etcdctl with
@@ -320,7 +321,10 @@ static void etcd_serves_the_rendered_certificates(struct env *env)
     snprintf(data, sizeof(data), "--data-dir=%s/etcd-data", env->dir);
     snprintf(etcd, sizeof(etcd), "%s/etcd", env->etcd_bin);
     lay_out(find(env->objs, "Secret", "rb-etcd-certs-"), pki);
+    /* What nestcp writes into the pod's annotations before it lifts the scheduling gate. */
     const char *const subst[][2] = {
+        {"$(NESTCP_INITIAL_CLUSTER)", "rb-etcd-0=https://rb-etcd-0.rb-etcd." NS ".svc:2380"},
+        {"$(NESTCP_INITIAL_CLUSTER_STATE)", "new"},
         {"$(POD_NAME)", "rb-etcd-0"},
         {"$(POD_IP)", env->line->etcd_ip},
         {"/etc/etcd/pki", pki},

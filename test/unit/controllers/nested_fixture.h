@@ -31,6 +31,8 @@ enum fx_store {
     FX_SECRETS,
     FX_SERVICES,
     FX_STATEFULSETS,
+    FX_PODS,
+    FX_CLAIMS,
     FX__COUNT
 };
 
@@ -54,6 +56,8 @@ static inline void fx_init(struct fixture *f)
         .secrets = &f->stores[FX_SECRETS],
         .services = &f->stores[FX_SERVICES],
         .statefulsets = &f->stores[FX_STATEFULSETS],
+        .pods = &f->stores[FX_PODS],
+        .claims = &f->stores[FX_CLAIMS],
         .now = 1800000000.0,
     };
 }
@@ -79,6 +83,8 @@ static inline enum fx_store fx_store_of(const cJSON *obj)
         {"Secret", FX_SECRETS},
         {"Service", FX_SERVICES},
         {"StatefulSet", FX_STATEFULSETS},
+        {"Pod", FX_PODS},
+        {"PersistentVolumeClaim", FX_CLAIMS},
     };
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
 
@@ -128,7 +134,7 @@ static inline const struct plan_action *fx_action(const struct plan *p, enum kub
 {
     for (size_t i = 0; i < p->n_actions; i++) {
         const struct plan_action *a = &p->actions[i];
-        if (a->verb == verb && strcmp(a->resource->resource, resource) == 0 &&
+        if (!a->call && a->verb == verb && strcmp(a->resource->resource, resource) == 0 &&
             (!name || (a->name && strcmp(a->name, name) == 0)))
             return a;
     }
@@ -184,83 +190,92 @@ static inline const char *fx_str(const cJSON *o, const char *path)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Applies a plan's writes to the caches as an API server would (create, apply and status
- * update replace the object; a merge patch is merged; delete removes), bumping
- * resourceVersion, so a test can reconcile again and check that the next plan is empty. */
-static inline void fx_apply_plan(struct fixture *f, const struct plan *p)
+/* Applies one write to the caches as an API server would (create, apply and status update
+ * replace the object; a merge patch is merged; delete removes), bumping resourceVersion. */
+static inline void fx_apply_action(struct fixture *f, const struct plan_action *a)
 {
     static unsigned long rv = 1000, uid = 1;
+    enum fx_store s = FX__COUNT;
+    const cJSON *cur;
+    cJSON *obj = NULL, *meta, *old = NULL;
+    char buf[32];
 
-    for (size_t i = 0; i < p->n_actions; i++) {
-        const struct plan_action *a = &p->actions[i];
-        enum fx_store s = FX__COUNT;
-        const cJSON *cur;
-        cJSON *obj = NULL, *meta, *old = NULL;
-        char buf[32];
-
-        for (int k = 0; k < FX__COUNT; k++) {
-            static const char *const plurals[FX__COUNT] = {
-                "nestedcontrolplanes", "nestedetcds", "nestedapiservers",
-                "nestedcontrollermanagers", "nestedclusters", "clusters", "secrets",
-                "services", "statefulsets"};
-            if (strcmp(a->resource->resource, plurals[k]) == 0)
-                s = (enum fx_store)k;
-        }
-        assert_true(s < FX__COUNT);
-        cur = kube_store_get(&f->stores[s], a->namespace_, a->name);
-        if (a->verb == KUBE_DELETE) {
-            if (cur && kube_store_remove(&f->stores[s], a->namespace_, a->name, &old) == 0)
-                cJSON_Delete(old);
-            continue;
-        }
-        if (a->verb == KUBE_CREATE) {
-            if (cur)
-                continue; /* AlreadyExists */
-            obj = cJSON_Duplicate(a->body, true);
-            meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    for (int k = 0; k < FX__COUNT; k++) {
+        static const char *const plurals[FX__COUNT] = {
+            "nestedcontrolplanes", "nestedetcds", "nestedapiservers",
+            "nestedcontrollermanagers", "nestedclusters", "clusters", "secrets",
+            "services", "statefulsets", "pods", "persistentvolumeclaims"};
+        if (strcmp(a->resource->resource, plurals[k]) == 0)
+            s = (enum fx_store)k;
+    }
+    assert_true(s < FX__COUNT);
+    cur = kube_store_get(&f->stores[s], a->namespace_, a->name);
+    if (a->verb == KUBE_DELETE) {
+        if (cur && (!a->precondition_uid || !kube_obj_uid(cur) ||
+                    strcmp(a->precondition_uid, kube_obj_uid(cur)) == 0) &&
+            kube_store_remove(&f->stores[s], a->namespace_, a->name, &old) == 0)
+            cJSON_Delete(old);
+        return;
+    }
+    if (a->verb == KUBE_CREATE) {
+        if (cur)
+            return; /* AlreadyExists */
+        obj = cJSON_Duplicate(a->body, true);
+        meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+        snprintf(buf, sizeof(buf), "uid-%lu", uid++);
+        cJSON_AddStringToObject(meta, "uid", buf);
+        cJSON_AddStringToObject(meta, "creationTimestamp", "2027-01-15T08:00:00Z");
+    } else if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY) {
+        obj = cJSON_Duplicate(a->body, true);
+        meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "generation");
+        if (cur) {
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(cur, "status");
+            const cJSON *g = fx_path(cur, "metadata.generation");
+            bool same = cJSON_Compare(cJSON_GetObjectItemCaseSensitive(cur, "spec"),
+                                      cJSON_GetObjectItemCaseSensitive(obj, "spec"), true);
+            cJSON_DeleteItemFromObjectCaseSensitive(meta, "uid");
+            cJSON_AddStringToObject(meta, "uid", kube_obj_uid(cur));
+            cJSON_AddNumberToObject(meta, "generation",
+                                    (cJSON_IsNumber(g) ? g->valuedouble : 1) + (same ? 0 : 1));
+            if (st)
+                cJSON_AddItemToObject(obj, "status", cJSON_Duplicate(st, true));
+        } else {
             snprintf(buf, sizeof(buf), "uid-%lu", uid++);
             cJSON_AddStringToObject(meta, "uid", buf);
+            cJSON_AddNumberToObject(meta, "generation", 1);
             cJSON_AddStringToObject(meta, "creationTimestamp", "2027-01-15T08:00:00Z");
-        } else if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY) {
-            obj = cJSON_Duplicate(a->body, true);
-            meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-            cJSON_DeleteItemFromObjectCaseSensitive(meta, "generation");
-            if (cur) {
-                const cJSON *st = cJSON_GetObjectItemCaseSensitive(cur, "status");
-                const cJSON *g = fx_path(cur, "metadata.generation");
-                bool same = cJSON_Compare(cJSON_GetObjectItemCaseSensitive(cur, "spec"),
-                                          cJSON_GetObjectItemCaseSensitive(obj, "spec"), true);
-                cJSON_DeleteItemFromObjectCaseSensitive(meta, "uid");
-                cJSON_AddStringToObject(meta, "uid", kube_obj_uid(cur));
-                cJSON_AddNumberToObject(meta, "generation",
-                                        (cJSON_IsNumber(g) ? g->valuedouble : 1) + (same ? 0 : 1));
-                if (st)
-                    cJSON_AddItemToObject(obj, "status", cJSON_Duplicate(st, true));
-            } else {
-                snprintf(buf, sizeof(buf), "uid-%lu", uid++);
-                cJSON_AddStringToObject(meta, "uid", buf);
-                cJSON_AddNumberToObject(meta, "generation", 1);
-                cJSON_AddStringToObject(meta, "creationTimestamp", "2027-01-15T08:00:00Z");
-            }
-        } else if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_MERGE) {
-            assert_non_null(cur);
-            assert_int_equal(jsonpatch_merge(cur, a->body, &obj), 0);
-        } else if (a->verb == KUBE_UPDATE) {
-            assert_non_null(cur);
-            obj = cJSON_Duplicate(cur, true);
-            cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-            cJSON_AddItemToObject(
-                obj, "status",
-                cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(a->body, "status"), true));
-        } else {
-            fail_msg("unexpected verb %d", (int)a->verb);
         }
-        meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-        cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
-        snprintf(buf, sizeof(buf), "%lu", rv++);
-        cJSON_AddStringToObject(meta, "resourceVersion", buf);
-        fx_put_json(f, obj);
+    } else if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_MERGE) {
+        const char *want = fx_str(a->body, "metadata.uid");
+        assert_non_null(cur);
+        if (want && strcmp(want, kube_obj_uid(cur)) != 0)
+            return; /* a precondition that fails: 409 */
+        assert_int_equal(jsonpatch_merge(cur, a->body, &obj), 0);
+    } else if (a->verb == KUBE_UPDATE) {
+        assert_non_null(cur);
+        obj = cJSON_Duplicate(cur, true);
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        cJSON_AddItemToObject(
+            obj, "status",
+            cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(a->body, "status"), true));
+    } else {
+        fail_msg("unexpected verb %d", (int)a->verb);
     }
+    meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+    snprintf(buf, sizeof(buf), "%lu", rv++);
+    cJSON_AddStringToObject(meta, "resourceVersion", buf);
+    fx_put_json(f, obj);
+}
+
+/* Applies a plan's writes to the caches (calls to etcd are left out), so a test can
+ * reconcile again and check that the next plan is empty. */
+static inline void fx_apply_plan(struct fixture *f, const struct plan *p)
+{
+    for (size_t i = 0; i < p->n_actions; i++)
+        if (!p->actions[i].call)
+            fx_apply_action(f, &p->actions[i]);
 }
 
 #endif
