@@ -350,6 +350,17 @@ static int compute_desired(struct cp *x, const struct render_cluster *rc,
     return 0;
 }
 
+/* The learners a NestedEtcd's status lists. */
+static int etcd_learners(const cJSON *etcd)
+{
+    const cJSON *m;
+    int n = 0;
+
+    cJSON_ArrayForEach(m, get(get(etcd, "status"), "members"))
+        n += cJSON_IsTrue(get(m, "learner"));
+    return n;
+}
+
 /* Runs the state machine and writes the targets into status.rollout; returns its output. */
 static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
                         struct rollout_output *out)
@@ -369,6 +380,13 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
         c->complete = da->ss[i].complete;
         c->replicas = da->ss[i].exists ? da->ss[i].replicas : 0;
         c->ready_replicas = da->ss[i].ready;
+        if (i == ROLLOUT_ETCD) {
+            /* A learner being added does not vote: quorum is counted over the others. */
+            int learners = etcd_learners(lookup_component(x->view, x->obj, RENDER_PART_ETCD));
+            c->replicas = c->replicas > learners ? c->replicas - learners : c->replicas;
+            c->ready_replicas =
+                c->ready_replicas > learners ? c->ready_replicas - learners : c->ready_replicas;
+        }
         c->updated_replicas = da->ss[i].updated;
     }
     rollout_step(&in, out);
