@@ -300,7 +300,15 @@ int render_transform_statefulset_scale(cJSON *objects, int replicas, int partiti
                 set_number(ru, "partition", partition) < 0)
                 return oom(e);
         }
+        /* Hashed as render_transform_config_hash hashed it: without our annotation, and
+         * without an annotations object that only held it. */
         drop_annotation(obj);
+        {
+            cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+            cJSON *a = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+            if (cJSON_IsObject(a) && !a->child)
+                cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
+        }
         if ((r = sha256_hex(obj, NULL, whole)) < 0 || (r = annotate(obj, whole)) < 0)
             return err_set(e, r, "config hash: %s",
                            r == -ENOMEM ? "out of memory" : "digest failed");

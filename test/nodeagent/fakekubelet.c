@@ -1,7 +1,7 @@
 /*
- * nestcp-fake-kubelet: only the kubelet's last word. It watches the Pods of one namespace and
- * writes every Pod that is not Ready and not being deleted as Running and Ready through its
- * status subresource; it runs nothing. The controllers' integration tests and
+ * nestcp-fake-kubelet: only the kubelet's last word. It watches the Pods of one namespace (and
+ * label selector) and writes every Pod that is not Ready, not being deleted and not held back
+ * by a scheduling gate as Running and Ready through its status subresource; it runs nothing. The controllers' integration tests and
  * test/bench/bench_clusters.sh use it on a super cluster without nodes, where the StatefulSet
  * controller then counts those Pods ready.
  *
@@ -51,12 +51,14 @@ static const cJSON *get_path(const cJSON *obj, const char *a, const char *b)
     return b ? cJSON_GetObjectItemCaseSensitive(v, b) : v;
 }
 
-/* True for a Pod this program should write: not being deleted and not Ready yet. */
+/* True for a Pod this program should write: not being deleted, not held back by a scheduling
+ * gate (a kubelet never sees such a Pod) and not Ready yet. */
 static bool needs_status(const cJSON *pod)
 {
     const cJSON *c;
 
-    if (get_path(pod, "metadata", "deletionTimestamp"))
+    if (get_path(pod, "metadata", "deletionTimestamp") ||
+        cJSON_GetArraySize(get_path(pod, "spec", "schedulingGates")) > 0)
         return false;
     cJSON_ArrayForEach(c, get_path(pod, "status", "conditions"))
     {
@@ -233,6 +235,7 @@ static void usage(FILE *out)
     fputs("usage: nestcp-fake-kubelet [flags]\n"
           "  --kubeconfig PATH      super cluster kubeconfig ($KUBECONFIG, ~/.kube/config)\n"
           "  --namespace NS         the Pods to mark ready (the kubeconfig context's namespace)\n"
+          "  --selector SELECTOR    only Pods matching this label selector\n"
           "  --concurrency N        status writes in flight at once (16)\n"
           "  --log-level LEVEL      error|warn|info|debug|trace (info)\n",
           out);
@@ -243,6 +246,7 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, 'k'},
         {"namespace", required_argument, NULL, 'n'},
+        {"selector", required_argument, NULL, 'l'},
         {"concurrency", required_argument, NULL, 'c'},
         {"log-level", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -268,6 +272,9 @@ int main(int argc, char **argv)
             break;
         case 'n':
             fk.ns = optarg;
+            break;
+        case 'l':
+            io.label_selector = optarg;
             break;
         case 'c':
             if (str_to_int(optarg, 1, 1024, &qo.concurrency) < 0)

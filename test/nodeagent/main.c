@@ -33,6 +33,7 @@ static void usage(FILE *out)
           "  --node-name NAME            Node to register and run pods for (nestcp-node)\n"
           "  --state-dir DIR             pod directories and logs (/tmp/nestcp-nodeagent)\n"
           "  --selector SELECTOR         bind only pending pods matching this label selector\n"
+          "  --namespace NS              bind only pending pods of this namespace\n"
           "  --image-map FILE            extra `<repository-suffix> <binary|host>` rules\n"
           "  --bin-root DIR              hack/kube-build.sh's cache of releases\n"
           "                              ($NESTCP_BIN_ROOT, $NESTCP_KUBE_ENV_DIR/bin-root)\n"
@@ -111,6 +112,7 @@ int main(int argc, char **argv)
         {"node-name", required_argument, NULL, 'n'},
         {"state-dir", required_argument, NULL, 's'},
         {"selector", required_argument, NULL, 'l'},
+        {"namespace", required_argument, NULL, 'N'},
         {"image-map", required_argument, NULL, 'i'},
         {"bin-root", required_argument, NULL, 'b'},
         {"restart-backoff", required_argument, NULL, 'r'},
@@ -149,6 +151,9 @@ int main(int argc, char **argv)
             break;
         case 'l':
             o.selector = optarg;
+            break;
+        case 'N':
+            o.namespace_ = optarg;
             break;
         case 'i':
             image_map = optarg;

@@ -38,6 +38,7 @@ struct nodeagent {
     struct runtime *rt;
     char *node_name;
     char *selector;
+    char *ns; /* the namespace whose pods it binds; NULL: any */
     double heartbeat;
     struct kube_informer *secrets, *configmaps, *claims, *volumes, *services, *pods, *unscheduled;
     int synced; /* caches of NA_CACHES synced */
@@ -787,6 +788,7 @@ static void start_binding(struct nodeagent *na)
                                                     NULL};
     struct kube_informer_opts o = {
         .resource = &KUBE_PODS,
+        .namespace_ = na->ns,
         .label_selector = na->selector,
         .field_selector = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed",
     };
@@ -942,7 +944,8 @@ int nodeagent_new(struct ev_loop *loop, const struct kube_config *cfg,
     ev_timer_init(&na->shutdown_w, shutdown_cb, 0.1, 0.1);
     na->node_name = strdup(opts->node_name ? opts->node_name : "nestcp-node");
     na->selector = str_dup(opts->selector);
-    if (!na->node_name || (opts->selector && !na->selector))
+    na->ns = str_dup(opts->namespace_);
+    if (!na->node_name || (opts->selector && !na->selector) || (opts->namespace_ && !na->ns))
         goto fail;
     r = kube_client_new(loop, cfg, &na->client, e);
     if (r < 0)
@@ -990,5 +993,6 @@ void nodeagent_free(struct nodeagent *na)
     strmap_done(&na->state, pod_state_free);
     free(na->node_name);
     free(na->selector);
+    free(na->ns);
     free(na);
 }

@@ -30,6 +30,7 @@ struct nodeagent;
 struct nodeagent_opts {
     const char *node_name; /* NULL: "nestcp-node" */
     const char *selector;  /* label selector of the pods to bind; NULL: every pod */
+    const char *namespace_; /* bind only pods of this namespace; NULL: any */
     double heartbeat;      /* seconds; 0: 10 */
     /* state_dir, images, pod_net, backoff, cluster_domain; the callbacks, resolve and
      * node_name are the agent's own. */

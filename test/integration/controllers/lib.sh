@@ -1,16 +1,17 @@
 # Shared by the controllers' integration tests (sourced, not run): the manager as its own
 # process, a stand-in kubelet, polling, and comparisons with `nestcp render`.
 #
-# The super cluster has no nodes: its kube-controller-manager creates the Pods of each
-# StatefulSet and they stay Pending. fake_kubelet marks them Running and Ready through their
-# status subresource (this works for unscheduled Pods, and the real StatefulSet
-# controller then counts them ready); an unscheduled Pod is deleted at once, so rolling
-# updates go through without a kubelet.
+# The super cluster has no nodes of its own: its kube-controller-manager creates the Pods of
+# each StatefulSet. fake_kubelet runs the etcd members for real, through a node agent, and
+# marks the other Pods Running and Ready through their status subresource (this works for
+# unscheduled Pods, and the real StatefulSet controller then counts them ready); an
+# unscheduled Pod is deleted at once, so rolling updates go through without a kubelet.
 
 : "${KUBECONFIG:?KUBECONFIG must point at the super cluster}"
 : "${NESTCP_BIN:?}"
 : "${NESTCP_SOURCE_DIR:?}"
 . "$NESTCP_SOURCE_DIR/test/support/crds.sh"
+. "$NESTCP_SOURCE_DIR/test/support/kubelets.sh"
 
 work=$(mktemp -d)
 pids=()
@@ -22,6 +23,7 @@ cleanup() {
         kill -9 "$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true
     done
+    kubelets_stop
     for n in ${namespaces:-}; do
         # With the manager gone nothing would remove the control planes' finalizers.
         for o in $(kubectl -n "$n" get ncp -o name 2>/dev/null); do
@@ -102,17 +104,11 @@ metric_sum() {
         awk -v k="$1" '$1 == k || index($1, k "{") == 1 { s += $2 } END { printf "%d", s }'
 }
 
-# fake_kubelet NS: in the background, marks every Pod of NS Running and Ready with
-# nestcp-fake-kubelet ($NESTCP_FAKE_KUBELET; test/nodeagent/fakekubelet.c); its log is
-# $work/kubelet-NS.log, its pid $kubelet_pid.
+# fake_kubelet NS: the pods of NS run, in the background (test/support/kubelets.sh: etcd for
+# real through a node agent, the rest marked Ready); logs $work/kubelet-NS.log and
+# $work/agent-NS.log, the stand-in kubelet's pid $kubelet_pid.
 fake_kubelet() {
-    local ns=$1
-    [ -x "${NESTCP_FAKE_KUBELET:-}" ] ||
-        fail "NESTCP_FAKE_KUBELET (${NESTCP_FAKE_KUBELET:-unset}) is not an executable: build the nestcp-fake-kubelet target"
-    "$NESTCP_FAKE_KUBELET" --kubeconfig "$KUBECONFIG" --namespace "$ns" \
-        >>"$work/kubelet-$ns.log" 2>&1 &
-    kubelet_pid=$!
-    pids+=("$kubelet_pid")
+    kubelets_start "$1" "$work" || fail "cannot start the kubelets"
 }
 
 # cond NS KIND/NAME TYPE: the status, reason and message of a condition, tab-separated.

@@ -3,11 +3,11 @@
 # token bound to config/rbac (the ClusterRole, ClusterRoleBinding, leader-election Role and
 # RoleBinding, exactly as built by `kubectl kustomize config/rbac`), against the real
 # apiserver's RBAC (no system:masters):
-#   - the kubeconfig's identity is the ServiceAccount: it cannot list pods or nodes;
+#   - the kubeconfig's identity is the ServiceAccount: it cannot list configmaps or get nodes;
 #   - it watches every namespace (the default install) and wins the Lease in its own namespace;
-#   - config/samples/capn-cluster.yaml and config/samples/standalone.yaml become Ready (this test
-#     plays kubelet: it marks the StatefulSets' pods Running and Ready through pods/status with
-#     the admin kubeconfig);
+#   - config/samples/capn-cluster.yaml and config/samples/standalone.yaml become Ready (their
+#     etcd members run for real under a node agent, the other pods are marked Running and Ready,
+#     with the admin kubeconfig: test/support/kubelets.sh);
 #   - the manager records Events; deleting the samples removes the control planes, their
 #     components, Secrets, Services and StatefulSets;
 #   - the manager's log shows no request refused by RBAC, and no 403 is counted in its metrics.
@@ -22,16 +22,18 @@ set -euo pipefail
 : "${NESTCP_BIN:?}"
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+. "$NESTCP_SOURCE_DIR/test/support/kubelets.sh"
 
 src=$NESTCP_SOURCE_DIR
 id=rbac-proof-$$
 sys_ns=$id-system # the manager's namespace (ServiceAccount, Lease)
 ns=$id            # the clusters' namespace
 work=$(mktemp -d)
-mgr="" kubelet=""
+mgr=""
 cleanup() {
     local p
-    for p in $mgr $kubelet; do kill -KILL "$p" 2>/dev/null || true; done
+    for p in $mgr; do kill -KILL "$p" 2>/dev/null || true; done
+    kubelets_stop
     # With the manager gone, nothing removes its finalizer: let the namespace go.
     for p in $(kubectl -n "$ns" get ncp -o name 2>/dev/null); do
         kubectl -n "$ns" patch "$p" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
@@ -87,8 +89,8 @@ kc=$work/sa.kubeconfig
 )
 grep -q 'client-certificate' "$kc" && fail "the ServiceAccount kubeconfig has a client certificate"
 # The identity is the ServiceAccount, with its rights only.
-KUBECONFIG=$kc kubectl -n "$ns" get pods >/dev/null 2>"$work/who.err" &&
-    fail "the ServiceAccount token can list pods"
+KUBECONFIG=$kc kubectl -n "$ns" get configmaps >/dev/null 2>"$work/who.err" &&
+    fail "the ServiceAccount token can list configmaps"
 grep -q "system:serviceaccount:$sys_ns:$sa" "$work/who.err" ||
     fail "the refusal does not name the ServiceAccount: $(cat "$work/who.err")"
 [ "$(KUBECONFIG=$kc kubectl auth can-i get nodes 2>/dev/null || true)" = no ] ||
@@ -114,31 +116,9 @@ for _ in $(seq 1 100); do
 done
 [ -n "$metrics" ] || die_with_log "the manager did not log its metrics port"
 
-# The stand-in kubelet: the admin kubeconfig marks the samples' pods Running and Ready.
-(
-    while true; do
-        for pod in $(kubectl -n "$ns" get pods -o jsonpath='{range .items[?(@.status.phase=="Pending")]}{.metadata.name}{"\n"}{end}' 2>/dev/null); do
-            kubectl -n "$ns" get pod "$pod" -o json 2>/dev/null | python3 -c '
-import json, sys, datetime
-now = datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-p = json.load(sys.stdin)
-st = p.setdefault("status", {})
-st["phase"] = "Running"
-st["podIP"] = "127.0.0.2"
-st["conditions"] = [{"type": t, "status": "True", "lastTransitionTime": now}
-                    for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
-st["containerStatuses"] = [{"name": c["name"], "ready": True, "started": True, "restartCount": 0,
-                            "image": c["image"], "imageID": "", "state": {"running": {"startedAt": now}}}
-                           for c in p["spec"]["containers"]]
-json.dump(p, sys.stdout)' >"$work/pod.json" 2>/dev/null &&
-                kubectl replace --raw "/api/v1/namespaces/$ns/pods/$pod/status" -f "$work/pod.json" \
-                    >/dev/null 2>&1 || true
-        done
-        sleep 0.5
-    done
-) &
-kubelet=$!
-disown "$kubelet" # no "Killed" notice when the cleanup stops it
+# The samples' pods run (test/support/kubelets.sh: etcd for real, the rest marked Ready), with
+# the admin kubeconfig.
+kubelets_start "$ns" "$work" || fail "cannot start the kubelets"
 
 t0=$(date +%s)
 kubectl -n "$ns" apply -f "$src/config/samples/capn-cluster.yaml" -f "$src/config/samples/standalone.yaml" >/dev/null

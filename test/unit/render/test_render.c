@@ -373,6 +373,38 @@ static void test_render__labels_owner_and_hash(void **state)
                             str(sts2, "/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
     cJSON_Delete(changed);
 
+    /* The etcd reconciler's replicas and partition: the same values keep the object's hash
+     * as rendered; others change it, never the pods'. */
+    {
+        cJSON *e3 = render_ok(BASE "component: etcd\nversion: 3.6.17\nreplicas: 3\n");
+        cJSON *e1 = render_ok(BASE "component: etcd\nversion: 3.6.17\nreplicas: 1\n");
+        char whole3[65], pod3[65];
+        struct err e;
+        snprintf(whole3, sizeof(whole3), "%s",
+                 str(find(e3, "StatefulSet", "c1-etcd"),
+                     "/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
+        snprintf(pod3, sizeof(pod3), "%s",
+                 str(find(e3, "StatefulSet", "c1-etcd"),
+                     "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"));
+        assert_int_equal(render_transform_statefulset_scale(e3, 3, 0, &e), 0);
+        assert_string_equal(str(find(e3, "StatefulSet", "c1-etcd"),
+                                "/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
+                            whole3);
+        assert_int_equal(render_transform_statefulset_scale(e1, 3, 0, &e), 0);
+        assert_string_equal(str(find(e1, "StatefulSet", "c1-etcd"),
+                                "/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
+                            whole3);
+        assert_int_equal(render_transform_statefulset_scale(e3, 2, 1, &e), 0);
+        assert_string_not_equal(str(find(e3, "StatefulSet", "c1-etcd"),
+                                    "/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
+                                whole3);
+        assert_string_equal(str(find(e3, "StatefulSet", "c1-etcd"),
+                                "/spec/template/metadata/annotations/nestcp.x-k8s.io~1config-hash"),
+                            pod3);
+        cJSON_Delete(e3);
+        cJSON_Delete(e1);
+    }
+
     /* inputsHash rolls the pods. */
     changed = render_ok(BASE "component: kube-apiserver\nversion: 1.36.3\ninputsHash: abc\n");
     assert_string_not_equal(
