@@ -6,10 +6,10 @@
 #      voting; the members that were running keep their pod (UID) and were never restarted; one
 #      cluster ID throughout and a revision that only grows; the claims of removed members are
 #      gone; every write acknowledged before and during the changes is there.
-#   2. During the second 3 -> 5, the manager is killed (SIGKILL) as soon as it has recorded the
-#      member it is adding, and started again: it converges without a second cluster and
-#      without a duplicate member.
-#   3. "ephem", 3 members on emptyDir, rolled by a flag change while a writer runs: each member
+#      During 3 -> 5, the manager is killed (SIGKILL) as soon as it has recorded the member it
+#      is adding, and started again: it converges without a second cluster and without a
+#      duplicate member.
+#   2. "ephem", 3 members on emptyDir, rolled by a flag change while a writer runs: each member
 #      starts empty in its new pod, so each is removed and added again through etcd's API (new
 #      member IDs) and syncs from the others; one cluster ID, no write lost.
 set -euo pipefail
@@ -80,12 +80,26 @@ done
 read -r cid0 rev0 <<<"$(etcd_ids grow 1)" || fail "etcd endpoint status"
 remember_pods grow 1
 log "grow: 1 member, cluster $cid0, revision $rev0"
-start_writer "$kg" grow
+# Each step changes the API servers' --etcd-servers, so they roll to new pod IPs: a writer runs
+# per step, with a kubeconfig for a pod that serves when it starts.
+writers=()
+writer_step() {
+    [ ${#writers[@]} -gt 0 ] && stop_writer "${writers[-1]}"
+    tenant_kubeconfig grow "$kg"
+    writers+=("grow${#writers[@]}")
+    start_writer "$kg" "${writers[-1]}"
+}
+written() {
+    local w n=0
+    for w in "${writers[@]}"; do n=$((n + $(wc -l <"$work/$w.$1"))); done
+    echo "$n"
+}
 rev=$rev0
 # scale_to N KEEP: scales grow to N members and waits; members 0..KEEP-1 must be untouched.
 scale_to() {
     local n=$1 keep=$2 t cid r
     t=$(now)
+    writer_step
     kubectl -n "$ns" patch netcd grow-etcd --type merge -p "{\"spec\":{\"replicas\":$n}}" >/dev/null
     until_true 300 converged grow "$n" ||
         fail "grow did not converge to $n members: $(members_of grow "$n" | tr '\n' ';') (components: $(phases grow))"
@@ -95,18 +109,14 @@ scale_to() {
     [ "$r" -gt "$rev" ] || fail "the revision went backwards: $rev -> $r"
     rev=$r
     log "grow: $n members, all voting, in $(elapsed "$t") s (cluster $cid, revision $r;" \
-        "writer $(wc -l <"$work/grow.ok") written, $(wc -l <"$work/grow.failed") failed)"
+        "writers $(written ok) written, $(written failed) failed)"
 }
 scale_to 3 1
 remember_pods grow 3
-scale_to 5 3
-scale_to 3 3
-for i in 3 4; do
-    kubectl -n "$ns" get pvc "data-grow-etcd-$i" >/dev/null 2>&1 &&
-        fail "the claim of removed member grow-etcd-$i is still there"
-done
 
-# --- 2. kill -9 of the manager in the middle of adding a member ---
+# --- 2. 3 -> 5, with a kill -9 of the manager in the middle of adding a member ---
+t=$(now)
+writer_step
 kubectl -n "$ns" patch netcd grow-etcd --type merge -p '{"spec":{"replicas":5}}' >/dev/null
 adding() { [ -n "$(kubectl -n "$ns" get netcd grow-etcd -o jsonpath='{.status.adding}')" ]; }
 until_true 60 adding || fail "the manager recorded no member to add"
@@ -120,18 +130,30 @@ untouched grow 3
 [ "$(members_of grow 5 | wc -l)" = 5 ] || fail "a member was added twice"
 read -r cid r <<<"$(etcd_ids grow 5)" || fail "etcd endpoint status after the restart"
 [ "$cid" = "$cid0" ] || fail "the cluster ID changed across the restart: $cid0 -> $cid"
-log "grow: 5 members after the manager's restart (pid $mgr_pid), one cluster"
-n_ok=$(wc -l <"$work/grow.ok")
-until_true 60 writes_at_least grow $((n_ok + 3)) || fail "no write succeeds at the end"
-stop_writer grow
+[ "$r" -gt "$rev" ] || fail "the revision went backwards: $rev -> $r"
+rev=$r
+log "grow: 5 members in $(elapsed "$t") s, across the manager's restart (pid $mgr_pid), one cluster"
+
+# --- 3. 5 -> 3 ---
+scale_to 3 3
+for i in 3 4; do
+    kubectl -n "$ns" get pvc "data-grow-etcd-$i" >/dev/null 2>&1 &&
+        fail "the claim of removed member grow-etcd-$i is still there"
+done
+writer_step
+until_true 60 writes_at_least "${writers[-1]}" 3 || fail "no write succeeds at the end"
+stop_writer "${writers[-1]}"
 for i in $(seq 1 10); do
     [ "$(tkubectl "$kg" get configmap "before-$i" -o jsonpath='{.data.i}')" = "$i" ] ||
         fail "before-$i is gone"
 done
-all_written "$kg" grow || fail "writes acknowledged during the scaling were lost"
-log "grow: $(wc -l <"$work/grow.ok") writes acknowledged, none lost"
+for w in "${writers[@]}"; do
+    all_written "$kg" "$w" || fail "writes acknowledged during the scaling were lost ($w)"
+done
+log "grow: $(written ok) writes acknowledged, none lost ($(written failed) failed: sent to an" \
+    "API server pod that its roll to the new member list had replaced)"
 
-# --- 3. ephem: a roll of 3 emptyDir members adds each again ---
+# --- 4. ephem: a roll of 3 emptyDir members adds each again ---
 ke=$work/ephem.kubeconfig
 tenant_kubeconfig ephem "$ke"
 tkubectl "$ke" create configmap precious --from-literal=v=1 >/dev/null || fail "write to ephem"
