@@ -712,7 +712,10 @@ static bool pods_ready(const struct step *s)
 }
 
 /* The partition: above every pod that does not run the rendered template until etcd has
- * converged and every pod is Ready, then the highest such ordinal. */
+ * converged and every pod is Ready, then the highest such ordinal. A pod being deleted, or
+ * not recreated yet, is not stale: counting it would raise the partition above it, and the
+ * StatefulSet recreates a pod below its partition from the old template. (Pods above the
+ * highest stale one are updated or gone, so they come back from the new template.) */
 static int partition(const struct step *s, bool settled, bool *ret_stale)
 {
     int stale = -1;
@@ -723,7 +726,7 @@ static int partition(const struct step *s, bool settled, bool *ret_stale)
     for (int i = 0; i < s->mi.sts_replicas && i < MAXR; i++) {
         const cJSON *pod = s->pod[i];
         const char *h = pod ? kube_obj_annotation(pod, "nestcp.x-k8s.io/config-hash") : NULL;
-        if (pod && (!h || strcmp(h, s->in->pod_hash) != 0))
+        if (pod && !s->mi.pods[i].deleting && (!h || strcmp(h, s->in->pod_hash) != 0))
             stale = i;
     }
     if (stale < 0)

@@ -60,6 +60,7 @@ static inline void sim_init(struct sim *s, const char *yaml)
 
 static inline void sim_done(struct sim *s)
 {
+    sim_etcds_done(&s->etcds);
     plan_done(&s->last);
     nested_ctx_done(&s->ctx);
     render_catalog_free(s->cat);

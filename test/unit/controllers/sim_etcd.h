@@ -52,6 +52,8 @@ struct sim_etcd {
                            voters had before */
     bool had_quorum;
     int max_learners;   /* at once */
+    cJSON *cur_tpl;     /* the pod template of the current revision (the one rolled from) */
+    int created[ETCD_MEMBERS_REPLICAS_MAX]; /* pods created, by ordinal */
     char last_list[1024];
 };
 
@@ -62,6 +64,12 @@ struct sim_etcds {
     unsigned long next_uid;
     unsigned long changes; /* writes of the StatefulSet controller and kubelet */
 };
+
+static inline void sim_etcds_done(struct sim_etcds *es)
+{
+    for (int i = 0; i < es->n; i++)
+        cJSON_Delete(es->e[i].cur_tpl);
+}
 
 static inline struct sim_etcd *sim_etcd_of(struct sim_etcds *es, const char *sts)
 {
@@ -151,10 +159,10 @@ static inline bool sim_quorum(const struct sim_etcd *e)
     return voters > 0 && started >= voters / 2 + 1;
 }
 
-static inline cJSON *sim_pod_from(const cJSON *sts, const char *name)
+/* A pod of sts from the pod template tpl. */
+static inline cJSON *sim_pod_from(const cJSON *sts, const cJSON *tpl, const char *name)
 {
     cJSON *pod = cJSON_CreateObject(), *meta, *tmeta, *refs, *ref;
-    const cJSON *tpl = fx_path(sts, "spec.template");
 
     cJSON_AddStringToObject(pod, "apiVersion", "v1");
     cJSON_AddStringToObject(pod, "kind", "Pod");
@@ -337,10 +345,22 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
             fx_put_json(f, c);
             es->changes++;
         }
+        if (pod && fx_path(pod, "metadata.deletionTimestamp")) {
+            /* Terminated in the step after its deletion, and recreated at once. */
+            if (kube_store_remove(&f->stores[FX_PODS], "default", name, &old) == 0)
+                cJSON_Delete(old);
+            es->changes++;
+            pod = NULL;
+        }
         if (!pod) {
-            cJSON *np = sim_pod_from(sts, name);
+            /* As the StatefulSet controller does: below the partition from the current
+             * revision, at or above it from the update revision. */
+            cJSON *np = sim_pod_from(sts, i >= p || !e->cur_tpl ? fx_path(sts, "spec.template")
+                                                                 : e->cur_tpl,
+                                     name);
             sim_set_uid(es, np, "pod");
             fx_put_json(f, np);
+            e->created[i]++;
             es->changes++;
             continue;
         }
@@ -378,7 +398,7 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
         ready += sim_pod_ready(pod);
         if (hash && sim_pod_hash(pod) && strcmp(hash, sim_pod_hash(pod)) == 0)
             updated++;
-        else if (i >= p)
+        else if (i >= p && !fx_path(pod, "metadata.deletionTimestamp"))
             stale = i;
     }
     if (stale >= 0) {
@@ -390,13 +410,15 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
             above_ok = above_ok && pod && sim_pod_ready(pod);
         }
         if (above_ok) {
-            cJSON *old = NULL;
+            /* Deleted: terminating for one step (the member stops at once). */
+            cJSON *np;
             snprintf(name, sizeof(name), "%s-%d", sts_name, stale);
-            if (kube_store_remove(&f->stores[FX_PODS], "default", name, &old) == 0) {
-                cJSON_Delete(old);
-                sim_member_stop(e, stale);
-                es->changes++;
-            }
+            np = cJSON_Duplicate(fx_get(f, FX_PODS, name), true);
+            cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(np, "metadata"),
+                                    "deletionTimestamp", "2027-01-15T08:00:00Z");
+            fx_put_json(f, np);
+            sim_member_stop(e, stale);
+            es->changes++;
         }
     }
     {
@@ -426,6 +448,10 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
         cJSON_AddStringToObject(st, "updateRevision", rev);
         cJSON_AddStringToObject(st, "currentRevision",
                                 updated == n && ready == n ? rev : cur ? cur : "none");
+        if (!e->cur_tpl || (updated == n && ready == n)) {
+            cJSON_Delete(e->cur_tpl);
+            e->cur_tpl = cJSON_Duplicate(fx_path(sts, "spec.template"), true);
+        }
     }
     if (!cJSON_Compare(fx_path(ns, "status"), fx_path(sts, "status"), true)) {
         cJSON *meta = cJSON_GetObjectItemCaseSensitive(ns, "metadata");

@@ -200,6 +200,9 @@ static void test_etcdmembership__a_roll_replaces_one_member_at_a_time(void **sta
         assert_string_equal(sim_pod_hash(fx_get(&s.f, FX_PODS, name)), after);
     }
     assert_members(&s, 3);
+    /* Each pod was replaced once: none came back from the old template to be rolled again. */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(model(&s)->created[i], 2);
     assert_int_equal(
         fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"), "spec.updateStrategy.rollingUpdate.partition")
             ->valueint,
@@ -227,6 +230,8 @@ static void test_etcdmembership__emptydir_members_are_added_again_in_a_roll(void
     sim_converge(&s, 300);
     after = template_hash(&s);
     assert_members(&s, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(model(&s)->created[i], 2);
     /* Each member started empty, so each was removed and added again: new IDs, one cluster. */
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < 3; k++)
