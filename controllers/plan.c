@@ -207,6 +207,8 @@ int plan_append(struct plan *dst, struct plan *src)
 {
     size_t need = dst->n_actions + src->n_actions;
 
+    if (src->n_actions == 0)
+        return 0;
     if (need > dst->cap_actions) {
         struct plan_action *na = realloc(dst->actions, need * sizeof(*na));
         if (!na)
