@@ -132,6 +132,7 @@ cmdline() {
             --service-account-signing-key-file "$dir/pki/sa.key" \
             --service-account-issuer https://kubernetes.default.svc \
             --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true \
+            --admission-control-config-file "$dir/admission.yaml" \
             --endpoint-reconciler-type none \
             --profiling=false --v=1)
         ;;
@@ -276,6 +277,25 @@ cmd_up() {
     openssl ec -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
     write_kubeconfig "$dir/kubeconfig" admin
     write_kubeconfig "$dir/controller-manager.kubeconfig" controller-manager
+    # Pod Security admission enforces the restricted profile in every namespace that does not
+    # say otherwise (a namespace label pod-security.kubernetes.io/enforce overrides it), so the
+    # API server itself checks every pod nestcp's packages render in the tests' namespaces.
+    cat >"$dir/admission.yaml" <<'YAML'
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults:
+      enforce: restricted
+      enforce-version: latest
+      warn: restricted
+      warn-version: latest
+    exemptions:
+      namespaces: [kube-system]
+YAML
 
     start_component etcd
     if ! wait_etcd; then

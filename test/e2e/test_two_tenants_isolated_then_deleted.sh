@@ -19,6 +19,17 @@ kubectl -n "$ns" apply -f "$NESTCP_SOURCE_DIR/config/samples/standalone.yaml" >/
 wait_ready sample-control-plane 300 "$t0"
 wait_ready standalone 300 "$t0"
 
+# Pod Security admission enforces the restricted profile in this namespace (the super
+# cluster's default): every pod above was admitted under it. Each runs that way too.
+[ -z "$(kubectl get namespace "$ns" -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" ] ||
+    fail "namespace $ns overrides the super cluster's Pod Security default"
+for c in sample standalone; do
+    runs_restricted "$c-etcd-0" etcd
+    runs_restricted "$c-apiserver-0" kube-apiserver
+    runs_restricted "$c-controller-manager-0" kube-controller-manager
+done
+log "every component of both tenants runs as uid 65532, no capabilities, no_new_privs, read-only root"
+
 for c in sample standalone; do
     tenant_kubeconfig "$c" "$work/$c.kubeconfig"
     kubeconfig_pems "$work/$c.kubeconfig" "$work/$c"
