@@ -98,6 +98,12 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
 void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
                             const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
                             void *q);
+/* The resource the component controllers write an object a package renders to, by its kind
+ * ("StatefulSet": apps/v1 statefulsets), or NULL for a kind they do not handle (the reconcile
+ * then fails with -EINVAL). Such objects are server-side applied, cached and deleted with
+ * their control plane. */
+const struct kube_resource *nestedcomponent_rendered_resource(const char *kind);
+
 int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const char *ns,
                               const char *name, struct plan *plan, struct err *e);
 void nestedcomponent_map(void *ctx, const struct cache_view *view,

@@ -156,15 +156,18 @@ static void remember_issued(struct comp *x, const char *secret)
 
 /* ---- children ---- */
 
-static const struct kube_resource *resource_of(const cJSON *obj)
+const struct kube_resource *nestedcomponent_rendered_resource(const char *kind)
 {
-    const char *kind = str(obj, "kind");
-
     if (kind && strcmp(kind, "Service") == 0)
         return &KUBE_SERVICES;
     if (kind && strcmp(kind, "StatefulSet") == 0)
         return &KUBE_STATEFULSETS;
     return NULL;
+}
+
+static const struct kube_resource *resource_of(const cJSON *obj)
+{
+    return nestedcomponent_rendered_resource(str(obj, "kind"));
 }
 
 static const struct kube_store *store_of(const struct cache_view *view,

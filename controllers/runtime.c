@@ -10,6 +10,7 @@
 #include <ev.h>
 
 #include "api/kinds.h"
+#include "controllers/access.h"
 #include "controllers/metrics.h"
 #include "lib/kube/informer.h"
 #include "lib/kube/leader.h"
@@ -71,6 +72,11 @@ static const struct cache_spec {
     [CACHE_SERVICES] = {&KUBE_SERVICES, MANAGER_OWNED_SELECTOR, false},
     [CACHE_STATEFULSETS] = {&KUBE_STATEFULSETS, MANAGER_OWNED_SELECTOR, false},
 };
+
+const struct kube_resource *manager_cached_resource(size_t i)
+{
+    return i < CACHE_COUNT ? cache_specs[i].res : NULL;
+}
 
 #define DEFAULT_CONCURRENCY 4
 #define DEFAULT_SHUTDOWN_TIMEOUT 15.0
@@ -328,6 +334,13 @@ static void job_next(struct job *j)
      * place). */
     if (j->ns && (!a->namespace_ || strcmp(a->namespace_, j->ns) != 0)) {
         action_failed(j, a, -EPERM, "refused: a write outside the reconciled object's namespace");
+        return;
+    }
+    /* What config/rbac does not grant would be answered 403: say so before sending it. */
+    if (!access_allows_action(a)) {
+        action_failed(j, a, -EPERM,
+                      "refused: not in the manager's access table (controllers/access.c), which "
+                      "config/rbac grants");
         return;
     }
     req = (struct kube_request){

@@ -73,6 +73,9 @@ extern const struct kube_resource NESTCP_CONTROLLER_MANAGERS;
 extern const struct kube_resource NESTCP_NESTED_CLUSTERS;
 extern const struct kube_resource CAPI_CLUSTERS;
 
+/* The i-th resource the manager caches (lists and watches), or NULL past the last. */
+const struct kube_resource *manager_cached_resource(size_t i);
+
 /* The label selectors of the shared caches of Secrets, and of Services and StatefulSets. */
 #define MANAGER_SECRET_SELECTOR "cluster.x-k8s.io/cluster-name"
 #define MANAGER_OWNED_SELECTOR "app.kubernetes.io/managed-by=nestcp"

@@ -146,25 +146,25 @@ print("".join(l + "\n" for l in sorted(out)), end="")' "$out/baseline.txt"
 }
 # The manager's rights in a namespace it reconciles: exactly these (config/rbac/role.yaml).
 cat >"$out/reconcile.rules" <<'RULES'
-clusters.cluster.x-k8s.io [] get list watch
+clusters.cluster.x-k8s.io [] list watch
 events [] create patch
-nestedapiservers.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedapiservers.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedapiservers.controlplane.cluster.x-k8s.io/finalizers [] update
-nestedapiservers.controlplane.cluster.x-k8s.io/status [] get patch update
-nestedclusters.infrastructure.cluster.x-k8s.io [] get list patch update watch
-nestedclusters.infrastructure.cluster.x-k8s.io/status [] get patch update
-nestedcontrollermanagers.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedapiservers.controlplane.cluster.x-k8s.io/status [] update
+nestedclusters.infrastructure.cluster.x-k8s.io [] list patch watch
+nestedclusters.infrastructure.cluster.x-k8s.io/status [] update
+nestedcontrollermanagers.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedcontrollermanagers.controlplane.cluster.x-k8s.io/finalizers [] update
-nestedcontrollermanagers.controlplane.cluster.x-k8s.io/status [] get patch update
-nestedcontrolplanes.controlplane.cluster.x-k8s.io [] get list patch update watch
+nestedcontrollermanagers.controlplane.cluster.x-k8s.io/status [] update
+nestedcontrolplanes.controlplane.cluster.x-k8s.io [] list patch watch
 nestedcontrolplanes.controlplane.cluster.x-k8s.io/finalizers [] update
-nestedcontrolplanes.controlplane.cluster.x-k8s.io/status [] get patch update
-nestedetcds.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedcontrolplanes.controlplane.cluster.x-k8s.io/status [] update
+nestedetcds.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedetcds.controlplane.cluster.x-k8s.io/finalizers [] update
-nestedetcds.controlplane.cluster.x-k8s.io/status [] get patch update
-secrets [] create delete get list patch update watch
-services [] create delete get list patch update watch
-statefulsets.apps [] create delete get list patch update watch
+nestedetcds.controlplane.cluster.x-k8s.io/status [] update
+secrets [] create delete list patch watch
+services [] delete list patch watch
+statefulsets.apps [] delete list patch watch
 RULES
 # Leader election, in the manager's namespace only.
 cat >"$out/lease.rules" <<'RULES'
@@ -193,6 +193,8 @@ check_denied() {
     can no "$1" create pods
     can no "$1" update pods --subresource=status
     can no "$1" get configmaps
+    can no "$1" get secrets
+    can no "$1" update statefulsets.apps
     can no "$1" delete nestedcontrolplanes.controlplane.cluster.x-k8s.io
     can no "$1" create events.events.k8s.io
     can no default get nodes
@@ -202,8 +204,8 @@ check_denied() {
 }
 
 # docs/install.md's two examples, as written there.
-[ "$(kubectl auth can-i patch nestedcontrolplanes --subresource=status -A --as="$sa")" = yes ] ||
-    fail "docs/install.md: patch nestedcontrolplanes/status is not allowed"
+[ "$(kubectl auth can-i update nestedcontrolplanes --subresource=status -A --as="$sa")" = yes ] ||
+    fail "docs/install.md: update nestedcontrolplanes/status is not allowed"
 [ "$(kubectl auth can-i create pods -n default --as="$sa" || true)" = no ] ||
     fail "docs/install.md: create pods is allowed"
 # The ClusterRole: the same rights in every namespace, the Lease only in nestcp-system.
@@ -241,6 +243,6 @@ expect_rules default
 expect_rules some-tenant
 expect_rules nestcp-system "$out/lease.rules"
 can no default list secrets --all-namespaces
-can yes tenants patch nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
+can yes tenants update nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
 check_denied tenants
 echo "ok: config/default and config/namespaced install, and grant exactly the manager's rights"

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "controllers/access.h"
 #include "controllers/plan.h"
 #include "controllers/runtime.h"
 #include "lib/kube/store.h"
@@ -207,6 +208,11 @@ static inline void fx_apply_plan(struct fixture *f, const struct plan *p)
                 s = (enum fx_store)k;
         }
         assert_true(s < FX__COUNT);
+        /* Every action a reconciler plans is one config/rbac grants (controllers/access.c). */
+        if (!access_allows_action(a))
+            fail_msg("%s %s%s%s is not in the access table: %s", access_action_verb(a),
+                     a->resource->resource, a->subresource ? "/" : "",
+                     a->subresource ? a->subresource : "", a->why);
         cur = kube_store_get(&f->stores[s], a->namespace_, a->name);
         if (a->verb == KUBE_DELETE) {
             if (cur && kube_store_remove(&f->stores[s], a->namespace_, a->name, &old) == 0)

@@ -23,6 +23,9 @@ struct sim {
     struct plan last;  /* the last non-empty plan of the last pass, kept for inspection */
     char order[16][64]; /* StatefulSets in the order they were first applied */
     int n_order;
+    /* Called with every action applied, when set. */
+    void (*on_action)(void *ud, const struct plan_action *a);
+    void *on_action_ud;
 };
 
 static inline struct render_catalog *sim_catalog(void)
@@ -82,6 +85,8 @@ static inline size_t sim_one(struct sim *s, int which, const char *ns, const cha
     for (size_t i = 0; i < p.n_actions; i++) {
         const struct plan_action *a = &p.actions[i];
         bool seen = false;
+        if (s->on_action)
+            s->on_action(s->on_action_ud, a);
         if (getenv("NESTED_SIM_TRACE"))
             print_message("  %s/%s: %d %s %s %s\n", ns, name, (int)a->verb,
                           a->resource->resource, a->name ? a->name : "", a->why);
