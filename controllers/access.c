@@ -59,6 +59,10 @@ const struct access_rule access_rules[] = {
      "the Lease, the first time (create cannot be limited to a name)"},
     {"coordination.k8s.io", "leases", "get update", "nestcp-manager", ACCESS_LEADER,
      "read and renew the Lease"},
+    {"authentication.k8s.io", "tokenreviews", "create", NULL, ACCESS_METRICS,
+     "a scrape's bearer token authenticated"},
+    {"authorization.k8s.io", "subjectaccessreviews", "create", NULL, ACCESS_METRICS,
+     "a scrape's user allowed get on /metrics"},
     {NULL, NULL, NULL, NULL, 0, NULL},
 };
 
@@ -98,7 +102,8 @@ static bool has_word(const char *list, const char *word)
 bool access_allows(const char *group, const char *resource, const char *verb)
 {
     for (const struct access_rule *r = access_rules; r->resource; r++)
-        if (!r->resource_name && r->use != ACCESS_LEADER && strcmp(r->group, group) == 0 &&
+        if (!r->resource_name && r->use != ACCESS_LEADER && r->use != ACCESS_METRICS &&
+            strcmp(r->group, group) == 0 &&
             strcmp(r->resource, resource) == 0 && has_word(r->verbs, verb))
             return true;
     return false;

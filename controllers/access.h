@@ -22,8 +22,9 @@ enum access_use {
     ACCESS_PLAN,      /* reconcilers' plans send it (seen in the test's cycle) */
     ACCESS_EVENTS,    /* the event recorder (lib/kube/events.c) */
     ACCESS_ADMISSION, /* not sent: asked by admission for what the manager sends */
-    ACCESS_LEADER,    /* leader election (lib/kube/leader.c); the namespaced Role */
-    ACCESS_METRICS,   /* authenticating and authorising /metrics scrapes */
+    ACCESS_LEADER,    /* leader election (lib/kube/leader.c): leader_election_role.yaml */
+    ACCESS_METRICS,   /* reviews of /metrics scrapes (controllers/httpserver.c):
+                         metrics_auth_role.yaml */
 };
 
 struct access_rule {
@@ -42,8 +43,8 @@ extern const struct access_rule access_rules[];
  * delete. */
 const char *access_action_verb(const struct plan_action *a);
 
-/* Whether the table lets the manager send verb to group/resource (resource with its
- * subresource, "nestedetcds/status"). */
+/* Whether the table lets the controllers send verb to group/resource (resource with its
+ * subresource, "nestedetcds/status"): the rows of config/rbac/role.yaml. */
 bool access_allows(const char *group, const char *resource, const char *verb);
 
 /* Whether the table lets a plan action through. */

@@ -80,7 +80,7 @@ start_manager() {
     local name=$1 ns=$2 p
     shift 2
     "$NESTCP_BIN" manager --kubeconfig "$KUBECONFIG" --namespace "$ns" \
-        --templates "$NESTCP_SOURCE_DIR/templates" --metrics-bind-address 127.0.0.1:0 \
+        --templates "$NESTCP_SOURCE_DIR/templates" --metrics-bind-address 127.0.0.1:0 --metrics-secure=false \
         --health-probe-bind-address 127.0.0.1:0 --log-level "${MANAGER_LOG_LEVEL:-info}" "$@" \
         >>"$work/$name.log" 2>&1 &
     mgr_pid=$!

@@ -106,27 +106,56 @@ static void rights_equal(const struct rights *want, const char *want_name,
         fail_msg("\n%s", diff);
 }
 
-static void table_rights(bool leader, int use, struct rights *r)
+/* The role file that grants a row of the table. */
+static const char *role_file(enum access_use use)
+{
+    switch (use) {
+    case ACCESS_LEADER:
+        return "leader_election_role.yaml";
+    case ACCESS_METRICS:
+        return "metrics_auth_role.yaml";
+    default:
+        return "role.yaml";
+    }
+}
+
+/* The rights of the table's rows granted by file (NULL: any), of use (-1: any). */
+static void table_rights(const char *file, int use, struct rights *r)
 {
     for (const struct access_rule *a = access_rules; a->resource; a++)
-        if ((a->use == ACCESS_LEADER) == leader && (use < 0 || (int)a->use == use))
+        if ((!file || strcmp(role_file(a->use), file) == 0) && (use < 0 || (int)a->use == use))
             rights_add_words(r, a->group, a->resource, a->verbs, a->resource_name);
 }
 
 static void test_access__config_rbac_grants_exactly_the_table(void **state)
 {
-    static struct rights role, table, lrole, ltable;
+    static const char *const files[] = {"role.yaml", "leader_election_role.yaml",
+                                        "metrics_auth_role.yaml"};
+    static struct rights role, table;
+    char name[128];
 
-    memset(&role, 0, sizeof(role));
+    for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+        memset(&role, 0, sizeof(role));
+        memset(&table, 0, sizeof(table));
+        rights_of_role(files[i], &role);
+        table_rights(files[i], -1, &table);
+        snprintf(name, sizeof(name), "config/rbac/%s", files[i]);
+        rights_equal(&table, "controllers/access.c", &role, name);
+    }
+}
+
+/* The reviews of secure metrics are the two resources the table grants create on. */
+static void test_access__metrics_reviews_are_granted(void **state)
+{
+    static struct rights table, used;
+
     memset(&table, 0, sizeof(table));
-    memset(&lrole, 0, sizeof(lrole));
-    memset(&ltable, 0, sizeof(ltable));
-    rights_of_role("role.yaml", &role);
-    table_rights(false, -1, &table);
-    rights_equal(&table, "controllers/access.c", &role, "config/rbac/role.yaml");
-    rights_of_role("leader_election_role.yaml", &lrole);
-    table_rights(true, -1, &ltable);
-    rights_equal(&ltable, "controllers/access.c", &lrole, "config/rbac/leader_election_role.yaml");
+    memset(&used, 0, sizeof(used));
+    table_rights(NULL, ACCESS_METRICS, &table);
+    rights_add(&used, KUBE_TOKENREVIEWS.group, KUBE_TOKENREVIEWS.resource, "create", NULL);
+    rights_add(&used, KUBE_SUBJECTACCESSREVIEWS.group, KUBE_SUBJECTACCESSREVIEWS.resource,
+               "create", NULL);
+    rights_equal(&table, "the table's metrics rows", &used, "controllers/httpserver.c's reviews");
 }
 
 static void test_access__caches_list_and_watch_what_the_table_says(void **state)
@@ -138,7 +167,7 @@ static void test_access__caches_list_and_watch_what_the_table_says(void **state)
     memset(&table, 0, sizeof(table));
     for (size_t i = 0; (res = manager_cached_resource(i)); i++)
         rights_add_words(&cached, res->group, res->resource, "list watch", NULL);
-    table_rights(false, ACCESS_CACHE, &table);
+    table_rights(NULL, ACCESS_CACHE, &table);
     rights_equal(&table, "the table's cache rows", &cached, "the manager's caches");
 }
 
@@ -251,7 +280,7 @@ static void test_access__a_control_planes_life_sends_exactly_the_plan_verbs(void
     assert_int_equal(cJSON_GetArraySize(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, NCP),
                                                 "metadata.finalizers")),
                      0);
-    table_rights(false, ACCESS_PLAN, &table);
+    table_rights(NULL, ACCESS_PLAN, &table);
     rights_equal(&table, "the table's plan rows", &seen, "the plans of the cycle");
     sim_done(&s);
 }
@@ -311,6 +340,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_access__config_rbac_grants_exactly_the_table),
         cmocka_unit_test(test_access__caches_list_and_watch_what_the_table_says),
+        cmocka_unit_test(test_access__metrics_reviews_are_granted),
         cmocka_unit_test(test_access__a_control_planes_life_sends_exactly_the_plan_verbs),
         cmocka_unit_test(test_access__every_kind_every_package_renders_is_granted),
     };
