@@ -21,6 +21,7 @@ const struct access_rule access_rules[] = {
     {"", "secrets", "list watch", NULL, ACCESS_CACHE, "cache, by the cluster-name label"},
     {"", "services", "list watch", NULL, ACCESS_CACHE, "cache of what nestcp manages"},
     {"apps", "statefulsets", "list watch", NULL, ACCESS_CACHE, "cache of what nestcp manages"},
+    {"", "configmaps", "list watch", NULL, ACCESS_CACHE, "cache of what nestcp manages"},
 
     /* Plans. */
     {CP, "nestedcontrolplanes", "patch", NULL, ACCESS_PLAN, "the finalizer (merge patch)"},
@@ -39,10 +40,13 @@ const struct access_rule access_rules[] = {
     {"", "secrets", "create patch delete", NULL, ACCESS_PLAN,
      "CAs and certificates created (never overwritten), the kubeconfig applied, superseded "
      "certificates deleted"},
-    {"", "services", "patch delete", NULL, ACCESS_PLAN,
-     "rendered: server-side applied, deleted with their control plane"},
-    {"apps", "statefulsets", "patch delete", NULL, ACCESS_PLAN,
-     "rendered: server-side applied, deleted with their control plane"},
+    {"", "services", "create patch delete", NULL, ACCESS_PLAN,
+     "rendered: server-side applied (which creates), deleted with their control plane"},
+    {"apps", "statefulsets", "create patch delete", NULL, ACCESS_PLAN,
+     "rendered: server-side applied (which creates), deleted with their control plane"},
+    {"", "configmaps", "create patch delete", NULL, ACCESS_PLAN,
+     "rendered (kube-apiserver's authentication configuration): server-side applied (which "
+     "creates), deleted with their control plane"},
 
     /* What the objects nestcp writes need at admission: ownerReferences with
      * blockOwnerDeletion ask for update on the owner's finalizers where
@@ -111,6 +115,7 @@ bool access_allows(const char *group, const char *resource, const char *verb)
 
 bool access_allows_action(const struct plan_action *a)
 {
+    const char *verb = access_action_verb(a);
     char resource[128];
     size_t n = strlen(a->resource->resource);
 
@@ -124,5 +129,10 @@ bool access_allows_action(const struct plan_action *a)
         resource[n] = '/';
         memcpy(resource + n + 1, a->subresource, m + 1);
     }
-    return access_allows(a->resource->group, resource, access_action_verb(a));
+    /* A server-side apply of an object that does not exist yet creates it: the API server
+     * asks for create as well as patch then. */
+    if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY &&
+        !access_allows(a->resource->group, resource, "create"))
+        return false;
+    return access_allows(a->resource->group, resource, verb);
 }

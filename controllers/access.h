@@ -40,7 +40,8 @@ struct access_rule {
 extern const struct access_rule access_rules[];
 
 /* The RBAC verb of a plan action: create, patch (merge and server-side apply), update,
- * delete. */
+ * delete. A server-side apply that creates its object needs create too (access_allows_action
+ * asks for both). */
 const char *access_action_verb(const struct plan_action *a);
 
 /* Whether the table lets the controllers send verb to group/resource (resource with its

@@ -104,6 +104,12 @@ void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
  * their control plane. */
 const struct kube_resource *nestedcomponent_rendered_resource(const char *kind);
 
+/* The i-th resource packages may render (Services, StatefulSets, ConfigMaps), or NULL past
+ * the last; and the cache of it in view (NULL when the view has none). */
+const struct kube_resource *nestedcomponent_rendered(size_t i);
+const struct kube_store *nestedcomponent_rendered_store(const struct cache_view *view,
+                                                        const struct kube_resource *res);
+
 int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const char *ns,
                               const char *name, struct plan *plan, struct err *e);
 void nestedcomponent_map(void *ctx, const struct cache_view *view,

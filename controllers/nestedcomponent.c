@@ -156,24 +156,38 @@ static void remember_issued(struct comp *x, const char *secret)
 
 /* ---- children ---- */
 
+/* What packages may render, in the order their objects are deleted with a control plane. */
+static const struct kube_resource *const rendered[] = {&KUBE_STATEFULSETS, &KUBE_SERVICES,
+                                                       &KUBE_CONFIGMAPS};
+
+const struct kube_resource *nestedcomponent_rendered(size_t i)
+{
+    return i < sizeof(rendered) / sizeof(*rendered) ? rendered[i] : NULL;
+}
+
 const struct kube_resource *nestedcomponent_rendered_resource(const char *kind)
 {
-    if (kind && strcmp(kind, "Service") == 0)
-        return &KUBE_SERVICES;
-    if (kind && strcmp(kind, "StatefulSet") == 0)
-        return &KUBE_STATEFULSETS;
+    for (size_t i = 0; kind && i < sizeof(rendered) / sizeof(*rendered); i++)
+        if (strcmp(kind, rendered[i]->kind) == 0)
+            return rendered[i];
+    return NULL;
+}
+
+const struct kube_store *nestedcomponent_rendered_store(const struct cache_view *view,
+                                                        const struct kube_resource *res)
+{
+    if (res == &KUBE_SERVICES)
+        return view->services;
+    if (res == &KUBE_STATEFULSETS)
+        return view->statefulsets;
+    if (res == &KUBE_CONFIGMAPS)
+        return view->configmaps;
     return NULL;
 }
 
 static const struct kube_resource *resource_of(const cJSON *obj)
 {
     return nestedcomponent_rendered_resource(str(obj, "kind"));
-}
-
-static const struct kube_store *store_of(const struct cache_view *view,
-                                         const struct kube_resource *res)
-{
-    return res == &KUBE_SERVICES ? view->services : view->statefulsets;
 }
 
 static const char *config_hash(const cJSON *obj)
@@ -188,6 +202,7 @@ static int apply_changed(struct comp *x, cJSON *objs)
 
     while ((o = cJSON_DetachItemFromArray(objs, 0))) {
         const struct kube_resource *res = resource_of(o);
+        const struct kube_store *store;
         const cJSON *live;
         const char *want = config_hash(o), *have;
 
@@ -195,7 +210,8 @@ static int apply_changed(struct comp *x, cJSON *objs)
             cJSON_Delete(o);
             return -EINVAL;
         }
-        live = kube_store_get(store_of(x->view, res), x->ns, kube_obj_name(o));
+        store = nestedcomponent_rendered_store(x->view, res);
+        live = store ? kube_store_get(store, x->ns, kube_obj_name(o)) : NULL;
         have = live ? config_hash(live) : NULL;
         if (live && want && have && strcmp(want, have) == 0) {
             cJSON_Delete(o);

@@ -158,14 +158,16 @@ static bool each_secret(void *ud, const cJSON *o)
     return delete_child(ud, &KUBE_SECRETS, o);
 }
 
-static bool each_service(void *ud, const cJSON *o)
-{
-    return delete_child(ud, &KUBE_SERVICES, o);
-}
+struct rendered_children {
+    struct children *c;
+    const struct kube_resource *res;
+};
 
-static bool each_statefulset(void *ud, const cJSON *o)
+static bool each_rendered(void *ud, const cJSON *o)
 {
-    return delete_child(ud, &KUBE_STATEFULSETS, o);
+    struct rendered_children *rc = ud;
+
+    return delete_child(rc->c, rc->res, o);
 }
 
 static int reconcile_delete(struct cp *x)
@@ -191,8 +193,13 @@ static int reconcile_delete(struct cp *x)
     for (int i = 0; i < RENDER_PART__COUNT && c.r == 0; i++) {
         if (!c.uids[i])
             continue;
-        kube_store_foreach_owned(x->view->statefulsets, c.uids[i], each_statefulset, &c);
-        kube_store_foreach_owned(x->view->services, c.uids[i], each_service, &c);
+        const struct kube_resource *res;
+        for (size_t k = 0; (res = nestedcomponent_rendered(k)) && c.r == 0; k++) {
+            const struct kube_store *store = nestedcomponent_rendered_store(x->view, res);
+            struct rendered_children rc = {&c, res};
+            if (store)
+                kube_store_foreach_owned(store, c.uids[i], each_rendered, &rc);
+        }
         kube_store_foreach_owned(x->view->secrets, c.uids[i], each_secret, &c);
     }
     if (c.r < 0)

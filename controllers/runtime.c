@@ -20,7 +20,7 @@
 #include "lib/util/strutil.h"
 
 /*
- * The manager: nine shared caches (one informer each), one workqueue per controller, leader
+ * The manager: ten shared caches (one informer each), one workqueue per controller, leader
  * election, and the executor, which turns a key into a plan (the controller's reconcile) and
  * the plan into requests, one after another, on the same loop.
  *
@@ -54,6 +54,7 @@ enum cache_id {
     CACHE_SECRETS,
     CACHE_SERVICES,
     CACHE_STATEFULSETS,
+    CACHE_CONFIGMAPS,
     CACHE_COUNT,
 };
 
@@ -71,6 +72,7 @@ static const struct cache_spec {
     [CACHE_SECRETS] = {&KUBE_SECRETS, MANAGER_SECRET_SELECTOR, false},
     [CACHE_SERVICES] = {&KUBE_SERVICES, MANAGER_OWNED_SELECTOR, false},
     [CACHE_STATEFULSETS] = {&KUBE_STATEFULSETS, MANAGER_OWNED_SELECTOR, false},
+    [CACHE_CONFIGMAPS] = {&KUBE_CONFIGMAPS, MANAGER_OWNED_SELECTOR, false},
 };
 
 const struct kube_resource *manager_cached_resource(size_t i)
@@ -220,6 +222,7 @@ void manager_view(const struct manager *m, struct cache_view *ret_view)
         .secrets = cache_store(m, &m->caches[CACHE_SECRETS]),
         .services = cache_store(m, &m->caches[CACHE_SERVICES]),
         .statefulsets = cache_store(m, &m->caches[CACHE_STATEFULSETS]),
+        .configmaps = cache_store(m, &m->caches[CACHE_CONFIGMAPS]),
         .now = time_wall(),
     };
 }

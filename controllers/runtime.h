@@ -42,6 +42,7 @@ struct cache_view {
     const struct kube_store *secrets;             /* label cluster.x-k8s.io/cluster-name */
     const struct kube_store *services;            /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *statefulsets;        /* label app.kubernetes.io/managed-by=nestcp */
+    const struct kube_store *configmaps;          /* label app.kubernetes.io/managed-by=nestcp */
     double now;                                   /* wall clock, seconds since the epoch */
 };
 
@@ -76,7 +77,8 @@ extern const struct kube_resource CAPI_CLUSTERS;
 /* The i-th resource the manager caches (lists and watches), or NULL past the last. */
 const struct kube_resource *manager_cached_resource(size_t i);
 
-/* The label selectors of the shared caches of Secrets, and of Services and StatefulSets. */
+/* The label selectors of the shared caches of Secrets, and of the objects packages render
+ * (Services, StatefulSets, ConfigMaps). */
 #define MANAGER_SECRET_SELECTOR "cluster.x-k8s.io/cluster-name"
 #define MANAGER_OWNED_SELECTOR "app.kubernetes.io/managed-by=nestcp"
 /* The Lease of leader election. */

@@ -538,10 +538,12 @@ static bool has_all(const char *have, const char *want)
 }
 
 /* A change that only takes a right away: turning anonymous requests off where the package
- * leaves the binary's default. */
-static bool tightens(const char *flag, const char *was, const char *is)
+ * leaves the binary's default. Where the package renders an authentication configuration,
+ * that governs anonymous requests and the binary refuses --anonymous-auth beside it. */
+static bool tightens(const cJSON *base, const char *flag, const char *was, const char *is)
 {
-    return !was && is && strcmp(flag, "anonymous-auth") == 0 && strcmp(is, "false") == 0;
+    return !was && is && strcmp(flag, "anonymous-auth") == 0 && strcmp(is, "false") == 0 &&
+           !flag_value(base, "authentication-config");
 }
 
 static const cJSON *container_named(const cJSON *pod, const char *list, const char *name)
@@ -576,7 +578,7 @@ static int check_flags(struct gate *g, const cJSON *base, const cJSON *pod, cons
         for (size_t f = 0; flags && flags[f]; f++) {
             was = flag_value(bc, flags[f]);
             is = flag_value(c, flags[f]);
-            if (same_str(was, is) || tightens(flags[f], was, is))
+            if (same_str(was, is) || tightens(bc, flags[f], was, is))
                 continue;
             if (was)
                 return refuse(g, path,
@@ -625,6 +627,22 @@ static int check_service(struct gate *g)
     if (!g->opts->allow_privileged && !same_json(get(bs, "type"), get(s, "type")))
         return refuse(g, "spec.type", "may not be changed from \"%s\"",
                       str(bs, "type") ? str(bs, "type") : "ClusterIP");
+    return 0;
+}
+
+/* A package's ConfigMaps configure its binaries (kube-apiserver's authentication
+ * configuration): what they say stays as rendered. */
+static int check_configmap(struct gate *g)
+{
+    static const char *const fields[] = {"data", "binaryData", "immutable"};
+
+    if (g->opts->allow_privileged)
+        return 0;
+    for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+        if (!same_json(get(g->base, fields[i]), get(g->obj, fields[i])))
+            return refuse(g, fields[i],
+                          "may not be changed: the package's configuration of its binaries "
+                          "stays as rendered");
     return 0;
 }
 
@@ -685,6 +703,8 @@ static int check_object(struct gate *g)
         return r;
     if (same_str(kind, "Service"))
         return check_service(g);
+    if (same_str(kind, "ConfigMap"))
+        return check_configmap(g);
     return check_workload(g);
 }
 

@@ -143,8 +143,9 @@ versions() {
 }
 
 # render_matches NS: what `nestcp render` prints for the cluster objects and Secrets read back
-# from NS equals what runs: no Secret to create or replace, and every Service and StatefulSet
-# with the same config hash as the live one. Prints the number of objects compared.
+# from NS equals what runs: no Secret to create or replace, and every object packages render
+# (Services, StatefulSets, ConfigMaps) with the same config hash as the live one, and nothing
+# of those kinds nestcp manages that is not rendered. Prints the number of objects compared.
 render_matches() {
     local ns=$1 out
     kubectl -n "$ns" get clusters.cluster.x-k8s.io,nc,ncp,netcd,nkas,nkcm,secrets -o yaml \
@@ -152,7 +153,8 @@ render_matches() {
     "$NESTCP_BIN" render --templates "$NESTCP_SOURCE_DIR/templates" -n "$ns" -o json \
         -f "$work/render-in.yaml" >"$work/render-out.json" 2>"$work/render.err" ||
         { cat "$work/render.err" >&2; return 1; }
-    kubectl -n "$ns" get services,statefulsets -o json >"$work/live.json"
+    kubectl -n "$ns" get services,statefulsets,configmaps -l app.kubernetes.io/managed-by=nestcp \
+        -o json >"$work/live.json"
     python3 - "$work/render-out.json" "$work/live.json" <<'EOF'
 import json, sys
 rendered = json.load(open(sys.argv[1]))["items"]
@@ -172,7 +174,7 @@ for o in rendered:
     have = l["metadata"].get("annotations", {}).get(key)
     if want != have:
         bad.append("%s %s: config hash %s, rendered %s" % (k[0], k[1], have, want))
-    if o["spec"].get("template") and (o["spec"]["template"]["spec"]["containers"][0]["args"] !=
+    if o.get("spec", {}).get("template") and (o["spec"]["template"]["spec"]["containers"][0]["args"] !=
                                       l["spec"]["template"]["spec"]["containers"][0]["args"]):
         bad.append("%s %s: container args differ" % k)
 extra = set(live) - {(o["kind"], o["metadata"]["name"]) for o in rendered}

@@ -32,6 +32,7 @@ enum fx_store {
     FX_SECRETS,
     FX_SERVICES,
     FX_STATEFULSETS,
+    FX_CONFIGMAPS,
     FX__COUNT
 };
 
@@ -55,6 +56,7 @@ static inline void fx_init(struct fixture *f)
         .secrets = &f->stores[FX_SECRETS],
         .services = &f->stores[FX_SERVICES],
         .statefulsets = &f->stores[FX_STATEFULSETS],
+        .configmaps = &f->stores[FX_CONFIGMAPS],
         .now = 1800000000.0,
     };
 }
@@ -80,6 +82,7 @@ static inline enum fx_store fx_store_of(const cJSON *obj)
         {"Secret", FX_SECRETS},
         {"Service", FX_SERVICES},
         {"StatefulSet", FX_STATEFULSETS},
+        {"ConfigMap", FX_CONFIGMAPS},
     };
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
 
@@ -203,7 +206,7 @@ static inline void fx_apply_plan(struct fixture *f, const struct plan *p)
             static const char *const plurals[FX__COUNT] = {
                 "nestedcontrolplanes", "nestedetcds", "nestedapiservers",
                 "nestedcontrollermanagers", "nestedclusters", "clusters", "secrets",
-                "services", "statefulsets"};
+                "services", "statefulsets", "configmaps"};
             if (strcmp(a->resource->resource, plurals[k]) == 0)
                 s = (enum fx_store)k;
         }

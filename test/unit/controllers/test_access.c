@@ -178,6 +178,9 @@ static void record(void *ud, const struct plan_action *a)
     snprintf(resource, sizeof(resource), "%s%s%s", a->resource->resource,
              a->subresource ? "/" : "", a->subresource ? a->subresource : "");
     rights_add(ud, a->resource->group, resource, access_action_verb(a), NULL);
+    /* A server-side apply creates what does not exist yet (every one does, the first time). */
+    if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY)
+        rights_add(ud, a->resource->group, resource, "create", NULL);
 }
 
 static const char capn[] =
@@ -286,8 +289,8 @@ static void test_access__a_control_planes_life_sends_exactly_the_plan_verbs(void
 }
 
 /* Every kind that any line of any component renders is written by the component controllers
- * (server-side apply), cached (list, watch) and deleted with its control plane: the table, and
- * so config/rbac, grants each of those verbs for it. A package that starts rendering a new
+ * (server-side apply: patch, and create the first time), cached (list, watch) and deleted with
+ * its control plane: the table, and so config/rbac, grants each of those verbs for it. A package that starts rendering a new
  * kind fails here before it fails with a 403 in a cluster. */
 static void test_access__every_kind_every_package_renders_is_granted(void **state)
 {
@@ -315,12 +318,13 @@ static void test_access__every_kind_every_package_renders_is_granted(void **stat
             {
                 const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(o, "kind"));
                 const struct kube_resource *res = nestedcomponent_rendered_resource(kind);
-                static const char *const verbs[] = {"patch", "delete", "list", "watch"};
+                static const char *const verbs[] = {"create", "patch", "delete", "list",
+                                                    "watch"};
 
                 if (!res)
                     fail_msg("%s %s renders a %s, which the component controllers do not write",
                              comp->string, line->valuestring, kind);
-                for (size_t i = 0; i < 4; i++)
+                for (size_t i = 0; i < 5; i++)
                     if (!access_allows(res->group, res->resource, verbs[i]))
                         fail_msg("%s %s renders a %s: the access table does not grant %s on %s",
                                  comp->string, line->valuestring, kind, verbs[i], res->resource);

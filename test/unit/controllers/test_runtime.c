@@ -251,8 +251,8 @@ static int reconcile(void *ctx, const struct cache_view *view, const char *ns, c
         assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
                                     "Service: missing"),
                          0);
-        assert_int_equal(plan_create(plan, &KUBE_CONFIGMAPS, object("v1", "ConfigMap", ns, "cm"),
-                                     "ConfigMap: missing"),
+        assert_int_equal(plan_create(plan, &KUBE_PODS, object("v1", "Pod", ns, "pod"),
+                                     "Pod: missing"),
                          0);
         break;
     }
@@ -483,7 +483,7 @@ static void test_runtime__an_action_outside_the_access_table_is_not_sent(void **
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
     run_for(f, 0.05);
-    /* Each attempt sends the Service's apply, never the ConfigMap's create. */
+    /* Each attempt sends the Service's apply, never the Pod's create. */
     assert_true(f->hook.n_sent >= 2);
     for (int i = 0; i < f->hook.n_sent; i++)
         assert_int_equal(f->hook.sent[i].verb, KUBE_PATCH);
@@ -576,10 +576,10 @@ static void test_runtime__add_controller_checks_its_definition(void **state)
     assert_int_equal(manager_add_controller(f->m, &def, &e), 0);
     assert_int_equal(manager_add_controller(f->m, &def, &e), -EINVAL);
     assert_non_null(strstr(e.msg, "twice"));
-    bad.primary = &KUBE_CONFIGMAPS;
+    bad.primary = &KUBE_PODS;
     bad.name = "b";
     assert_int_equal(manager_add_controller(f->m, &bad, &e), -EINVAL);
-    assert_non_null(strstr(e.msg, "configmaps"));
+    assert_non_null(strstr(e.msg, "pods"));
     bad = def;
     bad.name = "c";
     bad.reconcile = NULL;
