@@ -22,6 +22,8 @@ const struct access_rule access_rules[] = {
     {"", "services", "list watch", NULL, ACCESS_CACHE, "cache of what nestcp manages"},
     {"apps", "statefulsets", "list watch", NULL, ACCESS_CACHE, "cache of what nestcp manages"},
     {"", "configmaps", "list watch", NULL, ACCESS_CACHE, "cache of what nestcp manages"},
+    {"networking.k8s.io", "networkpolicies", "list watch", NULL, ACCESS_CACHE,
+     "cache of what nestcp manages"},
 
     /* Plans. */
     {CP, "nestedcontrolplanes", "patch", NULL, ACCESS_PLAN, "the finalizer (merge patch)"},
@@ -47,6 +49,9 @@ const struct access_rule access_rules[] = {
     {"", "configmaps", "create patch delete", NULL, ACCESS_PLAN,
      "rendered (kube-apiserver's authentication configuration): server-side applied (which "
      "creates), deleted with their control plane"},
+    {"networking.k8s.io", "networkpolicies", "create patch delete", NULL, ACCESS_PLAN,
+     "rendered (etcd's and the API server's): server-side applied (which creates), deleted "
+     "with their control plane or when no longer rendered"},
 
     /* What the objects nestcp writes need at admission: ownerReferences with
      * blockOwnerDeletion ask for update on the owner's finalizers where

@@ -52,6 +52,7 @@ struct nested_ctx {
     struct keypool *keys;      /* RSA keys off the loop; NULL: generated inline */
     int64_t cert_renew_before; /* seconds; 0: each control plane's renewBeforeDays */
     bool allow_privileged;     /* render_cluster_set_allow_privileged, the admin's flag */
+    const char *manager_namespace; /* render_cluster_set_manager_namespace; NULL: default */
     struct nested_part_ctx parts[RENDER_PART__COUNT];
     /* Certificate checks that passed, kept across reconciles (render_check_memo). */
     struct strmap checked;
@@ -104,8 +105,9 @@ void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
  * their control plane. */
 const struct kube_resource *nestedcomponent_rendered_resource(const char *kind);
 
-/* The i-th resource packages may render (Services, StatefulSets, ConfigMaps), or NULL past
- * the last; and the cache of it in view (NULL when the view has none). */
+/* The i-th resource packages may render (StatefulSets, Services, ConfigMaps,
+ * NetworkPolicies), or NULL past the last; and the cache of it in view (NULL when the view has
+ * none). */
 const struct kube_resource *nestedcomponent_rendered(size_t i);
 const struct kube_store *nestedcomponent_rendered_store(const struct cache_view *view,
                                                         const struct kube_resource *res);

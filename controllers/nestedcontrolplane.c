@@ -703,6 +703,7 @@ static int reconcile_normal(struct cp *x)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     render_cluster_set_renew_before(rc, ctx->cert_renew_before);
     render_cluster_set_allow_privileged(rc, ctx->allow_privileged);
+    render_cluster_set_manager_namespace(rc, ctx->manager_namespace);
     render_cluster_set_check_memo(rc, &ctx->memo);
 
     /* The finalizer and the endpoint, before anything is created; the patch makes the

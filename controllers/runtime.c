@@ -20,7 +20,7 @@
 #include "lib/util/strutil.h"
 
 /*
- * The manager: ten shared caches (one informer each), one workqueue per controller, leader
+ * The manager: eleven shared caches (one informer each), one workqueue per controller, leader
  * election, and the executor, which turns a key into a plan (the controller's reconcile) and
  * the plan into requests, one after another, on the same loop.
  *
@@ -55,6 +55,7 @@ enum cache_id {
     CACHE_SERVICES,
     CACHE_STATEFULSETS,
     CACHE_CONFIGMAPS,
+    CACHE_NETWORKPOLICIES,
     CACHE_COUNT,
 };
 
@@ -73,6 +74,7 @@ static const struct cache_spec {
     [CACHE_SERVICES] = {&KUBE_SERVICES, MANAGER_OWNED_SELECTOR, false},
     [CACHE_STATEFULSETS] = {&KUBE_STATEFULSETS, MANAGER_OWNED_SELECTOR, false},
     [CACHE_CONFIGMAPS] = {&KUBE_CONFIGMAPS, MANAGER_OWNED_SELECTOR, false},
+    [CACHE_NETWORKPOLICIES] = {&KUBE_NETWORKPOLICIES, MANAGER_OWNED_SELECTOR, false},
 };
 
 const struct kube_resource *manager_cached_resource(size_t i)
@@ -223,6 +225,7 @@ void manager_view(const struct manager *m, struct cache_view *ret_view)
         .services = cache_store(m, &m->caches[CACHE_SERVICES]),
         .statefulsets = cache_store(m, &m->caches[CACHE_STATEFULSETS]),
         .configmaps = cache_store(m, &m->caches[CACHE_CONFIGMAPS]),
+        .networkpolicies = cache_store(m, &m->caches[CACHE_NETWORKPOLICIES]),
         .now = time_wall(),
     };
 }
@@ -835,7 +838,7 @@ static void lease_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* The pod's namespace from its service account, into out; false when not in a pod. */
-static bool read_pod_namespace(char *out, size_t size)
+bool manager_pod_namespace(char *out, size_t size)
 {
     int fd = open(SA_NAMESPACE_FILE, O_RDONLY | O_CLOEXEC);
     ssize_t n;
@@ -857,7 +860,7 @@ static int leader_election_start(struct manager *m)
 
     if (m->opts.leader_election_namespace)
         return elector_start(m, m->opts.leader_election_namespace);
-    if (read_pod_namespace(ns, sizeof(ns)))
+    if (manager_pod_namespace(ns, sizeof(ns)))
         return elector_start(m, ns);
     ns_probe_start(m);
     return 0;

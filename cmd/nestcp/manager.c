@@ -136,6 +136,7 @@ struct settings {
     int concurrency;
     const char *cert_renew_before, *shutdown_timeout;
     bool allow_privileged;
+    char pod_namespace[256]; /* where this manager's pod runs, or "" */
 };
 
 static int check_settings(const struct settings *s, struct manager_opts *mo,
@@ -180,6 +181,7 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
     }
     co->cert_renew_before = (int64_t)renew_before;
     co->allow_privileged = s->allow_privileged;
+    co->manager_namespace = s->pod_namespace[0] ? s->pod_namespace : NULL;
     if (s->concurrency < 1 || s->concurrency > 1000) {
         fprintf(stderr, "nestcp manager: --concurrency: %d is not in 1..1000\n", s->concurrency);
         return -EINVAL;
@@ -360,6 +362,8 @@ int cmd_manager(int argc, char **argv)
     mo.namespace_ = s.namespace_[0] ? s.namespace_ : NULL;
     mo.leader_elect = s.leader_elect;
     mo.leader_election_namespace = s.lease_namespace[0] ? s.lease_namespace : NULL;
+    if (!manager_pod_namespace(s.pod_namespace, sizeof(s.pod_namespace)))
+        s.pod_namespace[0] = '\0';
     if (check_settings(&s, &mo, &co) < 0)
         return 2;
     /* A peer closing a socket must not kill the process. */

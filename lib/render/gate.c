@@ -646,6 +646,17 @@ static int check_configmap(struct gate *g)
     return 0;
 }
 
+/* A NetworkPolicy that selected other pods would isolate them (another cluster's, in a shared
+ * namespace): its pods stay the package's. */
+static int check_networkpolicy(struct gate *g)
+{
+    if (!same_json(get(get(g->base, "spec"), "podSelector"),
+                   get(get(g->obj, "spec"), "podSelector")))
+        return refuse(g, "spec.podSelector",
+                      "may not be changed: it could select another cluster's pods");
+    return 0;
+}
+
 static int check_workload(struct gate *g)
 {
     const cJSON *bpod = render_pod_spec(g->base), *pod = render_pod_spec(g->obj);
@@ -705,6 +716,8 @@ static int check_object(struct gate *g)
         return check_service(g);
     if (same_str(kind, "ConfigMap"))
         return check_configmap(g);
+    if (same_str(kind, "NetworkPolicy"))
+        return check_networkpolicy(g);
     return check_workload(g);
 }
 

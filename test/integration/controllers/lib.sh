@@ -144,8 +144,9 @@ versions() {
 
 # render_matches NS: what `nestcp render` prints for the cluster objects and Secrets read back
 # from NS equals what runs: no Secret to create or replace, and every object packages render
-# (Services, StatefulSets, ConfigMaps) with the same config hash as the live one, and nothing
-# of those kinds nestcp manages that is not rendered. Prints the number of objects compared.
+# (Services, StatefulSets, ConfigMaps, NetworkPolicies) with the same config hash as the live
+# one, and nothing of those kinds nestcp manages that is not rendered. Prints the number of
+# objects compared.
 render_matches() {
     local ns=$1 out
     kubectl -n "$ns" get clusters.cluster.x-k8s.io,nc,ncp,netcd,nkas,nkcm,secrets -o yaml \
@@ -153,8 +154,8 @@ render_matches() {
     "$NESTCP_BIN" render --templates "$NESTCP_SOURCE_DIR/templates" -n "$ns" -o json \
         -f "$work/render-in.yaml" >"$work/render-out.json" 2>"$work/render.err" ||
         { cat "$work/render.err" >&2; return 1; }
-    kubectl -n "$ns" get services,statefulsets,configmaps -l app.kubernetes.io/managed-by=nestcp \
-        -o json >"$work/live.json"
+    kubectl -n "$ns" get services,statefulsets,configmaps,networkpolicies \
+        -l app.kubernetes.io/managed-by=nestcp -o json >"$work/live.json"
     python3 - "$work/render-out.json" "$work/live.json" <<'EOF'
 import json, sys
 rendered = json.load(open(sys.argv[1]))["items"]

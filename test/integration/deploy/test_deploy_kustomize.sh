@@ -168,6 +168,7 @@ nestedcontrolplanes.controlplane.cluster.x-k8s.io/status [] update
 nestedetcds.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedetcds.controlplane.cluster.x-k8s.io/finalizers [] update
 nestedetcds.controlplane.cluster.x-k8s.io/status [] update
+networkpolicies.networking.k8s.io [] create delete list patch watch
 secrets [] create delete list patch watch
 services [] create delete list patch watch
 statefulsets.apps [] create delete list patch watch

@@ -33,6 +33,7 @@ enum fx_store {
     FX_SERVICES,
     FX_STATEFULSETS,
     FX_CONFIGMAPS,
+    FX_NETWORKPOLICIES,
     FX__COUNT
 };
 
@@ -57,6 +58,7 @@ static inline void fx_init(struct fixture *f)
         .services = &f->stores[FX_SERVICES],
         .statefulsets = &f->stores[FX_STATEFULSETS],
         .configmaps = &f->stores[FX_CONFIGMAPS],
+        .networkpolicies = &f->stores[FX_NETWORKPOLICIES],
         .now = 1800000000.0,
     };
 }
@@ -83,6 +85,7 @@ static inline enum fx_store fx_store_of(const cJSON *obj)
         {"Service", FX_SERVICES},
         {"StatefulSet", FX_STATEFULSETS},
         {"ConfigMap", FX_CONFIGMAPS},
+        {"NetworkPolicy", FX_NETWORKPOLICIES},
     };
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
 
@@ -206,7 +209,7 @@ static inline void fx_apply_plan(struct fixture *f, const struct plan *p)
             static const char *const plurals[FX__COUNT] = {
                 "nestedcontrolplanes", "nestedetcds", "nestedapiservers",
                 "nestedcontrollermanagers", "nestedclusters", "clusters", "secrets",
-                "services", "statefulsets", "configmaps"};
+                "services", "statefulsets", "configmaps", "networkpolicies"};
             if (strcmp(a->resource->resource, plurals[k]) == 0)
                 s = (enum fx_store)k;
         }

@@ -290,8 +290,9 @@ static void test_access__a_control_planes_life_sends_exactly_the_plan_verbs(void
 
 /* Every kind that any line of any component renders is written by the component controllers
  * (server-side apply: patch, and create the first time), cached (list, watch) and deleted with
- * its control plane: the table, and so config/rbac, grants each of those verbs for it. A package that starts rendering a new
- * kind fails here before it fails with a 403 in a cluster. */
+ * its control plane: the table, and so config/rbac, grants each of those verbs for it. A
+ * package that starts rendering a new kind fails here before it fails with a 403 in a
+ * cluster. */
 static void test_access__every_kind_every_package_renders_is_granted(void **state)
 {
     struct render_catalog *cat = sim_catalog();

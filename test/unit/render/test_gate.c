@@ -200,13 +200,15 @@ static void test_gate__security_flags_stay_as_rendered(void **state)
             "--authorization-mode=AlwaysAllow is not allowed");
     /* Anonymous requests are the rendered authentication configuration's (health endpoints
      * only): the binary refuses --anonymous-auth beside it, and its ConfigMap stays. */
-    refused(KAS "extraArgs: {anonymous-auth: \"false\"}\n", "--anonymous-auth=false is not allowed");
+    refused(KAS "extraArgs: {anonymous-auth: \"false\"}\n",
+            "--anonymous-auth=false is not allowed");
     refused(KAS "patches:\n- target: {kind: ConfigMap, name: c1-apiserver-authn}\n  type: merge\n"
                 "  patch: {data: {authentication-config.yaml: \"anonymous: {enabled: true}\"}}\n",
             "ConfigMap ns1/c1-apiserver-authn: data: may not be changed");
     refused(KAS "patches:\n- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: "
                 "c1-apiserver}\n  spec:\n    template:\n      spec:\n        containers:\n"
-                "        - name: kube-apiserver\n          args: [--authentication-config=/tmp/a]\n",
+                "        - name: kube-apiserver\n"
+                "          args: [--authentication-config=/tmp/a]\n",
             "--authentication-config=/tmp/a is not allowed");
     /* What only takes rights away, and ordinary tuning, pass. */
     passes(KAS "extraArgs: {enable-admission-plugins: \"NodeRestriction,EventRateLimit\", v: "
