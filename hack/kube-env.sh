@@ -4,7 +4,9 @@
 # all state in one directory. KUBE_VERSION (default 1.37.2) and ETCD_VERSION (default 3.6.17)
 # pick the releases; `up` builds them first if they are not cached. Storage is real: the
 # controller manager's hostPath provisioner gives every claim of the default StorageClass
-# `standard` a PersistentVolume under /tmp/hostpath_pv/<uuid>, removed with the claim.
+# `standard` a PersistentVolume under /tmp/hostpath_pv/<uuid>, removed with the claim. Pod
+# Security admission enforces the `restricted` profile in every namespace but kube-system (a
+# namespace label pod-security.kubernetes.io/enforce overrides it).
 #
 #   hack/kube-env.sh build                       build (or find cached) Kubernetes binaries
 #   eval "$(hack/kube-env.sh up [--dir DIR])"    start; prints `export KUBECONFIG=...` etc.
