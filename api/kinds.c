@@ -323,6 +323,25 @@ static const struct api_schema certificates_props[] = {
     END,
 };
 
+static const struct api_schema_rule allowed_cidrs_rules[] = {
+    {"self.all(c, isCIDR(c))", "each entry must be a CIDR such as 203.0.113.0/24"},
+    {NULL, NULL},
+};
+
+static const struct api_schema network_policy_props[] = {
+    {.name = "enabled", .type = API_SCHEMA_BOOLEAN, .def = "true",
+     .description =
+         "Render a NetworkPolicy for etcd (client and peer ports reachable only from this "
+         "cluster's etcd members and API servers, and from the nestcp manager) and one for the "
+         "API server. false: none, and those rendered before are deleted."},
+    {.name = "apiServerAllowedCIDRs", .type = API_SCHEMA_ARRAY, .items = &cidr_item,
+     .flags = API_SCHEMA_MAX, .max = 64, .rules = allowed_cidrs_rules,
+     .description =
+         "Source address ranges that may reach the API server's port, besides this cluster's "
+         "own components. Empty (the default): any source."},
+    END,
+};
+
 static const struct api_schema ncp_spec_props[] = {
     OBJ("etcd", object_reference, "Reference to the NestedEtcd of this control plane."),
     OBJ("apiserver", object_reference,
@@ -345,6 +364,10 @@ static const struct api_schema ncp_spec_props[] = {
     {.name = "certificates", .type = API_SCHEMA_OBJECT, .props = certificates_props,
      .def = "{}",
      .description = "How nestcp issues the cluster's certificates and keys."},
+    {.name = "networkPolicy", .type = API_SCHEMA_OBJECT, .props = network_policy_props,
+     .def = "{}",
+     .description = "NetworkPolicies nestcp renders for the control plane's pods (on by "
+                    "default)."},
     END,
 };
 

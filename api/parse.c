@@ -359,6 +359,14 @@ static void get_certificates(struct px *x, const cJSON *spec, struct api_certifi
     get_strlist(x, cert, "extraSANs", &c->extra_sans);
 }
 
+static void get_network_policy(struct px *x, const cJSON *spec, struct api_network_policy *np)
+{
+    const cJSON *o = child_obj(spec, "networkPolicy");
+
+    np->enabled = !cJSON_IsFalse(child(o, "enabled"));
+    get_strlist(x, o, "apiServerAllowedCIDRs", &np->apiserver_cidrs);
+}
+
 static void get_target(struct px *x, const cJSON *o, const char *key, struct api_rollout_target *t)
 {
     const cJSON *tv = child_obj(o, key);
@@ -396,6 +404,7 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
     get_network(&x, spec, &ncp->spec.cluster_network);
     get_gates(&x, spec, "featureGates", &ncp->spec.feature_gates);
     get_certificates(&x, spec, &ncp->spec.certificates);
+    get_network_policy(&x, spec, &ncp->spec.network_policy);
 
     st = child_obj(copy, "status");
     ncp->status.ready = get_bool(st, "ready");

@@ -238,6 +238,7 @@ void api_control_plane_free(struct api_control_plane *ncp)
     network_done(&ncp->spec.cluster_network);
     api_gates_done(&ncp->spec.feature_gates);
     api_strlist_done(&ncp->spec.certificates.extra_sans);
+    api_strlist_done(&ncp->spec.network_policy.apiserver_cidrs);
     free(ncp->status.version);
     api_conditions_done(&ncp->status.conditions);
     free(ncp->status.phase);

@@ -133,6 +133,11 @@ struct api_rollout {
 
 /* ---- NestedControlPlane ---- */
 
+struct api_network_policy {
+    bool enabled;                      /* default true */
+    struct api_strlist apiserver_cidrs; /* apiServerAllowedCIDRs; empty: any source */
+};
+
 struct api_control_plane_spec {
     struct api_object_ref etcd, apiserver, controller_manager;
     char *version;
@@ -140,6 +145,7 @@ struct api_control_plane_spec {
     struct api_cluster_network cluster_network;
     struct api_gates feature_gates;
     struct api_certificates certificates;
+    struct api_network_policy network_policy;
 };
 
 struct api_control_plane_status {

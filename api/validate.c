@@ -367,6 +367,22 @@ static void check_certificates(const struct api_certificates *c, const char *pat
     }
 }
 
+static void check_network_policy(const struct api_network_policy *np, const char *path,
+                                 struct api_errors *errs)
+{
+    char p[PATH_LEN];
+
+    for (size_t i = 0; i < np->apiserver_cidrs.n; i++) {
+        struct api_cidr c;
+        const char *s = np->apiserver_cidrs.items[i];
+        snprintf(p, sizeof(p), "%s.apiServerAllowedCIDRs[%zu]", path, i);
+        if (api_cidr_parse(s, &c) < 0)
+            api_errors_add_str(errs, p, s, "is not a valid CIDR (e.g. 203.0.113.0/24)");
+        else if (!api_cidr_host_bits_zero(&c))
+            api_errors_add_str(errs, p, s, "has host bits set");
+    }
+}
+
 static void check_ref(const struct api_object_ref *r, const char *kind, const char *path,
                       struct api_errors *errs)
 {
@@ -413,6 +429,7 @@ int api_control_plane_validate(const struct api_control_plane *ncp, const struct
     api_cluster_network_validate(&s->cluster_network, "spec.clusterNetwork", errs);
     api_feature_gates_validate(&s->feature_gates, s->version, cat, "spec.featureGates", errs);
     check_certificates(&s->certificates, "spec.certificates", errs);
+    check_network_policy(&s->network_policy, "spec.networkPolicy", errs);
     check_ref(&s->etcd, "NestedEtcd", "spec.etcd", errs);
     check_ref(&s->apiserver, "NestedAPIServer", "spec.apiserver", errs);
     check_ref(&s->controller_manager, "NestedControllerManager", "spec.controllerManager", errs);

@@ -21,6 +21,8 @@ struct controllers_opts {
     const char *templates_dir; /* the package catalog (lib/render) */
     int64_t cert_renew_before; /* seconds: renew a certificate with less validity left */
     bool allow_privileged;     /* patches may pass the gate's privilege rules (admin only) */
+    const char *manager_namespace; /* the manager's pods' namespace (NetworkPolicies); NULL:
+                                      RENDER_CLUSTER_MANAGER_NAMESPACE */
     struct ev_loop *loop;      /* the manager's loop, for RSA keys made off it; NULL: inline */
 };
 

@@ -53,6 +53,7 @@ struct nested_ctx {
     struct keypool *keys;      /* RSA keys off the loop; NULL: generated inline */
     int64_t cert_renew_before; /* seconds; 0: each control plane's renewBeforeDays */
     bool allow_privileged;     /* render_cluster_set_allow_privileged, the admin's flag */
+    const char *manager_namespace; /* render_cluster_set_manager_namespace; NULL: default */
     struct nested_part_ctx parts[RENDER_PART__COUNT];
     /* Certificate checks that passed, kept across reconciles (render_check_memo). */
     struct strmap checked;
@@ -101,6 +102,19 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
 void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
                             const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
                             void *q);
+/* The resource the component controllers write an object a package renders to, by its kind
+ * ("StatefulSet": apps/v1 statefulsets), or NULL for a kind they do not handle (the reconcile
+ * then fails with -EINVAL). Such objects are server-side applied, cached and deleted with
+ * their control plane. */
+const struct kube_resource *nestedcomponent_rendered_resource(const char *kind);
+
+/* The i-th resource packages may render (StatefulSets, Services, ConfigMaps,
+ * NetworkPolicies), or NULL past the last; and the cache of it in view (NULL when the view has
+ * none). */
+const struct kube_resource *nestedcomponent_rendered(size_t i);
+const struct kube_store *nestedcomponent_rendered_store(const struct cache_view *view,
+                                                        const struct kube_resource *res);
+
 int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const char *ns,
                               const char *name, struct plan *plan, struct err *e);
 void nestedcomponent_map(void *ctx, const struct cache_view *view,

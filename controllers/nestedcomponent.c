@@ -158,21 +158,40 @@ static void remember_issued(struct comp *x, const char *secret)
 
 /* ---- children ---- */
 
-static const struct kube_resource *resource_of(const cJSON *obj)
-{
-    const char *kind = str(obj, "kind");
+/* What packages may render, in the order their objects are deleted with a control plane. */
+static const struct kube_resource *const rendered[] = {
+    &KUBE_STATEFULSETS, &KUBE_SERVICES, &KUBE_CONFIGMAPS, &KUBE_NETWORKPOLICIES};
 
-    if (kind && strcmp(kind, "Service") == 0)
-        return &KUBE_SERVICES;
-    if (kind && strcmp(kind, "StatefulSet") == 0)
-        return &KUBE_STATEFULSETS;
+const struct kube_resource *nestedcomponent_rendered(size_t i)
+{
+    return i < sizeof(rendered) / sizeof(*rendered) ? rendered[i] : NULL;
+}
+
+const struct kube_resource *nestedcomponent_rendered_resource(const char *kind)
+{
+    for (size_t i = 0; kind && i < sizeof(rendered) / sizeof(*rendered); i++)
+        if (strcmp(kind, rendered[i]->kind) == 0)
+            return rendered[i];
     return NULL;
 }
 
-static const struct kube_store *store_of(const struct cache_view *view,
-                                         const struct kube_resource *res)
+const struct kube_store *nestedcomponent_rendered_store(const struct cache_view *view,
+                                                        const struct kube_resource *res)
 {
-    return res == &KUBE_SERVICES ? view->services : view->statefulsets;
+    if (res == &KUBE_SERVICES)
+        return view->services;
+    if (res == &KUBE_STATEFULSETS)
+        return view->statefulsets;
+    if (res == &KUBE_CONFIGMAPS)
+        return view->configmaps;
+    if (res == &KUBE_NETWORKPOLICIES)
+        return view->networkpolicies;
+    return NULL;
+}
+
+static const struct kube_resource *resource_of(const cJSON *obj)
+{
+    return nestedcomponent_rendered_resource(str(obj, "kind"));
 }
 
 static const char *config_hash(const cJSON *obj)
@@ -187,6 +206,7 @@ static int apply_changed(struct comp *x, cJSON *objs)
 
     while ((o = cJSON_DetachItemFromArray(objs, 0))) {
         const struct kube_resource *res = resource_of(o);
+        const struct kube_store *store;
         const cJSON *live;
         const char *want = config_hash(o), *have;
 
@@ -194,7 +214,8 @@ static int apply_changed(struct comp *x, cJSON *objs)
             cJSON_Delete(o);
             return -EINVAL;
         }
-        live = kube_store_get(store_of(x->view, res), x->ns, kube_obj_name(o));
+        store = nestedcomponent_rendered_store(x->view, res);
+        live = store ? kube_store_get(store, x->ns, kube_obj_name(o)) : NULL;
         have = live ? config_hash(live) : NULL;
         if (live && want && have && strcmp(want, have) == 0) {
             cJSON_Delete(o);
@@ -203,6 +224,52 @@ static int apply_changed(struct comp *x, cJSON *objs)
         if (plan_apply(x->plan, res, o, "%s %s/%s: %s", res->kind, x->ns, kube_obj_name(o),
                        live ? "rendered configuration changed" : "missing") < 0)
             return -ENOMEM;
+    }
+    return 0;
+}
+
+/* What the component controls of a rendered kind but renders no more (a NetworkPolicy once
+ * spec.networkPolicy.enabled is false) is deleted. */
+struct unrendered {
+    struct comp *x;
+    const struct kube_resource *res;
+    const cJSON *objs; /* what is rendered now */
+    int r;
+};
+
+static bool delete_unrendered(void *userdata, const cJSON *live)
+{
+    struct unrendered *u = userdata;
+    const char *name = kube_obj_name(live);
+    const cJSON *o;
+
+    if (!name || status_deleting(live))
+        return true;
+    cJSON_ArrayForEach(o, u->objs)
+    {
+        if (resource_of(o) == u->res && strcmp(kube_obj_name(o), name) == 0)
+            return true;
+    }
+    if (plan_delete(u->x->plan, u->res, u->x->ns, name, kube_obj_uid(live),
+                    "%s %s/%s: no longer rendered", u->res->kind, u->x->ns, name) < 0) {
+        u->r = -ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+static int delete_unrendered_all(struct comp *x, const cJSON *objs)
+{
+    const char *uid = kube_obj_uid(x->obj);
+    const struct kube_resource *res;
+
+    for (size_t i = 0; uid && (res = nestedcomponent_rendered(i)); i++) {
+        const struct kube_store *store = nestedcomponent_rendered_store(x->view, res);
+        struct unrendered u = {x, res, objs, 0};
+        if (store)
+            kube_store_foreach_owned(store, uid, delete_unrendered, &u);
+        if (u.r < 0)
+            return u.r;
     }
     return 0;
 }
@@ -421,6 +488,7 @@ static int reconcile_children(struct comp *x)
     if (r < 0)
         goto out;
     render_cluster_set_allow_privileged(rc, base->allow_privileged);
+    render_cluster_set_manager_namespace(rc, base->manager_namespace);
     if ((r = nested_check_render(base->cat, rc, x->part, &e)) == -EINVAL) {
         r = not_ready(x, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s", e.msg);
         goto out;
@@ -499,7 +567,7 @@ static int reconcile_children(struct comp *x)
         (r = reconcile_members(x, rc, certs, hash, objs)) < 0)
         goto out;
     if (x->target_hash && strcmp(hash, x->target_hash) == 0) {
-        if ((r = apply_changed(x, objs)) < 0)
+        if ((r = delete_unrendered_all(x, objs)) < 0 || (r = apply_changed(x, objs)) < 0)
             goto out;
         /* Superseded certs Secrets go once nothing can mount them any more. */
         if (ss.complete && ss.certs && strcmp(ss.certs, certs) == 0) {

@@ -159,14 +159,16 @@ static bool each_secret(void *ud, const cJSON *o)
     return delete_child(ud, &KUBE_SECRETS, o);
 }
 
-static bool each_service(void *ud, const cJSON *o)
-{
-    return delete_child(ud, &KUBE_SERVICES, o);
-}
+struct rendered_children {
+    struct children *c;
+    const struct kube_resource *res;
+};
 
-static bool each_statefulset(void *ud, const cJSON *o)
+static bool each_rendered(void *ud, const cJSON *o)
 {
-    return delete_child(ud, &KUBE_STATEFULSETS, o);
+    struct rendered_children *rc = ud;
+
+    return delete_child(rc->c, rc->res, o);
 }
 
 static int reconcile_delete(struct cp *x)
@@ -192,8 +194,13 @@ static int reconcile_delete(struct cp *x)
     for (int i = 0; i < RENDER_PART__COUNT && c.r == 0; i++) {
         if (!c.uids[i])
             continue;
-        kube_store_foreach_owned(x->view->statefulsets, c.uids[i], each_statefulset, &c);
-        kube_store_foreach_owned(x->view->services, c.uids[i], each_service, &c);
+        const struct kube_resource *res;
+        for (size_t k = 0; (res = nestedcomponent_rendered(k)) && c.r == 0; k++) {
+            const struct kube_store *store = nestedcomponent_rendered_store(x->view, res);
+            struct rendered_children rc = {&c, res};
+            if (store)
+                kube_store_foreach_owned(store, c.uids[i], each_rendered, &rc);
+        }
         kube_store_foreach_owned(x->view->secrets, c.uids[i], each_secret, &c);
     }
     if (c.r < 0)
@@ -720,6 +727,7 @@ static int reconcile_normal(struct cp *x)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     render_cluster_set_renew_before(rc, ctx->cert_renew_before);
     render_cluster_set_allow_privileged(rc, ctx->allow_privileged);
+    render_cluster_set_manager_namespace(rc, ctx->manager_namespace);
     render_cluster_set_check_memo(rc, &ctx->memo);
 
     /* The finalizer and the endpoint, before anything is created; the patch makes the

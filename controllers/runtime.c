@@ -10,6 +10,7 @@
 #include <ev.h>
 
 #include "api/kinds.h"
+#include "controllers/access.h"
 #include "controllers/metrics.h"
 #include "lib/kube/informer.h"
 #include "lib/kube/leader.h"
@@ -55,6 +56,8 @@ enum cache_id {
     CACHE_STATEFULSETS,
     CACHE_PODS,
     CACHE_CLAIMS,
+    CACHE_CONFIGMAPS,
+    CACHE_NETWORKPOLICIES,
     CACHE_COUNT,
 };
 
@@ -74,7 +77,14 @@ static const struct cache_spec {
     [CACHE_STATEFULSETS] = {&KUBE_STATEFULSETS, MANAGER_OWNED_SELECTOR, false},
     [CACHE_PODS] = {&KUBE_PODS, MANAGER_POD_SELECTOR, false},
     [CACHE_CLAIMS] = {&KUBE_PVCS, MANAGER_CLAIM_SELECTOR, false},
+    [CACHE_CONFIGMAPS] = {&KUBE_CONFIGMAPS, MANAGER_OWNED_SELECTOR, false},
+    [CACHE_NETWORKPOLICIES] = {&KUBE_NETWORKPOLICIES, MANAGER_OWNED_SELECTOR, false},
 };
+
+const struct kube_resource *manager_cached_resource(size_t i)
+{
+    return i < CACHE_COUNT ? cache_specs[i].res : NULL;
+}
 
 #define DEFAULT_CONCURRENCY 4
 #define DEFAULT_SHUTDOWN_TIMEOUT 15.0
@@ -223,6 +233,8 @@ void manager_view(const struct manager *m, struct cache_view *ret_view)
         .statefulsets = cache_store(m, &m->caches[CACHE_STATEFULSETS]),
         .pods = cache_store(m, &m->caches[CACHE_PODS]),
         .claims = cache_store(m, &m->caches[CACHE_CLAIMS]),
+        .configmaps = cache_store(m, &m->caches[CACHE_CONFIGMAPS]),
+        .networkpolicies = cache_store(m, &m->caches[CACHE_NETWORKPOLICIES]),
         .now = time_wall(),
     };
 }
@@ -368,6 +380,13 @@ static void job_next(struct job *j)
      * place). */
     if (j->ns && (!a->namespace_ || strcmp(a->namespace_, j->ns) != 0)) {
         action_failed(j, a, -EPERM, "refused: a write outside the reconciled object's namespace");
+        return;
+    }
+    /* What config/rbac does not grant would be answered 403: say so before sending it. */
+    if (!access_allows_action(a)) {
+        action_failed(j, a, -EPERM,
+                      "refused: not in the manager's access table (controllers/access.c), which "
+                      "config/rbac grants");
         return;
     }
     req = (struct kube_request){
@@ -859,7 +878,7 @@ static void lease_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* The pod's namespace from its service account, into out; false when not in a pod. */
-static bool read_pod_namespace(char *out, size_t size)
+bool manager_pod_namespace(char *out, size_t size)
 {
     int fd = open(SA_NAMESPACE_FILE, O_RDONLY | O_CLOEXEC);
     ssize_t n;
@@ -881,7 +900,7 @@ static int leader_election_start(struct manager *m)
 
     if (m->opts.leader_election_namespace)
         return elector_start(m, m->opts.leader_election_namespace);
-    if (read_pod_namespace(ns, sizeof(ns)))
+    if (manager_pod_namespace(ns, sizeof(ns)))
         return elector_start(m, ns);
     ns_probe_start(m);
     return 0;

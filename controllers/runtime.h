@@ -44,6 +44,8 @@ struct cache_view {
     const struct kube_store *statefulsets;        /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *pods;                /* etcd members: MANAGER_POD_SELECTOR */
     const struct kube_store *claims;              /* their claims: MANAGER_CLAIM_SELECTOR */
+    const struct kube_store *configmaps;          /* label app.kubernetes.io/managed-by=nestcp */
+    const struct kube_store *networkpolicies;     /* label app.kubernetes.io/managed-by=nestcp */
     double now;                                   /* wall clock, seconds since the epoch */
 };
 
@@ -75,7 +77,15 @@ extern const struct kube_resource NESTCP_CONTROLLER_MANAGERS;
 extern const struct kube_resource NESTCP_NESTED_CLUSTERS;
 extern const struct kube_resource CAPI_CLUSTERS;
 
-/* The label selectors of the shared caches of Secrets, and of Services and StatefulSets. */
+/* The namespace of the pod the manager runs in (its ServiceAccount's namespace file), into
+ * out; false outside a pod. */
+bool manager_pod_namespace(char *out, size_t size);
+
+/* The i-th resource the manager caches (lists and watches), or NULL past the last. */
+const struct kube_resource *manager_cached_resource(size_t i);
+
+/* The label selectors of the shared caches of Secrets, and of the objects packages render
+ * (Services, StatefulSets, ConfigMaps, NetworkPolicies). */
 #define MANAGER_SECRET_SELECTOR "cluster.x-k8s.io/cluster-name"
 #define MANAGER_OWNED_SELECTOR "app.kubernetes.io/managed-by=nestcp"
 /* The pods of tenants' etcd members, and their PersistentVolumeClaims (whose labels are the

@@ -4,7 +4,9 @@
 # all state in one directory. KUBE_VERSION (default 1.37.2) and ETCD_VERSION (default 3.6.17)
 # pick the releases; `up` builds them first if they are not cached. Storage is real: the
 # controller manager's hostPath provisioner gives every claim of the default StorageClass
-# `standard` a PersistentVolume under /tmp/hostpath_pv/<uuid>, removed with the claim.
+# `standard` a PersistentVolume under /tmp/hostpath_pv/<uuid>, removed with the claim. Pod
+# Security admission enforces the `restricted` profile in every namespace but kube-system (a
+# namespace label pod-security.kubernetes.io/enforce overrides it).
 #
 #   hack/kube-env.sh build                       build (or find cached) Kubernetes binaries
 #   eval "$(hack/kube-env.sh up [--dir DIR])"    start; prints `export KUBECONFIG=...` etc.
@@ -132,6 +134,7 @@ cmdline() {
             --service-account-signing-key-file "$dir/pki/sa.key" \
             --service-account-issuer https://kubernetes.default.svc \
             --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true \
+            --admission-control-config-file "$dir/admission.yaml" \
             --endpoint-reconciler-type none \
             --profiling=false --v=1)
         ;;
@@ -276,6 +279,25 @@ cmd_up() {
     openssl ec -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
     write_kubeconfig "$dir/kubeconfig" admin
     write_kubeconfig "$dir/controller-manager.kubeconfig" controller-manager
+    # Pod Security admission enforces the restricted profile in every namespace that does not
+    # say otherwise (a namespace label pod-security.kubernetes.io/enforce overrides it), so the
+    # API server itself checks every pod nestcp's packages render in the tests' namespaces.
+    cat >"$dir/admission.yaml" <<'YAML'
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults:
+      enforce: restricted
+      enforce-version: latest
+      warn: restricted
+      warn-version: latest
+    exemptions:
+      namespaces: [kube-system]
+YAML
 
     start_component etcd
     if ! wait_etcd; then

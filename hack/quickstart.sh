@@ -239,7 +239,7 @@ cmd_up() {
         --stop-grace-max 10 >"$state/logs/nodeagent.log" 2>&1 </dev/null &
     echo $! >"$state/nodeagent.pid"
     setsid "$build/nestcp" manager --kubeconfig "$state/kube/kubeconfig" \
-        --templates "$root/templates" --metrics-bind-address 127.0.0.1:0 \
+        --templates "$root/templates" --metrics-bind-address 127.0.0.1:0 --metrics-secure=false \
         --health-probe-bind-address 127.0.0.1:0 >"$state/logs/manager.log" 2>&1 </dev/null &
     echo $! >"$state/manager.pid"
     for _ in $(seq 1 100); do

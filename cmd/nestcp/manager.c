@@ -130,11 +130,13 @@ struct settings {
     const char *kubeconfig, *namespace_, *templates;
     bool leader_elect;
     const char *lease_namespace, *lease_duration, *renew_deadline, *retry_period;
-    const char *metrics_address, *health_address;
+    const char *metrics_address, *health_address, *metrics_cert_dir;
+    bool metrics_secure;
     const char *log_level, *log_format;
     int concurrency;
     const char *cert_renew_before, *shutdown_timeout;
     bool allow_privileged;
+    char pod_namespace[256]; /* where this manager's pod runs, or "" */
 };
 
 static int check_settings(const struct settings *s, struct manager_opts *mo,
@@ -179,6 +181,7 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
     }
     co->cert_renew_before = (int64_t)renew_before;
     co->allow_privileged = s->allow_privileged;
+    co->manager_namespace = s->pod_namespace[0] ? s->pod_namespace : NULL;
     if (s->concurrency < 1 || s->concurrency > 1000) {
         fprintf(stderr, "nestcp manager: --concurrency: %d is not in 1..1000\n", s->concurrency);
         return -EINVAL;
@@ -200,7 +203,9 @@ static int run_manager(const struct settings *s, struct manager_opts *mo,
     struct kube_client *client = NULL;
     struct httpserver *http = NULL;
     struct httpserver_opts ho = {.metrics_address = s->metrics_address,
-                                 .health_address = s->health_address};
+                                 .health_address = s->health_address,
+                                 .metrics_insecure = !s->metrics_secure,
+                                 .metrics_cert_dir = s->metrics_cert_dir};
     struct controllers_opts cop = *co;
     struct controllers *ctl = NULL;
     struct err e;
@@ -230,15 +235,17 @@ static int run_manager(const struct settings *s, struct manager_opts *mo,
         log_error("cannot register the controllers", "error=%s", e.msg);
         goto out;
     }
+    ho.client = client;
     if (httpserver_start(run.loop, run.m, &ho, &http, &e) < 0) {
         log_error("cannot serve metrics and health probes", "error=%s", e.msg);
         goto out;
     }
     log_info("nestcp manager",
-             "version=%s commit=%s server=%s config=%s metrics_port=%d "
+             "version=%s commit=%s server=%s config=%s metrics_port=%d metrics_secure=%s "
              "health_port=%d",
              NESTCP_VERSION, NESTCP_GIT_VERSION, cfg->server, cfg->origin,
-             httpserver_metrics_port(http), httpserver_health_port(http));
+             httpserver_metrics_port(http), s->metrics_secure ? "true" : "false",
+             httpserver_health_port(http));
     if (manager_start(run.m, &e) < 0) {
         log_error("cannot start the manager", "error=%s", e.msg);
         goto out;
@@ -275,7 +282,9 @@ int cmd_manager(int argc, char **argv)
         .lease_duration = "15s",
         .renew_deadline = "10s",
         .retry_period = "2s",
-        .metrics_address = ":8080",
+        .metrics_address = ":8443",
+        .metrics_secure = true,
+        .metrics_cert_dir = "",
         .health_address = ":8081",
         .log_level = "info",
         .log_format = "text",
@@ -302,8 +311,15 @@ int cmd_manager(int argc, char **argv)
         {"leader-elect-retry-period", 0, FLAG_STRING, &s.retry_period, "DURATION",
          "how often the leader renews and standbys try to acquire"},
         {"metrics-bind-address", 0, FLAG_STRING, &s.metrics_address, "ADDR",
-         "serve Prometheus metrics at /metrics on host:port (\":8080\": every interface); "
+         "serve Prometheus metrics at /metrics on host:port (\":8443\": every interface); "
          "\"0\" turns it off"},
+        {"metrics-secure", 0, FLAG_BOOL, &s.metrics_secure, NULL,
+         "serve /metrics over HTTPS to callers whose bearer token the API server authenticates "
+         "(TokenReview) and allows get on /metrics (SubjectAccessReview); false: plain HTTP, "
+         "unauthenticated, on a loopback address only"},
+        {"metrics-cert-dir", 0, FLAG_STRING, &s.metrics_cert_dir, "DIR",
+         "the metrics serving certificate: " HTTPSERVER_CERT_FILE " (with its chain) and "
+         HTTPSERVER_KEY_FILE " in DIR, read at start; unset: a self-signed one made at start"},
         {"health-probe-bind-address", 0, FLAG_STRING, &s.health_address, "ADDR",
          "serve /healthz and /readyz on host:port; \"0\" turns it off"},
         {"log-level", 0, FLAG_STRING, &s.log_level, "LEVEL", "error, warn, info, debug or trace"},
@@ -346,6 +362,8 @@ int cmd_manager(int argc, char **argv)
     mo.namespace_ = s.namespace_[0] ? s.namespace_ : NULL;
     mo.leader_elect = s.leader_elect;
     mo.leader_election_namespace = s.lease_namespace[0] ? s.lease_namespace : NULL;
+    if (!manager_pod_namespace(s.pod_namespace, sizeof(s.pod_namespace)))
+        s.pod_namespace[0] = '\0';
     if (check_settings(&s, &mo, &co) < 0)
         return 2;
     /* A peer closing a socket must not kill the process. */

@@ -66,6 +66,9 @@ extern const struct kube_resource KUBE_NODES;
 extern const struct kube_resource KUBE_STATEFULSETS;
 extern const struct kube_resource KUBE_LEASES;
 extern const struct kube_resource KUBE_CRDS;
+extern const struct kube_resource KUBE_NETWORKPOLICIES;
+extern const struct kube_resource KUBE_TOKENREVIEWS;
+extern const struct kube_resource KUBE_SUBJECTACCESSREVIEWS;
 
 struct kube_result {
     int code;           /* 0 or a negative code from the table above */

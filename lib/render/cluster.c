@@ -793,6 +793,12 @@ void render_cluster_set_allow_privileged(struct render_cluster *rc, bool allow)
     rc->allow_privileged = allow;
 }
 
+void render_cluster_set_manager_namespace(struct render_cluster *rc, const char *ns)
+{
+    snprintf(rc->manager_namespace, sizeof(rc->manager_namespace), "%s",
+             ns && *ns ? ns : RENDER_CLUSTER_MANAGER_NAMESPACE);
+}
+
 int render_cluster_resolve(const struct render_catalog *cat, const struct render_source *src,
                            const char *ns, const char *name, struct render_cluster **ret_rc,
                            struct api_errors *errs)

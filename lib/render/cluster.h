@@ -213,6 +213,12 @@ void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds)
  * tenant's. Off by default. */
 void render_cluster_set_allow_privileged(struct render_cluster *rc, bool allow);
 
+/* The namespace the nestcp manager's pods run in, which the etcd NetworkPolicy lets reach
+ * etcd (with the pods' label control-plane: controller-manager). Default (also for NULL or
+ * ""): RENDER_CLUSTER_MANAGER_NAMESPACE. */
+#define RENDER_CLUSTER_MANAGER_NAMESPACE "nestcp-system"
+void render_cluster_set_manager_namespace(struct render_cluster *rc, const char *ns);
+
 /* The algorithm of the cluster's keys (spec.certificates.keyAlgorithm). */
 enum pki_key_alg render_cluster_key_alg(const struct render_cluster *rc);
 

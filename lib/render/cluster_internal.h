@@ -28,7 +28,8 @@ struct render_cluster {
     int64_t renew_before; /* seconds; 0: renewBeforeDays */
     const struct render_check_memo *memo; /* NULL: every check runs */
     bool etcd_storage_kept;
-    bool allow_privileged; /* the admin lets patches and flags pass the privilege rules */ /* spec.storage unset, the etcd StatefulSet runs on emptyDir */
+    bool allow_privileged; /* the admin lets patches and flags pass the privilege rules */
+    char manager_namespace[64]; /* where the manager's pods run (NetworkPolicy peers) */ /* spec.storage unset, the etcd StatefulSet runs on emptyDir */
     char skew[1600]; /* why the resolved versions break the version skew policy, or "" */
 };
 

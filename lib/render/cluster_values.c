@@ -81,6 +81,7 @@ int render_cluster_values(const struct render_cluster *rc, enum render_part part
     const struct render_cluster_part *p;
     const struct api_component *c, *etcd;
     const struct api_cluster_network *net = &rc->ncp->spec.cluster_network;
+    const struct api_network_policy *np = &rc->ncp->spec.network_policy;
     cJSON *v, *o;
 
     if (part >= RENDER_PART__COUNT)
@@ -139,6 +140,13 @@ int render_cluster_values(const struct render_cluster *rc, enum render_part part
                        !cJSON_AddStringToObject(v, "inputsHash", certs_name)))
         goto oom;
     if (c->spec.patches && !add(v, "patches", cJSON_Duplicate(c->spec.patches, true)))
+        goto oom;
+    if (!(o = cJSON_AddObjectToObject(v, "networkPolicy")) ||
+        !cJSON_AddBoolToObject(o, "enabled", np->enabled) ||
+        !add(o, "apiServerAllowedCIDRs", strlist_json(&np->apiserver_cidrs)) ||
+        !cJSON_AddStringToObject(o, "managerNamespace", rc->manager_namespace[0]
+                                                            ? rc->manager_namespace
+                                                            : RENDER_CLUSTER_MANAGER_NAMESPACE))
         goto oom;
     if (rc->allow_privileged && (!(o = cJSON_AddObjectToObject(v, "security")) ||
                                  !cJSON_AddTrueToObject(o, "allowPrivileged")))

@@ -146,6 +146,8 @@ static int each_container_ref(const cJSON *c, const char *cpath, ref_fn fn, void
 static const char *const container_lists[] = {"initContainers", "containers",
                                               "ephemeralContainers"};
 
+static const cJSON *container_named(const cJSON *pod, const char *list, const char *name);
+
 static int each_ref(const cJSON *pod, const char *ppath, ref_fn fn, void *ud)
 {
     const cJSON *v, *c, *src;
@@ -324,6 +326,83 @@ static int check_privilege(struct gate *g, const cJSON *pod, const char *ppath)
     return 0;
 }
 
+/* ---- the restricted profile the package sets ---- */
+
+/* A securityContext field of a container, else of its pod (runAsNonRoot, runAsUser,
+ * seccompProfile: the container's value wins). */
+static const cJSON *effective(const cJSON *pod, const cJSON *c, const char *field)
+{
+    const cJSON *v = get(get(c, "securityContext"), field);
+
+    return v ? v : get(get(pod, "securityContext"), field);
+}
+
+static bool drops_all(const cJSON *c)
+{
+    const cJSON *d;
+
+    cJSON_ArrayForEach(d, get(get(get(c, "securityContext"), "capabilities"), "drop"))
+        if (cJSON_IsString(d) && strcmp(d->valuestring, "ALL") == 0) return true;
+    return false;
+}
+
+static bool seccomp_confined(const cJSON *profile)
+{
+    const char *t = str(profile, "type");
+
+    return same_str(t, "RuntimeDefault") || same_str(t, "Localhost");
+}
+
+/* What the Pod Security Standards' restricted profile asks, and the package sets, a patch may
+ * not take away: a non-root user (never uid 0), no privilege escalation, every capability
+ * dropped, a confined seccomp profile, and a read-only root filesystem. A package that does
+ * not set one of them is not held to it here (the API server's Pod Security admission is). */
+static int check_restricted(struct gate *g, const cJSON *bpod, const cJSON *pod,
+                            const char *ppath)
+{
+    const cJSON *c;
+    char path[320];
+    int i = 0;
+
+    for (size_t l = 0; l < sizeof(container_lists) / sizeof(*container_lists); l++) {
+        i = 0;
+        cJSON_ArrayForEach(c, get(pod, container_lists[l]))
+        {
+            const cJSON *bc = container_named(bpod, container_lists[l], str(c, "name"));
+            const cJSON *uid = effective(pod, c, "runAsUser");
+            const cJSON *sc = get(c, "securityContext");
+
+            pathf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l], i++);
+            if (cJSON_IsNumber(uid) && uid->valuedouble == 0)
+                return refuse(g, path, "runAsUser 0 is not allowed (the pod runs as non-root)");
+            if (!bc)
+                bc = cJSON_GetArrayItem(get(bpod, container_lists[l]), 0);
+            if (!bc)
+                continue;
+            if (cJSON_IsTrue(effective(bpod, bc, "runAsNonRoot")) &&
+                !cJSON_IsTrue(effective(pod, c, "runAsNonRoot")))
+                return refuse(g, path, "runAsNonRoot must stay true, as the package sets it");
+            if (cJSON_IsFalse(get(get(bc, "securityContext"), "allowPrivilegeEscalation")) &&
+                !cJSON_IsFalse(get(sc, "allowPrivilegeEscalation")))
+                return refuse(g, path,
+                              "allowPrivilegeEscalation must stay false, as the package sets it");
+            if (drops_all(bc) && !drops_all(c))
+                return refuse(g, path,
+                              "capabilities.drop must keep ALL, as the package drops them");
+            if (seccomp_confined(effective(bpod, bc, "seccompProfile")) &&
+                !seccomp_confined(effective(pod, c, "seccompProfile")))
+                return refuse(g, path,
+                              "seccompProfile must stay RuntimeDefault (or Localhost), as the "
+                              "package sets it");
+            if (cJSON_IsTrue(get(get(bc, "securityContext"), "readOnlyRootFilesystem")) &&
+                !cJSON_IsTrue(get(sc, "readOnlyRootFilesystem")))
+                return refuse(g, path,
+                              "readOnlyRootFilesystem must stay true, as the package sets it");
+        }
+    }
+    return 0;
+}
+
 /* ---- placement ---- */
 
 static int check_placement(struct gate *g, const cJSON *base, const cJSON *pod, const char *ppath)
@@ -459,10 +538,12 @@ static bool has_all(const char *have, const char *want)
 }
 
 /* A change that only takes a right away: turning anonymous requests off where the package
- * leaves the binary's default. */
-static bool tightens(const char *flag, const char *was, const char *is)
+ * leaves the binary's default. Where the package renders an authentication configuration,
+ * that governs anonymous requests and the binary refuses --anonymous-auth beside it. */
+static bool tightens(const cJSON *base, const char *flag, const char *was, const char *is)
 {
-    return !was && is && strcmp(flag, "anonymous-auth") == 0 && strcmp(is, "false") == 0;
+    return !was && is && strcmp(flag, "anonymous-auth") == 0 && strcmp(is, "false") == 0 &&
+           !flag_value(base, "authentication-config");
 }
 
 static const cJSON *container_named(const cJSON *pod, const char *list, const char *name)
@@ -497,7 +578,7 @@ static int check_flags(struct gate *g, const cJSON *base, const cJSON *pod, cons
         for (size_t f = 0; flags && flags[f]; f++) {
             was = flag_value(bc, flags[f]);
             is = flag_value(c, flags[f]);
-            if (same_str(was, is) || tightens(flags[f], was, is))
+            if (same_str(was, is) || tightens(bc, flags[f], was, is))
                 continue;
             if (was)
                 return refuse(g, path,
@@ -549,6 +630,33 @@ static int check_service(struct gate *g)
     return 0;
 }
 
+/* A package's ConfigMaps configure its binaries (kube-apiserver's authentication
+ * configuration): what they say stays as rendered. */
+static int check_configmap(struct gate *g)
+{
+    static const char *const fields[] = {"data", "binaryData", "immutable"};
+
+    if (g->opts->allow_privileged)
+        return 0;
+    for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+        if (!same_json(get(g->base, fields[i]), get(g->obj, fields[i])))
+            return refuse(g, fields[i],
+                          "may not be changed: the package's configuration of its binaries "
+                          "stays as rendered");
+    return 0;
+}
+
+/* A NetworkPolicy that selected other pods would isolate them (another cluster's, in a shared
+ * namespace): its pods stay the package's. */
+static int check_networkpolicy(struct gate *g)
+{
+    if (!same_json(get(get(g->base, "spec"), "podSelector"),
+                   get(get(g->obj, "spec"), "podSelector")))
+        return refuse(g, "spec.podSelector",
+                      "may not be changed: it could select another cluster's pods");
+    return 0;
+}
+
 static int check_workload(struct gate *g)
 {
     const cJSON *bpod = render_pod_spec(g->base), *pod = render_pod_spec(g->obj);
@@ -576,7 +684,9 @@ static int check_workload(struct gate *g)
         return r;
     if (g->opts->allow_privileged)
         return 0;
-    if ((r = check_privilege(g, pod, ppath)) < 0 || (r = check_placement(g, bpod, pod, ppath)) < 0)
+    if ((r = check_privilege(g, pod, ppath)) < 0 ||
+        (r = check_restricted(g, bpod, pod, ppath)) < 0 ||
+        (r = check_placement(g, bpod, pod, ppath)) < 0)
         return r;
     return check_flags(g, bpod, pod, ppath);
 }
@@ -604,6 +714,10 @@ static int check_object(struct gate *g)
         return r;
     if (same_str(kind, "Service"))
         return check_service(g);
+    if (same_str(kind, "ConfigMap"))
+        return check_configmap(g);
+    if (same_str(kind, "NetworkPolicy"))
+        return check_networkpolicy(g);
     return check_workload(g);
 }
 

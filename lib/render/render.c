@@ -381,6 +381,52 @@ static int build_storage(const cJSON *values, cJSON *ctx, struct err *e)
     return put(ctx, "storage", out) < 0 ? oom(e) : 0;
 }
 
+/* The manager's Pods, which reach etcd (membership and snapshots): the label of
+ * config/manager's Deployment, in managerNamespace. */
+#define MANAGER_POD_LABEL_KEY "control-plane"
+#define MANAGER_POD_LABEL_VALUE "controller-manager"
+
+static int build_network_policy(const cJSON *values, cJSON *ctx, struct err *e)
+{
+    const cJSON *np = get(values, "networkPolicy"), *en = get(np, "enabled"), *cidrs, *c;
+    const char *mns;
+    cJSON *out, *list, *labels;
+    int r;
+
+    if (np && !cJSON_IsNull(np) && !cJSON_IsObject(np))
+        return err_set(e, -EINVAL, "networkPolicy: must be an object");
+    if (en && !cJSON_IsNull(en) && !cJSON_IsBool(en))
+        return err_set(e, -EINVAL, "networkPolicy.enabled: must be true or false");
+    if ((r = get_string(np, "managerNamespace", "networkPolicy.managerNamespace", "nestcp-system",
+                        &mns, e)) < 0)
+        return r;
+    if (!dns_label(mns, 63))
+        return err_set(e, -EINVAL, "networkPolicy.managerNamespace: \"%s\" is not a namespace",
+                       mns);
+    cidrs = get(np, "apiServerAllowedCIDRs");
+    if (cidrs && !cJSON_IsNull(cidrs) &&
+        (!cJSON_IsArray(cidrs) || cJSON_GetArraySize(cidrs) > 64))
+        return err_set(e, -EINVAL, "networkPolicy.apiServerAllowedCIDRs: must be a list of at "
+                                   "most 64 CIDRs");
+    if (!(out = cJSON_CreateObject()) || put(ctx, "networkPolicy", out) < 0 ||
+        !cJSON_AddBoolToObject(out, "enabled", !cJSON_IsFalse(en)) ||
+        put_str(out, "managerNamespace", mns) < 0 ||
+        !(labels = cJSON_AddObjectToObject(out, "managerLabels")) ||
+        put_str(labels, MANAGER_POD_LABEL_KEY, MANAGER_POD_LABEL_VALUE) < 0 ||
+        !(list = cJSON_AddArrayToObject(out, "apiServerAllowedCIDRs")))
+        return oom(e);
+    cJSON_ArrayForEach(c, cidrs)
+    {
+        if (!cJSON_IsString(c) || !*c->valuestring || strlen(c->valuestring) > 64 ||
+            strspn(c->valuestring, "0123456789abcdefABCDEF.:/") != strlen(c->valuestring))
+            return err_set(e, -EINVAL, "networkPolicy.apiServerAllowedCIDRs: \"%s\" is not a CIDR",
+                           cJSON_IsString(c) ? c->valuestring : "(not a string)");
+        if (!cJSON_AddItemToArray(list, cJSON_CreateString(c->valuestring)))
+            return oom(e);
+    }
+    return 0;
+}
+
 int render_context(const struct render_catalog *c, const cJSON *values,
                    const struct render_package **ret_pkg, cJSON **ret_ctx, struct err *e)
 {
@@ -452,6 +498,7 @@ int render_context(const struct render_catalog *c, const cJSON *values,
         (r = build_etcd(values, cluster, ns, component, replicas, ctx, e)) < 0 ||
         (r = build_secrets(values, cluster, short_name, ctx, e)) < 0 ||
         (r = build_storage(values, ctx, e)) < 0 ||
+        (r = build_network_policy(values, ctx, e)) < 0 ||
         (r = check_feature_gates(pkg, resolved, get(values, "featureGates"), ctx, e)) < 0 ||
         (r = check_extra_args(pkg, resolved, get(values, "extraArgs"), e)) < 0)
         goto fail;

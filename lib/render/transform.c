@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/render/patch.h"
+#include "lib/util/buf.h"
 
 static int oom(struct err *e)
 {
@@ -242,26 +243,60 @@ static void drop_annotation(cJSON *holder)
         cJSON_DeleteItemFromObjectCaseSensitive(a, RENDER_CONFIG_HASH_ANNOTATION);
 }
 
+/* What else the pods' hash covers: extra_input, then the data of every ConfigMap rendered with
+ * them (the component's pods mount its ConfigMaps, so a change of one rolls them). Without
+ * ConfigMaps it is extra_input alone. Returns 0 with *ret (caller frees) or -ENOMEM. */
+static int pod_inputs(const cJSON *objects, const char *extra_input, char **ret)
+{
+    struct buf b = BUF_INIT;
+    const cJSON *obj;
+
+    if (buf_puts(&b, extra_input ? extra_input : "") < 0)
+        goto oom;
+    cJSON_ArrayForEach(obj, objects)
+    {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+        char *data;
+        int r;
+
+        if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "ConfigMap") != 0)
+            continue;
+        data = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(obj, "data"));
+        r = data ? buf_printf(&b, "\nConfigMap %s", data) : -ENOMEM;
+        cJSON_free(data);
+        if (r < 0)
+            goto oom;
+    }
+    if (!(*ret = buf_steal(&b)))
+        goto oom;
+    return 0;
+oom:
+    buf_done(&b);
+    return -ENOMEM;
+}
+
 int render_transform_config_hash(cJSON *objects, const char *extra_input, struct err *e)
 {
     cJSON *obj, *tpl;
-    char pod[65], whole[65];
-    int r;
+    char pod[65], whole[65], *inputs = NULL;
+    int r = pod_inputs(objects, extra_input, &inputs);
 
+    if (r < 0)
+        return err_set(e, r, "config hash: out of memory");
     cJSON_ArrayForEach(obj, objects)
     {
         drop_annotation(obj);
         if ((tpl = pod_template(obj))) {
             drop_annotation(tpl);
-            if ((r = sha256_hex(tpl, extra_input ? extra_input : "", pod)) < 0 ||
-                (r = annotate(tpl, pod)) < 0)
-                return err_set(e, r, "config hash: %s",
-                               r == -ENOMEM ? "out of memory" : "digest failed");
+            if ((r = sha256_hex(tpl, inputs, pod)) < 0 || (r = annotate(tpl, pod)) < 0)
+                break;
         }
         if ((r = sha256_hex(obj, NULL, whole)) < 0 || (r = annotate(obj, whole)) < 0)
-            return err_set(e, r, "config hash: %s",
-                           r == -ENOMEM ? "out of memory" : "digest failed");
+            break;
     }
+    free(inputs);
+    if (r < 0)
+        return err_set(e, r, "config hash: %s", r == -ENOMEM ? "out of memory" : "digest failed");
     return 0;
 }
 

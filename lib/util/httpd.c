@@ -7,16 +7,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <ev.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "lib/util/strutil.h"
+
+enum conn_state {
+    CONN_HANDSHAKE, /* TLS: the server's side of the handshake */
+    CONN_READ,      /* reading the request's headers */
+    CONN_WAIT,      /* the handler deferred its answer */
+    CONN_WRITE,     /* sending the response */
+};
 
 struct conn {
     struct httpd *h;
     int fd;
+    uint64_t id;
+    enum conn_state state;
+    SSL *ssl; /* NULL for plain HTTP */
+    bool head;
     ev_io io;
+    int io_events; /* what io watches, 0 when stopped */
     ev_timer deadline;
     char *in;
     size_t in_len;
@@ -35,6 +50,7 @@ struct httpd {
     struct httpd_opts opts;
     struct conn *conns;
     int n_conns;
+    uint64_t next_id;
 };
 
 int httpd_parse_address(const char *address, struct sockaddr_storage *ret_addr, socklen_t *ret_len,
@@ -90,12 +106,26 @@ int httpd_parse_address(const char *address, struct sockaddr_storage *ret_addr, 
     return 0;
 }
 
+/* Watches the connection's socket for events (EV_READ, EV_WRITE or both; 0 stops it). */
+static void conn_watch(struct conn *c, int events)
+{
+    if (c->io_events == events)
+        return;
+    ev_io_stop(c->h->loop, &c->io);
+    c->io_events = events;
+    if (!events)
+        return;
+    ev_io_set(&c->io, c->fd, events);
+    ev_io_start(c->h->loop, &c->io);
+}
+
 static void conn_close(struct conn *c)
 {
     struct httpd *h = c->h;
 
     ev_io_stop(h->loop, &c->io);
     ev_timer_stop(h->loop, &c->deadline);
+    SSL_free(c->ssl);
     close(c->fd);
     if (c->prev)
         c->prev->next = c->next;
@@ -109,6 +139,68 @@ static void conn_close(struct conn *c)
     free(c);
 }
 
+/* An OpenSSL call that did not complete: -EAGAIN after watching for what it waits on, or
+ * -EIO. */
+static int tls_retry(struct conn *c, int ret)
+{
+    switch (SSL_get_error(c->ssl, ret)) {
+    case SSL_ERROR_WANT_READ:
+        conn_watch(c, EV_READ);
+        return -EAGAIN;
+    case SSL_ERROR_WANT_WRITE:
+        conn_watch(c, EV_WRITE);
+        return -EAGAIN;
+    default:
+        ERR_clear_error();
+        return -EIO;
+    }
+}
+
+/* Reads what is there: > 0 bytes, 0 at the peer's end of stream, -EAGAIN (the socket is
+ * watched for what is needed), or another negative code. */
+static ssize_t conn_recv(struct conn *c, char *p, size_t n)
+{
+    ssize_t got;
+
+    if (c->ssl) {
+        size_t r = 0;
+        int ok = SSL_read_ex(c->ssl, p, n, &r);
+        if (ok)
+            return (ssize_t)r;
+        if (SSL_get_error(c->ssl, ok) == SSL_ERROR_ZERO_RETURN)
+            return 0;
+        return tls_retry(c, ok);
+    }
+    do
+        got = read(c->fd, p, n);
+    while (got < 0 && errno == EINTR);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        conn_watch(c, EV_READ);
+        return -EAGAIN;
+    }
+    return got < 0 ? -errno : got;
+}
+
+/* Sends what the socket takes: > 0 bytes, -EAGAIN, or another negative code. */
+static ssize_t conn_send(struct conn *c, const char *p, size_t n)
+{
+    ssize_t sent;
+
+    if (c->ssl) {
+        size_t r = 0;
+        int ok = SSL_write_ex(c->ssl, p, n, &r);
+        return ok ? (ssize_t)r : tls_retry(c, ok);
+    }
+    do
+        sent = send(c->fd, p, n, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        conn_watch(c, EV_WRITE);
+        return -EAGAIN;
+    }
+    return sent < 0 ? -errno : (sent == 0 ? -EIO : sent);
+}
+
 static const char *status_text(int status)
 {
     switch (status) {
@@ -116,6 +208,10 @@ static const char *status_text(int status)
         return "OK";
     case 400:
         return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
@@ -129,11 +225,10 @@ static const char *status_text(int status)
     }
 }
 
-static void on_write(struct ev_loop *loop, ev_io *w, int revents);
+static void conn_write(struct conn *c);
 
 /* Queues the whole response and switches the connection to writing. */
-static void respond(struct conn *c, int status, const char *content_type, const struct buf *body,
-                    bool head)
+static void respond(struct conn *c, int status, const char *content_type, const struct buf *body)
 {
     size_t len = body && body->data ? body->len : 0;
     int r;
@@ -141,20 +236,19 @@ static void respond(struct conn *c, int status, const char *content_type, const 
     buf_init(&c->out, 0);
     r = buf_printf(&c->out,
                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                   "Cache-Control: no-store\r\n%sConnection: close\r\n\r\n",
+                   "Cache-Control: no-store\r\n%s%sConnection: close\r\n\r\n",
                    status, status_text(status),
                    content_type ? content_type : "text/plain; charset=utf-8", len,
-                   status == 405 ? "Allow: GET, HEAD\r\n" : "");
-    if (r == 0 && !head && len > 0)
+                   status == 405 ? "Allow: GET, HEAD\r\n" : "",
+                   status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
+    if (r == 0 && !c->head && len > 0)
         r = buf_append(&c->out, body->data, len);
     if (r < 0) {
         conn_close(c);
         return;
     }
-    ev_io_stop(c->h->loop, &c->io);
-    ev_io_init(&c->io, on_write, c->fd, EV_WRITE);
-    c->io.data = c;
-    ev_io_start(c->h->loop, &c->io);
+    c->state = CONN_WRITE;
+    conn_write(c);
 }
 
 static void respond_text(struct conn *c, int status, const char *text)
@@ -166,24 +260,57 @@ static void respond_text(struct conn *c, int status, const char *text)
         conn_close(c);
         return;
     }
-    respond(c, status, NULL, &b, false);
+    respond(c, status, NULL, &b);
     buf_done(&b);
 }
 
-/* The request line is complete: dispatch it. */
+/* The value of header name in the header lines that follow the request line (NUL-terminated
+ * in place), or NULL; "" for a second one of the same name, which is refused. */
+static const char *header_value(char *lines, const char *name)
+{
+    size_t n = strlen(name);
+    const char *found = NULL;
+
+    for (char *l = lines; l && *l;) {
+        char *eol = strchr(l, '\n'), *v, *end;
+        if (eol)
+            *eol = '\0';
+        end = l + strlen(l);
+        if (end > l && end[-1] == '\r')
+            *--end = '\0';
+        if (strncasecmp(l, name, n) == 0 && l[n] == ':') {
+            if (found)
+                return "";
+            v = l + n + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+                *--end = '\0';
+            found = v;
+        }
+        l = eol ? eol + 1 : NULL;
+    }
+    return found;
+}
+
+/* The request is complete: dispatch it. */
 static void handle(struct conn *c)
 {
     struct httpd *h = c->h;
     char *line = c->in, *sp1, *sp2, *eol, *q;
     struct httpd_response resp = {.status = 200};
-    struct httpd_request req;
+    struct httpd_request req = {.id = c->id};
 
     eol = strpbrk(line, "\r\n");
-    if (eol)
+    if (eol) {
+        bool crlf = eol[0] == '\r' && eol[1] == '\n';
         *eol = '\0';
+        req.authorization = header_value(eol + 1 + crlf, "Authorization");
+    }
     sp1 = strchr(line, ' ');
     sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-    if (!sp1 || !sp2 || sp1[1] != '/' || !str_has_prefix(sp2 + 1, "HTTP/1.")) {
+    if (!sp1 || !sp2 || sp1[1] != '/' || !str_has_prefix(sp2 + 1, "HTTP/1.") ||
+        (req.authorization && !req.authorization[0])) {
         respond_text(c, 400, "bad request\n");
         return;
     }
@@ -198,9 +325,15 @@ static void handle(struct conn *c)
         respond_text(c, 405, "method not allowed\n");
         return;
     }
+    c->head = strcmp(req.method, "HEAD") == 0;
     buf_init(&resp.body, HTTPD_BODY_MAX);
     h->handler(h->userdata, &req, &resp);
-    respond(c, resp.status, resp.content_type, &resp.body, strcmp(req.method, "HEAD") == 0);
+    if (resp.deferred) {
+        c->state = CONN_WAIT;
+        conn_watch(c, 0);
+    } else {
+        respond(c, resp.status, resp.content_type, &resp.body);
+    }
     buf_done(&resp.body);
 }
 
@@ -215,21 +348,19 @@ static bool headers_complete(const char *s, size_t len)
     return false;
 }
 
-static void on_read(struct ev_loop *loop, ev_io *w, int revents)
+static void conn_read(struct conn *c)
 {
-    struct conn *c = w->data;
     size_t max = c->h->opts.max_header;
-    ssize_t n;
 
     for (;;) {
+        ssize_t n;
+
         if (c->in_len >= max) {
             respond_text(c, 431, "request headers too large\n");
             return;
         }
-        n = read(c->fd, c->in + c->in_len, max - c->in_len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        n = conn_recv(c, c->in + c->in_len, max - c->in_len);
+        if (n == -EAGAIN)
             return;
         if (n <= 0) {
             conn_close(c);
@@ -248,24 +379,57 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents)
     }
 }
 
-static void on_write(struct ev_loop *loop, ev_io *w, int revents)
+static void conn_write(struct conn *c)
 {
-    struct conn *c = w->data;
-
     while (c->out_off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t n = conn_send(c, c->out.data + c->out_off, c->out.len - c->out_off);
+        if (n == -EAGAIN)
             return;
-        if (n <= 0) {
+        if (n < 0) {
             conn_close(c);
             return;
         }
         c->out_off += (size_t)n;
     }
+    /* Everything is sent: a close_notify (best effort, not waited for), then the end. */
+    if (c->ssl)
+        SSL_shutdown(c->ssl);
+    ERR_clear_error();
     shutdown(c->fd, SHUT_WR);
     conn_close(c);
+}
+
+static void conn_handshake(struct conn *c)
+{
+    int r = SSL_accept(c->ssl);
+
+    if (r == 1) {
+        c->state = CONN_READ;
+        conn_read(c);
+        return;
+    }
+    if (tls_retry(c, r) != -EAGAIN)
+        conn_close(c);
+}
+
+static void on_io(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct conn *c = w->data;
+
+    switch (c->state) {
+    case CONN_HANDSHAKE:
+        conn_handshake(c);
+        break;
+    case CONN_READ:
+        conn_read(c);
+        break;
+    case CONN_WRITE:
+        conn_write(c);
+        break;
+    case CONN_WAIT:
+        conn_watch(c, 0);
+        break;
+    }
 }
 
 static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents)
@@ -293,26 +457,68 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
         c = calloc(1, sizeof(*c));
         if (c)
             c->in = malloc(h->opts.max_header + 1);
-        if (!c || !c->in) {
+        if (c && c->in && h->opts.tls) {
+            c->ssl = SSL_new(h->opts.tls);
+            if (c->ssl && SSL_set_fd(c->ssl, fd) != 1) {
+                SSL_free(c->ssl);
+                c->ssl = NULL;
+            }
+            if (c->ssl)
+                SSL_set_mode(c->ssl,
+                             SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+        }
+        if (!c || !c->in || (h->opts.tls && !c->ssl)) {
             if (c)
-                free(c);
+                free(c->in);
+            free(c);
+            ERR_clear_error();
             close(fd);
             continue;
         }
         c->h = h;
         c->fd = fd;
+        c->id = ++h->next_id;
+        c->state = c->ssl ? CONN_HANDSHAKE : CONN_READ;
         c->next = h->conns;
         if (h->conns)
             h->conns->prev = c;
         h->conns = c;
         h->n_conns++;
-        ev_io_init(&c->io, on_read, fd, EV_READ);
+        ev_io_init(&c->io, on_io, fd, EV_READ);
         c->io.data = c;
+        c->io_events = EV_READ;
         ev_io_start(loop, &c->io);
         ev_timer_init(&c->deadline, on_deadline, h->opts.idle_timeout, 0);
         c->deadline.data = c;
         ev_timer_start(loop, &c->deadline);
     }
+}
+
+int httpd_complete(struct httpd *h, uint64_t id, int status, const char *content_type,
+                   const struct buf *body)
+{
+    for (struct conn *c = h->conns; c; c = c->next) {
+        if (c->id != id)
+            continue;
+        if (c->state != CONN_WAIT)
+            return -ENOENT;
+        respond(c, status, content_type, body);
+        return 0;
+    }
+    return -ENOENT;
+}
+
+bool httpd_address_is_loopback(const char *address)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+
+    if (httpd_parse_address(address, &ss, &len, NULL) < 0)
+        return false;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+    return memcmp(&((struct sockaddr_in6 *)&ss)->sin6_addr, &in6addr_loopback,
+                  sizeof(in6addr_loopback)) == 0;
 }
 
 static int listen_on(const struct sockaddr_storage *addr, socklen_t len, int *ret_fd)

@@ -324,7 +324,7 @@ kubectl create namespace "$ns" >/dev/null
 "$agent" --node-name "$node" --state-dir "$work/agent" --pod-network "$pod_net" \
     --selector app.kubernetes.io/managed-by=nestcp --stop-grace-max 5 >"$work/agent.log" 2>&1 &
 agent_pid=$!
-"$nestcp" manager --namespace "$ns" --templates "$root/templates" --metrics-bind-address 127.0.0.1:0 \
+"$nestcp" manager --namespace "$ns" --templates "$root/templates" --metrics-bind-address 127.0.0.1:0 --metrics-secure=false \
     --health-probe-bind-address 127.0.0.1:0 >"$work/manager.log" 2>&1 &
 mgr_pid=$!
 for _ in $(seq 1 60); do

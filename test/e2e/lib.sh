@@ -294,6 +294,24 @@ pod_cmdline() {
     tr '\0' '\n' <"/proc/$pid/cmdline"
 }
 
+# runs_restricted POD CONTAINER: the container's process runs as the packages' securityContext
+# asks (the node agent applies it): uid and gid 65532 with the fsGroup, no capability in any
+# set, no_new_privs, and its root filesystem mounted read-only.
+runs_restricted() {
+    local pid st root
+    pid=$(pod_pid "$1" "$2") || fail "$1/$2 has no process"
+    st=$(cat "/proc/$pid/status")
+    grep -qP '^Uid:\t65532\t65532\t65532\t65532$' <<<"$st" || fail "$1/$2 does not run as uid 65532: $(grep ^Uid <<<"$st")"
+    grep -qP '^Gid:\t65532\t65532\t65532\t65532$' <<<"$st" || fail "$1/$2 does not run as gid 65532: $(grep ^Gid <<<"$st")"
+    grep -qP '^Groups:\t65532 ?$' <<<"$st" || fail "$1/$2 is not in its fsGroup alone: $(grep ^Groups <<<"$st")"
+    grep -qP '^NoNewPrivs:\t1$' <<<"$st" || fail "$1/$2 may gain privileges (no_new_privs unset)"
+    for set in CapInh CapPrm CapEff CapBnd CapAmb; do
+        grep -qP "^$set:\t0{16}$" <<<"$st" || fail "$1/$2 keeps capabilities: $(grep "^$set" <<<"$st")"
+    done
+    root=$(awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo")
+    case ",$root," in *,ro,*) ;; *) fail "$1/$2's root filesystem is mounted '$root', not read-only" ;; esac
+}
+
 # finish: stops the manager and the node agent and checks that every process started for this
 # test's pods is gone; then PASS.
 finish() {

@@ -19,6 +19,48 @@ kubectl -n "$ns" apply -f "$NESTCP_SOURCE_DIR/config/samples/standalone.yaml" >/
 wait_ready sample-control-plane 300 "$t0"
 wait_ready standalone 300 "$t0"
 
+# Pod Security admission enforces the restricted profile in this namespace (the super
+# cluster's default): every pod above was admitted under it. Each runs that way too.
+[ -z "$(kubectl get namespace "$ns" -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')" ] ||
+    fail "namespace $ns overrides the super cluster's Pod Security default"
+for c in sample standalone; do
+    runs_restricted "$c-etcd-0" etcd
+    runs_restricted "$c-apiserver-0" kube-apiserver
+    runs_restricted "$c-controller-manager-0" kube-controller-manager
+done
+log "every component of both tenants runs as uid 65532, no capabilities, no_new_privs, read-only root"
+
+# The NetworkPolicies' selectors against the running pods (the super cluster enforces none):
+# etcd's policy applies to exactly the tenant's etcd pods, its peer rule admits exactly those,
+# its client rule exactly the tenant's API server pods; the API server's applies to those.
+# selected POLICY JSONPATH: the names of the pods of $ns the selector at JSONPATH selects.
+selected() {
+    local sel
+    sel=$(kubectl -n "$ns" get networkpolicy "$1" -o jsonpath="{$2.matchLabels}" | python3 -c '
+import json, sys
+print(",".join("%s=%s" % kv for kv in sorted(json.load(sys.stdin).items())))')
+    [ -n "$sel" ] || fail "networkpolicy $1 has no selector at $2"
+    kubectl -n "$ns" get pods -l "$sel" -o jsonpath='{range .items[*]}{.metadata.name}{" "}{end}'
+}
+for c in sample standalone; do
+    etcd_pods=$(kubectl -n "$ns" get pods -o name | sed -n "s|^pod/\($c-etcd-[0-9]*\)$|\1|p" | tr '\n' ' ')
+    api_pods=$(kubectl -n "$ns" get pods -o name | sed -n "s|^pod/\($c-apiserver-[0-9]*\)$|\1|p" | tr '\n' ' ')
+    [ -n "$etcd_pods" ] && [ -n "$api_pods" ] || fail "no etcd or API server pods of $c"
+    [ "$(selected "$c-etcd" .spec.podSelector)" = "$etcd_pods" ] ||
+        fail "networkpolicy $c-etcd does not apply to exactly $etcd_pods"
+    [ "$(selected "$c-etcd" '.spec.ingress[0].from[0].podSelector')" = "$etcd_pods" ] ||
+        fail "networkpolicy $c-etcd's peer rule does not admit exactly $etcd_pods"
+    [ "$(kubectl -n "$ns" get networkpolicy "$c-etcd" -o jsonpath='{.spec.ingress[0].ports[*].port}')" = "2379 2380" ] ||
+        fail "networkpolicy $c-etcd's first rule is not for ports 2379 and 2380"
+    [ "$(selected "$c-etcd" '.spec.ingress[1].from[0].podSelector')" = "$api_pods" ] ||
+        fail "networkpolicy $c-etcd's client rule does not admit exactly $api_pods"
+    [ "$(kubectl -n "$ns" get networkpolicy "$c-etcd" -o jsonpath='{.spec.ingress[1].ports[*].port}')" = 2379 ] ||
+        fail "networkpolicy $c-etcd's second rule is not for port 2379 only"
+    [ "$(selected "$c-apiserver" .spec.podSelector)" = "$api_pods" ] ||
+        fail "networkpolicy $c-apiserver does not apply to exactly $api_pods"
+done
+log "NetworkPolicies: each tenant's etcd admits its own members and API servers, by the running pods' labels"
+
 for c in sample standalone; do
     tenant_kubeconfig "$c" "$work/$c.kubeconfig"
     kubeconfig_pems "$work/$c.kubeconfig" "$work/$c"

@@ -87,6 +87,21 @@ for _ in $(seq 1 100); do
 done
 kubectl -n "$ns" get serviceaccount default >/dev/null || fail "no default ServiceAccount (kube-controller-manager)"
 
+# Pod Security admission enforces the restricted profile in every namespace by default: a pod
+# that runs as root with its capabilities is refused, and the refusal names the profile.
+out=$(kubectl -n "$ns" create -f - 2>&1 <<YAML || true
+apiVersion: v1
+kind: Pod
+metadata: {name: rooted}
+spec:
+  containers: [{name: c, image: example.invalid/none}]
+YAML
+)
+case "$out" in
+*'violates PodSecurity "restricted:latest"'*) ;;
+*) fail "a pod outside the restricted profile was not refused: $out" ;;
+esac
+
 # StatefulSets get Pods (they stay Pending: no scheduler, no kubelet) and garbage collection
 # removes them with their owner.
 kubectl -n "$ns" create -f - >/dev/null <<YAML
@@ -100,7 +115,11 @@ spec:
   template:
     metadata: {labels: {app: sts}}
     spec:
-      containers: [{name: c, image: example.invalid/none}]
+      securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+      containers:
+      - name: c
+        image: example.invalid/none
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
 YAML
 for _ in $(seq 1 150); do
     kubectl -n "$ns" get pod sts-0 >/dev/null 2>&1 && break

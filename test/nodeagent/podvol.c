@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lib/util/strutil.h"
+#include "test/nodeagent/podsec.h"
 
 #define PODVOL_DEFAULT_MODE 0644
 #define PODVOL_PATH_MAX 4096
@@ -327,7 +328,12 @@ static int write_source(const cJSON *pod, const char *kind, const cJSON *src, un
     const char *name = podobj_str(src, strcmp(kind, "Secret") == 0 ? "secretName" : "name", NULL);
     const cJSON *obj = NULL, *items = podobj_get(src, "items", NULL), *item;
     bool optional = podobj_bool(src, "optional", false);
+    /* Readable by the pod's fsGroup (own_volume sets the group). */
+    bool fs_group = podsec_fs_group(pod, NULL) >= 0;
     int r;
+
+    if (fs_group)
+        def_mode |= 0440;
 
     if (!name && strcmp(kind, "Secret") == 0)
         name = podobj_str(src, "name", NULL); /* projected secret sources use `name` */
@@ -344,6 +350,9 @@ static int write_source(const cJSON *pod, const char *kind, const cJSON *src, un
             const char *key = podobj_str(item, "key", NULL);
             const char *path = podobj_str(item, "path", NULL);
             unsigned mode = (unsigned)podobj_long(item, "mode", (long)def_mode) & 07777;
+
+            if (fs_group)
+                mode |= 0440;
             char *data = NULL;
             size_t len;
 
@@ -408,6 +417,70 @@ static void prune(const char *dir, const char *rel, const struct podvol_names *n
     closedir(d);
 }
 
+/* ---- fsGroup ---- */
+
+/* What the kubelet gives a volume of a pod with an fsGroup (SetVolumeOwnership): every file
+ * and directory in the group, readable by it (read-only volumes) or writable too, directories
+ * searchable and set-group-ID so that what the pod creates stays in the group. Symbolic links
+ * are left alone. */
+static int own_tree(const char *path, gid_t gid, bool readonly, int depth)
+{
+    mode_t mask = readonly ? 0440 : 0660;
+    struct stat st;
+    DIR *d;
+    struct dirent *de;
+    int r = 0;
+
+    if (depth > 64)
+        return -ELOOP;
+    if (lstat(path, &st) < 0)
+        return -errno;
+    if (S_ISLNK(st.st_mode))
+        return 0;
+    if (S_ISDIR(st.st_mode))
+        mask |= S_ISGID | 0110;
+    if (st.st_gid != gid && lchown(path, (uid_t)-1, gid) < 0)
+        return -errno;
+    if ((st.st_mode & mask) != mask && chmod(path, (st.st_mode & 07777) | mask) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return 0;
+    d = opendir(path);
+    if (!d)
+        return -errno;
+    while (r == 0 && (de = readdir(d))) {
+        char sub[PODVOL_PATH_MAX];
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= sizeof(sub))
+            r = -ENAMETOOLONG;
+        else
+            r = own_tree(sub, gid, readonly, depth + 1);
+    }
+    closedir(d);
+    return r;
+}
+
+/* Applies the pod's fsGroup to a volume's directory; with fsGroupChangePolicy OnRootMismatch,
+ * only when the directory itself is not in the group with the group's rights yet. */
+static int own_volume(const cJSON *pod, const char *dir, bool readonly, struct err *e)
+{
+    bool on_root_mismatch;
+    long gid = podsec_fs_group(pod, &on_root_mismatch);
+    mode_t want = (readonly ? 0550 : 0770) | S_ISGID;
+    struct stat st;
+    int r;
+
+    if (gid < 0)
+        return 0;
+    if (on_root_mismatch && stat(dir, &st) == 0 && st.st_gid == (gid_t)gid &&
+        (st.st_mode & want) == want)
+        return 0;
+    r = own_tree(dir, (gid_t)gid, readonly, 0);
+    return r < 0 ? err_set(e, r, "fsGroup %ld on %s: %s", gid, dir, strerror(-r)) : 0;
+}
+
 static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvol_dirs *dirs,
                           podobj_resolve_fn resolve, void *userdata, struct err *e)
 {
@@ -422,14 +495,27 @@ static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvo
         return err_set(e, r, "claim %s has no bound PersistentVolume", claim_name(vol));
     if (r < 0)
         return err_set(e, r, "bad volume name or path");
-    if (podobj_get(vol, "persistentVolumeClaim", NULL))
-        return claim_dir_check(dir, claim_name(vol), e);
+    if (podobj_get(vol, "persistentVolumeClaim", NULL)) {
+        /* As a CSI volume with fsGroupPolicy File gets it; a real kubelet leaves a hostPath
+         * PersistentVolume as it is, but here a claim stands for any provisioned volume. */
+        r = claim_dir_check(dir, claim_name(vol), e);
+        return r < 0 ? r : own_volume(pod, dir, false, e);
+    }
     if (podobj_get(vol, "hostPath", NULL)) {
         const char *type = podobj_str(vol, "hostPath", "type", NULL);
 
         if (type && strcmp(type, "DirectoryOrCreate") == 0)
             r = podvol_mkdir_p(dir, 0755);
         return r < 0 ? err_set(e, r, "hostPath %s: %s", dir, strerror(-r)) : 0;
+    }
+    if (podobj_get(vol, "emptyDir", NULL)) {
+        /* World-writable, as the kubelet makes it, whoever the pod runs as. */
+        r = podvol_mkdir_p(dir, 0777);
+        if (r == 0 && chmod(dir, 0777) < 0)
+            r = -errno;
+        if (r < 0)
+            return err_set(e, r, "%s: %s", dir, strerror(-r));
+        return own_volume(pod, dir, false, e);
     }
     r = podvol_mkdir_p(dir, 0755);
     if (r < 0)
@@ -457,12 +543,11 @@ static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvo
             if (r < 0)
                 break;
         }
-    } else {
-        goto out; /* emptyDir keeps what it holds */
     }
     if (r == 0)
         prune(dir, "", &names);
-out:
+    if (r == 0)
+        r = own_volume(pod, dir, true, e);
     names_done(&names);
     return r;
 }

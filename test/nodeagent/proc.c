@@ -4,14 +4,19 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <grp.h>
+#include <linux/capability.h>
 
 /* What a child that failed before exec reports through its pipe. */
 struct proc_failure {
@@ -99,9 +104,60 @@ static void child_setup_mounts(const struct proc_spec *s, int fd)
     }
 }
 
+/* Keeps only the capabilities in keep: the bounding set (so nothing exec'd can regain the
+ * others) and the ambient set now, while the effective set still allows it. */
+static void child_limit_bounding(uint64_t keep, int fd)
+{
+    for (int n = 0; n < 64; n++) {
+        if (keep & (UINT64_C(1) << n))
+            continue;
+        if (prctl(PR_CAPBSET_DROP, n, 0, 0, 0) < 0) {
+            if (errno == EINVAL)
+                break; /* past the kernel's last capability */
+            child_fail(fd, errno, "drop capabilities from the bounding set", NULL);
+        }
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        child_fail(fd, errno, "clear ambient capabilities", NULL);
+}
+
+/* The effective, permitted and inheritable sets reduced to keep (for a process that stays
+ * root; a change to another uid has emptied the first two already). */
+static void child_limit_caps(uint64_t keep, int fd)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+
+    if (syscall(SYS_capget, &h, d) < 0)
+        child_fail(fd, errno, "capget", NULL);
+    for (int i = 0; i < 2; i++) {
+        uint32_t k = (uint32_t)(keep >> (32 * i));
+        d[i].effective &= k;
+        d[i].permitted &= k;
+        d[i].inheritable &= k;
+    }
+    if (syscall(SYS_capset, &h, d) < 0)
+        child_fail(fd, errno, "capset", NULL);
+}
+
+static void child_set_ids(const struct podsec *sec, int fd)
+{
+    char what[64];
+
+    if (setgroups(sec->ngroups, sec->groups) < 0)
+        child_fail(fd, errno, "setgroups", NULL);
+    snprintf(what, sizeof(what), "%u", (unsigned)sec->gid);
+    if (setresgid(sec->gid, sec->gid, sec->gid) < 0)
+        child_fail(fd, errno, "setgid", what);
+    snprintf(what, sizeof(what), "%u", (unsigned)sec->uid);
+    if (setresuid(sec->uid, sec->uid, sec->uid) < 0)
+        child_fail(fd, errno, "setuid", what);
+}
+
 static void child_run(const struct proc_spec *s, int fd, pid_t parent)
 {
-    int log, null;
+    const struct podsec *sec = s->sec;
+    int log, null, exe = -1;
 
     proc_child_reset_signals();
     if (setsid() < 0)
@@ -110,8 +166,8 @@ static void child_run(const struct proc_spec *s, int fd, pid_t parent)
         child_fail(fd, errno, "prctl(PR_SET_PDEATHSIG)", NULL);
     if (getppid() != parent)
         child_fail(fd, ESRCH, "parent exited", NULL);
-    if (s->mount_ns)
-        child_setup_mounts(s, fd);
+    /* The log is opened in the agent's mount namespace: a file open for writing on the
+     * container's copy of the root mount would keep it from becoming read-only (EBUSY). */
     log = open(s->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     if (log < 0)
         child_fail(fd, errno, "open log", s->log_path);
@@ -120,12 +176,39 @@ static void child_run(const struct proc_spec *s, int fd, pid_t parent)
         child_fail(fd, errno, "open /dev/null", NULL);
     if (dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
         child_fail(fd, errno, "redirect output", NULL);
+    if (s->mount_ns)
+        child_setup_mounts(s, fd);
+    if (sec) {
+        /* The binaries live where the agent's user keeps them (a cache under root's home):
+         * opened now, executed through the descriptor as an image's entrypoint would be. */
+        if (sec->set_ids && sec->uid != 0 && (exe = open(s->path, O_RDONLY | O_CLOEXEC)) < 0)
+            child_fail(fd, errno, "open", s->path);
+        if (sec->readonly_root && s->mount_ns &&
+            mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+            child_fail(fd, errno, "make the root filesystem read-only", NULL);
+        if (sec->limit_caps)
+            child_limit_bounding(sec->caps, fd);
+        if (sec->set_ids)
+            child_set_ids(sec, fd);
+        if (sec->limit_caps)
+            child_limit_caps(sec->caps, fd);
+        /* A change of credentials clears the parent-death signal. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+            child_fail(fd, errno, "prctl(PR_SET_PDEATHSIG)", NULL);
+        if (getppid() != parent)
+            child_fail(fd, ESRCH, "parent exited", NULL);
+        if (sec->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            child_fail(fd, errno, "prctl(PR_SET_NO_NEW_PRIVS)", NULL);
+    }
     if (chdir(s->workdir ? s->workdir : "/") < 0)
         child_fail(fd, errno, "chdir", s->workdir ? s->workdir : "/");
     /* Everything else the parent had open closes at exec (the failure pipe among them). */
     if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
         child_fail(fd, errno, "close_range", NULL);
-    execve(s->path, s->argv, s->envp);
+    if (exe >= 0)
+        fexecve(exe, s->argv, s->envp);
+    else
+        execve(s->path, s->argv, s->envp);
     child_fail(fd, errno, "exec", s->path);
 }
 

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "lib/util/err.h"
+#include "test/nodeagent/podsec.h"
 #include "test/nodeagent/podvol.h"
 
 struct proc_spec {
@@ -26,11 +27,18 @@ struct proc_spec {
     bool mount_ns;
     const struct podvol_mount *mounts;
     size_t nmounts;
+    /* The securityContext to apply (NULL: run as the agent does, root with every capability):
+     * after the mounts, the root mount is made read-only, capabilities are dropped, the ids
+     * changed (the executable is opened first, so a directory only root may search on its way
+     * does not stop it) and no_new_privs set, in that order. Needs mount_ns for a read-only
+     * root. */
+    const struct podsec *sec;
 };
 
 /* Forks and executes spec; returns once the process runs the new program or failed to.
  * Returns 0 and the pid (also its process group id), or a negative errno with e naming the
- * step that failed ("mount /etc/kubernetes/pki: ...", "exec /usr/bin/etcd: ..."). */
+ * step that failed ("mount /etc/kubernetes/pki: ...", "setuid 65532: ...", "exec
+ * /usr/bin/etcd: ..."). */
 int proc_spawn(const struct proc_spec *spec, pid_t *ret_pid, struct err *e);
 
 /* Sends sig to the process group pgid. Returns 0, -ESRCH when no process is left in it. */

@@ -562,6 +562,7 @@ static void container_start(struct rt_container *c)
     size_t nmounts = 0;
     char exe[RT_PATH_MAX], log[RT_PATH_MAX];
     char **argv = NULL;
+    struct podsec sec;
     struct err e = {0};
     pid_t pid;
     int r;
@@ -573,6 +574,12 @@ static void container_start(struct rt_container *c)
     if (r < 0) {
         set_waiting(c, "CreateContainerConfigError", e.msg[0] ? e.msg : strerror(-r));
         emit(p, c->name, "Failed", "%s", c->message ? c->message : "environment");
+        goto retry;
+    }
+    r = podsec_resolve(p->obj, spec, &sec, &e);
+    if (r < 0) {
+        set_waiting(c, "CreateContainerConfigError", e.msg);
+        emit(p, c->name, "Failed", "%s", c->message ? c->message : "securityContext");
         goto retry;
     }
     r = container_argv(c, spec, exe, sizeof(exe), &argv, &e);
@@ -590,6 +597,7 @@ static void container_start(struct rt_container *c)
             .mount_ns = true,
             .mounts = mounts,
             .nmounts = nmounts,
+            .sec = &sec,
         };
 
         r = proc_spawn(&ps, &pid, &e);

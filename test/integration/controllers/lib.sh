@@ -82,7 +82,7 @@ start_manager() {
     local name=$1 ns=$2 p
     shift 2
     "$NESTCP_BIN" manager --kubeconfig "$KUBECONFIG" --namespace "$ns" \
-        --templates "$NESTCP_SOURCE_DIR/templates" --metrics-bind-address 127.0.0.1:0 \
+        --templates "$NESTCP_SOURCE_DIR/templates" --metrics-bind-address 127.0.0.1:0 --metrics-secure=false \
         --health-probe-bind-address 127.0.0.1:0 --log-level "${MANAGER_LOG_LEVEL:-info}" "$@" \
         >>"$work/$name.log" 2>&1 &
     mgr_pid=$!
@@ -139,8 +139,10 @@ versions() {
 }
 
 # render_matches NS: what `nestcp render` prints for the cluster objects and Secrets read back
-# from NS equals what runs: no Secret to create or replace, and every Service and StatefulSet
-# with the same config hash as the live one. Prints the number of objects compared.
+# from NS equals what runs: no Secret to create or replace, and every object packages render
+# (Services, StatefulSets, ConfigMaps, NetworkPolicies) with the same config hash as the live
+# one, and nothing of those kinds nestcp manages that is not rendered. Prints the number of
+# objects compared.
 render_matches() {
     local ns=$1 out
     kubectl -n "$ns" get clusters.cluster.x-k8s.io,nc,ncp,netcd,nkas,nkcm,secrets -o yaml \
@@ -148,7 +150,8 @@ render_matches() {
     "$NESTCP_BIN" render --templates "$NESTCP_SOURCE_DIR/templates" -n "$ns" -o json \
         -f "$work/render-in.yaml" >"$work/render-out.json" 2>"$work/render.err" ||
         { cat "$work/render.err" >&2; return 1; }
-    kubectl -n "$ns" get services,statefulsets -o json >"$work/live.json"
+    kubectl -n "$ns" get services,statefulsets,configmaps,networkpolicies \
+        -l app.kubernetes.io/managed-by=nestcp -o json >"$work/live.json"
     python3 - "$work/render-out.json" "$work/live.json" <<'EOF'
 import json, sys
 rendered = json.load(open(sys.argv[1]))["items"]
@@ -168,7 +171,7 @@ for o in rendered:
     have = l["metadata"].get("annotations", {}).get(key)
     if want != have:
         bad.append("%s %s: config hash %s, rendered %s" % (k[0], k[1], have, want))
-    if o["spec"].get("template") and (o["spec"]["template"]["spec"]["containers"][0]["args"] !=
+    if o.get("spec", {}).get("template") and (o["spec"]["template"]["spec"]["containers"][0]["args"] !=
                                       l["spec"]["template"]["spec"]["containers"][0]["args"]):
         bad.append("%s %s: container args differ" % k)
 extra = set(live) - {(o["kind"], o["metadata"]["name"]) for o in rendered}

@@ -91,7 +91,7 @@ kubectl -n "$ns" get secret sample-kubeconfig -o jsonpath='{.data.value}' | base
 
 # --- what runs is what `nestcp render` prints ---
 n=$(render_matches "$ns") || fail "the running objects differ from nestcp render's"
-echo "nestcp render: $n Services and StatefulSets, each with the running config hash"
+echo "nestcp render: $n Services, StatefulSets, ConfigMaps and NetworkPolicies, each with the running config hash"
 for c in sample standalone; do
     [ "$(kubectl -n "$ns" get secrets -l "cluster.x-k8s.io/cluster-name=$c" -o name | wc -l)" = 8 ] ||
         fail "cluster $c: expected 8 Secrets (4 CAs, kubeconfig, 3 certs), got $(kubectl -n "$ns" get secrets -l "cluster.x-k8s.io/cluster-name=$c" -o name | tr '\n' ' ')"

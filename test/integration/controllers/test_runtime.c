@@ -118,7 +118,9 @@ static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool h
     struct manager_opts o = extra ? *extra : (struct manager_opts){0};
     struct controller_def def = {
         .name = "tiny", .primary = &NESTCP_CONTROL_PLANES, .reconcile = tiny_reconcile, .ctx = ti};
-    struct httpserver_opts ho = {.metrics_address = "127.0.0.1:0", .health_address = "127.0.0.1:0"};
+    struct httpserver_opts ho = {.metrics_address = "127.0.0.1:0",
+                                 .health_address = "127.0.0.1:0",
+                                 .metrics_insecure = true};
     struct err e;
 
     o.namespace_ = t.ns;

@@ -88,7 +88,7 @@ crds_install --no-capi || fail "the CRDs are not established"
 kubectl create namespace "$ns" >/dev/null
 
 # --- one replica ---
-start solo --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address localhost:0
+start solo --metrics-bind-address 127.0.0.1:0 --metrics-secure=false --health-probe-bind-address localhost:0
 mport=$(port solo metrics_port)
 hport=$(port solo health_port)
 [ "$mport" != "$hport" ] || fail "metrics and health share port $mport"
@@ -114,12 +114,22 @@ echo "SIGTERM: exit $rc after ${took} s"
 [ "$rc" = 0 ] || fail "exit status $rc after SIGTERM"
 awk -v t="$took" 'BEGIN { exit !(t < 5) }' || fail "SIGTERM took $took s"
 
+# Plain, unauthenticated metrics are refused anywhere but on a loopback address.
+if "$NESTCP_BIN" manager --kubeconfig "$KUBECONFIG" --namespace "$ns" \
+    --templates "$NESTCP_SOURCE_DIR/templates" --metrics-secure=false \
+    --metrics-bind-address 0.0.0.0:0 --health-probe-bind-address 127.0.0.1:0 \
+    >"$work/insecure.log" 2>&1; then
+    fail "the manager served plain metrics on every interface"
+fi
+grep -q 'are served only on a loopback address' "$work/insecure.log" ||
+    fail "no clear refusal of plain metrics on 0.0.0.0: $(cat "$work/insecure.log")"
+
 # --- leader election ---
 # The renew deadline counts from the start of the acquiring attempt, which a freshly started,
 # sanitizer-slowed server can stretch past a second: keep it well above that.
 lease=(--leader-elect --leader-election-namespace "$ns" --leader-elect-lease-duration 6s
     --leader-elect-renew-deadline 4s --leader-elect-retry-period 500ms
-    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0)
+    --metrics-bind-address 127.0.0.1:0 --metrics-secure=false --health-probe-bind-address 127.0.0.1:0)
 holder() { kubectl get lease nestcp-manager -n "$ns" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
 identity() { grep -o 'waiting for leadership.*identity=[^ ]*' "$work/$1.log" | sed 's/.*identity=//'; }
 

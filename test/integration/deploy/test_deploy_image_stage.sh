@@ -86,7 +86,7 @@ chmod 600 "$kc"
 [ "$(id -u)" -eq 0 ] && chown 65532:65532 "$kc"
 env -i PATH=/usr/bin:/bin "${as_user[@]}" "$bin" manager --kubeconfig "$kc" \
     --templates "$rootfs/usr/share/nestcp/templates" --leader-elect \
-    --leader-election-namespace "$ns" --metrics-bind-address 127.0.0.1:0 \
+    --leader-election-namespace "$ns" --metrics-bind-address 127.0.0.1:0 --metrics-secure=false \
     --health-probe-bind-address 127.0.0.1:0 >"$out/manager.log" 2>&1 &
 pid=$!
 health="" metrics=""

@@ -32,8 +32,10 @@ sa=system:serviceaccount:nestcp-system:nestcp-controller-manager
 out=$(mktemp -d)
 created_tenants=false
 cleanup() {
-    kubectl delete clusterrolebinding nestcp-manager-rolebinding --ignore-not-found >/dev/null 2>&1 || true
-    kubectl delete clusterrole nestcp-manager-role --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete clusterrolebinding nestcp-manager-rolebinding nestcp-metrics-auth-rolebinding \
+        --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete clusterrole nestcp-manager-role nestcp-metrics-auth-role nestcp-metrics-reader \
+        --ignore-not-found >/dev/null 2>&1 || true
     kubectl -n tenants delete rolebinding nestcp-manager-rolebinding --ignore-not-found >/dev/null 2>&1 || true
     kubectl -n tenants delete role nestcp-manager-role --ignore-not-found >/dev/null 2>&1 || true
     delete_namespace nestcp-system
@@ -100,7 +102,7 @@ esac
 
 jp() { kubectl -n nestcp-system get deployment nestcp-controller-manager -o jsonpath="$1"; }
 args=$(jp '{.spec.template.spec.containers[0].args}')
-for a in manager --leader-elect --metrics-bind-address=:8080 --health-probe-bind-address=:8081 \
+for a in manager --leader-elect --metrics-bind-address=:8443 --health-probe-bind-address=:8081 \
     --templates=/usr/share/nestcp/templates; do
     case "$args" in *"\"$a\""*) ;; *) fail "manager args lack $a: $args" ;; esac
 done
@@ -114,13 +116,16 @@ done
     'true false ["ALL"]' ] || fail "container securityContext is not locked down"
 [ "$(jp '{.spec.template.spec.containers[0].livenessProbe.httpGet.path} {.spec.template.spec.containers[0].readinessProbe.httpGet.path} {.spec.template.spec.containers[0].livenessProbe.httpGet.port}')" = \
     "/healthz /readyz health" ] || fail "probes are not /healthz and /readyz"
-[ "$(jp '{.spec.template.spec.containers[0].ports[?(@.name=="health")].containerPort} {.spec.template.spec.containers[0].ports[?(@.name=="metrics")].containerPort}')" = \
-    "8081 8080" ] || fail "health/metrics ports are not 8081/8080"
+[ "$(jp '{.spec.template.spec.containers[0].ports[?(@.name=="health")].containerPort} {.spec.template.spec.containers[0].ports[?(@.name=="https")].containerPort}')" = \
+    "8081 8443" ] || fail "health/metrics ports are not 8081/8443"
 [ "$(jp '{.spec.template.spec.containers[0].resources.requests.cpu} {.spec.template.spec.containers[0].resources.requests.memory} {.spec.template.spec.containers[0].resources.limits.cpu} {.spec.template.spec.containers[0].resources.limits.memory}')" = \
     "50m 64Mi 500m 256Mi" ] || fail "resources differ from docs/install.md"
 [ "$(kubectl -n nestcp-system get service nestcp-controller-manager-metrics \
-    -o jsonpath='{.spec.ports[0].port} {.spec.selector.control-plane}')" = "8080 controller-manager" ] ||
-    fail "metrics Service does not select the manager on 8080"
+    -o jsonpath='{.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.selector.control-plane}')" = "8443 https controller-manager" ] ||
+    fail "metrics Service does not select the manager's HTTPS port 8443"
+# Secure metrics: the manager may review tokens, and a metrics reader role exists to bind.
+[ "$(kubectl get clusterrole nestcp-metrics-reader -o jsonpath='{.rules[0].nonResourceURLs} {.rules[0].verbs}')" = \
+    '["/metrics"] ["get"]' ] || fail "no ClusterRole nestcp-metrics-reader allowing get on /metrics"
 
 # rules NS: every right the manager's ServiceAccount has in NS (a SelfSubjectRulesReview through
 # `kubectl auth can-i --list`, so cluster-wide rights show too), one "resource [names] verbs"
@@ -146,27 +151,34 @@ print("".join(l + "\n" for l in sorted(out)), end="")' "$out/baseline.txt"
 }
 # The manager's rights in a namespace it reconciles: exactly these (config/rbac/role.yaml).
 cat >"$out/reconcile.rules" <<'RULES'
-clusters.cluster.x-k8s.io [] get list watch
+clusters.cluster.x-k8s.io [] list watch
+configmaps [] create delete list patch watch
 events [] create patch
-nestedapiservers.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedapiservers.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedapiservers.controlplane.cluster.x-k8s.io/finalizers [] update
-nestedapiservers.controlplane.cluster.x-k8s.io/status [] get patch update
-nestedclusters.infrastructure.cluster.x-k8s.io [] get list patch update watch
-nestedclusters.infrastructure.cluster.x-k8s.io/status [] get patch update
-nestedcontrollermanagers.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedapiservers.controlplane.cluster.x-k8s.io/status [] update
+nestedclusters.infrastructure.cluster.x-k8s.io [] list patch watch
+nestedclusters.infrastructure.cluster.x-k8s.io/status [] update
+nestedcontrollermanagers.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedcontrollermanagers.controlplane.cluster.x-k8s.io/finalizers [] update
-nestedcontrollermanagers.controlplane.cluster.x-k8s.io/status [] get patch update
-nestedcontrolplanes.controlplane.cluster.x-k8s.io [] get list patch update watch
+nestedcontrollermanagers.controlplane.cluster.x-k8s.io/status [] update
+nestedcontrolplanes.controlplane.cluster.x-k8s.io [] list patch watch
 nestedcontrolplanes.controlplane.cluster.x-k8s.io/finalizers [] update
-nestedcontrolplanes.controlplane.cluster.x-k8s.io/status [] get patch update
-nestedetcds.controlplane.cluster.x-k8s.io [] delete get list patch update watch
+nestedcontrolplanes.controlplane.cluster.x-k8s.io/status [] update
+nestedetcds.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedetcds.controlplane.cluster.x-k8s.io/finalizers [] update
-nestedetcds.controlplane.cluster.x-k8s.io/status [] get patch update
-persistentvolumeclaims [] get list watch
-pods [] get list patch watch
-secrets [] create delete get list patch update watch
-services [] create delete get list patch update watch
-statefulsets.apps [] create delete get list patch update watch
+nestedetcds.controlplane.cluster.x-k8s.io/status [] update
+networkpolicies.networking.k8s.io [] create delete list patch watch
+persistentvolumeclaims [] list watch
+pods [] list patch watch
+secrets [] create delete list patch watch
+services [] create delete list patch watch
+statefulsets.apps [] create delete list patch watch
+RULES
+# Secure metrics' reviews: cluster-scoped, so in every namespace, with either install.
+cat >"$out/auth.rules" <<'RULES'
+subjectaccessreviews.authorization.k8s.io [] create
+tokenreviews.authentication.k8s.io [] create
 RULES
 # Leader election, in the manager's namespace only.
 cat >"$out/lease.rules" <<'RULES'
@@ -195,6 +207,8 @@ check_denied() {
     can no "$1" create pods
     can no "$1" update pods --subresource=status
     can no "$1" get configmaps
+    can no "$1" get secrets
+    can no "$1" update statefulsets.apps
     can no "$1" delete nestedcontrolplanes.controlplane.cluster.x-k8s.io
     can no "$1" create events.events.k8s.io
     can no default get nodes
@@ -204,14 +218,14 @@ check_denied() {
 }
 
 # docs/install.md's two examples, as written there.
-[ "$(kubectl auth can-i patch nestedcontrolplanes --subresource=status -A --as="$sa")" = yes ] ||
-    fail "docs/install.md: patch nestedcontrolplanes/status is not allowed"
+[ "$(kubectl auth can-i update nestedcontrolplanes --subresource=status -A --as="$sa")" = yes ] ||
+    fail "docs/install.md: update nestedcontrolplanes/status is not allowed"
 [ "$(kubectl auth can-i create pods -n default --as="$sa" || true)" = no ] ||
     fail "docs/install.md: create pods is allowed"
 # The ClusterRole: the same rights in every namespace, the Lease only in nestcp-system.
-expect_rules default "$out/reconcile.rules"
-expect_rules some-tenant "$out/reconcile.rules"
-expect_rules nestcp-system "$out/reconcile.rules" "$out/lease.rules"
+expect_rules default "$out/reconcile.rules" "$out/auth.rules"
+expect_rules some-tenant "$out/reconcile.rules" "$out/auth.rules"
+expect_rules nestcp-system "$out/reconcile.rules" "$out/lease.rules" "$out/auth.rules"
 can yes default list secrets --all-namespaces
 can yes some-tenant delete statefulsets.apps
 check_denied default
@@ -238,11 +252,11 @@ case "$(jp '{.spec.template.spec.containers[0].args}')" in
 esac
 # The Role: the rights in tenants only; nothing anywhere else, nothing cluster-wide (a
 # ClusterRoleBinding would show in every namespace).
-expect_rules tenants "$out/reconcile.rules"
-expect_rules default
-expect_rules some-tenant
-expect_rules nestcp-system "$out/lease.rules"
+expect_rules tenants "$out/reconcile.rules" "$out/auth.rules"
+expect_rules default "$out/auth.rules"
+expect_rules some-tenant "$out/auth.rules"
+expect_rules nestcp-system "$out/lease.rules" "$out/auth.rules"
 can no default list secrets --all-namespaces
-can yes tenants patch nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
+can yes tenants update nestedcontrolplanes.controlplane.cluster.x-k8s.io --subresource=status
 check_denied tenants
 echo "ok: config/default and config/namespaced install, and grant exactly the manager's rights"

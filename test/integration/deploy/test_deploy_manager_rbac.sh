@@ -3,14 +3,18 @@
 # token bound to config/rbac (the ClusterRole, ClusterRoleBinding, leader-election Role and
 # RoleBinding, exactly as built by `kubectl kustomize config/rbac`), against the real
 # apiserver's RBAC (no system:masters):
-#   - the kubeconfig's identity is the ServiceAccount: it cannot list configmaps or get nodes;
+#   - the kubeconfig's identity is the ServiceAccount: it cannot list nodes;
 #   - it watches every namespace (the default install) and wins the Lease in its own namespace;
 #   - config/samples/capn-cluster.yaml and config/samples/standalone.yaml become Ready (their
 #     etcd members run for real under a node agent, the other pods are marked Running and Ready,
 #     with the admin kubeconfig: test/support/kubelets.sh);
 #   - the manager records Events; deleting the samples removes the control planes, their
 #     components, Secrets, Services and StatefulSets;
-#   - the manager's log shows no request refused by RBAC, and no 403 is counted in its metrics.
+#   - the manager's log shows no request refused by RBAC, and no 403 is counted in its metrics;
+#   - secure metrics (the default), with config/rbac's metrics roles: /metrics over HTTPS with
+#     the certificate of --metrics-cert-dir; a ServiceAccount token bound to the metrics-reader
+#     ClusterRole gets 200, one without it 403 naming the user, no token or a bad one 401, and
+#     plain HTTP no answer. The manager reviews the tokens with its own rights only.
 # Docs commands covered here: docs/create-cluster.md "kubectl apply -f config/samples/...",
 # "kubectl get nestedcontrolplanes", "kubectl wait --for=condition=Ready ncp/NAME",
 # "kubectl describe ncp NAME", "kubectl get nc", "kubectl get capn", "kubectl get ncp -o wide",
@@ -38,8 +42,10 @@ cleanup() {
     for p in $(kubectl -n "$ns" get ncp -o name 2>/dev/null); do
         kubectl -n "$ns" patch "$p" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
     done
-    kubectl delete clusterrolebinding "$id-manager-rolebinding" --ignore-not-found >/dev/null 2>&1 || true
-    kubectl delete clusterrole "$id-manager-role" --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete clusterrolebinding "$id-manager-rolebinding" "$id-metrics-auth-rolebinding" \
+        "$id-metrics-reader-binding" --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete clusterrole "$id-manager-role" "$id-metrics-auth-role" "$id-metrics-reader" \
+        --ignore-not-found >/dev/null 2>&1 || true
     kubectl delete namespace "$ns" "$sys_ns" --wait=false >/dev/null 2>&1 || true
     if [ -n "${DEPLOY_TEST_KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
@@ -89,8 +95,8 @@ kc=$work/sa.kubeconfig
 )
 grep -q 'client-certificate' "$kc" && fail "the ServiceAccount kubeconfig has a client certificate"
 # The identity is the ServiceAccount, with its rights only.
-KUBECONFIG=$kc kubectl -n "$ns" get configmaps >/dev/null 2>"$work/who.err" &&
-    fail "the ServiceAccount token can list configmaps"
+KUBECONFIG=$kc kubectl get nodes >/dev/null 2>"$work/who.err" &&
+    fail "the ServiceAccount token can list nodes"
 grep -q "system:serviceaccount:$sys_ns:$sa" "$work/who.err" ||
     fail "the refusal does not name the ServiceAccount: $(cat "$work/who.err")"
 [ "$(KUBECONFIG=$kc kubectl auth can-i get nodes 2>/dev/null || true)" = no ] ||
@@ -98,13 +104,24 @@ grep -q "system:serviceaccount:$sys_ns:$sa" "$work/who.err" ||
 [ "$(KUBECONFIG=$kc kubectl auth can-i create secrets -n "$ns" 2>/dev/null || true)" = yes ] ||
     fail "the ServiceAccount cannot create secrets"
 
+# --- the metrics serving certificate, from a CA of this test's own ---
+certs=$work/metrics-certs
+mkdir -p "$certs"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -subj "/CN=metrics-test-ca" -keyout "$certs/ca.key" -out "$certs/ca.crt" 2>/dev/null
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=nestcp-metrics" \
+    -keyout "$certs/tls.key" -out "$certs/tls.csr" 2>/dev/null
+openssl x509 -req -in "$certs/tls.csr" -CA "$certs/ca.crt" -CAkey "$certs/ca.key" -days 1 \
+    -extfile <(printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n') \
+    -out "$certs/tls.crt" 2>/dev/null
+
 # --- the manager, every namespace, leader election in its own namespace ---
 # Lease timings longer than the defaults: on a loaded test machine a renewal can take more
 # than the 10 s deadline, and a manager that loses its lease exits (as it should).
 "$NESTCP_BIN" manager --kubeconfig "$kc" --templates "$src/templates" --leader-elect \
     --leader-election-namespace "$sys_ns" --leader-elect-lease-duration 90s \
     --leader-elect-renew-deadline 60s --leader-elect-retry-period 5s \
-    --metrics-bind-address 127.0.0.1:0 \
+    --metrics-bind-address 127.0.0.1:0 --metrics-cert-dir "$certs" \
     --health-probe-bind-address 127.0.0.1:0 --log-level debug >"$work/manager.log" 2>&1 &
 mgr=$!
 metrics=""
@@ -115,6 +132,40 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 [ -n "$metrics" ] || die_with_log "the manager did not log its metrics port"
+
+# --- secure metrics: who may scrape ---
+# Prometheus's stand-in is bound to config/rbac's metrics-reader ClusterRole; another
+# ServiceAccount is bound to nothing.
+kubectl -n "$sys_ns" create serviceaccount prometheus >/dev/null
+kubectl -n "$sys_ns" create serviceaccount nobody >/dev/null
+kubectl create clusterrolebinding "$id-metrics-reader-binding" --clusterrole "$id-metrics-reader" \
+    --serviceaccount "$sys_ns:prometheus" >/dev/null
+reader_token=$(kubectl -n "$sys_ns" create token prometheus --duration=1h)
+nobody_token=$(kubectl -n "$sys_ns" create token nobody --duration=1h)
+# scrape TOKEN: the HTTP status of GET /metrics, verified against the test's CA; the body in
+# $work/scrape.
+scrape() {
+    local auth=()
+    [ -n "$1" ] && auth=(-H "Authorization: Bearer $1")
+    curl -sS --max-time 10 --cacert "$certs/ca.crt" "${auth[@]}" -o "$work/scrape" \
+        -w '%{http_code}' "https://127.0.0.1:$metrics/metrics"
+}
+code=$(scrape "")
+[ "$code" = 401 ] || die_with_log "a scrape without a token got HTTP $code, want 401"
+code=$(scrape "not-a-token")
+[ "$code" = 401 ] || die_with_log "a scrape with a bad token got HTTP $code, want 401"
+code=$(scrape "$nobody_token")
+[ "$code" = 403 ] || die_with_log "a scrape by a ServiceAccount without the reader role got HTTP $code, want 403"
+grep -q "Authorization denied for user system:serviceaccount:$sys_ns:nobody" "$work/scrape" ||
+    fail "the 403 does not name the user: $(cat "$work/scrape")"
+code=$(scrape "$reader_token")
+[ "$code" = 200 ] || die_with_log "a scrape with the reader role got HTTP $code, want 200: $(cat "$work/scrape")"
+grep -q '^nestcp_build_info{' "$work/scrape" || fail "the reader's scrape lacks nestcp_build_info"
+if curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$metrics/metrics"; then
+    fail "plain HTTP on the metrics port got an answer"
+fi
+grep -q 'metrics_secure=true' "$work/manager.log" || fail "the manager does not log metrics_secure=true"
+echo "secure metrics: no token 401, bad token 401, no reader role 403, reader role 200, no plain HTTP"
 
 # The samples' pods run (test/support/kubelets.sh: etcd for real, the rest marked Ready), with
 # the admin kubeconfig.
@@ -183,8 +234,8 @@ if grep -qE 'forbidden|error=EPERM' "$work/manager.log"; then
     grep -E 'forbidden|error=EPERM' "$work/manager.log" | head -n 10 >&2
     fail "the manager was refused requests (above)"
 fi
-denied=$(curl -s --max-time 5 "http://127.0.0.1:$metrics/metrics" |
-    awk '$1 ~ /code="403"/ { s += $2 } END { printf "%d", s }')
+[ "$(scrape "$reader_token")" = 200 ] || fail "the final scrape failed: $(cat "$work/scrape")"
+denied=$(awk '$1 ~ /code="403"/ { s += $2 } END { printf "%d", s }' "$work/scrape")
 [ "$denied" = 0 ] || fail "the manager's metrics count $denied responses with status 403"
 kill -TERM "$mgr"
 wait "$mgr" || die_with_log "the manager did not exit cleanly on SIGTERM"

@@ -30,11 +30,13 @@ for input in "$src/config/samples/capn-cluster.yaml" "$src/config/samples/standa
     "$NESTCP_BIN" render -n "$ns" -f "$input" >"$tmp/out.yaml" 2>"$tmp/err" ||
         fail "render $input: $(cat "$tmp/err")"
     want=$(grep -c '^kind: ' "$tmp/out.yaml")
-    [ "$want" -eq 14 ] || fail "$input rendered $want objects, want 14"
+    # 8 Secrets; etcd's Service, StatefulSet, NetworkPolicy; the API server's ConfigMap,
+    # Service, StatefulSet, NetworkPolicy; the controller manager's Service and StatefulSet.
+    [ "$want" -eq 17 ] || fail "$input rendered $want objects, want 17"
     kubectl apply --dry-run=server -f "$tmp/out.yaml" >"$tmp/applied" 2>"$tmp/err" ||
         fail "the API server refused the rendering of $input: $(cat "$tmp/err")"
     got=$(grep -c 'created (server dry run)' "$tmp/applied")
-    [ "$got" -eq 14 ] || fail "$input: $got of 14 objects accepted: $(cat "$tmp/applied")"
+    [ "$got" -eq 17 ] || fail "$input: $got of 17 objects accepted: $(cat "$tmp/applied")"
 done
 
 # --- applied for real, then rendered again from what the cluster holds ---
@@ -45,7 +47,8 @@ kubectl -n "$ns" get secrets -l cluster.x-k8s.io/cluster-name=standalone -o yaml
 "$NESTCP_BIN" render -n "$ns" -f "$src/config/samples/standalone.yaml" -f "$tmp/live.yaml" \
     >"$tmp/second.yaml" 2>"$tmp/err" || fail "second render: $(cat "$tmp/err")"
 grep -q '^kind: Secret' "$tmp/second.yaml" && fail "the second render made new Secrets"
-[ "$(grep -c '^kind: ' "$tmp/second.yaml")" -eq 6 ] || fail "the second render is not 6 workloads"
+[ "$(grep -c '^kind: ' "$tmp/second.yaml")" -eq 9 ] ||
+    fail "the second render is not the 9 objects of the packages"
 sed -n '/^kind: Service$/,$p' "$tmp/first.yaml" | sed '1s/^/apiVersion: v1\n/' >"$tmp/first-workloads"
 sed -n '/^kind: Service$/,$p' "$tmp/second.yaml" | sed '1s/^/apiVersion: v1\n/' >"$tmp/second-workloads"
 cmp -s "$tmp/first-workloads" "$tmp/second-workloads" ||

@@ -12,7 +12,9 @@
  * refused, kubectl of the same release with the rendered admin kubeconfig (server pointed at
  * the local address, TLS still verified against the Service name) lists namespaces and reads
  * the server's version, and the controller manager, through its own rendered kubeconfig, does
- * its work: it creates the `default` ServiceAccount of a new namespace.
+ * its work: it creates the `default` ServiceAccount of a new namespace. The rendered
+ * authentication configuration holds on every line: anonymous requests reach /readyz, /livez
+ * and /healthz only (401 for /api, /version and the rest).
  */
 
 #include <setjmp.h>
@@ -141,6 +143,21 @@ static void lay_out(const cJSON *secret, const char *dir)
         snprintf(path, sizeof(path), "%s/%s", dir, it->string);
         write_file(path, (const char *)data, len);
         free(data);
+    }
+}
+
+/* Writes every key of a ConfigMap as a file under dir, as a ConfigMap volume would. */
+static void lay_out_config(const cJSON *cm, const char *dir)
+{
+    const cJSON *it;
+    char path[512];
+
+    assert_non_null(cm);
+    assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(cm, "data"))
+    {
+        snprintf(path, sizeof(path), "%s/%s", dir, it->string);
+        write_file(path, it->valuestring, strlen(it->valuestring));
     }
 }
 
@@ -362,9 +379,35 @@ static void etcd_serves_the_rendered_certificates(struct env *env)
     assert_int_not_equal(run_in_ns(env, out, sizeof(out), cmd), 0);
 }
 
+/* The rendered authentication configuration: a request without credentials reaches the
+ * health endpoints the kubelet's probes use, and is 401 everywhere else (the API discovery,
+ * /version, a Secret list). */
+static void anonymous_gets_only_health(struct env *env, const char *pki)
+{
+    static const struct {
+        const char *path, *code;
+    } want[] = {
+        {"/readyz", "200"},           {"/livez", "200"}, {"/healthz", "200"}, {"/api", "401"},
+        {"/version", "401"},          {"/apis", "401"},  {"/metrics", "401"},
+        {"/api/v1/secrets", "401"},
+    };
+    char out[256];
+
+    for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
+        assert_int_equal(run(out, sizeof(out),
+                             "curl -sS -o /dev/null -w '%%{http_code}' --max-time 10 --cacert "
+                             "%s/ca.crt --resolve rb-apiserver." NS ".svc:6443:%s "
+                             "https://rb-apiserver." NS ".svc:6443%s 2>&1",
+                             pki, env->line->api_ip, want[i].path),
+                         0);
+        if (strcmp(out, want[i].code) != 0)
+            fail_msg("anonymous GET %s: HTTP %s, want %s", want[i].path, out, want[i].code);
+    }
+}
+
 static void apiserver_serves_the_admin_kubeconfig(struct env *env)
 {
-    char pki[128], bin[1200], kc[128], kubectl[1400], out[4096], want[128];
+    char pki[128], authn[128], bin[1200], kc[128], kubectl[1400], out[4096], want[128];
     const cJSON *secret = find(env->objs, "Secret", "rb-kubeconfig");
     unsigned char *text = NULL;
     size_t len = 0;
@@ -374,9 +417,13 @@ static void apiserver_serves_the_admin_kubeconfig(struct env *env)
     snprintf(pki, sizeof(pki), "%s/kube-pki", env->dir);
     snprintf(bin, sizeof(bin), "%s/kube-apiserver", env->kube_bin);
     lay_out(find(env->objs, "Secret", "rb-apiserver-certs-"), pki);
-    const char *const subst[][2] = {{"$(POD_IP)", env->line->api_ip}, {"/etc/kubernetes/pki", pki}};
+    snprintf(authn, sizeof(authn), "%s/kube-authn", env->dir);
+    lay_out_config(find(env->objs, "ConfigMap", "rb-apiserver-authn"), authn);
+    const char *const subst[][2] = {{"$(POD_IP)", env->line->api_ip},
+                                    {"/etc/kubernetes/pki", pki},
+                                    {"/etc/kubernetes/authn", authn}};
     env->apiserver =
-        start(env, find(env->objs, "StatefulSet", "rb-apiserver"), bin, subst, 2, "apiserver.log");
+        start(env, find(env->objs, "StatefulSet", "rb-apiserver"), bin, subst, 3, "apiserver.log");
 
     /* The rendered admin kubeconfig, pointed at the local address; TLS is still verified,
      * against the Service's name. kubectl is the same release as the server. */
@@ -414,6 +461,7 @@ static void apiserver_serves_the_admin_kubeconfig(struct env *env)
     snprintf(want, sizeof(want), "\"gitVersion\": \"v%s\"", env->line->kubernetes);
     if (!strstr(out, want))
         fail_msg("/version does not say %s: %s", want, out);
+    anonymous_gets_only_health(env, pki);
 }
 
 static void controller_manager_works_through_its_kubeconfig(struct env *env)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -535,6 +536,123 @@ static void test_runtime__restarted_container_sees_the_current_annotation(void *
     assert_true(fx->nstarts >= 2);
 }
 
+static bool file_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* The line of /proc/<pid>/status that starts with field ("Uid:"), without the field name. */
+static char *proc_status_line(pid_t pid, const char *field)
+{
+    char *text = read_text("/proc/%d/status", (int)pid), *line, *end, *out = NULL;
+
+    assert_non_null(text);
+    line = strstr(text, field);
+    if (line) {
+        line += strlen(field);
+        line += strspn(line, " \t");
+        end = strchr(line, '\n');
+        out = strndup(line, end ? (size_t)(end - line) : strlen(line));
+        for (size_t n = out ? strlen(out) : 0; n > 0 && out[n - 1] == ' '; n--)
+            out[n - 1] = '\0'; /* "Groups:" ends in a space */
+    }
+    free(text);
+    assert_non_null(out);
+    return out;
+}
+
+#define RESTRICTED_CONTAINER_SC                                                                    \
+    "    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,"        \
+    " capabilities: {drop: [ALL]}}\n"
+
+/* The restricted securityContext nestcp's packages set is what the process gets: its uid, gid
+ * and groups, no capabilities in any set, no_new_privs, a read-only root filesystem with
+ * writable volumes, and a Secret readable through the fsGroup. */
+static void test_runtime__security_context_is_applied_to_the_process(void **state)
+{
+    char path[512], *line, *text;
+    struct stat st;
+    cJSON *st_json;
+    const cJSON *waiting;
+    pid_t pid;
+
+    /* The mount points live under the state directory, which the pod's user must traverse. */
+    assert_int_equal(chmod(fx->state, 0755), 0);
+    fx->secret = cJSON_Parse("{\"data\":{\"flag\":\"eWVz\"}}");
+    apply_yaml("metadata: {name: restricted, namespace: " NS ", uid: u10}\n"
+               "spec:\n"
+               "  securityContext: {runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65533,"
+               " fsGroup: 65534, supplementalGroups: [4242],"
+               " seccompProfile: {type: RuntimeDefault}}\n"
+               "  volumes:\n"
+               "  - {name: s, secret: {secretName: certs, defaultMode: 256}}\n"
+               "  - {name: data, emptyDir: {}}\n"
+               "  containers:\n"
+               "  - name: c\n"
+               "    image: nestcp.test/shell\n"
+               RESTRICTED_CONTAINER_SC
+               "    command: [/bin/sh, -c]\n"
+               "    args: ['cat %s/mnt/s/flag >%s/mnt/data/read; touch /nodeagent-ro-probe"
+               " 2>%s/mnt/data/root; echo done >%s/mnt/data/done; exec sleep 600']\n"
+               "    volumeMounts:\n"
+               "    - {name: s, mountPath: %s/mnt/s, readOnly: true}\n"
+               "    - {name: data, mountPath: %s/mnt/data}\n",
+               fx->state, fx->state, fx->state, fx->state, fx->state, fx->state);
+    snprintf(path, sizeof(path), "%s/pods/" NS "_restricted/volumes/data/done", fx->state);
+    assert_true(run_until(file_exists, path, 20));
+    assert_int_equal(runtime_container_pid(fx->rt, NS, "restricted", "c", &pid), 0);
+
+    line = proc_status_line(pid, "Uid:");
+    assert_string_equal(line, "65532\t65532\t65532\t65532");
+    free(line);
+    line = proc_status_line(pid, "Gid:");
+    assert_string_equal(line, "65533\t65533\t65533\t65533");
+    free(line);
+    line = proc_status_line(pid, "Groups:");
+    assert_string_equal(line, "4242 65534");
+    free(line);
+    line = proc_status_line(pid, "NoNewPrivs:");
+    assert_string_equal(line, "1");
+    free(line);
+    for (int i = 0; i < 4; i++) {
+        static const char *const sets[] = {"CapInh:", "CapPrm:", "CapEff:", "CapBnd:"};
+        line = proc_status_line(pid, sets[i]);
+        assert_string_equal(line, "0000000000000000");
+        free(line);
+    }
+
+    /* The Secret (mode 0400) is readable through the fsGroup; the root filesystem is not
+     * writable, the emptyDir is, and what the pod writes there belongs to it and the group. */
+    text = read_text("%s/pods/" NS "_restricted/volumes/data/read", fx->state);
+    assert_non_null(text);
+    assert_string_equal(text, "yes");
+    free(text);
+    text = read_text("%s/pods/" NS "_restricted/volumes/data/root", fx->state);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "Read-only file system"));
+    free(text);
+    assert_int_equal(access("/nodeagent-ro-probe", F_OK), -1);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, 65532);
+    assert_int_equal(st.st_gid, 65534);
+    snprintf(path, sizeof(path), "%s/pods/" NS "_restricted/volumes/s/flag", fx->state);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_gid, 65534);
+    assert_int_equal(st.st_mode & 07777, 0440);
+
+    /* runAsNonRoot without a user: this node's images run as root, so the kubelet's refusal. */
+    apply_yaml("metadata: {name: rootish, namespace: " NS ", uid: u11}\n"
+               "spec:\n"
+               "  securityContext: {runAsNonRoot: true}\n"
+               "  containers: [{name: c, image: nestcp.test/shell, command: [sleep, '600']}]\n");
+    st_json = status("rootish");
+    waiting = cJSON_GetObjectItem(cJSON_GetObjectItem(ctr_status(st_json, 0), "state"), "waiting");
+    assert_string_equal(cJSON_GetObjectItem(waiting, "reason")->valuestring,
+                        "CreateContainerConfigError");
+    assert_non_null(strstr(cJSON_GetObjectItem(waiting, "message")->valuestring, "runAsNonRoot"));
+    cJSON_Delete(st_json);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +672,8 @@ int main(void)
             test_runtime__repeated_stop_of_a_stopped_pod_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_runtime__restarted_container_sees_the_current_annotation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__security_context_is_applied_to_the_process,
+                                        setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "controllers/access.h"
 #include "controllers/plan.h"
 #include "controllers/runtime.h"
 #include "lib/kube/store.h"
@@ -33,6 +34,8 @@ enum fx_store {
     FX_STATEFULSETS,
     FX_PODS,
     FX_CLAIMS,
+    FX_CONFIGMAPS,
+    FX_NETWORKPOLICIES,
     FX__COUNT
 };
 
@@ -58,6 +61,8 @@ static inline void fx_init(struct fixture *f)
         .statefulsets = &f->stores[FX_STATEFULSETS],
         .pods = &f->stores[FX_PODS],
         .claims = &f->stores[FX_CLAIMS],
+        .configmaps = &f->stores[FX_CONFIGMAPS],
+        .networkpolicies = &f->stores[FX_NETWORKPOLICIES],
         .now = 1800000000.0,
     };
 }
@@ -85,6 +90,8 @@ static inline enum fx_store fx_store_of(const cJSON *obj)
         {"StatefulSet", FX_STATEFULSETS},
         {"Pod", FX_PODS},
         {"PersistentVolumeClaim", FX_CLAIMS},
+        {"ConfigMap", FX_CONFIGMAPS},
+        {"NetworkPolicy", FX_NETWORKPOLICIES},
     };
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
 
@@ -204,11 +211,17 @@ static inline void fx_apply_action(struct fixture *f, const struct plan_action *
         static const char *const plurals[FX__COUNT] = {
             "nestedcontrolplanes", "nestedetcds", "nestedapiservers",
             "nestedcontrollermanagers", "nestedclusters", "clusters", "secrets",
-            "services", "statefulsets", "pods", "persistentvolumeclaims"};
+            "services", "statefulsets", "pods", "persistentvolumeclaims", "configmaps",
+            "networkpolicies"};
         if (strcmp(a->resource->resource, plurals[k]) == 0)
             s = (enum fx_store)k;
     }
     assert_true(s < FX__COUNT);
+    /* Every action a reconciler plans is one config/rbac grants (controllers/access.c). */
+    if (!access_allows_action(a))
+        fail_msg("%s %s%s%s is not in the access table: %s", access_action_verb(a),
+                 a->resource->resource, a->subresource ? "/" : "",
+                 a->subresource ? a->subresource : "", a->why);
     cur = kube_store_get(&f->stores[s], a->namespace_, a->name);
     if (a->verb == KUBE_DELETE) {
         if (cur && (!a->precondition_uid || !kube_obj_uid(cur) ||

@@ -28,6 +28,9 @@ struct sim {
     const char *watch;      /* an Event reason to count; NULL: none */
     int watch_hits;
     char watch_msg[512]; /* the last such Event's message */
+    /* Called with every action applied, when set. */
+    void (*on_action)(void *ud, const struct plan_action *a);
+    void *on_action_ud;
 };
 
 static inline struct render_catalog *sim_catalog(void)
@@ -88,6 +91,8 @@ static inline size_t sim_one(struct sim *s, int which, const char *ns, const cha
     for (size_t i = 0; i < p.n_actions; i++) {
         const struct plan_action *a = &p.actions[i];
         bool seen = false;
+        if (s->on_action && !a->call) /* API requests, not calls to etcd */
+            s->on_action(s->on_action_ud, a);
         if (getenv("NESTED_SIM_TRACE"))
             print_message("  %s/%s: %d %s %s %s\n", ns, name, (int)a->verb,
                           a->call ? a->call->name : a->resource->resource,

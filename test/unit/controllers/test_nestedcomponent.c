@@ -490,6 +490,44 @@ static void test_nestedcomponent__changes_map_to_the_right_component(void **stat
     sim_done(&s);
 }
 
+/* spec.networkPolicy: on by default (etcd's and the API server's NetworkPolicy); switched off,
+ * both are deleted and nothing rolls; switched on again, they come back. */
+static void test_nestedcomponent__network_policies_follow_the_switch(void **state)
+{
+    struct sim s;
+    cJSON *ncp;
+    char *hash;
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    assert_non_null(fx_get(&s.f, FX_NETWORKPOLICIES, "c-etcd"));
+    assert_non_null(fx_get(&s.f, FX_NETWORKPOLICIES, "c-apiserver"));
+    assert_null(fx_get(&s.f, FX_NETWORKPOLICIES, "c-controller-manager"));
+    hash = etcd_hash_copy(&s);
+    for (int on = 0; on < 2; on++) {
+        ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, "c"), true);
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(ncp, "spec"),
+                                                "networkPolicy");
+        cJSON_AddBoolToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(ncp, "spec"),
+                                                      "networkPolicy"),
+                              "enabled", on);
+        fx_put_json(&s.f, ncp);
+        sim_converge(&s, 30);
+        assert_true(!fx_get(&s.f, FX_NETWORKPOLICIES, "c-etcd") == !on);
+        assert_true(!fx_get(&s.f, FX_NETWORKPOLICIES, "c-apiserver") == !on);
+        assert_non_null(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"));
+        assert_non_null(fx_get(&s.f, FX_SERVICES, "c-apiserver"));
+        assert_non_null(fx_get(&s.f, FX_CONFIGMAPS, "c-apiserver-authn"));
+    }
+    {
+        char *now = etcd_hash_copy(&s);
+        assert_string_equal(now, hash); /* the pods did not roll */
+        free(now);
+    }
+    free(hash);
+    sim_done(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -505,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_nestedcomponent__an_emptydir_etcd_made_before_the_default_keeps_it),
         cmocka_unit_test(test_nestedcomponent__objects_of_the_wrong_shape_do_not_crash),
         cmocka_unit_test(test_nestedcomponent__changes_map_to_the_right_component),
+        cmocka_unit_test(test_nestedcomponent__network_policies_follow_the_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,6 +172,7 @@ enum plan_kind {
     PLAN_EVENT,         /* one Event, one apply */
     PLAN_FAIL,          /* the reconcile function itself fails */
     PLAN_DELETE,
+    PLAN_UNGRANTED,
 };
 
 struct fixture {
@@ -245,6 +246,14 @@ static int reconcile(void *ctx, const struct cache_view *view, const char *ns, c
         break;
     case PLAN_DELETE:
         assert_int_equal(plan_delete(plan, &KUBE_SECRETS, ns, "gone", NULL, "superseded"), 0);
+        break;
+    case PLAN_UNGRANTED:
+        assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
+                                    "Service: missing"),
+                         0);
+        assert_int_equal(plan_create(plan, &KUBE_PODS, object("v1", "Pod", ns, "pod"),
+                                     "Pod: missing"),
+                         0);
         break;
     }
     return 0;
@@ -464,6 +473,24 @@ static void test_runtime__delete_of_missing_object_succeeds(void **state)
     assert_int_equal(reconcile_total(f, "success"), 1);
 }
 
+/* An action config/rbac does not grant (controllers/access.c) is refused before it is sent,
+ * as the API server would answer it 403: the key fails and nothing after it runs. */
+static void test_runtime__an_action_outside_the_access_table_is_not_sent(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_UNGRANTED;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    run_for(f, 0.05);
+    /* Each attempt sends the Service's apply, never the Pod's create. */
+    assert_true(f->hook.n_sent >= 2);
+    for (int i = 0; i < f->hook.n_sent; i++)
+        assert_int_equal(f->hook.sent[i].verb, KUBE_PATCH);
+    assert_true(reconcile_total(f, "error") >= 2);
+    assert_int_equal(reconcile_total(f, "success"), 0);
+}
+
 static void test_runtime__events_are_recorded_before_actions(void **state)
 {
     struct fixture *f = *state;
@@ -549,10 +576,10 @@ static void test_runtime__add_controller_checks_its_definition(void **state)
     assert_int_equal(manager_add_controller(f->m, &def, &e), 0);
     assert_int_equal(manager_add_controller(f->m, &def, &e), -EINVAL);
     assert_non_null(strstr(e.msg, "twice"));
-    bad.primary = &KUBE_CONFIGMAPS;
+    bad.primary = &KUBE_NODES;
     bad.name = "b";
     assert_int_equal(manager_add_controller(f->m, &bad, &e), -EINVAL);
-    assert_non_null(strstr(e.msg, "configmaps"));
+    assert_non_null(strstr(e.msg, "nodes"));
     bad = def;
     bad.name = "c";
     bad.reconcile = NULL;
@@ -602,6 +629,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_runtime__delete_of_missing_object_succeeds, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_runtime__an_action_outside_the_access_table_is_not_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime__events_are_recorded_before_actions, setup,
                                         teardown),
         cmocka_unit_test_teardown(test_runtime__concurrency_is_capped, teardown_owned),

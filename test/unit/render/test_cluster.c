@@ -1000,8 +1000,11 @@ static void test_cluster__all_in_apply_order_and_owned(void **state)
         {"Secret", "c-kubeconfig"},
         {"Service", "c-etcd"},
         {"StatefulSet", "c-etcd"},
+        {"NetworkPolicy", "c-etcd"},
+        {"ConfigMap", "c-apiserver-authn"},
         {"Service", "c-apiserver"},
         {"StatefulSet", "c-apiserver"},
+        {"NetworkPolicy", "c-apiserver"},
         {"Service", "c-controller-manager"},
         {"StatefulSet", "c-controller-manager"},
     };
@@ -1013,7 +1016,7 @@ static void test_cluster__all_in_apply_order_and_owned(void **state)
 
     render_source_from_objects(objs, &src);
     assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &out, &errs), 0);
-    assert_int_equal(cJSON_GetArraySize(out), 14);
+    assert_int_equal(cJSON_GetArraySize(out), 17);
     cJSON_ArrayForEach(o, out)
     {
         assert_string_equal(cJSON_GetObjectItem(o, "kind")->valuestring, order[i][0]);
@@ -1042,9 +1045,9 @@ static void test_cluster__all_in_apply_order_and_owned(void **state)
     cJSON_ArrayForEach(o, out) cJSON_AddItemToArray(objs, cJSON_Duplicate(o, true));
     render_source_from_objects(objs, &src);
     assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &again, &errs), 0);
-    assert_int_equal(cJSON_GetArraySize(again), 6);
-    char *a = cJSON_PrintUnformatted(cJSON_GetArrayItem(again, 3)),
-         *b = cJSON_PrintUnformatted(cJSON_GetArrayItem(out, 11));
+    assert_int_equal(cJSON_GetArraySize(again), 9);
+    char *a = cJSON_PrintUnformatted(cJSON_GetArrayItem(again, 5)),
+         *b = cJSON_PrintUnformatted(cJSON_GetArrayItem(out, 13));
     assert_string_equal(a, b);
     free(a);
     free(b);

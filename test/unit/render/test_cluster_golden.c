@@ -199,7 +199,7 @@ static void test_cluster_golden__several_clusters_from_stdin(void **state)
     run_nestcp(&r, "render -f config/samples/capn-cluster.yaml -f -", in);
     assert_int_equal(r.status, 0);
     assert_int_equal(yamlconv_parse_all(r.out.data, r.out.len, "out", &docs, &e), 0);
-    assert_int_equal(cJSON_GetArraySize(docs), 28);
+    assert_int_equal(cJSON_GetArraySize(docs), 34);
     cJSON_ArrayForEach(d, docs)
     {
         const char *n =
@@ -210,8 +210,8 @@ static void test_cluster_golden__several_clusters_from_stdin(void **state)
         if (strncmp(n, "sample-", 7) == 0)
             assert_int_equal(standalone, 0);
     }
-    assert_int_equal(sample, 14);
-    assert_int_equal(standalone, 14);
+    assert_int_equal(sample, 17);
+    assert_int_equal(standalone, 17);
     cJSON_Delete(docs);
     run_done(&r);
 }
@@ -291,7 +291,7 @@ static void test_cluster_golden__usage(void **state)
     cJSON *list = cJSON_Parse(r.out.data);
     assert_non_null(list);
     assert_string_equal(cJSON_GetObjectItem(list, "kind")->valuestring, "List");
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(list, "items")), 14);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(list, "items")), 17);
     cJSON_Delete(list);
     run_done(&r);
 }

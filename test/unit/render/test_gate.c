@@ -198,9 +198,23 @@ static void test_gate__security_flags_stay_as_rendered(void **state)
             "c1-apiserver}\n  spec:\n    template:\n      spec:\n        containers:\n"
             "        - name: kube-apiserver\n          args: [--authorization-mode=AlwaysAllow]\n",
             "--authorization-mode=AlwaysAllow is not allowed");
+    /* Anonymous requests are the rendered authentication configuration's (health endpoints
+     * only): the binary refuses --anonymous-auth beside it, and its ConfigMap stays. */
+    refused(KAS "extraArgs: {anonymous-auth: \"false\"}\n",
+            "--anonymous-auth=false is not allowed");
+    refused(KAS "patches:\n- target: {kind: ConfigMap, name: c1-apiserver-authn}\n  type: merge\n"
+                "  patch: {data: {authentication-config.yaml: \"anonymous: {enabled: true}\"}}\n",
+            "ConfigMap ns1/c1-apiserver-authn: data: may not be changed");
+    refused(KAS "patches:\n- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: "
+                "c1-apiserver}\n  spec:\n    template:\n      spec:\n        containers:\n"
+                "        - name: kube-apiserver\n"
+                "          args: [--authentication-config=/tmp/a]\n",
+            "--authentication-config=/tmp/a is not allowed");
     /* What only takes rights away, and ordinary tuning, pass. */
-    passes(KAS "extraArgs: {anonymous-auth: \"false\", enable-admission-plugins: "
-               "\"NodeRestriction,EventRateLimit\", v: \"2\"}\n");
+    passes(KAS "extraArgs: {enable-admission-plugins: \"NodeRestriction,EventRateLimit\", v: "
+               "\"2\"}\n");
+    passes(KAS "patches:\n- target: {kind: ConfigMap, name: c1-apiserver-authn}\n  type: merge\n"
+               "  patch: {metadata: {annotations: {team: a}}}\n");
     passes(ETCD "extraArgs: {quota-backend-bytes: \"4294967296\"}\n");
 }
 
@@ -233,6 +247,118 @@ static void test_gate__the_admin_flag_allows_privilege_but_never_other_tenants(v
             "Secret \"c2-kubeconfig\" is not one this component uses");
 }
 
+#define CTR_PATCH(sts, ctr, sc)                                                                    \
+    "patches:\n- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: " sts "}\n"         \
+    "  spec:\n    template:\n      spec:\n        containers:\n        - name: " ctr "\n"         \
+    "          securityContext: " sc "\n"
+
+static void test_gate__patches_cannot_weaken_the_restricted_profile(void **state)
+{
+    refused(ETCD STS_PATCH("c1-etcd", "{spec: {template: {spec: {securityContext: {runAsUser: "
+                                      "0}}}}}"),
+            "StatefulSet ns1/c1-etcd: spec.template.spec.containers[0].securityContext: "
+            "runAsUser 0 is not allowed");
+    refused(KAS STS_PATCH("c1-apiserver", "{spec: {template: {spec: {securityContext: "
+                                          "{runAsNonRoot: false}}}}}"),
+            "securityContext: runAsNonRoot must stay true");
+    refused(KAS CTR_PATCH("c1-apiserver", "kube-apiserver", "{runAsNonRoot: false}"),
+            "spec.template.spec.containers[0].securityContext: runAsNonRoot must stay true");
+    refused(KCM CTR_PATCH("c1-controller-manager", "kube-controller-manager",
+                          "{allowPrivilegeEscalation: true}"),
+            "allowPrivilegeEscalation: true is not allowed");
+    refused(KCM CTR_PATCH("c1-controller-manager", "kube-controller-manager",
+                          "{allowPrivilegeEscalation: null}"),
+            "allowPrivilegeEscalation must stay false");
+    refused(ETCD CTR_PATCH("c1-etcd", "etcd", "{capabilities: {drop: [NET_RAW]}}"),
+            "capabilities.drop must keep ALL");
+    refused(ETCD STS_PATCH("c1-etcd", "{spec: {template: {spec: {securityContext: "
+                                      "{seccompProfile: null}}}}}"),
+            "seccompProfile must stay RuntimeDefault");
+    refused(ETCD CTR_PATCH("c1-etcd", "etcd", "{readOnlyRootFilesystem: false}"),
+            "readOnlyRootFilesystem must stay true");
+    /* Another unprivileged user is no escalation. */
+    passes(ETCD STS_PATCH("c1-etcd", "{spec: {template: {spec: {securityContext: {runAsUser: "
+                                     "2000, runAsGroup: 2000, fsGroup: 2000}}}}}"));
+}
+
+/* The member at a dotted path of obj ("spec.template.spec"), or NULL. */
+static const cJSON *at(const cJSON *obj, const char *path)
+{
+    char name[64];
+
+    while (obj && *path) {
+        size_t n = strcspn(path, ".");
+        snprintf(name, sizeof(name), "%.*s", (int)n, path);
+        obj = cJSON_GetObjectItemCaseSensitive(obj, name);
+        path += n + (path[n] == '.');
+    }
+    return obj;
+}
+
+static bool has_string(const cJSON *list, const char *want)
+{
+    const cJSON *v;
+
+    cJSON_ArrayForEach(v, list)
+    {
+        if (cJSON_IsString(v) && strcmp(v->valuestring, want) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Every line of every component renders pods that the Pod Security Standards' restricted
+ * profile admits, with a fixed non-root user and a read-only root filesystem (the API server's
+ * Pod Security admission checks the same on the super cluster's test namespaces). */
+static void test_gate__every_package_renders_restricted_pods(void **state)
+{
+    cJSON *versions = NULL, *comp, *line;
+    int pods = 0;
+
+    assert_int_equal(render_catalog_versions(catalog, &versions), 0);
+    cJSON_ArrayForEach(comp, versions)
+    {
+        cJSON_ArrayForEach(line, cJSON_GetObjectItem(comp, "packages"))
+        {
+            char values[512];
+            cJSON *v = NULL, *objs = NULL, *o;
+            struct err e;
+
+            snprintf(values, sizeof(values), BASE "component: %s\nversion: %s.0\n", comp->string,
+                     line->valuestring);
+            err_clear(&e);
+            assert_int_equal(yamlconv_parse_one(values, strlen(values), "t", &v, &e), 0);
+            if (render_component(catalog, v, &objs, &e) < 0)
+                fail_msg("%s %s: %s", comp->string, line->valuestring, e.msg);
+            cJSON_ArrayForEach(o, objs)
+            {
+                const cJSON *pod = at(o, "spec.template.spec"), *c;
+
+                if (!pod)
+                    continue;
+                pods++;
+                assert_true(cJSON_IsTrue(at(pod, "securityContext.runAsNonRoot")));
+                assert_true(at(pod, "securityContext.runAsUser")->valueint > 0);
+                assert_true(at(pod, "securityContext.runAsGroup")->valueint > 0);
+                assert_true(at(pod, "securityContext.fsGroup")->valueint > 0);
+                assert_string_equal(at(pod, "securityContext.seccompProfile.type")->valuestring,
+                                    "RuntimeDefault");
+                cJSON_ArrayForEach(c, at(pod, "containers"))
+                {
+                    assert_true(cJSON_IsFalse(at(c, "securityContext.allowPrivilegeEscalation")));
+                    assert_true(cJSON_IsTrue(at(c, "securityContext.readOnlyRootFilesystem")));
+                    assert_true(has_string(at(c, "securityContext.capabilities.drop"), "ALL"));
+                    assert_null(at(c, "securityContext.capabilities.add"));
+                }
+            }
+            cJSON_Delete(objs);
+            cJSON_Delete(v);
+        }
+    }
+    cJSON_Delete(versions);
+    assert_int_equal(pods, 8); /* etcd 3.5, 3.6; kube-apiserver and controller manager 1.35-1.37 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +368,8 @@ int main(void)
         cmocka_unit_test(test_gate__services_reach_only_their_own_pods),
         cmocka_unit_test(test_gate__security_flags_stay_as_rendered),
         cmocka_unit_test(test_gate__harmless_patches_pass),
+        cmocka_unit_test(test_gate__patches_cannot_weaken_the_restricted_profile),
+        cmocka_unit_test(test_gate__every_package_renders_restricted_pods),
         cmocka_unit_test(test_gate__the_admin_flag_allows_privilege_but_never_other_tenants),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

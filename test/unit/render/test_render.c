@@ -422,14 +422,14 @@ static void test_render__extra_args_replace_or_append_in_key_order(void **state)
 {
     cJSON *objs = render_ok(BASE "component: kube-apiserver\nversion: 1.36.3\n"
                                  "extraArgs: {secure-port: 7443, v: 4, audit-log-path: /tmp/a, "
-                                 "anonymous-auth: false}\n");
+                                 "audit-log-maxage: 7}\n");
     const cJSON *c = container(find(objs, "StatefulSet", "c1-apiserver"), "kube-apiserver");
     const cJSON *args = cJSON_GetObjectItem(c, "args");
     int n = cJSON_GetArraySize(args);
 
     assert_string_equal(flag(c, "secure-port"), "7443");
     /* New flags are appended in key order after the template's. */
-    assert_string_equal(cJSON_GetArrayItem(args, n - 3)->valuestring, "--anonymous-auth=false");
+    assert_string_equal(cJSON_GetArrayItem(args, n - 3)->valuestring, "--audit-log-maxage=7");
     assert_string_equal(cJSON_GetArrayItem(args, n - 2)->valuestring, "--audit-log-path=/tmp/a");
     assert_string_equal(cJSON_GetArrayItem(args, n - 1)->valuestring, "--v=4");
     cJSON_Delete(objs);

@@ -26,6 +26,7 @@ struct fixture {
     struct ev_loop *loop;
     struct httpd *h;
     int calls;
+    uint64_t deferred_id; /* of the last /later request */
 };
 
 static void handler(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
@@ -33,6 +34,16 @@ static void handler(void *userdata, const struct httpd_request *req, struct http
     struct fixture *f = userdata;
 
     f->calls++;
+    if (strcmp(req->path, "/auth") == 0) {
+        buf_printf(&resp->body, "authorization=[%s]\n",
+                   req->authorization ? req->authorization : "(none)");
+        return;
+    }
+    if (strcmp(req->path, "/later") == 0) {
+        f->deferred_id = req->id;
+        resp->deferred = true;
+        return;
+    }
     if (strcmp(req->path, "/hello") == 0) {
         resp->content_type = "text/x-test";
         buf_printf(&resp->body, "hello %s %s\n", req->method, req->query);
@@ -254,6 +265,84 @@ static void test_httpd__a_taken_port_is_an_error(void **state)
     assert_non_null(strstr(e.msg, addr));
 }
 
+static void test_httpd__the_authorization_header_reaches_the_handler(void **state)
+{
+    struct fixture *f = *state;
+    char *r = exchange(f, "GET /auth HTTP/1.1\r\nHost: t\r\nauthorization:  Bearer abc.def \r\n"
+                          "X-Other: 1\r\n\r\n");
+
+    assert_true(str_has_suffix(r, "\r\n\r\nauthorization=[Bearer abc.def]\n"));
+    free(r);
+    r = exchange(f, "GET /auth HTTP/1.1\n\n");
+    assert_true(str_has_suffix(r, "authorization=[(none)]\n"));
+    free(r);
+    /* Two of them: which one would a proxy have checked? Refused. */
+    r = exchange(f, "GET /auth HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n"
+                    "\r\n");
+    assert_true(str_has_prefix(r, "HTTP/1.1 400 Bad Request\r\n"));
+    free(r);
+}
+
+static void test_httpd__a_deferred_answer_is_sent_when_completed(void **state)
+{
+    struct fixture *f = *state;
+    struct buf body = BUF_INIT;
+    int fd = connect_to(f);
+    const char *req = "GET /later HTTP/1.1\r\n\r\n";
+    uint64_t id;
+    char *r;
+
+    assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    while (f->deferred_id == 0)
+        ev_run(f->loop, EVRUN_ONCE);
+    id = f->deferred_id;
+    assert_int_equal(httpd_complete(f->h, id + 1, 200, NULL, NULL), -ENOENT);
+    buf_puts(&body, "denied\n");
+    assert_int_equal(httpd_complete(f->h, id, 401, NULL, &body), 0);
+    r = read_all(f, fd, 5);
+    assert_true(str_has_prefix(r, "HTTP/1.1 401 Unauthorized\r\n"));
+    assert_non_null(strstr(r, "WWW-Authenticate: Bearer\r\n"));
+    assert_true(str_has_suffix(r, "\r\n\r\ndenied\n"));
+    free(r);
+    close(fd);
+    /* Answered once: the connection is gone. */
+    assert_int_equal(httpd_complete(f->h, id, 200, NULL, &body), -ENOENT);
+    buf_done(&body);
+}
+
+static void test_httpd__a_deferred_request_times_out_like_any(void **state)
+{
+    struct fixture *f;
+    struct httpd_opts o = {.idle_timeout = 0.2};
+    const char *req = "GET /later HTTP/1.1\r\n\r\n";
+    int fd;
+    char *r;
+
+    setup_opts(state, &o);
+    f = *state;
+    fd = connect_to(f);
+    assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    r = read_all(f, fd, 3);
+    assert_string_equal(r, "");
+    free(r);
+    close(fd);
+    assert_true(f->deferred_id > 0);
+    assert_int_equal(httpd_complete(f->h, f->deferred_id, 200, NULL, NULL), -ENOENT);
+}
+
+static void test_httpd__loopback_addresses(void **state)
+{
+    assert_true(httpd_address_is_loopback("127.0.0.1:8080"));
+    assert_true(httpd_address_is_loopback("127.3.2.1:0"));
+    assert_true(httpd_address_is_loopback("localhost:9"));
+    assert_true(httpd_address_is_loopback("[::1]:8080"));
+    assert_false(httpd_address_is_loopback(":8080"));
+    assert_false(httpd_address_is_loopback("0.0.0.0:8080"));
+    assert_false(httpd_address_is_loopback("10.0.0.1:8080"));
+    assert_false(httpd_address_is_loopback("[::]:8080"));
+    assert_false(httpd_address_is_loopback("nonsense"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +356,12 @@ int main(void)
         cmocka_unit_test_teardown(test_httpd__connections_beyond_the_limit_are_closed, teardown),
         cmocka_unit_test(test_httpd__addresses_parse),
         cmocka_unit_test_setup_teardown(test_httpd__a_taken_port_is_an_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_httpd__the_authorization_header_reaches_the_handler,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_httpd__a_deferred_answer_is_sent_when_completed,
+                                        setup, teardown),
+        cmocka_unit_test_teardown(test_httpd__a_deferred_request_times_out_like_any, teardown),
+        cmocka_unit_test(test_httpd__loopback_addresses),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
