@@ -8,9 +8,12 @@
 # (1.26 or newer, the `go` on PATH) from the Go module proxy.
 set -euo pipefail
 
+# libnghttp2-dev: the tests' fault proxy (test/support/kube_faultproxy.c) serves HTTP/2 over
+# TLS, as the API server does, with nghttp2's server side; libcurl already links the library.
 pkgs=(
     build-essential cmake pkg-config git
     libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libcmocka-dev
+    libnghttp2-dev
     openssl iproute2 util-linux procps curl gettext-base python3
 )
 for a in "$@"; do
