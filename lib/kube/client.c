@@ -615,6 +615,10 @@ static int call_build(struct kube_call *k, const struct kube_request *req)
     if ((req->verb == KUBE_LIST || req->verb == KUBE_GET) && req->resource_version &&
         kube_query_add(&q, "resourceVersion", req->resource_version) < 0)
         goto out;
+    if (req->verb == KUBE_LIST && req->resource_version && req->resource_version_match &&
+        !req->continue_token &&
+        kube_query_add(&q, "resourceVersionMatch", req->resource_version_match) < 0)
+        goto out;
     if (req->field_manager && req->verb != KUBE_GET && req->verb != KUBE_LIST &&
         req->verb != KUBE_DELETE && kube_query_add(&q, "fieldManager", req->field_manager) < 0)
         goto out;

@@ -12,6 +12,8 @@
  *   -EEXIST        409 AlreadyExists
  *   -EBUSY         409 Conflict (optimistic concurrency)
  *   -ESTALE        410 Gone / Expired ("too old resource version", expired continue token)
+ *   -ERANGE        504 with cause ResourceVersionTooLarge: the server has not reached the
+ *                  resourceVersion asked for (it lags, or its etcd was restored from a backup)
  *   -EINVAL        400 BadRequest, 422 Invalid (message carries the server's text)
  *   -EACCES        401 Unauthorized
  *   -EPERM         403 Forbidden
@@ -109,6 +111,7 @@ struct kube_request {
     long limit;
     const char *continue_token;
     const char *resource_version; /* LIST/GET: "0" for any cached version, or exact */
+    const char *resource_version_match; /* LIST: "NotOlderThan" or "Exact", with the above */
     /* DELETE */
     const char *propagation_policy;     /* "Foreground", "Background", "Orphan" */
     const char *precondition_uid;       /* delete only this incarnation */
@@ -220,6 +223,10 @@ cJSON *kube_watch_steal_object(struct kube_watch *w);
 
 /* Events delivered so far. */
 unsigned long kube_watch_events(const struct kube_watch *w);
+
+/* Lines skipped so far: not an event (not JSON, no "type" or "object"), or of an unknown type.
+ * The stream goes on after them. */
+unsigned long kube_watch_skipped(const struct kube_watch *w);
 
 /* ---- object helpers (pure) ---- */
 

@@ -23,6 +23,7 @@ void kube_watch_decoder_init(struct kube_watch_decoder *d, size_t max_line)
     buf_init(&d->line, 0);
     d->max_line = max_line ? max_line : KUBE_WATCH_LINE_MAX;
     d->lines = 0;
+    d->skipped = 0;
 }
 
 void kube_watch_decoder_done(struct kube_watch_decoder *d)
@@ -30,6 +31,7 @@ void kube_watch_decoder_done(struct kube_watch_decoder *d)
     buf_done(&d->line);
 }
 
+/* Returns the callback's code, or 1 when the line is not an event and was skipped. */
 static int decode_line(struct kube_watch_decoder *d, const char *p, size_t len,
                        kube_watch_decoded_fn fn, void *userdata)
 {
@@ -43,12 +45,12 @@ static int decode_line(struct kube_watch_decoder *d, const char *p, size_t len,
     d->lines++;
     ev = cJSON_ParseWithLength(p, len);
     if (!ev)
-        return -EINVAL;
+        return 1;
     type = cJSON_GetObjectItemCaseSensitive(ev, "type");
     obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
     if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
         cJSON_Delete(ev);
-        return -EINVAL;
+        return 1;
     }
     r = fn(userdata, type->valuestring, obj, ev);
     cJSON_Delete(ev);
@@ -77,6 +79,10 @@ int kube_watch_decoder_feed(struct kube_watch_decoder *d, const char *data, size
                 r = decode_line(d, d->line.data, d->line.len, fn, userdata);
             buf_reset(&d->line);
         }
+        if (r == 1) {
+            d->skipped++;
+            r = 0;
+        }
         if (r < 0)
             return r;
         data += take + 1;
@@ -101,6 +107,7 @@ struct kube_watch {
     void *userdata;
     cJSON *cur_event, *cur_obj; /* during on_event */
     unsigned long events;
+    unsigned long unknown; /* events of a type this client does not know, skipped */
     int end_code;
     bool in_end;
     bool free_requested;
@@ -112,6 +119,11 @@ struct kube_watch {
 unsigned long kube_watch_events(const struct kube_watch *w)
 {
     return w->events;
+}
+
+unsigned long kube_watch_skipped(const struct kube_watch *w)
+{
+    return w->dec.skipped + w->unknown;
 }
 
 cJSON *kube_watch_steal_object(struct kube_watch *w)
@@ -195,6 +207,7 @@ static int on_decoded(void *userdata, const char *type, cJSON *object, cJSON *ev
 
         return set_end(w, code ? code : -EIO, m ? m : "watch ERROR event");
     } else {
+        w->unknown++;
         return 0; /* unknown types are skipped, as client-go does */
     }
     w->cur_event = event;
@@ -223,8 +236,6 @@ static size_t watch_write(char *p, size_t size, size_t n, void *userdata)
 
         snprintf(m, sizeof(m), "watch event line longer than %zu bytes", w->dec.max_line);
         set_end(w, r, m);
-    } else if (r == -EINVAL) {
-        set_end(w, r, "watch stream: malformed event");
     } else if (r < 0) {
         set_end(w, r, "watch stream stopped");
     }
