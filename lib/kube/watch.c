@@ -15,6 +15,9 @@
 #define WATCH_ERROR_BODY_MAX (1u << 20)
 #define DEFAULT_SERVER_TIMEOUT 1800L
 #define IDLE_GRACE_SECONDS 60L
+/* The API server sends a bookmark about once a minute (and 2 s before timeoutSeconds) when
+ * the resource's resourceVersion moved; 90 s without one is a stream to give up on. */
+#define BOOKMARK_IDLE_SECONDS 90L
 
 /* ---- decoder ---- */
 
@@ -112,6 +115,7 @@ struct kube_watch {
     bool in_end;
     bool free_requested;
     ev_timer reaper;
+    struct kube_pace pace;
     char end_msg[256];
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -138,6 +142,7 @@ cJSON *kube_watch_steal_object(struct kube_watch *w)
 
 static void watch_destroy(struct kube_watch *w)
 {
+    kube_client_unpace(&w->pace);
     kube_transport_remove(&w->x);
     if (w->c)
         kube_client_watch_unlink(w->c, &w->link);
@@ -282,6 +287,7 @@ void kube_watch_cancel_from_client(struct kube_link *l)
 {
     struct kube_watch *w = kube_container_of(l, struct kube_watch, link);
 
+    kube_client_unpace(&w->pace);
     kube_transport_remove(&w->x);
     w->c = NULL;
     if (w->free_requested) {
@@ -289,6 +295,18 @@ void kube_watch_cancel_from_client(struct kube_link *l)
         return;
     }
     watch_end(w, -ECANCELED, "client closed");
+}
+
+/* Its turn under the client's rate limit came. */
+static void watch_paced(struct kube_pace *p)
+{
+    struct kube_watch *w = kube_container_of(p, struct kube_watch, pace);
+    int r = kube_transport_add(kube_client_transport(w->c), &w->x);
+
+    if (r < 0) {
+        kube_client_watch_unlink(w->c, &w->link);
+        watch_end(w, r, "cannot start the watch");
+    }
 }
 
 int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
@@ -315,6 +333,8 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     w->on_end = on_end;
     w->userdata = userdata;
     w->link.prev = w->link.next = &w->link;
+    w->pace.link.prev = w->pace.link.next = &w->pace.link;
+    w->pace.go = watch_paced;
     ev_timer_init(&w->reaper, reaper_cb, 0., 0.);
     w->reaper.data = w;
     kube_watch_decoder_init(&w->dec, opts->max_line);
@@ -342,10 +362,13 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     r = kube_client_setup_easy(c, w->x.easy, NULL, &w->headers);
     if (r < 0)
         goto fail;
-    idle = opts->idle_timeout_seconds > 0
-               ? opts->idle_timeout_seconds
-               : (opts->timeout_seconds > 0 ? opts->timeout_seconds : DEFAULT_SERVER_TIMEOUT) +
-                     IDLE_GRACE_SECONDS;
+    if (opts->idle_timeout_seconds > 0)
+        idle = opts->idle_timeout_seconds;
+    else if (opts->allow_bookmarks)
+        idle = BOOKMARK_IDLE_SECONDS;
+    else
+        idle = (opts->timeout_seconds > 0 ? opts->timeout_seconds : DEFAULT_SERVER_TIMEOUT) +
+               IDLE_GRACE_SECONDS;
     curl_easy_setopt(w->x.easy, CURLOPT_URL, w->url);
     curl_easy_setopt(w->x.easy, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(w->x.easy, CURLOPT_WRITEFUNCTION, watch_write);
@@ -354,9 +377,11 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_TIME, idle);
     w->x.done = watch_done;
-    r = kube_transport_add(kube_client_transport(c), &w->x);
-    if (r < 0)
-        goto fail;
+    if (kube_client_pace(c, &w->pace)) {
+        r = kube_transport_add(kube_client_transport(c), &w->x);
+        if (r < 0)
+            goto fail;
+    }
     kube_client_watch_link(c, &w->link);
     kube_client_count_watch(c);
     buf_done(&q);

@@ -8,6 +8,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "lib/kube/informer.h"
 #include "test/support/kube_faultproxy.h"
 #include "test/support/kube_testenv.h"
@@ -221,6 +224,58 @@ static void test_client_faults__informer_relists_on_http_410_watch(void **state)
     kube_client_free(c);
 }
 
+/* ---- the client-wide rate limit ---- */
+
+static void test_client_faults__429_storm_total_rate_stays_at_the_limit(void **state)
+{
+    enum { N = 30, QPS = 20, BURST = 5 };
+    struct kube_client *c = proxied_client();
+    struct kube_request get = {.verb = KUBE_GET, .resource = &KUBE_NAMESPACES, .name = T.ns};
+    struct outcome o[N] = {0};
+    struct kube_client_stats st;
+    struct kfp_stats ps;
+    double t0 = time_mono(), took;
+    int from, last, worst = 0;
+
+    kfp_get_stats(P, &ps);
+    from = ps.requests;
+    kube_client_set_rate_limit(c, QPS, BURST);
+    kube_client_set_retry(c, 2, 30);
+    /* Every key of a busy controller at once, and the server refuses them all (Retry-After:
+     * 1): 30 requests and their 2 retries each. */
+    assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"GET /api/v1/namespaces/"},
+                                                        .count = -1, .action = KFP_REPLY,
+                                                        .status = 429, .retry_after = "1"}),
+                     0);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(kube_request_send(c, &get, record, &o[i]), 0);
+    for (int i = 0; i < N; i++) {
+        assert_true(kt_run_until(&T, &o[i].done, 60));
+        assert_int_equal(o[i].code, -EAGAIN);
+    }
+    took = time_mono() - t0;
+    kfp_clear_rules(P);
+    kfp_get_stats(P, &ps);
+    last = ps.requests;
+    assert_int_equal(last - from, 3 * N);
+    /* At the proxy: never more than BURST + QPS requests in any one second. */
+    for (int i = from; i < last; i++) {
+        int n = 0;
+
+        for (int j = i; j < last && kfp_request_time(P, j) < kfp_request_time(P, i) + 1.0; j++)
+            n++;
+        if (n > worst)
+            worst = n;
+    }
+    kube_client_get_stats(c, &st);
+    print_message("%d requests in %.1f s, at most %d in one second, %lu waited\n", last - from,
+                  took, worst, st.throttled);
+    assert_true(worst <= QPS + BURST);
+    assert_true(took >= (3.0 * N - BURST) / QPS - 0.1);
+    assert_true(st.throttled > 0);
+    kube_client_free(c);
+}
+
 /* ---- TLS ---- */
 
 static bool proxy_idle(void *arg)
@@ -378,6 +433,64 @@ static void test_client_faults__informer_retries_untrusted_server_with_backoff(v
     kube_client_free(c);
 }
 
+static void write_ca(const char *path, const char *pem1, const char *pem2, time_t mtime)
+{
+    struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    fputs(pem1, f);
+    if (pem2)
+        fputs(pem2, f);
+    fclose(f);
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static void test_client_faults__rotated_ca_file_is_used_and_a_broken_one_ignored(void **state)
+{
+    char dir[] = "/tmp/nestcp-ca-rotation-XXXXXX", path[64];
+    struct kube_config *cfg = kfp_client_config(P);
+    struct kube_client *c = NULL;
+    struct kube_client_stats st;
+    struct outcome o;
+    char msg[256];
+    struct err e;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/ca.crt", dir);
+    write_ca(path, kfp_ca(P, KFP_CERT_GOOD), NULL, 1000);
+    cfg->ca_file = strdup(path); /* as a kubeconfig's certificate-authority: <file> sets it */
+    assert_int_equal(kube_client_new(T.loop, cfg, &c, &e), 0);
+    get_namespace(c, &o, msg, sizeof(msg));
+    assert_int_equal(o.code, 0);
+
+    /* A rotation written badly: the working CA stays in use. */
+    write_ca(path, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
+             NULL, 2000);
+    switch_cert(KFP_CERT_GOOD); /* a new connection, verified again */
+    get_namespace(c, &o, msg, sizeof(msg));
+    assert_int_equal(o.code, 0);
+    kube_client_get_stats(c, &st);
+    assert_int_equal(st.ca_errors, 1);
+    assert_int_equal(st.ca_reloads, 0);
+
+    /* The server moves to a certificate from another CA: refused until the file has it. */
+    switch_cert(KFP_CERT_UNKNOWN_CA);
+    get_namespace(c, &o, msg, sizeof(msg));
+    assert_true(o.code < 0);
+    write_ca(path, kfp_ca(P, KFP_CERT_UNKNOWN_CA), kfp_ca(P, KFP_CERT_GOOD), 3000);
+    get_namespace(c, &o, msg, sizeof(msg));
+    assert_int_equal(o.code, 0); /* no restart, no new client */
+    kube_client_get_stats(c, &st);
+    assert_int_equal(st.ca_reloads, 1);
+
+    switch_cert(KFP_CERT_GOOD);
+    kube_client_free(c);
+    kube_config_free(cfg);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,10 +499,12 @@ int main(void)
         cmocka_unit_test(test_client_faults__expired_continue_falls_back_to_full_list),
         cmocka_unit_test(test_client_faults__informer_relists_on_http_410_watch),
         cmocka_unit_test(test_client_faults__429_without_retry_after_and_503_reach_caller),
+        cmocka_unit_test(test_client_faults__429_storm_total_rate_stays_at_the_limit),
         cmocka_unit_test(test_client_faults__speaks_h2_over_tls_one_connection),
         cmocka_unit_test(test_client_faults__reissued_cert_from_same_ca_reconnects),
         cmocka_unit_test(test_client_faults__untrusted_certs_are_refused_before_any_request),
         cmocka_unit_test(test_client_faults__informer_retries_untrusted_server_with_backoff),
+        cmocka_unit_test(test_client_faults__rotated_ca_file_is_used_and_a_broken_one_ignored),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

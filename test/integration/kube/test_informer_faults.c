@@ -137,6 +137,23 @@ static void create_cm(const char *name, const char *label, char *rv, size_t rvle
     cJSON_Delete(created);
 }
 
+static void create_secret(const char *name, const char *label)
+{
+    char json[512];
+    cJSON *o;
+
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"%s\",\"labels\":{\"test\":\"%s\"}},\"stringData\":{\"k\":\"v\"}}",
+             name, T.ns, label);
+    o = kt_obj(json);
+    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE,
+                                                        .resource = &KUBE_SECRETS, .body = o},
+                             NULL),
+                     0);
+    cJSON_Delete(o);
+}
+
 struct has {
     struct kube_informer *inf;
     const char *name;
@@ -210,6 +227,100 @@ static int log_end(void)
 
     kfp_get_stats(P, &ps);
     return ps.requests;
+}
+
+/* ---- a connection that goes silent ---- */
+
+struct stall_check {
+    struct kube_informer *cms, *secrets;
+    bool *written;
+};
+
+static bool stall_recovered(void *arg)
+{
+    struct stall_check *s = arg;
+
+    return *s->written && kube_informer_get(s->cms, T.ns, "stall-b") &&
+           kube_informer_get(s->secrets, T.ns, "stall-s");
+}
+
+struct outcome {
+    bool done;
+    int code;
+};
+
+static void record(void *ud, const struct kube_result *res)
+{
+    struct outcome *o = ud;
+
+    o->done = true;
+    o->code = res->code;
+}
+
+static void test_informer_faults__stalled_connection_is_found_and_every_informer_resumes(
+    void **state)
+{
+    struct kube_client *c = proxied_client();
+    struct kube_informer *cms = start_informer(c, &KUBE_CONFIGMAPS, "stall", 0, false);
+    struct kube_informer *secrets = start_informer(c, &KUBE_SECRETS, "stall", 0, false);
+    cJSON *patch = kt_obj("{\"data\":{\"k\":\"written through the stall\"}}");
+    struct outcome w = {0};
+    struct stall_check sc = {cms, secrets, &w.done};
+    struct kube_client_stats cs;
+    struct kfp_stats ps;
+    cJSON *server = NULL;
+    double t0, took;
+
+    assert_true(kt_wait(&T, synced, cms, 30));
+    assert_true(kt_wait(&T, synced, secrets, 30));
+    create_cm("stall-a", "stall", NULL, 0);
+    wait_for_object(cms, "stall-a", 30);
+
+    /* From now on the connection carries nothing either way, and is not closed. */
+    kfp_stall(P);
+    t0 = time_mono();
+    /* A write sent into the black hole, and changes the informers must catch up with. */
+    assert_int_equal(kube_request_send(c,
+                                       &(struct kube_request){.verb = KUBE_PATCH,
+                                                              .resource = &KUBE_CONFIGMAPS,
+                                                              .namespace_ = T.ns,
+                                                              .name = "stall-a", .body = patch},
+                                       record, &w),
+                     0);
+    create_cm("stall-b", "stall", NULL, 0);
+    create_secret("stall-s", "stall");
+
+    assert_true(kt_wait(&T, stall_recovered, &sc, 60));
+    took = time_mono() - t0;
+    print_message("stalled connection found, informers resumed, write retried in %.1f s\n",
+                  took);
+    assert_true(took < 60);
+    assert_int_equal(w.code, 0);
+    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_GET,
+                                                        .resource = &KUBE_CONFIGMAPS,
+                                                        .namespace_ = T.ns, .name = "stall-a"},
+                             &server),
+                     0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(server, "data"), "k")->valuestring,
+                        "written through the stall");
+    cJSON_Delete(server);
+
+    kube_client_get_stats(c, &cs);
+    assert_true(cs.health_checks >= 1);
+    assert_int_equal(cs.dead_connections, 1);
+    assert_int_equal(cs.reconnect_retries, 1);
+    kfp_get_stats(P, &ps);
+    assert_true(ps.connections >= 2); /* the dead one and a new one */
+    /* Resumed from their last resourceVersion, not relisted. */
+    assert_int_equal(stats_of(cms).lists, 1);
+    assert_int_equal(stats_of(secrets).lists, 1);
+    assert_converges(cms, &KUBE_CONFIGMAPS, "stall");
+    assert_converges(secrets, &KUBE_SECRETS, "stall");
+
+    kube_informer_free(cms);
+    kube_informer_free(secrets);
+    kube_client_free(c);
+    cJSON_Delete(patch);
 }
 
 /* ---- connection and stream resets ---- */
@@ -518,6 +629,9 @@ static void test_informer_faults__list_5xx_and_429_back_off_then_sync(void **sta
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(
+            test_informer_faults__stalled_connection_is_found_and_every_informer_resumes,
+            clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__reset_connection_resumes_without_relist,
                                   clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__410_relists_at_last_rv_then_without,
