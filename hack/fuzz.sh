@@ -4,6 +4,7 @@
 #
 #   hack/fuzz.sh                      every target, 60 s each
 #   hack/fuzz.sh -t 300 fuzz_yaml     one target for 300 s
+#   hack/fuzz.sh -t 20                every target for 20 s (what hack/test.sh runs)
 #   hack/fuzz.sh --build-only         only build (into build-libfuzzer/)
 #   hack/fuzz.sh -- -dict=x.dict      pass further options to libFuzzer
 #
@@ -11,13 +12,17 @@
 # learns to build-libfuzzer/corpus/<target>/, never to the source tree. A crash leaves its input
 # in build-libfuzzer/artifacts/ and makes the script fail; to keep it as a regression test, fix
 # the parser and copy the input into test/fuzz/corpus/<target>/ (replayed by CTest as
-# unit_<target>). Targets: fuzz_watch fuzz_kubeconfig fuzz_yaml fuzz_jsonpatch fuzz_template
-# fuzz_pem fuzz_api. Needs clang and libFuzzer's runtime (Debian: clang, libclang-rt-14-dev).
+# unit_<target>). Targets: every test/fuzz/fuzz_*.c. Needs clang and libFuzzer's runtime
+# (hack/install-deps.sh --fuzz: Debian's clang and libclang-rt-14-dev).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${NESTCP_FUZZ_BUILD_DIR:-$root/build-libfuzzer}
-all=(fuzz_watch fuzz_kubeconfig fuzz_yaml fuzz_jsonpatch fuzz_template fuzz_pem fuzz_api)
+all=()
+for f in "$root"/test/fuzz/fuzz_*.c; do
+    f=${f##*/}
+    all+=("${f%.c}")
+done
 seconds=60
 build_only=0
 targets=()

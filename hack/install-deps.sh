@@ -3,6 +3,7 @@
 # Idempotent: runs `apt-get update` at most once, and only when something is missing.
 #
 #   hack/install-deps.sh            build + test dependencies
+#   hack/install-deps.sh --fuzz     also clang and its sanitizer/libFuzzer runtime (hack/fuzz.sh)
 #
 # Kubernetes and etcd are not Debian packages here: hack/kube-build.sh builds them with Go
 # (1.26 or newer, the `go` on PATH) from the Go module proxy.
@@ -19,6 +20,7 @@ pkgs=(
 for a in "$@"; do
     case "$a" in
     --kube) ;; # accepted for older callers: building Kubernetes needs only Go now
+    --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     *) echo "install-deps.sh: unknown option '$a'" >&2; exit 2 ;;
     esac
 done
