@@ -347,14 +347,22 @@ static void test_client_faults__reissued_cert_from_same_ca_reconnects(void **sta
     kube_client_free(c);
 }
 
-static int tls_failures_before;
+static struct kfp_stats seen_before;
 
 static bool proxy_saw_tls_failure(void *arg)
 {
     struct kfp_stats ps;
 
     kfp_get_stats(P, &ps);
-    return ps.tls_failures > tls_failures_before;
+    return ps.tls_failures > seen_before.tls_failures;
+}
+
+static bool proxy_saw_handshake(void *arg)
+{
+    struct kfp_stats ps;
+
+    kfp_get_stats(P, &ps);
+    return ps.handshakes > seen_before.handshakes;
 }
 
 static void test_client_faults__untrusted_certs_are_refused_before_any_request(void **state)
@@ -382,15 +390,20 @@ static void test_client_faults__untrusted_certs_are_refused_before_any_request(v
         assert_int_equal(o.http, 0);
         assert_non_null(strstr(msg, cases[i].message));
         assert_int_equal(after.requests, before.requests); /* nothing was sent */
-        /* The chain is refused inside the handshake; libcurl checks the name right after it
-         * completes, before it sends a byte of HTTP. */
-        if (cases[i].cert != KFP_CERT_WRONG_NAME) {
-            /* The proxy's thread reads the client's alert when it gets to it. */
-            tls_failures_before = before.tls_failures;
+        /* The proxy's thread sees the end of the handshake when it gets to it. */
+        seen_before = before;
+        if (cases[i].cert == KFP_CERT_WRONG_NAME) {
+            /* libcurl checks the name right after the handshake completes, and sends no byte
+             * of HTTP. */
+            assert_true(kt_wait(&T, proxy_saw_handshake, NULL, 10));
+        } else {
+            /* The chain is refused inside the handshake. */
             assert_true(kt_wait(&T, proxy_saw_tls_failure, NULL, 10));
             kfp_get_stats(P, &after);
             assert_int_equal(after.handshakes, before.handshakes);
         }
+        kfp_get_stats(P, &after);
+        assert_int_equal(after.requests, before.requests);
     }
     switch_cert(KFP_CERT_GOOD);
     get_namespace(c, &o, msg, sizeof(msg));
