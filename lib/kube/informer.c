@@ -15,6 +15,9 @@
 #define BACKOFF_BASE 0.8
 #define BACKOFF_CAP 30.0
 #define SHORT_WATCH_SECONDS 1.0
+/* With bookmarks, a watch that hears nothing for this long is ended by the client (the server
+ * sends a bookmark about once a minute when anything moved; see kube_watch_opts). */
+#define WATCH_IDLE_SECONDS 90L
 
 /* A list in flight; outlives the informer if the informer is freed first. */
 struct list_ctx {
@@ -32,7 +35,7 @@ struct kube_informer {
     struct ev_loop *loop;
     const struct kube_resource *resource;
     char *ns, *label_selector, *field_selector;
-    long page_size, watch_timeout;
+    long page_size, watch_timeout, watch_idle;
     size_t max_line;
     struct kube_informer_handlers h;
     void *userdata;
@@ -341,7 +344,12 @@ static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *
 static void watch_end(void *userdata, int code, const char *message)
 {
     struct kube_informer *inf = userdata;
-    bool short_lived = time_mono() - inf->watch_started < SHORT_WATCH_SECONDS;
+    double ran = time_mono() - inf->watch_started;
+    bool short_lived = ran < SHORT_WATCH_SECONDS;
+    /* The idle timeout of a stream on a healthy connection (the client's health check ends a
+     * dead one well before it) is a quiet end, like the server's timeoutSeconds; a connect
+     * timeout comes much sooner and is an error. */
+    bool quiet_end = code == 0 || (code == -ETIMEDOUT && ran >= inf->watch_idle);
     unsigned long skipped = kube_watch_skipped(inf->watch);
     enum next_step next;
 
@@ -371,8 +379,8 @@ static void watch_end(void *userdata, int code, const char *message)
         return;
     }
     next = inf->relist_next ? NEXT_LIST : NEXT_WATCH;
-    if (next == NEXT_WATCH && inf->bookmarks && inf->watch_events == 0 &&
-        ((code == 0 && !short_lived) || code == -ETIMEDOUT)) {
+    if (next == NEXT_WATCH && inf->bookmarks && inf->watch_events == 0 && quiet_end &&
+        !short_lived) {
         /* A whole watch without a single event or bookmark: either nothing changed, or the
          * server filters out every event as older than our resourceVersion because it went
          * back in time (its etcd was restored from a backup). One item read at our version
@@ -382,7 +390,7 @@ static void watch_end(void *userdata, int code, const char *message)
     }
     if (inf->watch_events > 0)
         inf->failures = 0;
-    if (code == 0 && !(short_lived && inf->watch_events == 0)) {
+    if (quiet_end && !(short_lived && inf->watch_events == 0)) {
         inf->stats.watch_timeouts++;
         inf->failures = 0;
         if (next == NEXT_LIST)
@@ -405,6 +413,7 @@ static void start_watch(struct kube_informer *inf)
         .field_selector = inf->field_selector,
         .resource_version = inf->rv,
         .allow_bookmarks = inf->bookmarks,
+        .idle_timeout_seconds = inf->bookmarks ? inf->watch_idle : 0,
         .max_line = inf->max_line,
     };
     int r;
@@ -452,6 +461,7 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *op
         opts->watch_timeout_seconds > 0 ? opts->watch_timeout_seconds : DEFAULT_WATCH_TIMEOUT;
     inf->max_line = opts->max_line;
     inf->bookmarks = !opts->disable_bookmarks;
+    inf->watch_idle = opts->watch_idle_seconds > 0 ? opts->watch_idle_seconds : WATCH_IDLE_SECONDS;
     if (handlers)
         inf->h = *handlers;
     inf->userdata = userdata;

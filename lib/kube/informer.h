@@ -53,6 +53,7 @@ struct kube_informer_opts {
     long watch_timeout_seconds;  /* each watch asks for a random timeout in [t, 2t]; 0: 300 */
     size_t max_line;             /* bound on one watch event; 0: KUBE_WATCH_LINE_MAX */
     bool disable_bookmarks;      /* do not ask for BOOKMARK events */
+    long watch_idle_seconds;     /* with bookmarks: end a watch silent this long; 0: 90 */
 };
 
 struct kube_informer_handlers {
@@ -68,7 +69,8 @@ struct kube_informer_stats {
     unsigned long lists;          /* complete lists applied (1 + relists) */
     unsigned long list_failures;
     unsigned long watches;        /* watch streams opened */
-    unsigned long watch_timeouts; /* streams the server ended normally (then resumed) */
+    unsigned long watch_timeouts; /* streams that ended quietly (server timeout, or silent for
+                                   * watch_idle_seconds with bookmarks), then resumed */
     unsigned long watch_expired;  /* streams ended by 410 (then relisted) */
     unsigned long watch_errors;   /* other stream failures (then resumed after a backoff) */
     unsigned long events;         /* watch events applied, bookmarks included */

@@ -549,6 +549,37 @@ static void test_informer_faults__correct_without_bookmarks(void **state)
     kube_client_free(c);
 }
 
+/* A server that sends no bookmark (and nothing else): the client ends each silent watch after
+ * its idle timeout (the second line behind the connection health check), as a quiet end, not
+ * an error: no backoff, a one-item read at the last resourceVersion, and the next watch. */
+static void test_informer_faults__silent_watches_end_at_the_idle_timeout_quietly(void **state)
+{
+    struct kube_client *c = proxied_client();
+    char sel[] = "test=idle";
+    struct kube_informer_opts o = {.resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns,
+                                   .label_selector = sel, .watch_timeout_seconds = 300,
+                                   .watch_idle_seconds = 2};
+    struct kube_informer *inf = NULL;
+    struct kube_informer_stats st;
+    int from = log_end();
+
+    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Didle"}, .count = -1,
+                               .action = KFP_DROP_BOOKMARKS});
+    assert_int_equal(kube_informer_new(c, &o, NULL, NULL, &inf), 0);
+    assert_int_equal(kube_informer_start(inf), 0);
+    assert_true(kt_wait(&T, synced, inf, 30));
+    assert_sequence(from, "idle", "LWCWCW");
+    st = stats_of(inf);
+    assert_true(st.watch_timeouts >= 2);
+    assert_int_equal(st.watch_errors, 0);
+    assert_true(st.rv_checks >= 2);
+    assert_int_equal(st.lists, 1);
+    create_cm("idle-a", "idle", NULL, 0);
+    wait_for_object(inf, "idle-a", 30);
+    kube_informer_free(inf);
+    kube_client_free(c);
+}
+
 /* ---- watches that end at once ---- */
 
 static void test_informer_faults__short_empty_watches_back_off(void **state)
@@ -643,6 +674,8 @@ int main(void)
         cmocka_unit_test_teardown(test_informer_faults__bookmarks_advance_rv_and_resume_from_it,
                                   clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__correct_without_bookmarks, clear_rules),
+        cmocka_unit_test_teardown(
+            test_informer_faults__silent_watches_end_at_the_idle_timeout_quietly, clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__short_empty_watches_back_off,
                                   clear_rules),
         cmocka_unit_test_teardown(
