@@ -129,6 +129,7 @@ struct job {
     double started;
     struct kube_call *call;
     void *call_handle; /* a plan call in flight (struct plan_call_ops) */
+    double retry_after; /* the server's Retry-After on the failed action: the least requeue */
     struct job *prev, *next_job;
 };
 
@@ -267,7 +268,7 @@ static void job_finish(struct job *j, enum outcome outcome)
 {
     struct controller *c = j->c;
     struct manager *m = c->m;
-    struct workqueue_result result = WORKQUEUE_RESULT_ERROR;
+    struct workqueue_result result = WORKQUEUE_RESULT_ERROR_AFTER(j->retry_after);
     const char *name = c->def.name;
 
     if (outcome == OUTCOME_SUCCESS && j->plan.requeue_after > 0)
@@ -328,6 +329,7 @@ static void action_done(void *userdata, const struct kube_result *res)
         job_next(j);
         return;
     }
+    j->retry_after = res->retry_after;
     action_failed(j, a, res->code, res->message);
 }
 

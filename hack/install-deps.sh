@@ -3,19 +3,24 @@
 # Idempotent: runs `apt-get update` at most once, and only when something is missing.
 #
 #   hack/install-deps.sh            build + test dependencies
+#   hack/install-deps.sh --fuzz     also clang and its sanitizer/libFuzzer runtime (hack/fuzz.sh)
 #
 # Kubernetes and etcd are not Debian packages here: hack/kube-build.sh builds them with Go
 # (1.26 or newer, the `go` on PATH) from the Go module proxy.
 set -euo pipefail
 
+# libnghttp2-dev: the tests' fault proxy (test/support/kube_faultproxy.c) serves HTTP/2 over
+# TLS, as the API server does, with nghttp2's server side; libcurl already links the library.
 pkgs=(
     build-essential cmake pkg-config git
     libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libcmocka-dev
+    libnghttp2-dev
     openssl iproute2 util-linux procps curl gettext-base python3
 )
 for a in "$@"; do
     case "$a" in
     --kube) ;; # accepted for older callers: building Kubernetes needs only Go now
+    --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     *) echo "install-deps.sh: unknown option '$a'" >&2; exit 2 ;;
     esac
 done

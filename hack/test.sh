@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The one test command: installs what is missing, builds (warnings as errors), and runs every
 # test against a real super cluster; then builds with AddressSanitizer + UndefinedBehaviorSanitizer
-# and runs the unit tests and the integration tests of nestcp's own code again there.
+# and runs the unit tests and the integration tests of nestcp's own code again there; then
+# fuzzes every parser target for 20 s (their corpora were replayed with the unit tests).
 #
 #   hack/test.sh                 everything
 #   hack/test.sh --quick         unit tests only, no sanitizer build
 #   hack/test.sh -L LABEL        only tests with this CTest label (unit, integration, e2e)
-#   hack/test.sh -R REGEX        only tests whose name matches
+#   hack/test.sh -R REGEX        only tests whose name matches (-L and -R do not fuzz)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,8 +28,15 @@ done
 step() { printf '\n==== %s ====\n' "$*"; }
 t0=$(date +%s)
 
+fuzz=0
+[ "$quick" = 0 ] && [ ${#ctest_args[@]} -eq 0 ] && fuzz=1
+
 step "dependencies"
-hack/install-deps.sh
+if [ "$fuzz" = 1 ]; then
+    hack/install-deps.sh --fuzz
+else
+    hack/install-deps.sh
+fi
 if [ "$quick" = 0 ]; then
     # Every release the tests start: the super cluster's, and every tenant line shipped.
     t_kube=$(date +%s)
@@ -72,6 +80,13 @@ if [ "$quick" = 0 ]; then
     else
         run_suite build-asan -LE e2e -E "$asan_skip"
     fi
+fi
+
+if [ "$fuzz" = 1 ]; then
+    step "fuzzing: every target for 20 s"
+    t_fuzz=$(date +%s)
+    hack/fuzz.sh -t 20
+    echo "fuzzing took $(($(date +%s) - t_fuzz)) s"
 fi
 
 step "all tests passed in $(($(date +%s) - t0)) s"

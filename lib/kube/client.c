@@ -18,6 +18,10 @@
 #define CONNECT_TIMEOUT_MS 10000L
 #define DEFAULT_MAX_RETRIES 3
 #define DEFAULT_MAX_WAIT 30.0
+#define DEFAULT_HEALTH_IDLE 15.0
+#define DEFAULT_HEALTH_TIMEOUT 10.0
+/* The cheapest request every identity may make (system:public-info-viewer). */
+#define HEALTH_PATH "/version"
 
 struct kube_client {
     struct ev_loop *loop;
@@ -31,6 +35,22 @@ struct kube_client {
     long timeout_ms;
     struct kube_client_stats stats;
     bool closing;
+    /* The connection health check: after health_idle seconds without a byte from the server
+     * while something is in flight, one cheap GET with a health_timeout; if it gets no answer,
+     * every connection silent since it was sent is shut down (see health_cb). */
+    double health_idle, health_timeout;
+    ev_timer health;
+    double health_since; /* when the timer was armed from idle */
+    struct kube_call *probe;
+    double probe_sent;
+    size_t ncalls, nwatches; /* in flight, the probe not counted */
+    /* The client-wide rate limit: a token bucket of `burst` tokens refilled at `qps`. */
+    double qps;
+    int burst;
+    double tokens, filled;
+    struct kube_link paced; /* requests and watches waiting for a token, oldest first */
+    ev_timer pace;
+    unsigned long epoch; /* connections shut down so far; a call remembers it per attempt */
 };
 
 struct kube_call {
@@ -46,8 +66,13 @@ struct kube_call {
     const char *content_type;
     long timeout_ms;
     bool is_list;
+    bool is_probe;      /* the health check's own request */
+    bool idempotent;    /* safe to send again after its connection was found dead */
     bool zombie; /* cancelled from inside libcurl; reaped from the loop */
     int attempts;
+    unsigned long epoch; /* the client's epoch when the current attempt started */
+    bool reconnected;    /* already sent again once after a dead connection */
+    struct kube_pace pace;
     struct curl_slist *headers;
     struct buf resp;
     ev_timer timer; /* retry delay, or the reaper of a zombie */
@@ -102,26 +127,138 @@ void kube_client_set_timeout(struct kube_client *c, long timeout_ms)
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
 }
 
+void kube_client_set_rate_limit(struct kube_client *c, double qps, int burst)
+{
+    c->qps = qps > 0 ? qps : 0;
+    c->burst = burst > 0 ? burst : 1;
+    c->tokens = c->burst;
+    c->filled = ev_now(c->loop);
+}
+
+static bool take_token(struct kube_client *c)
+{
+    double now = ev_now(c->loop);
+
+    if (c->qps <= 0)
+        return true;
+    c->tokens += (now - c->filled) * c->qps;
+    c->filled = now;
+    if (c->tokens > c->burst)
+        c->tokens = c->burst;
+    if (c->tokens < 1)
+        return false;
+    c->tokens -= 1;
+    return true;
+}
+
+static void pace_arm(struct kube_client *c)
+{
+    if (ev_is_active(&c->pace) || c->paced.next == &c->paced)
+        return;
+    ev_timer_set(&c->pace, (1 - c->tokens) / c->qps, 0.);
+    ev_timer_start(c->loop, &c->pace);
+}
+
+static void pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_client *c = w->data;
+
+    while (c->paced.next != &c->paced && take_token(c)) {
+        struct kube_pace *p = kube_container_of(c->paced.next, struct kube_pace, link);
+
+        link_del(&p->link);
+        p->go(p);
+    }
+    pace_arm(c);
+}
+
+bool kube_client_pace(struct kube_client *c, struct kube_pace *p)
+{
+    if (c->paced.next == &c->paced && take_token(c))
+        return true;
+    link_add(&c->paced, &p->link);
+    c->stats.throttled++;
+    pace_arm(c);
+    return false;
+}
+
+void kube_client_unpace(struct kube_pace *p)
+{
+    if (p->link.next && p->link.next != &p->link)
+        link_del(&p->link);
+}
+
+void kube_client_set_health_check(struct kube_client *c, double idle_seconds,
+                                  double timeout_seconds)
+{
+    c->health_idle = idle_seconds > 0 ? idle_seconds : DEFAULT_HEALTH_IDLE;
+    c->health_timeout = timeout_seconds > 0 ? timeout_seconds : DEFAULT_HEALTH_TIMEOUT;
+}
+
 void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *ret_stats)
 {
-    unsigned long n = 0;
-
-    for (const struct kube_link *l = c->calls.next; l != &c->calls; l = l->next)
-        n++;
-    for (const struct kube_link *l = c->watches.next; l != &c->watches; l = l->next)
-        n++;
     *ret_stats = c->stats;
-    ret_stats->pending = n;
+    ret_stats->pending = c->ncalls + c->nwatches;
+}
+
+/* ---- the connection health check ---- */
+
+static bool busy(const struct kube_client *c)
+{
+    return c->ncalls + c->nwatches > 0;
+}
+
+static void health_arm(struct kube_client *c, double delay)
+{
+    ev_timer_stop(c->loop, &c->health);
+    ev_timer_set(&c->health, delay > 0.05 ? delay : 0.05, 0.);
+    ev_timer_start(c->loop, &c->health);
+}
+
+/* Runs the timer while something is in flight, so an idle client leaves the loop alone. */
+static void health_update(struct kube_client *c)
+{
+    if (busy(c) && !c->closing) {
+        if (!ev_is_active(&c->health)) {
+            c->health_since = ev_now(c->loop);
+            health_arm(c, c->health_idle);
+        }
+    } else {
+        ev_timer_stop(c->loop, &c->health);
+    }
+}
+
+static int probe_start(struct kube_client *c);
+
+static void health_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_client *c = w->data;
+    double last = kube_transport_last_rx(c->t), silent;
+
+    if (!busy(c))
+        return;
+    if (last < c->health_since)
+        last = c->health_since;
+    silent = ev_now(loop) - last;
+    if (!c->probe && silent >= c->health_idle && probe_start(c) == 0)
+        silent = 0;
+    health_arm(c, c->probe ? c->health_idle : c->health_idle - silent);
 }
 
 void kube_client_watch_link(struct kube_client *c, struct kube_link *l)
 {
     link_add(&c->watches, l);
+    c->nwatches++;
+    health_update(c);
 }
 
 void kube_client_watch_unlink(struct kube_client *c, struct kube_link *l)
 {
+    if (l->next == l)
+        return; /* not linked */
     link_del(l);
+    c->nwatches--;
+    health_update(c);
 }
 
 void kube_client_count_watch(struct kube_client *c)
@@ -163,6 +300,14 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
     c->max_retries = DEFAULT_MAX_RETRIES;
     c->max_wait = DEFAULT_MAX_WAIT;
     c->timeout_ms = DEFAULT_TIMEOUT_MS;
+    c->health_idle = DEFAULT_HEALTH_IDLE;
+    c->health_timeout = DEFAULT_HEALTH_TIMEOUT;
+    ev_timer_init(&c->health, health_cb, 0., 0.);
+    c->health.data = c;
+    link_init(&c->paced);
+    ev_timer_init(&c->pace, pace_cb, 0., 0.);
+    c->pace.data = c;
+    c->burst = 1;
     c->cfg = kube_config_dup(cfg);
     if (!c->cfg) {
         r = -ENOMEM;
@@ -173,7 +318,9 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
         err_set(e, r, "kube client: cannot set up libcurl");
         goto fail;
     }
-    c->ca = (struct curl_blob){c->cfg->ca_pem, c->cfg->ca_len, CURL_BLOB_NOCOPY};
+    /* Copied into each transfer: the bundle may be replaced (kube_config_ca) while a transfer
+     * set up with the old one has not connected yet. */
+    c->ca = (struct curl_blob){c->cfg->ca_pem, c->cfg->ca_len, CURL_BLOB_COPY};
     c->cert = (struct curl_blob){c->cfg->cert_pem, c->cfg->cert_len, CURL_BLOB_NOCOPY};
     c->key = (struct curl_blob){c->cfg->key_pem, c->cfg->key_len, CURL_BLOB_NOCOPY};
     *ret_client = c;
@@ -258,6 +405,15 @@ int kube_client_setup_easy(struct kube_client *c, CURL *easy, const char *conten
     r = kube_config_token(c->cfg, &token, NULL);
     if (r < 0 && !token)
         return r;
+    /* A rotated CA file is picked up by the next connection; connections open now keep the
+     * CA they were verified with. A file that does not parse leaves the working CA in place. */
+    r = kube_config_ca(c->cfg, NULL);
+    if (r > 0) {
+        c->stats.ca_reloads++;
+        c->ca = (struct curl_blob){c->cfg->ca_pem, c->cfg->ca_len, CURL_BLOB_COPY};
+    } else if (r < 0) {
+        c->stats.ca_errors++;
+    }
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, c->cfg->allow_plain_http ? "http,https" : "https");
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -330,10 +486,31 @@ static void call_free(struct kube_call *k)
     free(k);
 }
 
+static void call_link(struct kube_call *k)
+{
+    link_add(&k->c->calls, &k->link);
+    if (!k->is_probe) {
+        k->c->ncalls++;
+        health_update(k->c);
+    }
+}
+
+static void call_unlink(struct kube_call *k)
+{
+    kube_client_unpace(&k->pace);
+    if (k->link.next == &k->link)
+        return;
+    link_del(&k->link);
+    if (!k->is_probe) {
+        k->c->ncalls--;
+        health_update(k->c);
+    }
+}
+
 /* Delivers the result once and frees the call. */
 static void call_finish(struct kube_call *k, const struct kube_result *res)
 {
-    link_del(&k->link);
+    call_unlink(k);
     ev_timer_stop(k->c->loop, &k->timer);
     k->done(k->userdata, res);
     call_free(k);
@@ -380,8 +557,11 @@ static size_t call_header(char *p, size_t size, size_t n, void *userdata)
 }
 
 static void call_done(struct kube_xfer *x, CURLcode rc);
+static int call_send(struct kube_call *k);
+static void call_fail(struct kube_call *k, int code, const char *message);
 
-/* Starts (or restarts) the HTTP exchange. Returns 0 or a negative code. */
+/* Starts (or restarts) the HTTP exchange, when the rate limit lets it. Returns 0 or a
+ * negative code. */
 static int call_attempt(struct kube_call *k)
 {
     struct kube_client *c = k->c;
@@ -413,10 +593,35 @@ static int call_attempt(struct kube_call *k)
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, k->errbuf);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, k->timeout_ms);
     k->x.done = call_done;
+    if (!k->is_probe && !kube_client_pace(c, &k->pace))
+        return 0; /* call_paced sends it */
+    return call_send(k);
+}
+
+static void call_paced(struct kube_pace *p)
+{
+    struct kube_call *k = kube_container_of(p, struct kube_call, pace);
+    int r = call_send(k);
+
+    if (r < 0)
+        call_fail(k, r, "cannot send the request");
+}
+
+/* Hands the prepared transfer to libcurl. */
+static int call_send(struct kube_call *k)
+{
+    struct kube_client *c = k->c;
+    int r;
+
     r = kube_transport_add(c->t, &k->x);
     if (r < 0)
         return r;
     k->attempts++;
+    k->epoch = c->epoch;
+    if (k->is_probe) {
+        c->stats.health_checks++;
+        return 0;
+    }
     c->stats.requests++;
     if (k->is_list)
         c->stats.lists++;
@@ -455,6 +660,15 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
         call_free(k);
         return;
     }
+    if (rc != CURLE_OK && k->epoch != c->epoch && k->idempotent && !k->reconnected &&
+        !c->closing) {
+        /* The health check shut this request's connection down as dead: send it once more,
+         * on a new connection. */
+        k->reconnected = true;
+        c->stats.reconnect_retries++;
+        if (call_attempt(k) == 0)
+            return;
+    }
     if (rc != CURLE_OK) {
         if (rc == CURLE_WRITE_ERROR && k->resp.len + CURL_MAX_WRITE_SIZE > KUBE_BODY_MAX)
             res.code = -EFBIG;
@@ -486,7 +700,7 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
         res.retry_after = kube_status_retry_after(res.http_status, k->retry_after, body);
     res.body = body;
     if (res.code == -EAGAIN && res.retry_after > 0 && k->attempts <= c->max_retries &&
-        !c->closing) {
+        !c->closing && !k->is_probe) {
         double wait = res.retry_after < c->max_wait ? res.retry_after : c->max_wait;
 
         cJSON_Delete(body);
@@ -615,6 +829,10 @@ static int call_build(struct kube_call *k, const struct kube_request *req)
     if ((req->verb == KUBE_LIST || req->verb == KUBE_GET) && req->resource_version &&
         kube_query_add(&q, "resourceVersion", req->resource_version) < 0)
         goto out;
+    if (req->verb == KUBE_LIST && req->resource_version && req->resource_version_match &&
+        !req->continue_token &&
+        kube_query_add(&q, "resourceVersionMatch", req->resource_version_match) < 0)
+        goto out;
     if (req->field_manager && req->verb != KUBE_GET && req->verb != KUBE_LIST &&
         req->verb != KUBE_DELETE && kube_query_add(&q, "fieldManager", req->field_manager) < 0)
         goto out;
@@ -668,6 +886,8 @@ int kube_request_start(struct kube_client *c, const struct kube_request *req, ku
     k->userdata = userdata;
     k->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : c->timeout_ms;
     link_init(&k->link);
+    link_init(&k->pace.link);
+    k->pace.go = call_paced;
     buf_init(&k->resp, KUBE_BODY_MAX);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
@@ -679,14 +899,71 @@ int kube_request_start(struct kube_client *c, const struct kube_request *req, ku
         r = -ENOMEM;
         goto fail;
     }
+    k->idempotent = req->verb != KUBE_CREATE;
     r = call_attempt(k);
     if (r < 0)
         goto fail;
-    link_add(&c->calls, &k->link);
+    call_link(k);
     if (ret_call)
         *ret_call = k;
     return 0;
 fail:
+    call_free(k);
+    return r;
+}
+
+static void probe_done(void *userdata, const struct kube_result *res)
+{
+    struct kube_client *c = userdata;
+    size_t n;
+
+    c->probe = NULL;
+    if (res->http_status != 0 || res->code == -ECANCELED)
+        return; /* the server answered: the connection lives */
+    /* No answer within the timeout (or no connection at all): every connection that stayed
+     * silent since the probe was sent is dead. Their transfers fail now; requests are sent
+     * again on a new connection, watches end and their owners resume them. */
+    n = kube_transport_shutdown_silent(c->t, c->probe_sent);
+    if (n) {
+        c->epoch++;
+        c->stats.dead_connections += n;
+    }
+}
+
+/* Sends the health check's GET; it is not retried and does not count as work in flight. */
+static int probe_start(struct kube_client *c)
+{
+    struct kube_call *k = calloc(1, sizeof(*k));
+    struct buf url;
+    int r = -ENOMEM;
+
+    if (!k)
+        return -ENOMEM;
+    buf_init(&url, 0);
+    k->c = c;
+    k->done = probe_done;
+    k->userdata = c;
+    k->is_probe = true;
+    k->method = "GET";
+    k->timeout_ms = (long)(c->health_timeout * 1000);
+    link_init(&k->link);
+    link_init(&k->pace.link);
+    k->pace.go = call_paced;
+    buf_init(&k->resp, 1u << 20);
+    ev_timer_init(&k->timer, retry_cb, 0., 0.);
+    k->timer.data = k;
+    if (buf_printf(&url, "%s%s", c->cfg->server, HEALTH_PATH) < 0 ||
+        !(k->url = buf_steal(&url)) || !(k->x.easy = curl_easy_init()))
+        goto fail;
+    r = call_attempt(k);
+    if (r < 0)
+        goto fail;
+    call_link(k);
+    c->probe = k;
+    c->probe_sent = ev_now(c->loop);
+    return 0;
+fail:
+    buf_done(&url);
     call_free(k);
     return r;
 }
@@ -708,7 +985,7 @@ void kube_call_cancel(struct kube_call *k)
     if (k->x.t && kube_transport_in_curl(c->t)) {
         /* libcurl forbids removing a transfer from inside its callbacks: answer now, and
          * take the transfer off from the loop. */
-        link_del(&k->link);
+        call_unlink(k);
         k->zombie = true;
         k->done(k->userdata, &res);
         ev_timer_init(&k->timer, reap_cb, 0., 0.);
@@ -725,6 +1002,8 @@ void kube_client_free(struct kube_client *c)
     if (!c)
         return;
     c->closing = true;
+    ev_timer_stop(c->loop, &c->health);
+    ev_timer_stop(c->loop, &c->pace);
     while (c->calls.next != &c->calls)
         kube_call_cancel(kube_container_of(c->calls.next, struct kube_call, link));
     while (c->watches.next != &c->watches) {

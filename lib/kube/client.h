@@ -12,6 +12,8 @@
  *   -EEXIST        409 AlreadyExists
  *   -EBUSY         409 Conflict (optimistic concurrency)
  *   -ESTALE        410 Gone / Expired ("too old resource version", expired continue token)
+ *   -ERANGE        504 with cause ResourceVersionTooLarge: the server has not reached the
+ *                  resourceVersion asked for (it lags, or its etcd was restored from a backup)
  *   -EINVAL        400 BadRequest, 422 Invalid (message carries the server's text)
  *   -EACCES        401 Unauthorized
  *   -EPERM         403 Forbidden
@@ -20,6 +22,10 @@
  *   -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET   transport failures
  *   -EFBIG         the response body passed the client's cap (KUBE_BODY_MAX)
  *   -ECANCELED     the request was cancelled or the client freed before it completed
+ *
+ * The process must ignore SIGPIPE (as `nestcp manager` does): libcurl is used with
+ * CURLOPT_NOSIGNAL, and its TLS writes on a connection closed by the peer, or shut down by the
+ * health check, would otherwise raise it.
  *
  * Ownership: objects passed in are borrowed for the duration of the call (they are serialised
  * before it returns). The result handed to a callback, and everything it points to, is borrowed
@@ -113,6 +119,7 @@ struct kube_request {
     long limit;
     const char *continue_token;
     const char *resource_version; /* LIST/GET: "0" for any cached version, or exact */
+    const char *resource_version_match; /* LIST: "NotOlderThan" or "Exact", with the above */
     /* DELETE */
     const char *propagation_policy;     /* "Foreground", "Background", "Orphan" */
     const char *precondition_uid;       /* delete only this incarnation */
@@ -143,6 +150,28 @@ void kube_client_set_retry(struct kube_client *c, int max_retries, double max_wa
 /* Default per-request timeout in milliseconds (60000 unless changed). */
 void kube_client_set_timeout(struct kube_client *c, long timeout_ms);
 
+/* One rate limit for everything the client sends (requests, their retries, list pages, watch
+ * starts; not the health check): a token bucket of `burst` requests refilled at `qps` per
+ * second. A request without a token waits, in order, without blocking the loop; its timeout
+ * starts when it is sent. qps <= 0 (the default) sends everything at once. */
+void kube_client_set_rate_limit(struct kube_client *c, double qps, int burst);
+
+/*
+ * The connection health check. A connection can go silent without closing (a peer that hangs,
+ * a NAT or load balancer that forgot it); TCP keepalive takes minutes to notice, if ever, and
+ * libcurl 7.88 sends no HTTP/2 PING on a multi handle's connections. So, while requests or
+ * watches are in flight and no byte has come from the server for idle_seconds (default 15), the
+ * client sends one GET /version with a timeout of timeout_seconds (default 10). When that gets
+ * no answer, every connection that stayed silent since it was sent is shut down: its watches
+ * end with a connection error (informers resume them from their last resourceVersion), and
+ * its requests, other than creates, are sent once more on a new connection. A create ends
+ * with the connection error, since it may have been applied. A dead connection is so found
+ * within idle + timeout seconds of its last byte (25 s by default).
+ * Values <= 0 restore the defaults.
+ */
+void kube_client_set_health_check(struct kube_client *c, double idle_seconds,
+                                  double timeout_seconds);
+
 /* Counters since the client was created. */
 struct kube_client_stats {
     unsigned long requests;   /* HTTP requests sent, including retries and list pages */
@@ -150,6 +179,12 @@ struct kube_client_stats {
     unsigned long lists;      /* LIST requests (each page counts) */
     unsigned long watches;    /* watch streams opened */
     unsigned long pending;    /* requests and watches in flight now */
+    unsigned long health_checks;     /* health check GETs sent (not counted in requests) */
+    unsigned long dead_connections;  /* connections shut down by the health check */
+    unsigned long reconnect_retries; /* requests sent again after their connection died */
+    unsigned long throttled;         /* requests and watches that waited for the rate limit */
+    unsigned long ca_reloads;        /* times the CA file changed and was loaded */
+    unsigned long ca_errors;         /* times it changed and could not be used (old CA kept) */
 };
 void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *ret_stats);
 
@@ -198,7 +233,9 @@ struct kube_watch_opts {
     long timeout_seconds;         /* server-side timeoutSeconds; 0: server default */
     bool allow_bookmarks;
     /* A stream that delivers no byte for this long is treated as dead and ended with
-     * -ETIMEDOUT; 0: timeout_seconds (or 1800 s) plus 60 s. TCP keepalive is always on. */
+     * -ETIMEDOUT; 0: 90 s with bookmarks (the server sends one about every minute), else
+     * timeout_seconds (or 1800 s) plus 60 s. This is the second line behind the client's
+     * connection health check (kube_client_set_health_check); TCP keepalive is always on. */
     long idle_timeout_seconds;
     size_t max_line; /* bound on one event line; 0: KUBE_WATCH_LINE_MAX */
 };
@@ -224,6 +261,10 @@ cJSON *kube_watch_steal_object(struct kube_watch *w);
 
 /* Events delivered so far. */
 unsigned long kube_watch_events(const struct kube_watch *w);
+
+/* Lines skipped so far: not an event (not JSON, no "type" or "object"), or of an unknown type.
+ * The stream goes on after them. */
+unsigned long kube_watch_skipped(const struct kube_watch *w);
 
 /* ---- object helpers (pure) ---- */
 

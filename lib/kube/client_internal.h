@@ -15,6 +15,18 @@ struct kube_link {
     struct kube_link *prev, *next;
 };
 
+/* A request or watch waiting for the client's rate limit; embedded in its owner. */
+struct kube_pace {
+    struct kube_link link;
+    void (*go)(struct kube_pace *p); /* sends it, from the loop */
+};
+
+/* Takes a token of the client-wide rate limit: true when the request may go now; false when
+ * p was queued (FIFO) and p->go will run from the loop when its turn comes. */
+bool kube_client_pace(struct kube_client *c, struct kube_pace *p);
+/* Takes p out of the queue; no-op when it is not queued. */
+void kube_client_unpace(struct kube_pace *p);
+
 struct kube_transport *kube_client_transport(struct kube_client *c);
 
 /* Appends "&key=value" (value percent-encoded; the first one gets "?"). Returns 0 or -ENOMEM. */

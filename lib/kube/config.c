@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 
 #include <cjson/cJSON.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "lib/util/buf.h"
 #include "lib/util/strutil.h"
@@ -24,6 +27,7 @@ void kube_config_free(struct kube_config *cfg)
         return;
     free(cfg->server);
     free(cfg->ca_pem);
+    free(cfg->ca_file);
     free(cfg->cert_pem);
     if (cfg->key_pem)
         explicit_bzero(cfg->key_pem, cfg->key_len);
@@ -61,7 +65,7 @@ struct kube_config *kube_config_dup(const struct kube_config *cfg)
     if (!d)
         return NULL;
     *d = *cfg;
-    d->server = d->ca_pem = d->cert_pem = d->key_pem = d->token = d->token_file = NULL;
+    d->server = d->ca_pem = d->ca_file = d->cert_pem = d->key_pem = d->token = d->token_file = NULL;
     d->namespace_ = d->origin = NULL;
     if (dup_mem(cfg->ca_pem, cfg->ca_len, &d->ca_pem) < 0 ||
         dup_mem(cfg->cert_pem, cfg->cert_len, &d->cert_pem) < 0 ||
@@ -70,6 +74,7 @@ struct kube_config *kube_config_dup(const struct kube_config *cfg)
     if ((cfg->server && !(d->server = strdup(cfg->server))) ||
         (cfg->token && !(d->token = strdup(cfg->token))) ||
         (cfg->token_file && !(d->token_file = strdup(cfg->token_file))) ||
+        (cfg->ca_file && !(d->ca_file = strdup(cfg->ca_file))) ||
         (cfg->namespace_ && !(d->namespace_ = strdup(cfg->namespace_))) ||
         (cfg->origin && !(d->origin = strdup(cfg->origin))))
         goto fail;
@@ -223,6 +228,83 @@ static int get_str(const cJSON *obj, const char *key, const char **ret)
         }                                                                                          \
     } while (0)
 
+/* Remembers ca_file as it is now: it was just read. */
+static void ca_file_seen(struct kube_config *cfg)
+{
+    struct stat st;
+
+    if (stat(cfg->ca_file, &st) < 0)
+        return;
+    cfg->ca_mtime = st.st_mtim;
+    cfg->ca_size = st.st_size;
+    cfg->ca_ino = (unsigned long long)st.st_ino;
+}
+
+/* True when pem holds at least one certificate and nothing that fails to parse as one. */
+static bool ca_bundle_valid(const char *pem, size_t len)
+{
+    BIO *b = BIO_new_mem_buf(pem, (int)len);
+    int n = 0;
+    X509 *x;
+
+    if (!b)
+        return false;
+    while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+        X509_free(x);
+        n++;
+    }
+    /* The loop ends at the end of the text (PEM_R_NO_START_LINE) or at a damaged block. */
+    if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE)
+        n = 0;
+    ERR_clear_error();
+    BIO_free(b);
+    return n > 0;
+}
+
+int kube_config_ca(struct kube_config *cfg, struct err *e)
+{
+    struct stat st;
+    char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    if (!cfg->ca_file)
+        return 0;
+    if (stat(cfg->ca_file, &st) < 0) {
+        r = -errno;
+        /* Reported once; a file being swapped in comes back, and is looked at then. */
+        if (cfg->ca_ino == 0)
+            return 0;
+        cfg->ca_ino = 0;
+        return err_set(e, r, "CA file %s: %s; keeping the previous one", cfg->ca_file,
+                       strerror(-r));
+    }
+    if (st.st_mtim.tv_sec == cfg->ca_mtime.tv_sec && st.st_mtim.tv_nsec == cfg->ca_mtime.tv_nsec &&
+        st.st_size == cfg->ca_size && (unsigned long long)st.st_ino == cfg->ca_ino)
+        return 0;
+    /* Whatever happens below, this version of the file has been looked at. */
+    cfg->ca_mtime = st.st_mtim;
+    cfg->ca_size = st.st_size;
+    cfg->ca_ino = (unsigned long long)st.st_ino;
+    r = util_read_file(cfg->ca_file, KUBE_CONFIG_FILE_MAX, &text, &len);
+    if (r < 0)
+        return err_set(e, r, "CA file %s: %s", cfg->ca_file, strerror(-r));
+    if (!ca_bundle_valid(text, len)) {
+        free(text);
+        return err_set(e, -EINVAL, "CA file %s: not a PEM bundle of certificates; keeping the "
+                                   "previous one", cfg->ca_file);
+    }
+    if (cfg->ca_pem && len == cfg->ca_len && memcmp(text, cfg->ca_pem, len) == 0) {
+        free(text);
+        return 0;
+    }
+    free(cfg->ca_pem);
+    cfg->ca_pem = text;
+    cfg->ca_len = len;
+    cfg->ca_generation++;
+    return 1;
+}
+
 static int parse_cluster(const cJSON *cluster, const char *where, const char *origin,
                          const char *base_dir, struct kube_config *cfg, struct err *e)
 {
@@ -255,9 +337,16 @@ static int parse_cluster(const cJSON *cluster, const char *where, const char *or
                       ca_data, &cfg->ca_pem, &cfg->ca_len, e);
         if (r < 0)
             goto out;
-        if (!strstr(cfg->ca_pem, "-----BEGIN CERTIFICATE-----"))
+        if (!strstr(cfg->ca_pem, "-----BEGIN CERTIFICATE-----")) {
             r = err_set(e, -EINVAL, "%s: %s.certificate-authority%s: no PEM certificate found",
                         origin, where, ca_data ? "-data" : "");
+            goto out;
+        }
+        if (!ca_data) {
+            r = resolve_path(base_dir, ca_file, &cfg->ca_file);
+            if (r == 0)
+                ca_file_seen(cfg);
+        }
     }
 out:
     return r;
@@ -568,6 +657,12 @@ int kube_config_in_cluster(const struct kube_incluster_paths *paths, struct kube
         err_set(e, r, "in-cluster: CA %s: %s", ca_path, strerror(-r));
         goto out;
     }
+    cfg->ca_file = strdup(ca_path);
+    if (!cfg->ca_file) {
+        r = -ENOMEM;
+        goto out;
+    }
+    ca_file_seen(cfg);
     r = kube_config_token(cfg, &tok, e);
     if (r < 0) {
         err_prefix(e, "in-cluster: ");

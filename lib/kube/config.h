@@ -31,6 +31,7 @@ struct kube_config {
     char *server;      /* "https://host:port", no trailing slash */
     char *ca_pem;      /* PEM bundle, or NULL for the system trust store */
     size_t ca_len;
+    char *ca_file;     /* the bundle's file, re-read when it changes (kube_config_ca), or NULL */
     char *cert_pem;    /* client certificate (PEM) or NULL */
     size_t cert_len;
     char *key_pem;     /* client key (PEM) or NULL; never logged */
@@ -47,6 +48,11 @@ struct kube_config {
     long long token_size;
     unsigned long long token_ino;
     double token_checked; /* time_mono() of the last stat */
+    /* ca_file bookkeeping: the file as last read (loaded or refused) */
+    struct timespec ca_mtime;
+    long long ca_size;
+    unsigned long long ca_ino;
+    unsigned long ca_generation; /* bumped on every reload that changed ca_pem */
 };
 
 /* Paths for the in-cluster configuration; NULL fields take the service-account defaults
@@ -97,6 +103,14 @@ int kube_config_load(const char *path, struct kube_config **ret_cfg, struct err 
 struct kube_config *kube_config_dup(const struct kube_config *cfg);
 
 void kube_config_free(struct kube_config *cfg);
+
+/* Re-reads the CA bundle from ca_file when the file's mtime, size or inode changed since it
+ * was last read (a rotated management-cluster CA, e.g. the service account's ca.crt). The new
+ * bundle replaces ca_pem only if it holds at least one certificate that parses; otherwise
+ * the working one is kept, the error returned, and the same file is not read again until it
+ * changes (a missing file is reported once, and read again when it is back). Returns 1 when ca_pem changed, 0 when it did not (or there is no ca_file),
+ * -ENOENT/-EACCES/... (the file) or -EINVAL (no certificate in it), with a message in e. */
+int kube_config_ca(struct kube_config *cfg, struct err *e);
 
 /* The bearer token to send now (NULL: none). With a token file, re-reads it when its mtime,
  * size or inode changed, or at least once a minute, so a rotated token is picked up. If a

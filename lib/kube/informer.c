@@ -15,26 +15,38 @@
 #define BACKOFF_BASE 0.8
 #define BACKOFF_CAP 30.0
 #define SHORT_WATCH_SECONDS 1.0
+/* With bookmarks, a watch that hears nothing for this long is ended by the client (the server
+ * sends a bookmark about once a minute when anything moved; see kube_watch_opts). */
+#define WATCH_IDLE_SECONDS 90L
 
 /* A list in flight; outlives the informer if the informer is freed first. */
 struct list_ctx {
     struct kube_informer *inf;
 };
 
-enum next_step { NEXT_LIST, NEXT_WATCH };
+enum next_step {
+    NEXT_LIST,
+    NEXT_WATCH,
+    NEXT_CHECK, /* ask whether the server has reached our resourceVersion, then watch */
+};
 
 struct kube_informer {
     struct kube_client *c;
     struct ev_loop *loop;
     const struct kube_resource *resource;
     char *ns, *label_selector, *field_selector;
-    long page_size, watch_timeout;
+    long page_size, watch_timeout, watch_idle;
     size_t max_line;
     struct kube_informer_handlers h;
     void *userdata;
     struct kube_store store;
     char *rv;
     bool synced;
+    bool bookmarks;
+    bool rv_unavailable; /* the server lost rv or has not reached it: list without one */
+    bool listing_at_rv;  /* the list in flight asks for rv (NotOlderThan) */
+    bool relist_next;    /* events were skipped: relist instead of resuming the watch */
+    unsigned long skipped_before; /* lines skipped by earlier watches */
     struct kube_watch *watch;
     struct list_ctx *listing;
     ev_timer retry;
@@ -150,6 +162,7 @@ int kube_informer_apply_list(struct kube_informer *inf, cJSON *list)
 
 static void start_list(struct kube_informer *inf);
 static void start_watch(struct kube_informer *inf);
+static void start_check(struct kube_informer *inf);
 
 static void schedule(struct kube_informer *inf, enum next_step next, double delay)
 {
@@ -173,6 +186,8 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
     if (inf->next == NEXT_LIST)
         start_list(inf);
+    else if (inf->next == NEXT_CHECK)
+        start_check(inf);
     else
         start_watch(inf);
 }
@@ -188,14 +203,29 @@ static void list_done(void *userdata, const struct kube_result *res)
     inf->listing = NULL;
     if (res->code == -ECANCELED)
         return;
+    if ((res->code == -ESTALE || res->code == -ERANGE) && inf->listing_at_rv) {
+        /* The server no longer has our resourceVersion (410) or has not reached it (504
+         * ResourceVersionTooLarge, e.g. after its etcd was restored): list what it has now. */
+        inf->stats.list_failures++;
+        if (res->code == -ERANGE)
+            inf->stats.rv_too_large++;
+        inf->rv_unavailable = true;
+        schedule(inf, NEXT_LIST, 0);
+        return;
+    }
     if (res->code < 0 || kube_informer_apply_list(inf, res->body) < 0) {
         inf->stats.list_failures++;
         back_off(inf, NEXT_LIST);
         return;
     }
+    inf->rv_unavailable = false;
+    inf->relist_next = false;
     start_watch(inf);
 }
 
+/* The first list reads the latest state (a quorum read); a relist asks for data not older
+ * than the last resourceVersion seen (served from the API server's watch cache), unless the
+ * server lost or never reached that version. */
 static void start_list(struct kube_informer *inf)
 {
     struct kube_request req = {
@@ -208,10 +238,73 @@ static void start_list(struct kube_informer *inf)
     };
     struct list_ctx *ctx = calloc(1, sizeof(*ctx));
 
+    inf->listing_at_rv = inf->synced && inf->rv && !inf->rv_unavailable;
+    if (inf->listing_at_rv) {
+        req.resource_version = inf->rv;
+        req.resource_version_match = "NotOlderThan";
+        inf->stats.lists_at_rv++;
+    }
+
     if (!ctx || kube_list_all(inf->c, &req, list_done, ctx) < 0) {
         free(ctx);
         inf->stats.list_failures++;
         back_off(inf, NEXT_LIST);
+        return;
+    }
+    ctx->inf = inf;
+    inf->listing = ctx;
+}
+
+static void check_done(void *userdata, const struct kube_result *res)
+{
+    struct list_ctx *ctx = userdata;
+    struct kube_informer *inf = ctx->inf;
+
+    free(ctx);
+    if (!inf)
+        return;
+    inf->listing = NULL;
+    if (res->code == -ECANCELED)
+        return;
+    if (res->code == -ERANGE || res->code == -ESTALE) {
+        /* The server is behind our resourceVersion: it lost history, or its etcd went back
+         * in time. Everything cached may be wrong: list what it has now. */
+        inf->stats.rv_too_large += res->code == -ERANGE;
+        inf->rv_unavailable = true;
+        start_list(inf);
+        return;
+    }
+    if (res->code < 0) {
+        back_off(inf, NEXT_WATCH);
+        return;
+    }
+    start_watch(inf);
+}
+
+/* One item at our resourceVersion (NotOlderThan, from the API server's cache): an answer
+ * means the server has reached it, a 504 ResourceVersionTooLarge that it has not. */
+static void start_check(struct kube_informer *inf)
+{
+    struct kube_request req = {
+        .verb = KUBE_LIST,
+        .resource = inf->resource,
+        .namespace_ = inf->ns,
+        .label_selector = inf->label_selector,
+        .field_selector = inf->field_selector,
+        .limit = 1,
+        .resource_version = inf->rv,
+        .resource_version_match = "NotOlderThan",
+    };
+    struct list_ctx *ctx = calloc(1, sizeof(*ctx));
+
+    if (!inf->rv) {
+        start_list(inf);
+        return;
+    }
+    inf->stats.rv_checks++;
+    if (!ctx || kube_request_send(inf->c, &req, check_done, ctx) < 0) {
+        free(ctx);
+        back_off(inf, NEXT_CHECK);
         return;
     }
     ctx->inf = inf;
@@ -251,30 +344,65 @@ static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *
 static void watch_end(void *userdata, int code, const char *message)
 {
     struct kube_informer *inf = userdata;
-    bool short_lived = time_mono() - inf->watch_started < SHORT_WATCH_SECONDS;
+    double ran = time_mono() - inf->watch_started;
+    bool short_lived = ran < SHORT_WATCH_SECONDS;
+    /* The idle timeout of a stream on a healthy connection (the client's health check ends a
+     * dead one well before it) is a quiet end, like the server's timeoutSeconds; a connect
+     * timeout comes much sooner and is an error. */
+    bool quiet_end = code == 0 || (code == -ETIMEDOUT && ran >= inf->watch_idle);
+    unsigned long skipped = kube_watch_skipped(inf->watch);
+    enum next_step next;
 
+    inf->skipped_before += skipped;
     kube_watch_free(inf->watch);
     inf->watch = NULL;
     if (code == -ECANCELED)
         return;
-    if (code == -ESTALE) {
-        /* Our resourceVersion is gone from the server's history: relist. The first time
-         * at once, repeated ones with a backoff. */
-        inf->stats.watch_expired++;
+    if (skipped) {
+        /* Lines that were not events may have been changes: the cache may miss them, so
+         * the next step is a relist (at the last resourceVersion), not a resume. */
+        inf->relist_next = true;
+    }
+    if (code == -ESTALE || code == -ERANGE) {
+        /* Our resourceVersion is gone from the server's history (410), or ahead of it (504
+         * ResourceVersionTooLarge): relist, the first time at once, repeated ones with a
+         * backoff. After a 410 the relist asks for the last resourceVersion (NotOlderThan);
+         * after a 504 it lists whatever the server has. */
+        if (code == -ESTALE) {
+            inf->stats.watch_expired++;
+        } else {
+            inf->stats.rv_too_large++;
+            inf->rv_unavailable = true;
+        }
         schedule(inf, NEXT_LIST, kube_informer_backoff(inf->failures, random01(inf)));
         inf->failures++;
         return;
     }
+    next = inf->relist_next ? NEXT_LIST : NEXT_WATCH;
+    if (next == NEXT_WATCH && inf->bookmarks && inf->watch_events == 0 && quiet_end &&
+        !short_lived) {
+        /* A whole watch without a single event or bookmark: either nothing changed, or the
+         * server filters out every event as older than our resourceVersion because it went
+         * back in time (its etcd was restored from a backup). One item read at our version
+         * tells the two apart (504 ResourceVersionTooLarge) before the next watch. */
+        inf->stats.silent_watches++;
+        next = NEXT_CHECK;
+    }
     if (inf->watch_events > 0)
         inf->failures = 0;
-    if (code == 0 && !(short_lived && inf->watch_events == 0)) {
+    if (quiet_end && !(short_lived && inf->watch_events == 0)) {
         inf->stats.watch_timeouts++;
         inf->failures = 0;
-        start_watch(inf);
+        if (next == NEXT_LIST)
+            start_list(inf);
+        else if (next == NEXT_CHECK)
+            start_check(inf);
+        else
+            start_watch(inf);
         return;
     }
     inf->stats.watch_errors++;
-    back_off(inf, NEXT_WATCH);
+    back_off(inf, next);
 }
 
 static void start_watch(struct kube_informer *inf)
@@ -284,7 +412,8 @@ static void start_watch(struct kube_informer *inf)
         .label_selector = inf->label_selector,
         .field_selector = inf->field_selector,
         .resource_version = inf->rv,
-        .allow_bookmarks = true,
+        .allow_bookmarks = inf->bookmarks,
+        .idle_timeout_seconds = inf->bookmarks ? inf->watch_idle : 0,
         .max_line = inf->max_line,
     };
     int r;
@@ -331,6 +460,8 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *op
     inf->watch_timeout =
         opts->watch_timeout_seconds > 0 ? opts->watch_timeout_seconds : DEFAULT_WATCH_TIMEOUT;
     inf->max_line = opts->max_line;
+    inf->bookmarks = !opts->disable_bookmarks;
+    inf->watch_idle = opts->watch_idle_seconds > 0 ? opts->watch_idle_seconds : WATCH_IDLE_SECONDS;
     if (handlers)
         inf->h = *handlers;
     inf->userdata = userdata;
@@ -387,6 +518,7 @@ const char *kube_informer_resource_version(const struct kube_informer *inf)
 void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *ret)
 {
     *ret = inf->stats;
+    ret->bad_events = inf->skipped_before + (inf->watch ? kube_watch_skipped(inf->watch) : 0);
 }
 
 const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns, const char *name)

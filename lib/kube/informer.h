@@ -5,12 +5,28 @@
  * A cache of one resource type kept current by list-then-watch, optionally scoped to a
  * namespace, a label selector and a field selector.
  *
- * - The first list is paged; then a watch resumes from the list's resourceVersion, with
- *   bookmarks, and each watch asks the server to end it after a random 5-10 minutes
- *   (configurable), after which it resumes from the last resourceVersion without a relist.
- * - A 410 (HTTP status or ERROR event in the stream) relists; deletions missed while
- *   disconnected are delivered after the relist (on_delete with final_state_unknown).
- * - Failures back off exponentially with jitter, from about 0.8 s up to 30 s.
+ * - The first list is paged and reads the latest state; then a watch resumes from the list's
+ *   resourceVersion, with bookmarks (unless disabled), and each watch asks the server to end it
+ *   after a random 5-10 minutes (configurable), after which it resumes from the last
+ *   resourceVersion (bookmarks included) without a relist. A watch that ends on a connection
+ *   error resumes the same way, after a backoff.
+ * - A 410 (HTTP status or ERROR event in the stream) relists at the last resourceVersion
+ *   (resourceVersionMatch=NotOlderThan, served from the API server's cache). If that list is
+ *   itself 410, or either answers 504 ResourceVersionTooLarge (the server lags, or its etcd
+ *   was restored to an earlier revision), the informer lists without a resourceVersion.
+ *   Deletions missed while disconnected are delivered after a relist (on_delete with
+ *   final_state_unknown).
+ * - With bookmarks, a watch that ends (server timeout or the stream's idle timeout) without a
+ *   single event or bookmark is followed by a one-item list at the last resourceVersion
+ *   (NotOlderThan) before the next watch: silence may mean the server went back in time (its
+ *   etcd was restored) and filters out every event as older than ours, and that read then
+ *   answers 504 ResourceVersionTooLarge, after which the informer lists what the server has.
+ *   On a quiet resource it costs one cached read per watch period.
+ * - Watch lines that are not events are skipped and counted (stats.bad_events); the stream
+ *   goes on, and its end is followed by a relist instead of a resume, since a skipped line may
+ *   have been a change.
+ * - Failures back off exponentially with jitter, from about 0.8 s up to 30 s; so do watches
+ *   that end in under a second without an event.
  * - metadata.managedFields is dropped from cached objects.
  *
  * Handlers run on the loop; objects passed to them are borrowed for the duration of the call.
@@ -36,6 +52,8 @@ struct kube_informer_opts {
     long page_size;              /* list page size; 0: 500 */
     long watch_timeout_seconds;  /* each watch asks for a random timeout in [t, 2t]; 0: 300 */
     size_t max_line;             /* bound on one watch event; 0: KUBE_WATCH_LINE_MAX */
+    bool disable_bookmarks;      /* do not ask for BOOKMARK events */
+    long watch_idle_seconds;     /* with bookmarks: end a watch silent this long; 0: 90 */
 };
 
 struct kube_informer_handlers {
@@ -51,11 +69,17 @@ struct kube_informer_stats {
     unsigned long lists;          /* complete lists applied (1 + relists) */
     unsigned long list_failures;
     unsigned long watches;        /* watch streams opened */
-    unsigned long watch_timeouts; /* streams the server ended normally (then resumed) */
+    unsigned long watch_timeouts; /* streams that ended quietly (server timeout, or silent for
+                                   * watch_idle_seconds with bookmarks), then resumed */
     unsigned long watch_expired;  /* streams ended by 410 (then relisted) */
     unsigned long watch_errors;   /* other stream failures (then resumed after a backoff) */
     unsigned long events;         /* watch events applied, bookmarks included */
     unsigned long missed_deletes; /* deletions found by a relist */
+    unsigned long lists_at_rv;    /* lists that asked for the last resourceVersion */
+    unsigned long rv_too_large;   /* 504 ResourceVersionTooLarge answers (list or watch) */
+    unsigned long silent_watches; /* watches with bookmarks that ended without an event */
+    unsigned long rv_checks;      /* one-item reads after a silent watch */
+    unsigned long bad_events;     /* watch lines skipped: not events, or of unknown types */
     double last_backoff;          /* seconds of the last wait before a retry */
 };
 

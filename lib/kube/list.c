@@ -11,7 +11,7 @@
 struct list_all {
     struct kube_client *c;
     struct kube_request req; /* string fields point at the copies below */
-    char *ns, *label_selector, *field_selector, *resource_version;
+    char *ns, *label_selector, *field_selector, *resource_version, *rv_match;
     cJSON *items;
     cJSON *first; /* the first page without its items: kind, apiVersion, metadata */
     int pages;
@@ -28,6 +28,7 @@ static void list_free(struct list_all *la)
     free(la->label_selector);
     free(la->field_selector);
     free(la->resource_version);
+    free(la->rv_match);
     free(la);
 }
 
@@ -40,8 +41,10 @@ static int list_next(struct list_all *la, const char *continue_token)
 
     r.verb = KUBE_LIST;
     r.continue_token = continue_token;
-    if (continue_token)
+    if (continue_token) {
         r.resource_version = NULL; /* the server refuses both */
+        r.resource_version_match = NULL;
+    }
     if (la->full)
         r.limit = 0;
     return kube_request_send(la->c, &r, page_done, la);
@@ -143,12 +146,14 @@ int kube_list_all(struct kube_client *c, const struct kube_request *req, kube_do
     if (dup_opt(req->namespace_, &la->ns) < 0 ||
         dup_opt(req->label_selector, &la->label_selector) < 0 ||
         dup_opt(req->field_selector, &la->field_selector) < 0 ||
-        dup_opt(req->resource_version, &la->resource_version) < 0)
+        dup_opt(req->resource_version, &la->resource_version) < 0 ||
+        dup_opt(req->resource_version_match, &la->rv_match) < 0)
         goto fail;
     la->req.namespace_ = la->ns;
     la->req.label_selector = la->label_selector;
     la->req.field_selector = la->field_selector;
     la->req.resource_version = la->resource_version;
+    la->req.resource_version_match = la->rv_match;
     la->req.continue_token = NULL;
     la->req.body = NULL;
     la->items = cJSON_CreateArray();

@@ -1,6 +1,7 @@
 #include "lib/kube/status.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "lib/util/strutil.h"
@@ -13,6 +14,24 @@ static const char *status_reason(const cJSON *body)
     if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "Status") != 0)
         return NULL;
     return cJSON_IsString(reason) ? reason->valuestring : NULL;
+}
+
+/* True when the Status says the requested resourceVersion is ahead of the server: a cause
+ * ResourceVersionTooLarge, or (servers before 1.18.6) a Timeout whose message says so. */
+static bool too_large_rv(const cJSON *body, const char *reason)
+{
+    const cJSON *details = cJSON_GetObjectItemCaseSensitive(body, "details");
+    const cJSON *causes = cJSON_GetObjectItemCaseSensitive(details, "causes");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(body, "message");
+
+    for (const cJSON *c = cJSON_IsArray(causes) ? causes->child : NULL; c; c = c->next) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(c, "reason");
+
+        if (cJSON_IsString(r) && strcmp(r->valuestring, "ResourceVersionTooLarge") == 0)
+            return true;
+    }
+    return reason && strcmp(reason, "Timeout") == 0 && cJSON_IsString(msg) &&
+           strstr(msg->valuestring, "Too large resource version");
 }
 
 int kube_status_code(long http_status, const cJSON *body)
@@ -30,6 +49,8 @@ int kube_status_code(long http_status, const cJSON *body)
     if (http_status >= 200 && http_status < 300)
         return 0;
     if (reason) {
+        if (too_large_rv(body, reason))
+            return -ERANGE;
         if (strcmp(reason, "AlreadyExists") == 0)
             return -EEXIST;
         if (strcmp(reason, "Conflict") == 0)

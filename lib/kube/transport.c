@@ -2,15 +2,20 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include <ev.h>
+
+struct sock;
 
 struct kube_transport {
     struct ev_loop *loop;
     CURLM *multi;
     ev_timer timer;
     size_t active;
-    int in_curl; /* depth of curl_multi_socket_action calls */
+    int in_curl;        /* depth of curl_multi_socket_action calls */
+    double last_rx;     /* ev_now() of the last readable event on any socket */
+    struct sock *socks; /* every socket libcurl told us about */
 };
 
 /* One per socket libcurl tells us about; the ev_io is embedded, freed after it is stopped. */
@@ -18,6 +23,8 @@ struct sock {
     ev_io io;
     curl_socket_t fd;
     struct kube_transport *t;
+    double last_rx; /* ev_now() of its last readable event, or of its creation */
+    struct sock *prev, *next;
 };
 
 struct ev_loop *kube_transport_loop(const struct kube_transport *t)
@@ -33,6 +40,26 @@ bool kube_transport_in_curl(const struct kube_transport *t)
 size_t kube_transport_active(const struct kube_transport *t)
 {
     return t->active;
+}
+
+double kube_transport_last_rx(const struct kube_transport *t)
+{
+    return t->last_rx;
+}
+
+size_t kube_transport_shutdown_silent(struct kube_transport *t, double since)
+{
+    size_t n = 0;
+
+    for (struct sock *s = t->socks; s; s = s->next) {
+        if (s->last_rx >= since)
+            continue;
+        /* libcurl keeps the descriptor; from now on it reads end-of-file and writes fail, so
+         * every transfer on the connection fails at once and the connection is not reused. */
+        if (shutdown(s->fd, SHUT_RDWR) == 0)
+            n++;
+    }
+    return n;
 }
 
 /* Hands every finished transfer to its owner. A done callback may add or remove transfers;
@@ -96,8 +123,10 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
     struct sock *s = w->data;
     int flags = 0;
 
-    if (revents & EV_READ)
+    if (revents & EV_READ) {
         flags |= CURL_CSELECT_IN;
+        s->last_rx = s->t->last_rx = ev_now(loop);
+    }
     if (revents & EV_WRITE)
         flags |= CURL_CSELECT_OUT;
     if (revents & EV_ERROR)
@@ -115,6 +144,12 @@ static int multi_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, 
     if (what == CURL_POLL_REMOVE) {
         if (s) {
             ev_io_stop(t->loop, &s->io);
+            if (s->prev)
+                s->prev->next = s->next;
+            else
+                t->socks = s->next;
+            if (s->next)
+                s->next->prev = s->prev;
             free(s);
             curl_multi_assign(t->multi, fd, NULL);
         }
@@ -126,6 +161,11 @@ static int multi_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, 
             return -1;
         s->fd = fd;
         s->t = t;
+        s->last_rx = ev_now(t->loop);
+        s->next = t->socks;
+        if (t->socks)
+            t->socks->prev = s;
+        t->socks = s;
         curl_multi_assign(t->multi, fd, s);
     } else {
         ev_io_stop(t->loop, &s->io);

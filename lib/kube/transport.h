@@ -54,4 +54,13 @@ bool kube_transport_in_curl(const struct kube_transport *t);
 /* Number of transfers on the multi handle. */
 size_t kube_transport_active(const struct kube_transport *t);
 
+/* ev_now() when a socket last became readable (bytes or end-of-file from the server), or 0. */
+double kube_transport_last_rx(const struct kube_transport *t);
+
+/* Shuts down (shutdown(2), both directions) every socket that has not been readable since
+ * `since` (an ev_now() value), so libcurl fails every transfer on those connections at once
+ * and never reuses them: the end of a connection that went silent without closing. Returns how
+ * many sockets it shut down. */
+size_t kube_transport_shutdown_silent(struct kube_transport *t, double since);
+
 #endif

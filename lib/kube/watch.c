@@ -15,6 +15,9 @@
 #define WATCH_ERROR_BODY_MAX (1u << 20)
 #define DEFAULT_SERVER_TIMEOUT 1800L
 #define IDLE_GRACE_SECONDS 60L
+/* The API server sends a bookmark about once a minute (and 2 s before timeoutSeconds) when
+ * the resource's resourceVersion moved; 90 s without one is a stream to give up on. */
+#define BOOKMARK_IDLE_SECONDS 90L
 
 /* ---- decoder ---- */
 
@@ -23,6 +26,7 @@ void kube_watch_decoder_init(struct kube_watch_decoder *d, size_t max_line)
     buf_init(&d->line, 0);
     d->max_line = max_line ? max_line : KUBE_WATCH_LINE_MAX;
     d->lines = 0;
+    d->skipped = 0;
 }
 
 void kube_watch_decoder_done(struct kube_watch_decoder *d)
@@ -30,6 +34,7 @@ void kube_watch_decoder_done(struct kube_watch_decoder *d)
     buf_done(&d->line);
 }
 
+/* Returns the callback's code, or 1 when the line is not an event and was skipped. */
 static int decode_line(struct kube_watch_decoder *d, const char *p, size_t len,
                        kube_watch_decoded_fn fn, void *userdata)
 {
@@ -43,12 +48,12 @@ static int decode_line(struct kube_watch_decoder *d, const char *p, size_t len,
     d->lines++;
     ev = cJSON_ParseWithLength(p, len);
     if (!ev)
-        return -EINVAL;
+        return 1;
     type = cJSON_GetObjectItemCaseSensitive(ev, "type");
     obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
     if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
         cJSON_Delete(ev);
-        return -EINVAL;
+        return 1;
     }
     r = fn(userdata, type->valuestring, obj, ev);
     cJSON_Delete(ev);
@@ -77,6 +82,10 @@ int kube_watch_decoder_feed(struct kube_watch_decoder *d, const char *data, size
                 r = decode_line(d, d->line.data, d->line.len, fn, userdata);
             buf_reset(&d->line);
         }
+        if (r == 1) {
+            d->skipped++;
+            r = 0;
+        }
         if (r < 0)
             return r;
         data += take + 1;
@@ -101,10 +110,12 @@ struct kube_watch {
     void *userdata;
     cJSON *cur_event, *cur_obj; /* during on_event */
     unsigned long events;
+    unsigned long unknown; /* events of a type this client does not know, skipped */
     int end_code;
     bool in_end;
     bool free_requested;
     ev_timer reaper;
+    struct kube_pace pace;
     char end_msg[256];
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -112,6 +123,11 @@ struct kube_watch {
 unsigned long kube_watch_events(const struct kube_watch *w)
 {
     return w->events;
+}
+
+unsigned long kube_watch_skipped(const struct kube_watch *w)
+{
+    return w->dec.skipped + w->unknown;
 }
 
 cJSON *kube_watch_steal_object(struct kube_watch *w)
@@ -126,6 +142,7 @@ cJSON *kube_watch_steal_object(struct kube_watch *w)
 
 static void watch_destroy(struct kube_watch *w)
 {
+    kube_client_unpace(&w->pace);
     kube_transport_remove(&w->x);
     if (w->c)
         kube_client_watch_unlink(w->c, &w->link);
@@ -195,6 +212,7 @@ static int on_decoded(void *userdata, const char *type, cJSON *object, cJSON *ev
 
         return set_end(w, code ? code : -EIO, m ? m : "watch ERROR event");
     } else {
+        w->unknown++;
         return 0; /* unknown types are skipped, as client-go does */
     }
     w->cur_event = event;
@@ -223,8 +241,6 @@ static size_t watch_write(char *p, size_t size, size_t n, void *userdata)
 
         snprintf(m, sizeof(m), "watch event line longer than %zu bytes", w->dec.max_line);
         set_end(w, r, m);
-    } else if (r == -EINVAL) {
-        set_end(w, r, "watch stream: malformed event");
     } else if (r < 0) {
         set_end(w, r, "watch stream stopped");
     }
@@ -271,6 +287,7 @@ void kube_watch_cancel_from_client(struct kube_link *l)
 {
     struct kube_watch *w = kube_container_of(l, struct kube_watch, link);
 
+    kube_client_unpace(&w->pace);
     kube_transport_remove(&w->x);
     w->c = NULL;
     if (w->free_requested) {
@@ -278,6 +295,18 @@ void kube_watch_cancel_from_client(struct kube_link *l)
         return;
     }
     watch_end(w, -ECANCELED, "client closed");
+}
+
+/* Its turn under the client's rate limit came. */
+static void watch_paced(struct kube_pace *p)
+{
+    struct kube_watch *w = kube_container_of(p, struct kube_watch, pace);
+    int r = kube_transport_add(kube_client_transport(w->c), &w->x);
+
+    if (r < 0) {
+        kube_client_watch_unlink(w->c, &w->link);
+        watch_end(w, r, "cannot start the watch");
+    }
 }
 
 int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
@@ -304,6 +333,8 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     w->on_end = on_end;
     w->userdata = userdata;
     w->link.prev = w->link.next = &w->link;
+    w->pace.link.prev = w->pace.link.next = &w->pace.link;
+    w->pace.go = watch_paced;
     ev_timer_init(&w->reaper, reaper_cb, 0., 0.);
     w->reaper.data = w;
     kube_watch_decoder_init(&w->dec, opts->max_line);
@@ -331,10 +362,13 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     r = kube_client_setup_easy(c, w->x.easy, NULL, &w->headers);
     if (r < 0)
         goto fail;
-    idle = opts->idle_timeout_seconds > 0
-               ? opts->idle_timeout_seconds
-               : (opts->timeout_seconds > 0 ? opts->timeout_seconds : DEFAULT_SERVER_TIMEOUT) +
-                     IDLE_GRACE_SECONDS;
+    if (opts->idle_timeout_seconds > 0)
+        idle = opts->idle_timeout_seconds;
+    else if (opts->allow_bookmarks)
+        idle = BOOKMARK_IDLE_SECONDS;
+    else
+        idle = (opts->timeout_seconds > 0 ? opts->timeout_seconds : DEFAULT_SERVER_TIMEOUT) +
+               IDLE_GRACE_SECONDS;
     curl_easy_setopt(w->x.easy, CURLOPT_URL, w->url);
     curl_easy_setopt(w->x.easy, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(w->x.easy, CURLOPT_WRITEFUNCTION, watch_write);
@@ -343,9 +377,11 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_TIME, idle);
     w->x.done = watch_done;
-    r = kube_transport_add(kube_client_transport(c), &w->x);
-    if (r < 0)
-        goto fail;
+    if (kube_client_pace(c, &w->pace)) {
+        r = kube_transport_add(kube_client_transport(c), &w->x);
+        if (r < 0)
+            goto fail;
+    }
     kube_client_watch_link(c, &w->link);
     kube_client_count_watch(c);
     buf_done(&q);

@@ -4,7 +4,9 @@
 /*
  * The watch stream decoder: newline-separated JSON events ({"type": ..., "object": ...}) that
  * may arrive split at any byte. A line longer than the bound is an error, never unbounded
- * growth. kube_watch_start (client.h) feeds it from the HTTP stream; it is separate so tests
+ * growth. A complete line that is not an event (not JSON, no string "type", no object
+ * "object") is skipped and counted, and decoding goes on with the next line, as client-go's
+ * reflector skips events it cannot use. kube_watch_start (client.h) feeds it from the HTTP stream; it is separate so tests
  * and fuzzers can drive it directly.
  */
 
@@ -23,15 +25,15 @@ typedef int (*kube_watch_decoded_fn)(void *userdata, const char *type, cJSON *ob
 struct kube_watch_decoder {
     struct buf line; /* the incomplete line so far */
     size_t max_line;
-    unsigned long lines;
+    unsigned long lines;   /* non-empty lines seen */
+    unsigned long skipped; /* lines that were not events */
 };
 
 void kube_watch_decoder_init(struct kube_watch_decoder *d, size_t max_line);
 void kube_watch_decoder_done(struct kube_watch_decoder *d);
 
 /* Consumes len bytes. Returns 0, the callback's negative code, -EMSGSIZE (a line longer than
- * max_line), -EINVAL (a line that is not a JSON object with a string "type" and an object
- * "object"), -ENOMEM. After an error the decoder must not be fed again. */
+ * max_line), -ENOMEM. After an error the decoder must not be fed again. */
 int kube_watch_decoder_feed(struct kube_watch_decoder *d, const char *data, size_t len,
                             kube_watch_decoded_fn fn, void *userdata);
 

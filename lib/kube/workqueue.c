@@ -277,7 +277,8 @@ double workqueue_retry_delay(const struct workqueue *q, const char *key)
     return a > b ? a : b;
 }
 
-int workqueue_add_rate_limited(struct workqueue *q, const char *key)
+/* The rate-limited re-add, waiting at least `least` seconds (a server's Retry-After). */
+static int add_rate_limited(struct workqueue *q, const char *key, double least)
 {
     struct item *it;
     double a, b;
@@ -292,7 +293,14 @@ int workqueue_add_rate_limited(struct workqueue *q, const char *key)
         it->failures++;
     b = bucket_take(q);
     q->metrics.retries++;
-    return workqueue_add_after(q, key, a > b ? a : b);
+    if (b > a)
+        a = b;
+    return workqueue_add_after(q, key, a > least ? a : least);
+}
+
+int workqueue_add_rate_limited(struct workqueue *q, const char *key)
+{
+    return add_rate_limited(q, key, 0);
 }
 
 void workqueue_forget(struct workqueue *q, const char *key)
@@ -337,7 +345,7 @@ int workqueue_done(struct workqueue *q, const char *key, struct workqueue_result
         it->failures = 0;
         break;
     case WORKQUEUE_ERROR:
-        r = workqueue_add_rate_limited(q, it->key);
+        r = add_rate_limited(q, it->key, result.after);
         break;
     case WORKQUEUE_REQUEUE_AFTER:
         it->failures = 0;

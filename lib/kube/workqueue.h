@@ -43,11 +43,14 @@ enum workqueue_outcome {
 
 struct workqueue_result {
     enum workqueue_outcome outcome;
-    double after; /* seconds, WORKQUEUE_REQUEUE_AFTER only */
+    /* Seconds. WORKQUEUE_REQUEUE_AFTER: the delay. WORKQUEUE_ERROR: the least delay (a
+     * server's Retry-After), whatever the backoff says; 0: the backoff alone. */
+    double after;
 };
 
 #define WORKQUEUE_RESULT_SUCCESS ((struct workqueue_result){WORKQUEUE_SUCCESS, 0})
 #define WORKQUEUE_RESULT_ERROR ((struct workqueue_result){WORKQUEUE_ERROR, 0})
+#define WORKQUEUE_RESULT_ERROR_AFTER(s) ((struct workqueue_result){WORKQUEUE_ERROR, (s)})
 #define WORKQUEUE_RESULT_REQUEUE_AFTER(s) ((struct workqueue_result){WORKQUEUE_REQUEUE_AFTER, (s)})
 
 /* Counters for export as Prometheus metrics (names follow client-go's workqueue_*). */
@@ -94,8 +97,9 @@ unsigned workqueue_num_requeues(const struct workqueue *q, const char *key);
 double workqueue_retry_delay(const struct workqueue *q, const char *key);
 
 /* Reports that processing of key (handed out by process()) has finished with result, and
- * applies it: SUCCESS forgets the key, ERROR re-adds it rate-limited, REQUEUE_AFTER forgets
- * it and re-adds it after result.after. A key added during processing is queued again.
+ * applies it: SUCCESS forgets the key, ERROR re-adds it rate-limited and not before
+ * result.after, REQUEUE_AFTER forgets it and re-adds it after result.after. A key added during
+ * processing is queued again.
  * Returns 0, or -ENOENT if key is not being processed. After shutdown, nothing is re-added. */
 int workqueue_done(struct workqueue *q, const char *key, struct workqueue_result result);
 

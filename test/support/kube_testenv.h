@@ -8,6 +8,7 @@
  */
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,9 @@ static inline void kt_setup_from(struct kt *t, const char *kubeconfig, const cha
     static int n;
 
     memset(t, 0, sizeof(*t));
+    /* As `nestcp manager` does: libcurl's TLS writes on a connection the peer (or the health
+     * check) closed must fail with EPIPE, not kill the process. */
+    signal(SIGPIPE, SIG_IGN);
     if (!kubeconfig)
         kubeconfig = getenv("KUBECONFIG");
     if (!kubeconfig || !kubeconfig[0]) {

@@ -71,6 +71,19 @@ until_true() {
     done
 }
 
+# never SECONDS CMD...: fails (returns 1) as soon as CMD succeeds within SECONDS, polling
+# every 0.1 s: a property that must hold over a window, not a wait.
+never() {
+    local end
+    end=$(awk -v s="$1" -v n="$(now)" 'BEGIN { printf "%.3f", n + s }')
+    shift
+    while awk -v e="$end" -v n="$(now)" 'BEGIN { exit !(n <= e) }'; do
+        "$@" && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
 is_code() { [ "$(code "$1" "$2")" = "$3" ]; }
 is_metric() { [ "$(metric "$1" "$2")" = "$3" ]; }
 exited() { ! kill -0 "$1" 2>/dev/null; }
@@ -140,9 +153,13 @@ until_true 60 is_metric "$aport" 'leader_election_master_status{name="nestcp-man
 start b "${lease[@]}"
 bport=$(port b metrics_port)
 until_true 60 is_code "$bport" /readyz 200 || fail "standby b not ready"
-sleep 2
-is_metric "$bport" 'leader_election_master_status{name="nestcp-manager"}' 0 ||
+saw_a() { grep -q "leader changed.*leader=$(identity a)" "$work/b.log"; }
+until_true 30 saw_a || fail "b never read the Lease that a holds"
+# b has read a's Lease; for four of its retry periods it must stay a standby.
+never 2 is_metric "$bport" 'leader_election_master_status{name="nestcp-manager"}' 1 ||
     fail "b leads while a holds the Lease"
+is_metric "$bport" 'leader_election_master_status{name="nestcp-manager"}' 0 ||
+    fail "b does not report itself a standby"
 [ "$(holder)" = "$(identity a)" ] || fail "Lease holder '$(holder)' is not a ('$(identity a)')"
 
 kill -9 "$pid_a"

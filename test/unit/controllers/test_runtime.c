@@ -46,6 +46,7 @@ struct pending {
     void *userdata;
     int code;
     long http;
+    double retry_after;
     struct pending *next;
 };
 
@@ -57,6 +58,7 @@ struct hook {
     struct {
         int code;
         long http;
+        double retry_after;
     } script[16];
     int n_script, next_script;
     bool hold; /* keep completions until release_all() */
@@ -67,8 +69,10 @@ struct hook {
 static void complete_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct pending *p = w->data;
-    struct kube_result res = {
-        .code = p->code, .http_status = p->http, .message = p->code ? "scripted failure" : ""};
+    struct kube_result res = {.code = p->code,
+                              .http_status = p->http,
+                              .message = p->code ? "scripted failure" : "",
+                              .retry_after = p->retry_after};
 
     p->h->in_flight--;
     p->done(p->userdata, &res);
@@ -132,6 +136,7 @@ static int hook_send(void *ctx, const struct kube_request *req, kube_done_fn don
     if (h->next_script < h->n_script) {
         p->code = h->script[h->next_script].code;
         p->http = h->script[h->next_script].http;
+        p->retry_after = h->script[h->next_script].retry_after;
         h->next_script++;
     }
     if (h->hold) {
@@ -443,6 +448,20 @@ static void test_runtime__requeue_after_reconciles_again_later(void **state)
     assert_int_equal(f->hook.n_sent, 0);
 }
 
+static void test_runtime__retry_after_is_the_least_wait_before_the_next_reconcile(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_CREATE;
+    script(&f->hook, -EAGAIN, 429);
+    f->hook.script[0].retry_after = 0.3; /* the backoff alone would say 5 ms */
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    assert_true(f->reconciled_at[1] - f->reconciled_at[0] >= 0.3 - 0.002);
+    assert_int_equal(reconcile_total(f, "error"), 1);
+    assert_int_equal(metric(f, "nestcp_api_requests_total", (const char *[]){"create", "429"}), 1);
+}
+
 static void test_runtime__reconcile_error_retries_with_backoff(void **state)
 {
     struct fixture *f = *state;
@@ -625,6 +644,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_runtime__requeue_after_reconciles_again_later, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_runtime__retry_after_is_the_least_wait_before_the_next_reconcile, setup,
+            teardown),
         cmocka_unit_test_setup_teardown(test_runtime__reconcile_error_retries_with_backoff, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_runtime__delete_of_missing_object_succeeds, setup,

@@ -72,6 +72,33 @@ static void test_client_errors__http_status_and_reason_map_to_codes(void **state
     }
 }
 
+static void test_client_errors__too_large_resource_version_maps_to_erange(void **state)
+{
+    /* What kube-apiserver's watch cache answers when asked for a resourceVersion it has not
+     * reached within 3 s (storage.NewTooLargeResourceVersionError). */
+    cJSON *s = cJSON_Parse(
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"Timeout: Too large resource version: 9999999, current: 1234\","
+        "\"reason\":\"Timeout\",\"details\":{\"causes\":[{\"reason\":"
+        "\"ResourceVersionTooLarge\",\"message\":\"Too large resource version\"}],"
+        "\"retryAfterSeconds\":1},\"code\":504}");
+    /* Servers before 1.18.6: a Timeout with the message only. */
+    cJSON *old = cJSON_Parse("{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Timeout\","
+                             "\"message\":\"Too large resource version: 9, current: 2\","
+                             "\"code\":504}");
+    cJSON *timeout = cJSON_Parse("{\"kind\":\"Status\",\"reason\":\"Timeout\",\"message\":"
+                                 "\"request did not complete within 60s\",\"code\":504}");
+
+    assert_int_equal(kube_status_code(504, s), -ERANGE);
+    assert_int_equal(kube_status_code(0, s), -ERANGE); /* as a watch ERROR event */
+    assert_int_equal(kube_status_code(504, old), -ERANGE);
+    assert_int_equal(kube_status_code(504, timeout), -EIO);
+    assert_int_equal(kube_status_code(504, NULL), -EIO);
+    cJSON_Delete(s);
+    cJSON_Delete(old);
+    cJSON_Delete(timeout);
+}
+
 static void test_client_errors__invalid_keeps_server_message(void **state)
 {
     cJSON *s = cJSON_Parse(
@@ -290,6 +317,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client_errors__http_status_and_reason_map_to_codes),
+        cmocka_unit_test(test_client_errors__too_large_resource_version_maps_to_erange),
         cmocka_unit_test(test_client_errors__invalid_keeps_server_message),
         cmocka_unit_test(test_client_errors__retry_after),
         cmocka_unit_test(test_client_errors__curl_failures),

@@ -43,6 +43,30 @@ static char *b64(const char *s)
     return out;
 }
 
+/* Two real self-signed certificates (keys thrown away), for the CA reload. */
+static const char REAL_CA_ONE[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBejCCAR+gAwIBAgIUKdQdkHnc/hNAUJqIwwRm3srvfsswCgYIKoZIzj0EAwIw\n"
+    "ETEPMA0GA1UEAwwGY2Etb25lMCAXDTI2MTIwNDE1NTcyN1oYDzIxMjYxMTEwMTU1\n"
+    "NzI3WjARMQ8wDQYDVQQDDAZjYS1vbmUwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNC\n"
+    "AAROJngWqNr1gbevERkfBXSwH4MeMYm6gucqrkar2wpGk/gCC9ZXGn6+tujYG3jf\n"
+    "J3MLaVw3esif5b8EZkhSqEcdo1MwUTAdBgNVHQ4EFgQUE7T8JrXmCNI3h5YCc6/L\n"
+    "1uo+TJswHwYDVR0jBBgwFoAUE7T8JrXmCNI3h5YCc6/L1uo+TJswDwYDVR0TAQH/\n"
+    "BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEA2DqjTZZr97LpAVnZbdC5E3bxij45\n"
+    "OdYuLS6MoPco7oICIQCt3UfOlKeoVDl6gXvm+P89dQAEFUqROsX6ABQMZU7LDA==\n"
+    "-----END CERTIFICATE-----\n";
+static const char REAL_CA_TWO[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBeDCCAR+gAwIBAgIUVUvxfYNFsVQ6rm5ukVkvs4hvVCEwCgYIKoZIzj0EAwIw\n"
+    "ETEPMA0GA1UEAwwGY2EtdHdvMCAXDTI2MTIwNDE1NTcyN1oYDzIxMjYxMTEwMTU1\n"
+    "NzI3WjARMQ8wDQYDVQQDDAZjYS10d28wWTATBgcqhkjOPQIBBggqhkjOPQMBBwNC\n"
+    "AATZ9Eyar+uZyrc2s3ZH6z7m6xbHLDuZew0Rkrd7caPkUdW/ZiO2CchrxVA//eU4\n"
+    "dU9nxKJauJ1bl14xONrDLlkOo1MwUTAdBgNVHQ4EFgQU7mO85xy+VwzzcDiHNDvq\n"
+    "t2RV3IowHwYDVR0jBBgwFoAU7mO85xy+VwzzcDiHNDvqt2RV3IowDwYDVR0TAQH/\n"
+    "BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiB1MXXy7iagymG16IBFN3ocE3gojaSl\n"
+    "Fr502lbg8UdDcAIgWQz1+OlcE/MNP8EDM2/uBe6wzaWTQ5ugnvUzvgH8hOY=\n"
+    "-----END CERTIFICATE-----\n";
+
 static void write_file(const char *name, const char *text)
 {
     char path[256];
@@ -187,6 +211,83 @@ static void test_config__token_file_is_reread_when_it_changes(void **state)
     assert_non_null(strstr(e.msg, "/tok: No such file or directory"));
     kube_config_free(cfg);
     free(text);
+}
+
+/* Writes text to name and moves its mtime to `second`, so a rewrite within one clock tick is
+ * still a change. */
+static void rewrite(const char *name, const char *text, time_t second)
+{
+    char path[256];
+    struct timespec ts[2] = {{second, 0}, {second, 0}};
+
+    write_file(name, text);
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static void test_config__ca_file_is_reloaded_and_a_bad_one_keeps_the_old(void **state)
+{
+    char *text = kubeconfig("    server: https://h:1\n    certificate-authority: rot-ca.crt\n",
+                            "    token: t\n");
+    struct kube_config *cfg = NULL, *copy;
+    char path[256], both[4096];
+    struct err e;
+
+    rewrite("rot-ca.crt", REAL_CA_ONE, 1000);
+    assert_int_equal(parse(text, &cfg, &e), 0);
+    snprintf(path, sizeof(path), "%s/rot-ca.crt", tmpdir);
+    assert_string_equal(cfg->ca_file, path);
+    assert_int_equal(kube_config_ca(cfg, &e), 0); /* unchanged */
+    assert_string_equal(cfg->ca_pem, REAL_CA_ONE);
+
+    /* Rotated: the next call loads the new bundle. */
+    snprintf(both, sizeof(both), "%s%s", REAL_CA_TWO, REAL_CA_ONE);
+    rewrite("rot-ca.crt", both, 2000);
+    assert_int_equal(kube_config_ca(cfg, &e), 1);
+    assert_string_equal(cfg->ca_pem, both);
+    assert_int_equal(kube_config_ca(cfg, &e), 0);
+
+    /* Broken rotations keep the working bundle, are reported once, and not read again. */
+    rewrite("rot-ca.crt", "not a certificate\n", 3000);
+    assert_int_equal(kube_config_ca(cfg, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "rot-ca.crt: not a PEM bundle of certificates; keeping the "
+                                  "previous one"));
+    assert_string_equal(cfg->ca_pem, both);
+    assert_int_equal(kube_config_ca(cfg, &e), 0);
+    /* One good certificate and one damaged one: refused whole. */
+    snprintf(both, sizeof(both), "%s%.200s", REAL_CA_TWO, REAL_CA_ONE);
+    rewrite("rot-ca.crt", both, 4000);
+    assert_int_equal(kube_config_ca(cfg, &e), -EINVAL);
+    unlink(path);
+    assert_int_equal(kube_config_ca(cfg, &e), -ENOENT);
+    assert_int_equal(kube_config_ca(cfg, &e), 0);
+    assert_non_null(strstr(cfg->ca_pem, "Fr502lbg8UdDcAIgWQz1"));
+
+    /* Back, and a copy of the configuration follows the file too. */
+    rewrite("rot-ca.crt", REAL_CA_TWO, 5000);
+    copy = kube_config_dup(cfg);
+    assert_non_null(copy);
+    assert_int_equal(kube_config_ca(copy, &e), 1);
+    assert_string_equal(copy->ca_pem, REAL_CA_TWO);
+    kube_config_free(copy);
+    kube_config_free(cfg);
+    free(text);
+
+    /* Inline certificate-authority-data has no file to follow. */
+    {
+        char *data = b64(REAL_CA_ONE), cluster[2048];
+
+        snprintf(cluster, sizeof(cluster),
+                 "    server: https://h:1\n    certificate-authority-data: %s\n", data);
+        text = kubeconfig(cluster, "    token: t\n");
+        assert_int_equal(parse(text, &cfg, &e), 0);
+        assert_null(cfg->ca_file);
+        assert_int_equal(kube_config_ca(cfg, &e), 0);
+        assert_string_equal(cfg->ca_pem, REAL_CA_ONE);
+        kube_config_free(cfg);
+        free(text);
+        free(data);
+    }
 }
 
 static void test_config__static_token(void **state)
@@ -340,6 +441,7 @@ static void test_config__in_cluster_reads_service_account(void **state)
     assert_string_equal(cfg->server, "https://10.96.0.1:443");
     assert_string_equal(cfg->token, "sa.jwt");
     assert_string_equal(cfg->ca_pem, CA_PEM);
+    assert_string_equal(cfg->ca_file, ca); /* followed: a rotated ca.crt is picked up */
     assert_string_equal(cfg->namespace_, "kube-system");
     kube_config_free(cfg);
 
@@ -362,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_config__embedded_data_and_context_namespace),
         cmocka_unit_test(test_config__relative_files_resolve_against_kubeconfig_dir),
         cmocka_unit_test(test_config__token_file_is_reread_when_it_changes),
+        cmocka_unit_test(test_config__ca_file_is_reloaded_and_a_bad_one_keeps_the_old),
         cmocka_unit_test(test_config__static_token),
         cmocka_unit_test(test_config__malformed_inputs_name_the_field),
         cmocka_unit_test(test_config__structural_errors),

@@ -138,19 +138,25 @@ static void test_watch__overlong_line_is_an_error(void **state)
     }
 }
 
-static void test_watch__malformed_events(void **state)
+static void test_watch__malformed_events_are_skipped_and_counted(void **state)
 {
     const char *bad[] = {"not json\n", "{\"type\":\"ADDED\"}\n", "{\"type\":1,\"object\":{}}\n",
-                         "{\"type\":\"ADDED\",\"object\":[]}\n", "[1,2]\n"};
+                         "{\"type\":\"ADDED\",\"object\":[]}\n", "[1,2]\n",
+                         "{\"type\":\"ADDED\",\"object\":{\"metadata\":\n"};
+    const char *good = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"c\"}}}\n";
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct kube_watch_decoder d;
         struct seen s = {0};
 
         kube_watch_decoder_init(&d, 0);
-        assert_int_equal(kube_watch_decoder_feed(&d, bad[i], strlen(bad[i]), record, &s),
-                         -EINVAL);
+        assert_int_equal(kube_watch_decoder_feed(&d, bad[i], strlen(bad[i]), record, &s), 0);
         assert_int_equal(s.events, 0);
+        assert_int_equal(d.skipped, 1);
+        /* The stream goes on: the next event is decoded. */
+        assert_int_equal(kube_watch_decoder_feed(&d, good, strlen(good), record, &s), 0);
+        assert_string_equal(s.log, "ADDED c -;");
+        assert_int_equal(d.skipped, 1);
         kube_watch_decoder_done(&d);
     }
 }
@@ -187,7 +193,7 @@ int main(void)
         cmocka_unit_test(test_watch__split_at_every_byte),
         cmocka_unit_test(test_watch__partial_last_line_waits_for_newline),
         cmocka_unit_test(test_watch__overlong_line_is_an_error),
-        cmocka_unit_test(test_watch__malformed_events),
+        cmocka_unit_test(test_watch__malformed_events_are_skipped_and_counted),
         cmocka_unit_test(test_watch__callback_can_stop_decoding),
         cmocka_unit_test(test_watch__error_event_status_maps_to_estale),
     };

@@ -316,6 +316,27 @@ static void test_workqueue__requeue_after_result_runs_again_later_without_backof
     fixture_free(f);
 }
 
+static struct workqueue_result fail_with_retry_after(struct fixture *f, int key, int run)
+{
+    return run == 0 ? WORKQUEUE_RESULT_ERROR_AFTER(0.05) : WORKQUEUE_RESULT_SUCCESS;
+}
+
+static void test_workqueue__error_with_retry_after_waits_at_least_that_long(void **state)
+{
+    /* The backoff alone would retry after 1 ms; the server asked for 50 ms. */
+    struct workqueue_opts opts = {.base_delay = 0.001, .qps = -1};
+    struct fixture *f = fixture_new(&opts);
+
+    f->decide = fail_with_retry_after;
+    assert_int_equal(workqueue_add(f->q, "ns/throttled"), 0);
+    run_until_idle(f);
+    assert_int_equal(runs_of(f, "ns/throttled"), 2);
+    assert_true(f->started[0][1] - f->started[0][0] >= 0.05 - SLACK);
+    /* It still counts as a failure for the backoff. */
+    assert_int_equal(workqueue_metrics(f->q)->retries, 1);
+    fixture_free(f);
+}
+
 static struct workqueue_result fail_first_run(struct fixture *f, int key, int run)
 {
     return run == 0 ? WORKQUEUE_RESULT_ERROR : WORKQUEUE_RESULT_SUCCESS;
@@ -425,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_workqueue__backoff_is_capped_at_max_delay),
         cmocka_unit_test(test_workqueue__add_after_waits_and_keeps_the_earlier_time),
         cmocka_unit_test(test_workqueue__requeue_after_result_runs_again_later_without_backoff),
+        cmocka_unit_test(test_workqueue__error_with_retry_after_waits_at_least_that_long),
         cmocka_unit_test(test_workqueue__overall_bucket_bounds_retry_rate),
         cmocka_unit_test(test_workqueue__shutdown_drops_queued_keys_and_reports_drained),
         cmocka_unit_test(test_workqueue__done_for_a_key_not_in_flight_is_refused),

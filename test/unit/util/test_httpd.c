@@ -91,7 +91,8 @@ static int connect_to(struct fixture *f)
     return fd;
 }
 
-/* Reads everything until the server closes, running the loop meanwhile; "" on timeout. */
+/* Reads everything until the server closes, running the loop meanwhile. Fails the test when
+ * the server has not closed within timeout seconds (a bound on a hang, not a measurement). */
 static char *read_all(struct fixture *f, int fd, double timeout)
 {
     struct buf b = BUF_INIT;
@@ -111,7 +112,8 @@ static char *read_all(struct fixture *f, int fd, double timeout)
         usleep(1000);
     }
     buf_done(&b);
-    return strdup("");
+    fail_msg("the server did not close the connection within %.0f s", timeout);
+    return NULL;
 }
 
 static char *exchange(struct fixture *f, const char *request)
@@ -120,7 +122,7 @@ static char *exchange(struct fixture *f, const char *request)
     char *resp;
 
     assert_int_equal(send(fd, request, strlen(request), MSG_NOSIGNAL), (ssize_t)strlen(request));
-    resp = read_all(f, fd, 5);
+    resp = read_all(f, fd, 30);
     close(fd);
     return resp;
 }
@@ -198,10 +200,9 @@ static void test_httpd__idle_connections_are_closed(void **state)
     fd = connect_to(f);
     assert_int_equal(send(fd, "GET /hel", 8, MSG_NOSIGNAL), 8);
     t0 = time_mono();
-    r = read_all(f, fd, 3);
-    /* Closed without an answer, after about the idle timeout. */
+    r = read_all(f, fd, 30);
+    /* Closed without an answer, and not before the idle timeout. */
     assert_string_equal(r, "");
-    assert_true(time_mono() - t0 < 2.5);
     assert_true(time_mono() - t0 >= 0.15);
     free(r);
     close(fd);
@@ -210,7 +211,7 @@ static void test_httpd__idle_connections_are_closed(void **state)
 static void test_httpd__connections_beyond_the_limit_are_closed(void **state)
 {
     struct fixture *f;
-    struct httpd_opts o = {.max_connections = 2};
+    struct httpd_opts o = {.max_connections = 2, .idle_timeout = 120};
     int fds[3];
     char *r;
 
@@ -221,11 +222,11 @@ static void test_httpd__connections_beyond_the_limit_are_closed(void **state)
         for (int k = 0; k < 5; k++)
             ev_run(f->loop, EVRUN_NOWAIT);
     }
-    r = read_all(f, fds[2], 1);
-    assert_string_equal(r, ""); /* closed at once */
+    r = read_all(f, fds[2], 30);
+    assert_string_equal(r, ""); /* closed without an answer, long before the idle timeout */
     free(r);
     assert_int_equal(send(fds[0], "GET /hello HTTP/1.1\r\n\r\n", 23, MSG_NOSIGNAL), 23);
-    r = read_all(f, fds[0], 3);
+    r = read_all(f, fds[0], 30);
     assert_true(str_has_prefix(r, "HTTP/1.1 200 OK"));
     free(r);
     for (int i = 0; i < 3; i++)
