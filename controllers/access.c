@@ -52,9 +52,11 @@ const struct access_rule access_rules[] = {
     {"", "configmaps", "create patch delete", NULL, ACCESS_PLAN,
      "rendered (kube-apiserver's authentication configuration): server-side applied (which "
      "creates), deleted with their control plane"},
-    {"", "pods", "patch", NULL, ACCESS_PLAN,
+    {"", "pods", "patch delete", NULL, ACCESS_PLAN,
      "an etcd member's pod released: its initial cluster in its annotations, its scheduling "
-     "gate lifted (merge patch)"},
+     "gate lifted (merge patch); deleted to move its member from emptyDir to a claim (the "
+     "StatefulSet controller does not replace a pod whose volumes differ from its claim "
+     "templates)"},
     {"networking.k8s.io", "networkpolicies", "create patch delete", NULL, ACCESS_PLAN,
      "rendered (etcd's and the API server's): server-side applied (which creates), deleted "
      "with their control plane or when no longer rendered"},

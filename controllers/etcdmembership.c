@@ -738,6 +738,64 @@ static int partition(const struct step *s, bool settled, bool *ret_stale)
 static void say(struct etcd_membership_output *out, bool refused, const char *reason,
                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* A pod that mounts no claim "data" while its StatefulSet has claim templates: it was
+ * adopted from a StatefulSet on emptyDir, and moves to a claim when it is replaced. */
+static bool on_old_storage(const struct step *s, int i)
+{
+    const cJSON *v;
+
+    if (!s->pod[i] || s->mi.storage != API_STORAGE_PVC)
+        return false;
+    cJSON_ArrayForEach(v, get(get(s->pod[i], "spec"), "volumes"))
+    {
+        const char *name = str(v, "name");
+        if (name && strcmp(name, "data") == 0)
+            return !get(v, "persistentVolumeClaim");
+    }
+    return true;
+}
+
+/* Members moving from emptyDir to claims: the StatefulSet controller does not replace a pod
+ * whose volumes differ from its claim templates (it tries to update the pod, which fails, and
+ * goes no further than that ordinal), so the manager deletes such pods itself, the lowest
+ * first, once every member votes and every pod is Ready; the StatefulSet recreates it on a
+ * new claim and the member is added again. Returns 1 while some pod has still to move (the
+ * partition then holds every pod), 0 when none has, -ENOMEM. */
+static int move_to_claim(struct step *s, bool settled, struct plan *after,
+                         struct etcd_membership_output *out)
+{
+    const struct etcd_membership_input *in = s->in;
+    int lowest = -1, n = 0;
+
+    for (int i = 0; i < s->mi.sts_replicas && i < MAXR; i++)
+        if (on_old_storage(s, i)) {
+            if (lowest < 0)
+                lowest = i;
+            n++;
+        }
+    if (lowest < 0)
+        return 0;
+    out->partition = s->mi.sts_replicas;
+    if (!settled || s->mi.pods[lowest].deleting) {
+        if (s->d.phase == ETCD_MEMBERS_PHASE_OBSERVING)
+            out->reason = NULL;
+        else
+            say(out, false, s->d.reason, "%s (%d members still to move to claims)",
+                s->d.message, n);
+        return 1;
+    }
+    say(out, false, "MovingToClaim",
+        "moving member %s to a claim of its own: its pod is replaced and the member added "
+        "again (%d members still to move)",
+        s->pod_name[lowest], n);
+    return plan_delete(after, &KUBE_PODS, in->ns, s->pod_name[lowest],
+                       kube_obj_uid(s->pod[lowest]),
+                       "Pod %s/%s: member moves from emptyDir to a claim of its own", in->ns,
+                       s->pod_name[lowest]) < 0
+               ? -ENOMEM
+               : 1;
+}
+
 static void say(struct etcd_membership_output *out, bool refused, const char *reason,
                 const char *fmt, ...)
 {
@@ -835,9 +893,18 @@ int etcd_membership_step(struct etcd_membership *em, const struct etcd_membershi
     if ((r = update_members(&s)) < 0)
         return r;
     settled = s.d.converged && pods_ready(&s) && s.d.action == ETCD_MEMBERS_NONE;
+    out->settled = settled;
     out->partition = partition(&s, settled, &stale);
     out->converged = settled && !stale;
-    if (s.d.phase == ETCD_MEMBERS_PHASE_OBSERVING && !out->converged)
+    /* The StatefulSet being replaced (members moving to claims): the new one rolls nothing by
+     * itself. */
+    if (!s.mi.sts_exists && st->cluster_id)
+        out->partition = out->replicas;
+    if ((r = move_to_claim(&s, settled, after_status, out)) != 0) {
+        if (r < 0)
+            return r;
+        out->converged = false;
+    } else if (s.d.phase == ETCD_MEMBERS_PHASE_OBSERVING && !out->converged)
         out->reason = NULL; /* a LIST says nothing new: the condition stays as it is */
     else if (s.d.phase == ETCD_MEMBERS_PHASE_REFUSED)
         say(out, true, s.d.reason, "%s", s.d.message);

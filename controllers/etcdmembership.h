@@ -75,6 +75,9 @@ struct etcd_membership_output {
     /* Membership is exactly the desired members, all voting, every pod Ready, and no pod
      * waits to be replaced. */
     bool converged;
+    /* Membership is the desired one, all voting, every pod Ready and nothing to do (pods may
+     * still run an old template). */
+    bool settled;
     bool refused;       /* a change is refused: an error the user must act on */
     const char *reason; /* CamelCase; NULL: nothing new to report (a LIST in flight) */
     char message[512];

@@ -60,15 +60,37 @@ void etcd_safety_check(const struct etcd_safety_input *in, struct etcd_safety *o
         return;
     }
     out->not_persistent = !in->live_claims;
+    if (want_claims && !in->live_claims && in->live_replicas >= 3 &&
+        in->replicas == in->live_replicas) {
+        out->moving_to_claims = true;
+        snprintf(out->message, sizeof(out->message),
+                 "etcd StatefulSet %s moves its members from emptyDir to claims of their own, one "
+                 "at a time: each is removed, started on a new claim and added again from the "
+                 "others",
+                 in->name);
+        return;
+    }
     if (want_claims != in->live_claims) {
         out->refusal = "EtcdStorageChangeRefused";
-        snprintf(out->message, sizeof(out->message),
-                 "NestedEtcd spec.storage: %s -> %s is refused: the StatefulSet %s's volume "
-                 "claims cannot change in place, and moving members between storages is not "
-                 "supported yet; set spec.storage back to %s",
-                 in->live_claims ? "persistentVolumeClaim" : "emptyDir",
-                 want_claims ? "persistentVolumeClaim" : "emptyDir", in->name,
-                 in->live_claims ? "persistentVolumeClaim" : "emptyDir");
+        if (want_claims && in->replicas != in->live_replicas)
+            snprintf(out->message, sizeof(out->message),
+                     "NestedEtcd spec.storage: emptyDir -> persistentVolumeClaim is refused "
+                     "while spec.replicas changes (%d -> %d): change one, then the other",
+                     in->live_replicas, in->replicas);
+        else if (want_claims)
+            snprintf(out->message, sizeof(out->message),
+                     "NestedEtcd spec.storage: emptyDir -> persistentVolumeClaim is refused for "
+                     "%d member: its only member would start empty on its claim. Scale it to 3 "
+                     "members first (spec.replicas); its members then move to claims one at a "
+                     "time, copying the data from the others",
+                     in->live_replicas);
+        else
+            snprintf(out->message, sizeof(out->message),
+                     "NestedEtcd spec.storage: persistentVolumeClaim -> emptyDir is refused: the "
+                     "StatefulSet %s's volume claims cannot change in place, and moving members "
+                     "off their claims is not supported; set spec.storage back to "
+                     "persistentVolumeClaim",
+                     in->name);
         return;
     }
     if (out->not_persistent) {

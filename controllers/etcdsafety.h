@@ -11,8 +11,10 @@
  * (controllers/etcdmembership.h), but the only member of a 1-member etcd would bootstrap a
  * new, empty cluster. Adding and removing members never restarts one (each learns its initial
  * cluster from its pod's annotations), so spec.replicas may change at any time. Hence:
- *   - a change between emptyDir and persistentVolumeClaim is refused (EtcdStorageChangeRefused):
- *     a StatefulSet's volumeClaimTemplates cannot change in place;
+ *   - emptyDir -> persistentVolumeClaim moves the members of an etcd of 3 or more one at a
+ *     time (moving_to_claims); for 1 member, and persistentVolumeClaim -> emptyDir, it is
+ *     refused (EtcdStorageChangeRefused): a StatefulSet's volumeClaimTemplates cannot change
+ *     in place;
  *   - a roll (any pod template change) of a 1-member etcd on emptyDir is refused
  *     (DataNotPersistent), unless its object carries the annotation
  *     ETCD_SAFETY_ACCEPT_DATA_LOSS = "true", knowing every key is lost.
@@ -42,6 +44,10 @@ struct etcd_safety_input {
 struct etcd_safety {
     const char *refusal; /* CamelCase reason, or NULL: the change may roll out */
     bool not_persistent; /* the members' data is on emptyDir */
+    /* spec.storage moved from emptyDir to persistentVolumeClaim on an etcd of 3 or more
+     * members: the StatefulSet is replaced by one with claims (its pods orphaned and adopted)
+     * and the members move to claims one at a time, each added again from the others. */
+    bool moving_to_claims;
     char message[1024];  /* why refused, or (not_persistent) what would be lost and how to fix */
 };
 

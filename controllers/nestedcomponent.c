@@ -49,6 +49,8 @@ struct comp {
     struct api_component_status *st;
     int64_t gen;
     const char *target_hash, *target_version; /* from the control plane, or NULL */
+    bool moving_to_claims; /* etcd: its members move from emptyDir to claims */
+    bool members_settled;  /* etcd: every member votes and its pod is Ready */
     char key[RENDER_CLUSTER_NAME_MAX * 2];
 };
 
@@ -219,6 +221,24 @@ static int apply_changed(struct comp *x, cJSON *objs)
         have = live ? config_hash(live) : NULL;
         if (live && want && have && strcmp(want, have) == 0) {
             cJSON_Delete(o);
+            continue;
+        }
+        /* Moving etcd's members to claims: volumeClaimTemplates cannot change in place, so
+         * the StatefulSet is replaced by one with claims, which adopts the running pods.
+         * Deleted orphaning them once every member votes; created when it is gone. */
+        if (live && res == &KUBE_STATEFULSETS && x->moving_to_claims &&
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(live, "spec"), "volumeClaimTemplates")) == 0) {
+            int r = 0;
+            if (x->members_settled && !status_deleting(live))
+                r = plan_delete_orphan(x->plan, res, x->ns, kube_obj_name(live),
+                                       kube_obj_uid(live),
+                                       "StatefulSet %s/%s: replaced by one with a claim per "
+                                       "member; its pods stay and are adopted",
+                                       x->ns, kube_obj_name(live));
+            cJSON_Delete(o);
+            if (r < 0)
+                return -ENOMEM;
             continue;
         }
         if (plan_apply(x->plan, res, o, "%s %s/%s: %s", res->kind, x->ns, kube_obj_name(o),
@@ -410,6 +430,7 @@ static int report_persistence(struct comp *x, const struct render_cluster *rc, c
     if (x->part != RENDER_PART_ETCD)
         return 0;
     nested_etcd_safety(x->view, &x->src, rc, hash, &es);
+    x->moving_to_claims = es.moving_to_claims;
     if (!es.not_persistent)
         return cond(x, "DataNotPersistent", API_CONDITION_FALSE, NULL, "PersistentVolumeClaims",
                     "each member keeps its data in a PersistentVolumeClaim of its own");
@@ -451,6 +472,7 @@ static int reconcile_members(struct comp *x, const struct render_cluster *rc, co
     err_clear(&e);
     if ((r = render_transform_statefulset_scale(objs, out.replicas, out.partition, &e)) < 0)
         return r;
+    x->members_settled = out.settled;
     if (!out.reason)
         return 0;
     if (out.converged)

@@ -221,3 +221,16 @@ int plan_append(struct plan *dst, struct plan *src)
     src->n_actions = 0;
     return 0;
 }
+
+int plan_delete_orphan(struct plan *p, const struct kube_resource *res, const char *ns,
+                       const char *name, const char *uid, const char *why, ...)
+{
+    struct plan_action a = {.verb = KUBE_DELETE, .resource = res, .propagation = "Orphan"};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, ns, name, NULL, uid, why, ap);
+    va_end(ap);
+    return r;
+}

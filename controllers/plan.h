@@ -55,6 +55,7 @@ struct plan_action {
     char *subresource;   /* "status" or NULL */
     cJSON *body;         /* owned; the object, the patch, or delete options */
     char *precondition_uid; /* delete: only this incarnation */
+    const char *propagation; /* delete: "Orphan"; NULL: "Background" */
     char *why;           /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
 };
 
@@ -103,6 +104,12 @@ int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *o
 /* Delete ns/name with propagation Background, only if its uid is still `uid` (NULL: any). */
 int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns, const char *name,
                 const char *uid, const char *why, ...) __attribute__((format(printf, 6, 7)));
+
+/* The same, with propagation Orphan: what the object owns is left in place (for a
+ * StatefulSet replaced by another that adopts its pods). */
+int plan_delete_orphan(struct plan *p, const struct kube_resource *res, const char *ns,
+                       const char *name, const char *uid, const char *why, ...)
+    __attribute__((format(printf, 6, 7)));
 
 /* A call (see struct plan_call_ops); takes ownership of arg (also on failure). */
 int plan_call(struct plan *p, const struct plan_call_ops *ops, void *arg, const char *why, ...)

@@ -406,7 +406,7 @@ static void job_next(struct job *j)
         (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY))
         req.field_manager = PLAN_FIELD_MANAGER;
     if (a->verb == KUBE_DELETE)
-        req.propagation_policy = "Background";
+        req.propagation_policy = a->propagation ? a->propagation : "Background";
     log_debug("action",
               "controller=%s key=%s step=%zu/%zu verb=%s resource=%s object=%s%s%s why=%s",
               j->c->def.name, j->key, j->next + 1, j->plan.n_actions, verb_name(a),

@@ -12,6 +12,10 @@
 #   2. "ephem", 3 members on emptyDir, rolled by a flag change while a writer runs: each member
 #      starts empty in its new pod, so each is removed and added again through etcd's API (new
 #      member IDs) and syncs from the others; one cluster ID, no write lost.
+#   3. "ephem" then moves from emptyDir to claims (spec.storage): its StatefulSet is replaced
+#      by one with claim templates that adopts the pods, and the members move one at a time,
+#      each on a bound claim of its own and added again (new IDs); one cluster ID, no write
+#      lost.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -190,5 +194,44 @@ read -r ecid1 erev1 <<<"$(etcd_ids ephem 3)" || fail "etcd endpoint status of ep
 all_written "$ke" ephem || fail "writes acknowledged during the emptyDir roll were lost"
 log "ephem: members $(echo $ids0) -> $(echo $ids1), cluster $ecid1, revision $erev0 -> $erev1;" \
     "writer $(wc -l <"$work/ephem.ok") written, $(wc -l <"$work/ephem.failed") failed"
+
+# --- 5. ephem moves its members from emptyDir to claims, one at a time ---
+tenant_kubeconfig ephem "$ke"
+start_writer "$ke" claims
+sts_uid=$(kubectl -n "$ns" get statefulset ephem-etcd -o jsonpath='{.metadata.uid}')
+t3=$(now)
+kubectl -n "$ns" patch netcd ephem-etcd --type merge \
+    -p '{"spec":{"storage":{"emptyDir":null,"persistentVolumeClaim":{"size":"1Gi"}}}}' >/dev/null
+on_claims() {
+    local i
+    [ "$(kubectl -n "$ns" get statefulset ephem-etcd -o jsonpath='{.metadata.uid}')" != "$sts_uid" ] ||
+        return 1
+    for i in 0 1 2; do
+        [ "$(kubectl -n "$ns" get pod "ephem-etcd-$i" -o jsonpath='{.spec.volumes[?(@.name=="data")].persistentVolumeClaim.claimName}')" = "data-ephem-etcd-$i" ] ||
+            return 1
+        [ "$(kubectl -n "$ns" get pvc "data-ephem-etcd-$i" -o jsonpath='{.status.phase}')" = Bound ] ||
+            return 1
+    done
+    [ "$(kubectl -n "$ns" get netcd ephem-etcd -o jsonpath='{.status.conditions[?(@.type=="DataNotPersistent")].status}')" = False ] &&
+        converged ephem 3
+}
+until_true 400 on_claims || fail "ephem's members did not move to claims: $(members_of ephem 3 | tr '\n' ';') (components: $(phases ephem))"
+log "ephem: every member on a claim of its own in $(elapsed "$t3") s"
+n_ok=$(wc -l <"$work/claims.ok")
+until_true 60 writes_at_least claims $((n_ok + 3)) || fail "no write succeeds after the move"
+stop_writer claims
+ids2=$(etcdctl_of ephem ephem-etcd-0 --endpoints "$(etcd_endpoints ephem 1)" member list |
+    cut -d, -f1 | sort)
+[ -z "$(comm -12 <(echo "$ids1") <(echo "$ids2"))" ] ||
+    fail "a member moved to a claim kept its ID: $(echo $ids1) -> $(echo $ids2)"
+read -r ecid2 erev2 <<<"$(etcd_ids ephem 3)" || fail "etcd endpoint status of ephem after the move"
+[ "$ecid2" = "$ecid" ] || fail "ephem's cluster ID changed in the move: $ecid -> $ecid2"
+[ "$erev2" -gt "$erev1" ] || fail "ephem's revision went backwards: $erev1 -> $erev2"
+[ "$(tkubectl "$ke" get configmap precious -o jsonpath='{.data.v}')" = 1 ] ||
+    fail "ephem lost its data in the move"
+all_written "$ke" ephem || fail "writes of the roll were lost in the move"
+all_written "$ke" claims || fail "writes acknowledged during the move were lost"
+log "ephem: members $(echo $ids1) -> $(echo $ids2), cluster $ecid2, revision $erev1 -> $erev2;" \
+    "writer $(wc -l <"$work/claims.ok") written, $(wc -l <"$work/claims.failed") failed"
 
 finish

@@ -170,7 +170,7 @@ nestedetcds.controlplane.cluster.x-k8s.io/finalizers [] update
 nestedetcds.controlplane.cluster.x-k8s.io/status [] update
 networkpolicies.networking.k8s.io [] create delete list patch watch
 persistentvolumeclaims [] list watch
-pods [] list patch watch
+pods [] delete list patch watch
 secrets [] create delete list patch watch
 services [] create delete list patch watch
 statefulsets.apps [] create delete list patch watch

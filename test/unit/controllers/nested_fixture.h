@@ -197,6 +197,33 @@ static inline const char *fx_str(const cJSON *o, const char *path)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+static inline bool fx_collect_owned(void *ud, const cJSON *obj)
+{
+    void **a = ud;
+    const cJSON *ref = kube_obj_controller_ref(obj);
+    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(ref, "uid");
+
+    if (cJSON_IsString(uid) && strcmp(uid->valuestring, (const char *)a[1]) == 0 &&
+        cJSON_GetArraySize((cJSON *)a[0]) < 64)
+        cJSON_AddItemToArray((cJSON *)a[0], cJSON_Duplicate(obj, true));
+    return true;
+}
+
+/* Takes the controller ownerReference to uid off every pod. */
+static inline void fx_orphan_pods(struct fixture *f, const char *uid)
+{
+    cJSON *pods = cJSON_CreateArray(), *p;
+    void *a[2] = {pods, (void *)uid};
+
+    kube_store_foreach(&f->stores[FX_PODS], fx_collect_owned, a);
+    while ((p = cJSON_DetachItemFromArray(pods, 0))) {
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "metadata"),
+                                                "ownerReferences");
+        fx_put_json(f, p);
+    }
+    cJSON_Delete(pods);
+}
+
 /* Applies one write to the caches as an API server would (create, apply and status update
  * replace the object; a merge patch is merged; delete removes), bumping resourceVersion. */
 static inline void fx_apply_action(struct fixture *f, const struct plan_action *a)
@@ -226,8 +253,13 @@ static inline void fx_apply_action(struct fixture *f, const struct plan_action *
     if (a->verb == KUBE_DELETE) {
         if (cur && (!a->precondition_uid || !kube_obj_uid(cur) ||
                     strcmp(a->precondition_uid, kube_obj_uid(cur)) == 0) &&
-            kube_store_remove(&f->stores[s], a->namespace_, a->name, &old) == 0)
+            kube_store_remove(&f->stores[s], a->namespace_, a->name, &old) == 0) {
+            /* Propagation Orphan: the garbage collector takes the ownerReferences off the
+             * dependents (here: a StatefulSet's pods) instead of deleting them. */
+            if (a->propagation && strcmp(a->propagation, "Orphan") == 0 && s == FX_STATEFULSETS)
+                fx_orphan_pods(f, kube_obj_uid(old));
             cJSON_Delete(old);
+        }
         return;
     }
     if (a->verb == KUBE_CREATE) {

@@ -53,6 +53,7 @@ struct sim_etcd {
     bool had_quorum;
     int max_learners;   /* at once */
     cJSON *cur_tpl;     /* the pod template of the current revision (the one rolled from) */
+    char sts_uid[64];   /* the StatefulSet cur_tpl belongs to: a new one starts afresh */
     int created[ETCD_MEMBERS_REPLICAS_MAX]; /* pods created, by ordinal */
     char last_list[1024];
 };
@@ -182,7 +183,34 @@ static inline cJSON *sim_pod_from(const cJSON *sts, const cJSON *tpl, const char
     cJSON_AddItemToObject(pod, "spec",
                           cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tpl, "spec"), true));
     cJSON_AddObjectToObject(pod, "status");
+    /* The StatefulSet controller mounts each claim template's claim of the pod. */
+    if (cJSON_GetArraySize(fx_path(sts, "spec.volumeClaimTemplates")) > 0) {
+        cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec"), *vols, *v, *c;
+        char claim[160];
+        if (!(vols = cJSON_GetObjectItemCaseSensitive(spec, "volumes")))
+            vols = cJSON_AddArrayToObject(spec, "volumes");
+        v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "name", "data");
+        c = cJSON_AddObjectToObject(v, "persistentVolumeClaim");
+        snprintf(claim, sizeof(claim), "data-%s", name);
+        cJSON_AddStringToObject(c, "claimName", claim);
+        cJSON_AddItemToArray(vols, v);
+    }
     return pod;
+}
+
+/* The pod's volume "data" is no claim while its StatefulSet has claim templates (it was
+ * adopted from one on emptyDir). */
+static inline bool sim_pod_storage_differs(const cJSON *sts, const cJSON *pod)
+{
+    const cJSON *v;
+
+    if (cJSON_GetArraySize(fx_path(sts, "spec.volumeClaimTemplates")) == 0)
+        return false;
+    cJSON_ArrayForEach(v, fx_path(pod, "spec.volumes"))
+        if (fx_str(v, "name") && strcmp(fx_str(v, "name"), "data") == 0)
+            return !fx_path(v, "persistentVolumeClaim");
+    return true;
 }
 
 static inline void sim_set_uid(struct sim_etcds *es, cJSON *obj, const char *prefix)
@@ -308,11 +336,18 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
     const char *hash = sim_pod_hash(fx_path(sts, "spec.template"));
     bool claims = cJSON_GetArraySize(fx_path(sts, "spec.volumeClaimTemplates")) > 0;
     int n = cJSON_IsNumber(rep) ? rep->valueint : 1, p, ready = 0, updated = 0, stale = -1;
+    bool stuck = false; /* failed to update a pod's storage: goes no further */
     char name[96], claim[112];
     cJSON *ns, *st;
 
     part = fx_path(sts, "spec.updateStrategy.rollingUpdate.partition");
     p = cJSON_IsNumber(part) ? part->valueint : 0;
+    if (strcmp(e->sts_uid, kube_obj_uid(sts)) != 0) {
+        /* A new StatefulSet: its only revision is its own template. */
+        snprintf(e->sts_uid, sizeof(e->sts_uid), "%s", kube_obj_uid(sts));
+        cJSON_Delete(e->cur_tpl);
+        e->cur_tpl = cJSON_Duplicate(fx_path(sts, "spec.template"), true);
+    }
     for (int i = 0; i < ETCD_MEMBERS_REPLICAS_MAX; i++) {
         const cJSON *pod;
         cJSON *old = NULL;
@@ -352,9 +387,33 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
             es->changes++;
             pod = NULL;
         }
+        if (pod && !kube_obj_controller_ref(pod)) {
+            /* An orphan of a StatefulSet deleted with propagation Orphan: adopted. */
+            cJSON *np = cJSON_Duplicate(pod, true), *refs, *ref;
+            cJSON *meta = cJSON_GetObjectItemCaseSensitive(np, "metadata");
+            cJSON_DeleteItemFromObjectCaseSensitive(meta, "ownerReferences");
+            refs = cJSON_AddArrayToObject(meta, "ownerReferences");
+            ref = cJSON_CreateObject();
+            cJSON_AddStringToObject(ref, "kind", "StatefulSet");
+            cJSON_AddStringToObject(ref, "name", sts_name);
+            cJSON_AddStringToObject(ref, "uid", kube_obj_uid(sts));
+            cJSON_AddTrueToObject(ref, "controller");
+            cJSON_AddItemToArray(refs, ref);
+            fx_put_json(f, np);
+            es->changes++;
+            pod = fx_get(f, FX_PODS, name);
+        }
+        if (pod && sim_pod_storage_differs(sts, pod)) {
+            /* Its update to the claim templates fails (pod volumes are immutable); the
+             * controller goes no further than this ordinal. */
+            stuck = true;
+        }
+        if (!pod && stuck)
+            continue;
         if (!pod) {
             /* As the StatefulSet controller does: below the partition from the current
              * revision, at or above it from the update revision. */
+            sim_member_stop(e, i); /* deleted outright: its member stopped with it */
             cJSON *np = sim_pod_from(sts, i >= p || !e->cur_tpl ? fx_path(sts, "spec.template")
                                                                  : e->cur_tpl,
                                      name);
@@ -401,7 +460,7 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
         else if (i >= p && !fx_path(pod, "metadata.deletionTimestamp"))
             stale = i;
     }
-    if (stale >= 0) {
+    if (stale >= 0 && !stuck) {
         bool above_ok = true;
         for (int i = stale + 1; i < n; i++) {
             const cJSON *pod;

@@ -212,7 +212,7 @@ static const char capn[] =
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
     "kind: NestedEtcd\n"
     "metadata: {name: sample-etcd, uid: etcd-1, generation: 1, resourceVersion: '1'}\n"
-    "spec: {replicas: 1}\n"
+    "spec: {replicas: 3, storage: {emptyDir: {}}}\n"
     "---\n"
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
     "kind: NestedAPIServer\n"
@@ -244,14 +244,26 @@ static void upgrade(cJSON *ncp)
     cJSON_ReplaceItemInObject(meta, "generation", cJSON_CreateNumber(2));
 }
 
+/* The etcd's members move from emptyDir to claims. */
+static void to_claims(cJSON *etcd)
+{
+    cJSON *spec = cJSON_GetObjectItem(etcd, "spec"), *meta = cJSON_GetObjectItem(etcd, "metadata");
+    const cJSON *g = cJSON_GetObjectItem(meta, "generation");
+
+    cJSON_ReplaceItemInObject(spec, "storage",
+                              cJSON_Parse("{\"persistentVolumeClaim\": {\"size\": \"1Gi\"}}"));
+    cJSON_ReplaceItemInObject(meta, "generation", cJSON_CreateNumber(g->valuedouble + 1));
+}
+
 static void delete_it(cJSON *ncp)
 {
     cJSON_AddStringToObject(cJSON_GetObjectItem(ncp, "metadata"), "deletionTimestamp",
                             "2027-01-15T09:00:00Z");
 }
 
-/* A control plane's life in the simulation (nested_sim.h): created from CAPN's shape, upgraded
- * one minor, its certificates renewed 340 days on, then deleted. Every action applied is a
+/* A control plane's life in the simulation (nested_sim.h): created from CAPN's shape (with 3
+ * etcd members on emptyDir), upgraded one minor, its etcd moved to claims, its certificates
+ * renewed 340 days on, then deleted. Every action applied is a
  * right the table grants (nested_fixture.h checks each one), and every plan verb of the table
  * is used on the way. */
 static void test_access__a_control_planes_life_sends_exactly_the_plan_verbs(void **state)
@@ -264,13 +276,22 @@ static void test_access__a_control_planes_life_sends_exactly_the_plan_verbs(void
     sim_init(&s, capn);
     s.on_action = record;
     s.on_action_ud = &seen;
-    sim_converge(&s, 40);
+    sim_converge(&s, 80);
     assert_string_equal(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, NCP), "status.phase"), "Ready");
     edit_ncp(&s, upgrade);
-    sim_converge(&s, 60);
+    sim_converge(&s, 200);
     assert_string_equal(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, NCP), "status.version"), "v1.37.2");
+    {
+        cJSON *etcd = cJSON_Duplicate(fx_get(&s.f, FX_ETCDS, "sample-etcd"), true);
+        to_claims(etcd);
+        fx_put_json(&s.f, etcd);
+    }
+    sim_converge(&s, 300);
+    assert_int_equal(cJSON_GetArraySize(fx_path(fx_get(&s.f, FX_STATEFULSETS, "sample-etcd"),
+                                                "spec.volumeClaimTemplates")),
+                     1);
     s.f.view.now += 340 * 86400.0;
-    sim_converge(&s, 60);
+    sim_converge(&s, 200);
     edit_ncp(&s, delete_it);
     for (int i = 0; i < 10 && fx_get(&s.f, FX_CONTROL_PLANES, NCP); i++) {
         sim_pass(&s);

@@ -245,6 +245,64 @@ static void test_etcdmembership__emptydir_members_are_added_again_in_a_roll(void
     sim_done(&s);
 }
 
+static void test_etcdmembership__emptydir_members_move_to_claims_one_at_a_time(void **state)
+{
+    struct sim s;
+    uint64_t ids[3];
+    const cJSON *sts;
+    char uid[64];
+
+    (void)state;
+    sim_init(&s, three);
+    put_etcd(&s, 1, "", "{replicas: 3, storage: {emptyDir: {}}}");
+    sim_converge(&s, 80);
+    assert_members(&s, 3);
+    for (int i = 0; i < 3; i++)
+        ids[i] = model(&s)->m[i].id;
+    snprintf(uid, sizeof(uid), "%s", kube_obj_uid(fx_get(&s.f, FX_STATEFULSETS, "c-etcd")));
+    put_etcd(&s, 2, "", "{replicas: 3, storage: {persistentVolumeClaim: {size: 1Gi}}}");
+    sim_converge(&s, 300);
+    sts = fx_get(&s.f, FX_STATEFULSETS, "c-etcd");
+    /* A new StatefulSet, with claims, adopted the pods of the old one. */
+    assert_string_not_equal(kube_obj_uid(sts), uid);
+    assert_int_equal(cJSON_GetArraySize(fx_path(sts, "spec.volumeClaimTemplates")), 1);
+    assert_members(&s, 3);
+    /* Every member runs on a claim of its own, each added again: new IDs, one cluster. */
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "c-etcd-%d", i);
+        assert_false(sim_pod_storage_differs(sts, fx_get(&s.f, FX_PODS, name)));
+        for (int k = 0; k < 3; k++)
+            assert_true(model(&s)->m[k].id != ids[i]);
+    }
+    assert_string_equal(
+        fx_str(fx_condition(etcd_status(&s), "DataNotPersistent"), "status"), "False");
+    assert_string_equal(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"), "status.phase"), "Ready");
+    sim_done(&s);
+}
+
+static void test_etcdmembership__one_member_on_emptydir_does_not_move_to_a_claim(void **state)
+{
+    struct sim s;
+    const cJSON *up;
+
+    (void)state;
+    sim_init(&s, three);
+    put_etcd(&s, 1, "", "{replicas: 1, storage: {emptyDir: {}}}");
+    sim_converge(&s, 60);
+    put_etcd(&s, 2, "", "{replicas: 1, storage: {persistentVolumeClaim: {size: 1Gi}}}");
+    sim_converge(&s, 60);
+    up = fx_condition(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, "c"), "status"), "Upgrading");
+    assert_string_equal(fx_str(up, "reason"), "EtcdStorageChangeRefused");
+    assert_non_null(strstr(fx_str(up, "message"), "Scale it to 3 members first"));
+    assert_int_equal(
+        cJSON_GetArraySize(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"),
+                                   "spec.volumeClaimTemplates")),
+        0);
+    assert_int_equal(model(&s)->clusters_formed, 1);
+    sim_done(&s);
+}
+
 static void test_etcdmembership__a_restart_in_the_middle_of_an_add_adds_once(void **state)
 {
     struct sim s;
@@ -335,6 +393,8 @@ int main(void)
         cmocka_unit_test(test_etcdmembership__scales_1_3_5_3_without_restarting_a_member),
         cmocka_unit_test(test_etcdmembership__a_roll_replaces_one_member_at_a_time),
         cmocka_unit_test(test_etcdmembership__emptydir_members_are_added_again_in_a_roll),
+        cmocka_unit_test(test_etcdmembership__emptydir_members_move_to_claims_one_at_a_time),
+        cmocka_unit_test(test_etcdmembership__one_member_on_emptydir_does_not_move_to_a_claim),
         cmocka_unit_test(test_etcdmembership__a_restart_in_the_middle_of_an_add_adds_once),
         cmocka_unit_test(test_etcdmembership__a_member_whose_claim_was_replaced_rejoins),
         cmocka_unit_test(test_etcdmembership__the_only_member_losing_its_claim_is_told),
