@@ -20,6 +20,7 @@ struct manager;
 struct controllers_opts {
     const char *templates_dir; /* the package catalog (lib/render) */
     int64_t cert_renew_before; /* seconds: renew a certificate with less validity left */
+    int64_t cert_validity;     /* seconds: leaves' validity; 0: each validityDays */
     bool allow_privileged;     /* patches may pass the gate's privilege rules (admin only) */
     const char *manager_namespace; /* the manager's pods' namespace (NetworkPolicies); NULL:
                                       RENDER_CLUSTER_MANAGER_NAMESPACE */

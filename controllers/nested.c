@@ -14,17 +14,21 @@
 
 struct checked {
     char digest[RENDER_CLUSTER_HASH_MAX];
-    int64_t until;
+    int64_t until, value;
 };
 
-static bool memo_passed(void *ctx, const char *digest, int64_t now)
+static bool memo_passed(void *ctx, const char *digest, int64_t now, int64_t *ret_value)
 {
     const struct checked *c = strmap_get(&((struct nested_ctx *)ctx)->checked, digest);
 
-    return c && c->until > now;
+    if (!c || c->until <= now)
+        return false;
+    if (ret_value)
+        *ret_value = c->value;
+    return true;
 }
 
-static void memo_remember(void *ctx, const char *digest, int64_t until)
+static void memo_remember(void *ctx, const char *digest, int64_t until, int64_t value)
 {
     struct nested_ctx *n = ctx;
     struct checked *c;
@@ -36,6 +40,7 @@ static void memo_remember(void *ctx, const char *digest, int64_t until)
         return; /* only an optimisation */
     snprintf(c->digest, sizeof(c->digest), "%s", digest);
     c->until = until;
+    c->value = value;
     if (strmap_put(&n->checked, c->digest, c) < 0)
         free(c);
 }
@@ -53,6 +58,21 @@ void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
         ctx->parts[i].part = (enum render_part)i;
     }
     ctx->memo = (struct render_check_memo){ctx, memo_passed, memo_remember};
+}
+
+void nested_requeue_for_renewal(struct plan *plan, double now, int64_t renew_at)
+{
+    double wait = NESTED_RENEW_CHECK_MAX;
+
+    if (renew_at && (double)renew_at - now < wait)
+        wait = (double)renew_at - now;
+    plan_requeue_after(plan, wait < 1.0 ? 1.0 : wait);
+}
+
+void nested_cert_policy(const struct nested_ctx *ctx, struct render_cluster *rc)
+{
+    render_cluster_set_renew_before(rc, ctx->cert_renew_before);
+    render_cluster_set_leaf_validity(rc, ctx->cert_validity);
 }
 
 void nested_ctx_done(struct nested_ctx *ctx)

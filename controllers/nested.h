@@ -52,6 +52,7 @@ struct nested_ctx {
     struct api_catalog api_cat;
     struct keypool *keys;      /* RSA keys off the loop; NULL: generated inline */
     int64_t cert_renew_before; /* seconds; 0: each control plane's renewBeforeDays */
+    int64_t cert_validity;     /* seconds; 0: each control plane's validityDays */
     bool allow_privileged;     /* render_cluster_set_allow_privileged, the admin's flag */
     const char *manager_namespace; /* render_cluster_set_manager_namespace; NULL: default */
     struct nested_part_ctx parts[RENDER_PART__COUNT];
@@ -64,6 +65,18 @@ struct nested_ctx {
 
 /* Bound on the remembered checks; past it the memo starts again empty. */
 #define NESTED_MEMO_MAX 16384
+
+/* The longest a reconcile that found good certificates waits before looking again (seconds):
+ * a clock that jumps, or a wait of months, is corrected within this. */
+#define NESTED_RENEW_CHECK_MAX (12 * 3600.0)
+
+/* Asks for the key to be reconciled again when a certificate it keeps enters its renewal window
+ * (renew_at, seconds since the epoch; 0: none), at most NESTED_RENEW_CHECK_MAX from now: a
+ * control plane nobody touches is renewed on time. */
+void nested_requeue_for_renewal(struct plan *plan, double now, int64_t renew_at);
+
+/* Applies the manager's certificate flags to rc. */
+void nested_cert_policy(const struct nested_ctx *ctx, struct render_cluster *rc);
 
 void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
                      struct keypool *keys, int64_t cert_renew_before);

@@ -496,6 +496,7 @@ static int reconcile_children(struct comp *x)
     cJSON *secret = NULL, *objs = NULL;
     struct status_sts ss;
     struct err e, why;
+    int64_t renew_at = 0;
     int r;
 
     err_clear(&e);
@@ -519,7 +520,7 @@ static int reconcile_children(struct comp *x)
         goto out;
     if (base->keys)
         render_cluster_set_key_source(rc, take_key, base->keys);
-    render_cluster_set_renew_before(rc, base->cert_renew_before);
+    nested_cert_policy(base, rc);
     render_cluster_set_check_memo(rc, &base->memo);
     r = render_cluster_pki_load(rc, &x->src, (int64_t)x->view->now, false, &pki, &errs);
     if (r == -ENOENT || r == -EINVAL) {
@@ -539,7 +540,9 @@ static int reconcile_children(struct comp *x)
     status_statefulset(kube_store_get(x->view->statefulsets, x->ns, stsname), x->target_hash,
                        &ss);
     err_clear(&why);
-    r = render_cluster_certs_find(rc, pki, &x->src, x->part, ss.certs, certs, &why);
+    r = render_cluster_certs_find(rc, pki, &x->src, x->part, ss.certs, certs, &renew_at, &why);
+    if (r == 0)
+        nested_requeue_for_renewal(x->plan, x->view->now, renew_at);
     if (r == -ENOENT) {
         if (issue_pending(x)) {
             plan_requeue_after(x->plan, 1.0);

@@ -642,6 +642,7 @@ static int plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
     char name[RENDER_CLUSTER_NAME_MAX];
     const cJSON *live;
     cJSON *secret = NULL;
+    int64_t renew_at = 0;
     struct err e;
     int r;
 
@@ -652,7 +653,7 @@ static int plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
     if (live && !lookup_controlled_by_uid(live, x->ncp->meta.uid))
         return 0;
     err_clear(&e);
-    r = render_cluster_kubeconfig(rc, pki, &x->src, &secret, &e);
+    r = render_cluster_kubeconfig(rc, pki, &x->src, &secret, &renew_at, &e);
     if (r == -EAGAIN) {
         plan_requeue_after(x->plan, NESTED_KEY_WAIT);
         return 0;
@@ -660,8 +661,10 @@ static int plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
     if (r < 0)
         return r == -ENOMEM ? r : cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
                                       "KubeconfigFailed", "%s", e.msg);
-    if (!secret)
+    if (!secret) {
+        nested_requeue_for_renewal(x->plan, x->view->now, renew_at);
         return 0;
+    }
     if (live)
         return plan_apply(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: kubeconfig renewed",
                           x->ns, name);
@@ -725,7 +728,7 @@ static int reconcile_normal(struct cp *x)
         goto out;
     if (ctx->keys)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
-    render_cluster_set_renew_before(rc, ctx->cert_renew_before);
+    nested_cert_policy(ctx, rc);
     render_cluster_set_allow_privileged(rc, ctx->allow_privileged);
     render_cluster_set_manager_namespace(rc, ctx->manager_namespace);
     render_cluster_set_check_memo(rc, &ctx->memo);

@@ -51,6 +51,7 @@ int controllers_register(struct manager *m, const struct controllers_opts *opts,
         goto fail;
     nested_ctx_init(&ctl->ctx, ctl->cat, ctl->keys, opts->cert_renew_before);
     ctl->ctx.allow_privileged = opts->allow_privileged;
+    ctl->ctx.cert_validity = opts->cert_validity;
     ctl->ctx.manager_namespace = opts->manager_namespace;
     nestedcontrolplane_def(&ctl->ctx, &defs[0]);
     for (int i = 0; i < RENDER_PART__COUNT; i++)

@@ -92,6 +92,8 @@ const struct kube_resource *manager_cached_resource(size_t i)
 #define FLUSH_TIMEOUT 3.0
 #define RELEASE_TIMEOUT 5.0
 #define SYNC_WARN_INTERVAL 30.0
+/* Every object is reconciled at least this often (controller-runtime's SyncPeriod). */
+#define DEFAULT_SYNC_PERIOD (10 * 3600.0)
 #define SA_NAMESPACE_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 struct manager;
@@ -161,6 +163,7 @@ struct manager {
     size_t n_controllers;
     bool started, synced, processing, leading;
     ev_timer sync_timer;
+    ev_timer resync_timer; /* every object again, each sync_period */
     struct kube_recorder *recorder;
     /* leader election */
     struct kube_leader *leader;
@@ -701,6 +704,29 @@ static bool enqueue_each(void *userdata, const cJSON *obj)
     return true;
 }
 
+/* Every primary object of every controller, into its queue. */
+static void enqueue_all(struct manager *m)
+{
+    for (size_t i = 0; i < m->n_controllers; i++) {
+        struct controller *c = m->controllers[i];
+        struct cache *cache = cache_of(m, c->def.primary);
+        if (c->q && cache)
+            kube_store_foreach(cache_store(m, cache), enqueue_each, c);
+    }
+}
+
+static void resync_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct manager *m = w->data;
+
+    (void)loop;
+    (void)revents;
+    if (!m->processing)
+        return;
+    log_info("periodic resync", "period_s=%g", m->opts.sync_period);
+    enqueue_all(m);
+}
+
 static void maybe_start_processing(struct manager *m)
 {
     struct workqueue_opts wo = {0};
@@ -717,13 +743,11 @@ static void maybe_start_processing(struct manager *m)
     }
     m->processing = true;
     log_info("controllers started", "controllers=%zu", m->n_controllers);
-    /* Every primary object once: the starting point of level-based reconciling. */
-    for (size_t i = 0; i < m->n_controllers; i++) {
-        struct controller *c = m->controllers[i];
-        struct cache *cache = cache_of(m, c->def.primary);
-        if (c->q && cache)
-            kube_store_foreach(cache_store(m, cache), enqueue_each, c);
-    }
+    /* Every primary object once: the starting point of level-based reconciling; then again
+     * every sync period, so that nothing waits on an event that never comes. */
+    enqueue_all(m);
+    ev_timer_set(&m->resync_timer, m->opts.sync_period, m->opts.sync_period);
+    ev_timer_start(m->loop, &m->resync_timer);
 }
 
 /* Stops handing out keys; drained (may be NULL) runs for each queue once it is idle. */
@@ -732,6 +756,7 @@ static int stop_queues(struct manager *m, void (*drained)(void *userdata))
     int n = 0;
 
     m->processing = false;
+    ev_timer_stop(m->loop, &m->resync_timer);
     for (size_t i = 0; i < m->n_controllers; i++) {
         struct controller *c = m->controllers[i];
         if (!c->q || c->q_shut)
@@ -1227,7 +1252,7 @@ int manager_new(struct ev_loop *loop, struct kube_client *client, const struct m
     if (!loop || (!client && !o.send))
         return err_set(e, -EINVAL, "manager: a loop and a client (or a send hook) are required");
     if (o.concurrency < 0 || o.lease_duration < 0 || o.renew_deadline < 0 || o.retry_period < 0 ||
-        o.shutdown_timeout < 0 || o.cluster_crd_retry < 0)
+        o.shutdown_timeout < 0 || o.cluster_crd_retry < 0 || o.sync_period < 0)
         return err_set(e, -EINVAL, "manager: negative concurrency or duration");
     if (o.leader_elect && !client)
         return err_set(e, -EINVAL, "manager: leader election needs a client");
@@ -1239,6 +1264,7 @@ int manager_new(struct ev_loop *loop, struct kube_client *client, const struct m
     o.retry_period = o.retry_period > 0 ? o.retry_period : 2;
     o.shutdown_timeout = o.shutdown_timeout > 0 ? o.shutdown_timeout : DEFAULT_SHUTDOWN_TIMEOUT;
     o.cluster_crd_retry = o.cluster_crd_retry > 0 ? o.cluster_crd_retry : DEFAULT_CRD_RETRY;
+    o.sync_period = o.sync_period > 0 ? o.sync_period : DEFAULT_SYNC_PERIOD;
     if (!o.leader_election_id || !o.leader_election_id[0])
         o.leader_election_id = MANAGER_LEASE_NAME;
 
@@ -1251,6 +1277,8 @@ int manager_new(struct ev_loop *loop, struct kube_client *client, const struct m
     kube_store_init(&m->empty);
     ev_timer_init(&m->sync_timer, sync_timer_cb, SYNC_WARN_INTERVAL, SYNC_WARN_INTERVAL);
     m->sync_timer.data = m;
+    ev_init(&m->resync_timer, resync_timer_cb);
+    m->resync_timer.data = m;
     ev_init(&m->lease_timer, lease_timer_cb);
     m->lease_timer.data = m;
     ev_init(&m->stop_timer, stop_timer_cb);
@@ -1351,6 +1379,7 @@ void manager_free(struct manager *m)
     if (!m)
         return;
     ev_timer_stop(m->loop, &m->sync_timer);
+    ev_timer_stop(m->loop, &m->resync_timer);
     ev_timer_stop(m->loop, &m->lease_timer);
     ev_timer_stop(m->loop, &m->stop_timer);
     if (m->ns_probe)

@@ -115,6 +115,9 @@ struct manager_opts {
     double shutdown_timeout;
     /* Seconds between checks for the Cluster API Cluster CRD while it is absent; 0: 60. */
     double cluster_crd_retry;
+    /* Seconds between reconciles of every object, changed or not (controller-runtime's
+     * SyncPeriod); 0: 10 h. */
+    double sync_period;
     /* Tests: send every plan action and Event through this hook instead of the client
      * (client may then be NULL: no informer runs and every cache stays empty). */
     kube_send_fn send;

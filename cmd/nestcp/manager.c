@@ -135,7 +135,7 @@ struct settings {
     const char *log_level, *log_format;
     int concurrency;
     int kube_api_qps, kube_api_burst;
-    const char *cert_renew_before, *shutdown_timeout;
+    const char *cert_renew_before, *cert_validity, *shutdown_timeout, *sync_period;
     bool allow_privileged;
     char pod_namespace[256]; /* where this manager's pod runs, or "" */
 };
@@ -152,8 +152,9 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
         {"leader-elect-renew-deadline", s->renew_deadline, &mo->renew_deadline, true},
         {"leader-elect-retry-period", s->retry_period, &mo->retry_period, true},
         {"graceful-shutdown-timeout", s->shutdown_timeout, &mo->shutdown_timeout, true},
+        {"sync-period", s->sync_period, &mo->sync_period, true},
     };
-    double renew_before;
+    double renew_before, validity;
     struct stat st;
 
     for (size_t i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
@@ -181,6 +182,17 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
         return -EINVAL;
     }
     co->cert_renew_before = (int64_t)renew_before;
+    /* Unset: each control plane's spec.certificates.validityDays. */
+    validity = 0;
+    if (s->cert_validity &&
+        (parse_duration(s->cert_validity, &validity) < 0 || validity < 60)) {
+        fprintf(stderr,
+                "nestcp manager: --cert-validity: \"%s\" is not a duration of at least 1m "
+                "(e.g. 24h)\n",
+                s->cert_validity);
+        return -EINVAL;
+    }
+    co->cert_validity = (int64_t)validity;
     co->allow_privileged = s->allow_privileged;
     co->manager_namespace = s->pod_namespace[0] ? s->pod_namespace : NULL;
     if (s->concurrency < 1 || s->concurrency > 1000) {
@@ -302,6 +314,7 @@ int cmd_manager(int argc, char **argv)
         .kube_api_qps = 200,
         .kube_api_burst = 400,
         .shutdown_timeout = "15s",
+        .sync_period = "10h",
     };
     struct flag flags[] = {
         {"kubeconfig", 0, FLAG_STRING, &s.kubeconfig, "FILE",
@@ -346,6 +359,12 @@ int cmd_manager(int argc, char **argv)
         {"cert-renew-before", 0, FLAG_STRING, &s.cert_renew_before, "DURATION",
          "renew certificates with less validity left than this (e.g. 60d) even when a control "
          "plane's renewBeforeDays is shorter (default: each control plane's renewBeforeDays)"},
+        {"cert-validity", 0, FLAG_STRING, &s.cert_validity, "DURATION",
+         "issue leaf certificates and kubeconfig client certificates valid for this long (at "
+         "least 1m) instead of each control plane's validityDays; they are renewed when a third "
+         "is left, or --cert-renew-before, at most half (default: validityDays)"},
+        {"sync-period", 0, FLAG_STRING, &s.sync_period, "DURATION",
+         "reconcile every object at least this often, even when nothing changes"},
         {"graceful-shutdown-timeout", 0, FLAG_STRING, &s.shutdown_timeout, "DURATION",
          "on SIGTERM, how long to let reconciles in flight finish"},
         {"allow-privileged-patches", 0, FLAG_BOOL, &s.allow_privileged, NULL,

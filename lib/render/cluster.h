@@ -208,6 +208,12 @@ void render_cluster_set_key_source(struct render_cluster *rc, render_key_fn fn, 
  * a new certificate is never due at once). 0: renewBeforeDays alone. */
 void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds);
 
+/* Issues leaves and kubeconfig client certificates valid for `seconds` instead of
+ * spec.certificates.validityDays (the admin's policy of short-lived certificates; CAs keep
+ * caValidityDays). The renewal window is then render_cluster_set_renew_before's, else a third
+ * of the validity, and never more than half of it. 0: validityDays. */
+void render_cluster_set_leaf_validity(struct render_cluster *rc, int64_t seconds);
+
 /* Lets spec.patches and extraArgs pass the privilege, placement and flag rules of the security
  * gate (lib/render/gate.h): the platform admin's choice (`--allow-privileged-patches`), never a
  * tenant's. Off by default. */
@@ -230,9 +236,10 @@ enum pki_key_alg render_cluster_key_alg(const struct render_cluster *rc);
 #define RENDER_CHECK_MEMO_TTL 300
 struct render_check_memo {
     void *ctx;
-    /* True when digest passed and is remembered until a time after now. */
-    bool (*passed)(void *ctx, const char *digest, int64_t now);
-    void (*remember)(void *ctx, const char *digest, int64_t until);
+    /* True when digest passed and is remembered until a time after now; *ret_value (may be
+     * NULL) is then what was remembered with it. */
+    bool (*passed)(void *ctx, const char *digest, int64_t now, int64_t *ret_value);
+    void (*remember)(void *ctx, const char *digest, int64_t until, int64_t value);
 };
 void render_cluster_set_check_memo(struct render_cluster *rc, const struct render_check_memo *memo);
 
@@ -291,12 +298,13 @@ int64_t render_cluster_pki_now(const struct render_cluster_pki *pki);
 /* Finds a good certs Secret of part among the Secrets of src in the cluster's namespace that
  * carry its labels: prefer (the one the live StatefulSet mounts, see
  * render_cluster_certs_mounted; may be NULL) when it is good, else the newest good one
- * (creationTimestamp, then name). Cheap: no key is generated. Returns 0 with its name, -ENOENT
- * (none is good; e says why for the best candidate), -ENOMEM. */
+ * (creationTimestamp, then name). Cheap: no key is generated. Returns 0 with its name and, when
+ * ret_renew_at is not NULL, the moment (seconds since the epoch) its first certificate enters
+ * the renewal window, -ENOENT (none is good; e says why for the best candidate), -ENOMEM. */
 int render_cluster_certs_find(const struct render_cluster *rc, const struct render_cluster_pki *pki,
                               const struct render_source *src, enum render_part part,
                               const char *prefer, char ret_name[static RENDER_CLUSTER_NAME_MAX],
-                              struct err *e);
+                              int64_t *ret_renew_at, struct err *e);
 
 /* Builds a new certs Secret of part, reusing every certificate and key of the best existing
  * one (prefer, else the newest) that is still good and generating the rest. The component
@@ -327,10 +335,13 @@ const char *render_cluster_certs_mounted(const cJSON *statefulset);
  * O system:masters, owned (controller) by the NestedControlPlane when its uid is known. Sets
  * *ret_secret to NULL when the existing one is still good (same server and CA, client
  * certificate signed by the current CA with more than renewBeforeDays left), else to a new
- * Secret to create or replace it with (caller frees). Returns 0, -EINVAL, -ENOMEM.
+ * Secret to create or replace it with (caller frees). When the existing one is kept and
+ * ret_renew_at is not NULL, *ret_renew_at is the moment its client certificate enters the
+ * renewal window (else 0). Returns 0, -EINVAL, -ENOMEM.
  */
 int render_cluster_kubeconfig(const struct render_cluster *rc, const struct render_cluster_pki *pki,
-                              const struct render_source *src, cJSON **ret_secret, struct err *e);
+                              const struct render_source *src, cJSON **ret_secret,
+                              int64_t *ret_renew_at, struct err *e);
 
 /* ---- rendering ---- */
 

@@ -26,10 +26,11 @@ struct render_cluster {
     render_key_fn key_fn; /* NULL: pki_key_generate */
     void *key_ctx;
     int64_t renew_before; /* seconds; 0: renewBeforeDays */
+    int64_t leaf_validity; /* seconds; 0: validityDays */
     const struct render_check_memo *memo; /* NULL: every check runs */
-    bool etcd_storage_kept;
+    bool etcd_storage_kept; /* spec.storage unset, the etcd StatefulSet runs on emptyDir */
     bool allow_privileged; /* the admin lets patches and flags pass the privilege rules */
-    char manager_namespace[64]; /* where the manager's pods run (NetworkPolicy peers) */ /* spec.storage unset, the etcd StatefulSet runs on emptyDir */
+    char manager_namespace[64]; /* where the manager's pods run (NetworkPolicy peers) */
     char skew[1600]; /* why the resolved versions break the version skew policy, or "" */
 };
 

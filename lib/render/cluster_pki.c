@@ -91,6 +91,11 @@ void render_cluster_set_renew_before(struct render_cluster *rc, int64_t seconds)
     rc->renew_before = seconds > 0 ? seconds : 0;
 }
 
+void render_cluster_set_leaf_validity(struct render_cluster *rc, int64_t seconds)
+{
+    rc->leaf_validity = seconds > 0 ? seconds : 0;
+}
+
 void render_cluster_set_check_memo(struct render_cluster *rc, const struct render_check_memo *memo)
 {
     rc->memo = memo;
@@ -154,19 +159,32 @@ static void digest_end(struct digest *d, char out[RENDER_CLUSTER_HASH_MAX])
         snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
-static bool memo_passed(const struct render_cluster_pki *pki, const char *digest)
+static bool memo_passed(const struct render_cluster_pki *pki, const char *digest,
+                        int64_t *ret_value)
 {
     const struct render_check_memo *m = pki->rc->memo;
 
-    return m && digest[0] && m->passed(m->ctx, digest, pki->now);
+    return m && digest[0] && m->passed(m->ctx, digest, pki->now, ret_value);
 }
 
-static void memo_remember(const struct render_cluster_pki *pki, const char *digest)
+/* Remembers a passed check until RENDER_CHECK_MEMO_TTL from now, or until `due` when that is
+ * sooner (0: no such moment): a leaf is checked again once it is due for renewal. */
+static void memo_remember(const struct render_cluster_pki *pki, const char *digest, int64_t due)
 {
     const struct render_check_memo *m = pki->rc->memo;
+    int64_t until = pki->now + RENDER_CHECK_MEMO_TTL;
 
+    if (due && due < until)
+        until = due;
     if (m && digest[0])
-        m->remember(m->ctx, digest, pki->now + RENDER_CHECK_MEMO_TTL);
+        m->remember(m->ctx, digest, until, due);
+}
+
+/* Keeps the earlier of *at and t (*at 0: none yet). */
+static void keep_earlier(int64_t *at, int64_t t)
+{
+    if (at && t && (!*at || t < *at))
+        *at = t;
 }
 
 /* A new private key of the cluster's algorithm, from the key source. */
@@ -246,7 +264,13 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
     pki->rc = rc;
     pki->now = now ? now : (int64_t)time(NULL);
     pki->renew_before = (int64_t)s->certificates.renew_before_days * DAY;
-    if (rc->renew_before > pki->renew_before) {
+    if (rc->leaf_validity) {
+        /* Short-lived certificates: the admin's window, else a third, at most half. */
+        int64_t cap = rc->leaf_validity / 2;
+        pki->renew_before = rc->renew_before ? rc->renew_before : rc->leaf_validity / 3;
+        if (pki->renew_before > cap)
+            pki->renew_before = cap;
+    } else if (rc->renew_before > pki->renew_before) {
         int64_t cap = (int64_t)s->certificates.validity_days * DAY - DAY;
         pki->renew_before = rc->renew_before < cap ? rc->renew_before : cap;
     }
@@ -262,7 +286,8 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
         .etcd_members = PKI_MAX_ETCD_MEMBERS, /* the names of every ordinal (pieces_of) */
         .key_alg = render_cluster_key_alg(rc),
         .ca_validity = (int64_t)s->certificates.ca_validity_days * DAY,
-        .leaf_validity = (int64_t)s->certificates.validity_days * DAY,
+        .leaf_validity =
+            rc->leaf_validity ? rc->leaf_validity : (int64_t)s->certificates.validity_days * DAY,
         .now = pki->now,
     };
     for (int i = 0; i < CA__COUNT; i++) {
@@ -288,11 +313,11 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
                 digest_end(&d, digest);
             }
             q = 0;
-            if (!memo_passed(pki, digest)) {
+            if (!memo_passed(pki, digest, NULL)) {
                 q = i == CA_SA ? pki_secret_check_sa(secret, &e)
                                : pki_secret_check_ca(secret, pki->now, &e);
                 if (q == 0)
-                    memo_remember(pki, digest);
+                    memo_remember(pki, digest, 0);
             }
             if (q == 0)
                 q = pki_secret_read_tls(secret, &pki->ca[i].cert_pem, &pki->ca[i].key_pem, &e);
@@ -443,13 +468,17 @@ static int kubeconfig_server(const struct render_cluster *rc, enum pki_kubeadm_c
     return pki_kubeconfig_server_url(host, 6443, out, size);
 }
 
-/* Checks a leaf pair against what is needed now. Returns 0 or -ESTALE (reason in e). */
+/* Checks a leaf pair against what is needed now. Returns 0 (and keeps in *renew_at, which may
+ * be NULL, the moment it enters the renewal window when that is earlier) or -ESTALE (reason
+ * in e). */
 static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which, int member,
-                      const char *crt, const char *key, struct err *e)
+                      const char *crt, const char *key, int64_t *renew_at, struct err *e)
 {
     struct pki_cert_spec spec;
     char digest[RENDER_CLUSTER_HASH_MAX] = "";
     struct digest d;
+    int64_t not_after = 0, due = 0;
+    struct err ne;
     int r;
 
     if (!crt || !key)
@@ -469,8 +498,9 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
         digest_int(&d, spec.key_alg);
         digest_end(&d, digest);
     }
-    if (memo_passed(pki, digest)) {
+    if (memo_passed(pki, digest, &due)) {
         pki_cert_spec_done(&spec);
+        keep_earlier(renew_at, due);
         return 0;
     }
     r = pki_cert_check_leaf(crt, pki->ca[ca_of(which)].cert_pem, &spec, pki->now, pki->renew_before,
@@ -478,17 +508,23 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
     pki_cert_spec_done(&spec);
     if (r == 0 && pki_key_check_match(key, crt, "key", "certificate", e) < 0)
         return -ESTALE;
-    if (r == 0)
-        memo_remember(pki, digest);
-    return r < 0 ? -ESTALE : 0;
+    if (r < 0)
+        return -ESTALE;
+    /* Due from the moment pki_cert_check_leaf would refuse it. */
+    if (pki_cert_not_after(crt, NULL, &not_after, &ne) == 0)
+        due = not_after - pki->renew_before;
+    memo_remember(pki, digest, due);
+    keep_earlier(renew_at, due);
+    return 0;
 }
 
 static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
-                            const char *text, struct err *e)
+                            const char *text, int64_t *renew_at, struct err *e)
 {
     struct pki_kubeconfig_creds *kc = NULL;
     char server[RENDER_CLUSTER_NAME_MAX * 2], digest[RENDER_CLUSTER_HASH_MAX] = "";
     struct digest d;
+    int64_t due = 0;
     int r;
 
     if (!text)
@@ -502,8 +538,10 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
             digest_str(&d, server);
         digest_end(&d, digest);
     }
-    if (memo_passed(pki, digest))
+    if (memo_passed(pki, digest, &due)) {
+        keep_earlier(renew_at, due);
         return 0;
+    }
     if (pki_kubeconfig_read(text, strlen(text), "kubeconfig", &kc, e) < 0)
         return -ESTALE;
     if (kubeconfig_server(pki->rc, which, server, sizeof(server)) < 0 || !kc->server ||
@@ -512,16 +550,18 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
     else if (!kc->ca_cert_pem || strcmp(kc->ca_cert_pem, pki->ca[CA_CLUSTER].cert_pem) != 0)
         r = err_set(e, -ESTALE, "certificate-authority-data is not the current CA");
     else
-        r = check_leaf(pki, which, 0, kc->client_cert_pem, kc->client_key_pem, e);
+        r = check_leaf(pki, which, 0, kc->client_cert_pem, kc->client_key_pem, &due, e);
     pki_kubeconfig_creds_free(kc);
-    if (r == 0)
-        memo_remember(pki, digest);
+    if (r == 0) {
+        memo_remember(pki, digest, due);
+        keep_earlier(renew_at, due);
+    }
     return r;
 }
 
 /* Checks one piece against an existing Secret; 0 when it can be kept. */
 static int check_piece(const struct render_cluster_pki *pki, const struct piece *p,
-                       const cJSON *secret, struct err *e)
+                       const cJSON *secret, int64_t *renew_at, struct err *e)
 {
     char k[128];
     char *a = NULL, *b = NULL;
@@ -541,11 +581,11 @@ static int check_piece(const struct render_cluster_pki *pki, const struct piece 
         a = secret_value(secret, k);
         snprintf(k, sizeof(k), "%s.key", p->key);
         b = secret_value(secret, k);
-        r = check_leaf(pki, p->which, p->member, a, b, e);
+        r = check_leaf(pki, p->which, p->member, a, b, renew_at, e);
         break;
     default:
         a = secret_value(secret, p->key);
-        r = check_kubeconfig(pki, p->which, a, e);
+        r = check_kubeconfig(pki, p->which, a, renew_at, e);
         break;
     }
     free_secret_text(a);
@@ -597,7 +637,7 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
     char k[128];
     int r;
 
-    if (old && check_piece(pki, p, old, &ignored) == 0) {
+    if (old && check_piece(pki, p, old, NULL, &ignored) == 0) {
         if (p->kind != P_LEAF)
             return entries_add(es, p->key, secret_value(old, p->key));
         snprintf(k, sizeof(k), "%s.crt", p->key);
@@ -783,10 +823,10 @@ static void candidates_of(const struct render_cluster *rc, const struct render_s
 }
 
 static int check_secret(const struct render_cluster_pki *pki, const struct pieces *ps,
-                        const cJSON *secret, struct err *e)
+                        const cJSON *secret, int64_t *renew_at, struct err *e)
 {
     for (int i = 0; i < ps->n; i++) {
-        int r = check_piece(pki, &ps->v[i], secret, e);
+        int r = check_piece(pki, &ps->v[i], secret, renew_at, e);
         if (r < 0) {
             err_prefix(e, "Secret %s/%s: ", pki->rc->ns, render_cluster_meta_str(secret, "name"));
             return r == -ENOMEM ? r : -ESTALE;
@@ -798,12 +838,13 @@ static int check_secret(const struct render_cluster_pki *pki, const struct piece
 int render_cluster_certs_find(const struct render_cluster *rc, const struct render_cluster_pki *pki,
                               const struct render_source *src, enum render_part part,
                               const char *prefer, char ret_name[static RENDER_CLUSTER_NAME_MAX],
-                              struct err *e)
+                              int64_t *ret_renew_at, struct err *e)
 {
     struct candidates *c = malloc(sizeof(*c));
     struct pieces *ps = malloc(sizeof(*ps));
     const cJSON *best = NULL;
     struct err why = {0};
+    int64_t best_at = 0;
     int r = -ENOENT;
 
     if (!c || !ps) {
@@ -815,7 +856,8 @@ int render_cluster_certs_find(const struct render_cluster *rc, const struct rend
     for (int i = 0; i < c->n; i++) {
         const char *name = render_cluster_meta_str(c->v[i], "name");
         struct err ce = {0};
-        int q = check_secret(pki, ps, c->v[i], &ce);
+        int64_t at = 0;
+        int q = check_secret(pki, ps, c->v[i], &at, &ce);
         if (q == -ENOMEM) {
             r = q;
             goto out;
@@ -827,13 +869,18 @@ int render_cluster_certs_find(const struct render_cluster *rc, const struct rend
         }
         if (prefer && strcmp(name, prefer) == 0) {
             best = c->v[i];
+            best_at = at;
             break;
         }
-        if (!best || newer(c->v[i], best))
+        if (!best || newer(c->v[i], best)) {
             best = c->v[i];
+            best_at = at;
+        }
     }
     if (best) {
         snprintf(ret_name, RENDER_CLUSTER_NAME_MAX, "%s", render_cluster_meta_str(best, "name"));
+        if (ret_renew_at)
+            *ret_renew_at = best_at;
         r = 0;
     } else if (why.msg[0]) {
         r = err_set(e, -ENOENT, "%s", why.msg);
@@ -902,7 +949,7 @@ int render_cluster_certs(const struct render_cluster *rc, const struct render_cl
                          struct err *e)
 {
     cJSON *s = NULL;
-    int r = render_cluster_certs_find(rc, pki, src, part, prefer, ret_name, e);
+    int r = render_cluster_certs_find(rc, pki, src, part, prefer, ret_name, NULL, e);
 
     if (r != -ENOENT) {
         if (r == 0)
@@ -941,7 +988,8 @@ const char *render_cluster_certs_mounted(const cJSON *statefulset)
 /* ---- the admin kubeconfig ---- */
 
 int render_cluster_kubeconfig(const struct render_cluster *rc, const struct render_cluster_pki *pki,
-                              const struct render_source *src, cJSON **ret_secret, struct err *e)
+                              const struct render_source *src, cJSON **ret_secret,
+                              int64_t *ret_renew_at, struct err *e)
 {
     static const struct piece admin = {P_KUBECONFIG, "value", 0, PKI_KUBEADM_ADMIN, 0};
     char name[RENDER_CLUSTER_NAME_MAX];
@@ -953,12 +1001,16 @@ int render_cluster_kubeconfig(const struct render_cluster *rc, const struct rend
     if (pki_secret_name(rc->name, PKI_PURPOSE_KUBECONFIG, name, sizeof(name)) < 0)
         return err_set(e, -EINVAL, "cluster name %s is too long", rc->name);
     old = src->get_secret(src->ctx, rc->ns, name);
+    if (ret_renew_at)
+        *ret_renew_at = 0;
     if (old) {
         struct err why;
-        if (check_piece(pki, &admin, old, &why) == 0) {
+        if (check_piece(pki, &admin, old, ret_renew_at, &why) == 0) {
             *ret_secret = NULL;
             return 0;
         }
+        if (ret_renew_at)
+            *ret_renew_at = 0;
     }
     if (!(es = calloc(1, sizeof(*es))))
         return -ENOMEM;

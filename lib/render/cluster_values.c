@@ -226,7 +226,7 @@ int render_cluster_desired(const struct render_catalog *cat, const struct render
         *ret = d;
         return 0;
     }
-    r = render_cluster_certs_find(rc, pki, src, part, prefer, d.certs_name, e);
+    r = render_cluster_certs_find(rc, pki, src, part, prefer, d.certs_name, NULL, e);
     if (r == -ENOENT) {
         err_clear(e);
         *ret = d;
@@ -329,7 +329,7 @@ int render_cluster_all(const struct render_catalog *cat, const struct render_clu
         }
         have[i] = true;
     }
-    q = render_cluster_kubeconfig(rc, pki, src, &secret, &e);
+    q = render_cluster_kubeconfig(rc, pki, src, &secret, NULL, &e);
     if (q == 0 && secret && !cJSON_AddItemToArray(out, secret)) {
         cJSON_Delete(secret);
         q = -ENOMEM;

@@ -282,6 +282,43 @@ static void test_nestedcomponent__renewal_issues_new_certs_and_rolls_them_out(vo
     sim_done(&s);
 }
 
+/* Nobody touches the control plane: a reconcile that keeps good certificates asks to come back
+ * when they are due (the admin's short-lived leaves here), and that reconcile renews them.
+ * Long-lived ones are still looked at twice a day. */
+static void test_nestedcomponent__comes_back_when_its_certs_are_due(void **state)
+{
+    struct sim s;
+    struct plan p;
+    double due;
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_int_equal(p.n_actions, 0);
+    assert_true(p.requeue_after == NESTED_RENEW_CHECK_MAX);
+    plan_done(&p);
+    sim_done(&s);
+
+    sim_init(&s, solo);
+    s.ctx.cert_validity = 3600; /* renewed with 20 minutes left */
+    sim_converge(&s, 30);
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_int_equal(p.n_actions, 0);
+    due = p.requeue_after;
+    assert_true(due > 2400 - 120 && due <= 2400);
+    plan_done(&p);
+    s.f.view.now += due - 1;
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    assert_true(p.requeue_after <= 1);
+    plan_done(&p);
+    s.f.view.now += 1;
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    plan_done(&p);
+    sim_done(&s);
+}
+
 static const cJSON *etcd_pod_annotations(struct sim *s)
 {
     return fx_path(fx_get(&s->f, FX_STATEFULSETS, "c-etcd"), "spec.template.metadata.annotations");
@@ -538,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_nestedcomponent__paused_or_deleting_changes_nothing_else),
         cmocka_unit_test(test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcomponent__renewal_issues_new_certs_and_rolls_them_out),
+        cmocka_unit_test(test_nestedcomponent__comes_back_when_its_certs_are_due),
         cmocka_unit_test(test_nestedcomponent__etcd_is_persistent_by_default),
         cmocka_unit_test(test_nestedcomponent__etcd_on_emptydir_is_not_rolled),
         cmocka_unit_test(test_nestedcomponent__an_emptydir_etcd_made_before_the_default_keeps_it),

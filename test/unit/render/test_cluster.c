@@ -680,7 +680,7 @@ static int find_certs(const struct render_cluster *rc, const struct render_clust
     struct render_source src;
 
     render_source_from_objects(objs, &src);
-    return render_cluster_certs_find(rc, pki, &src, part, NULL, name, e);
+    return render_cluster_certs_find(rc, pki, &src, part, NULL, name, NULL, e);
 }
 
 static void test_cluster__certs_secret_is_reused_while_good(void **state)
@@ -760,6 +760,126 @@ static void test_cluster__renew_window_is_the_longer_of_cluster_and_manager(void
     assert_int_equal(find_certs(rc, later, objs, RENDER_PART_APISERVER, name, &e), -ENOENT);
     assert_non_null(strstr(e.msg, "apiserver.crt"));
     render_cluster_pki_free(later);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+/* A memo in the manager's shape: what passed, until when, and the renewal moment with it. */
+struct memo_entry {
+    char digest[RENDER_CLUSTER_HASH_MAX];
+    int64_t until, value;
+};
+struct memo_table {
+    struct memo_entry v[64];
+    int n, hits;
+};
+
+static bool memo_table_passed(void *ctx, const char *digest, int64_t now, int64_t *ret_value)
+{
+    struct memo_table *t = ctx;
+
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->v[i].digest, digest) == 0 && t->v[i].until > now) {
+            if (ret_value)
+                *ret_value = t->v[i].value;
+            t->hits++;
+            return true;
+        }
+    return false;
+}
+
+static void memo_table_remember(void *ctx, const char *digest, int64_t until, int64_t value)
+{
+    struct memo_table *t = ctx;
+
+    assert_true(t->n < 64);
+    snprintf(t->v[t->n].digest, sizeof(t->v[t->n].digest), "%s", digest);
+    t->v[t->n].until = until;
+    t->v[t->n].value = value;
+    t->n++;
+}
+
+/* The admin's short-lived certificates: leaves valid for an hour, renewed when a third is left,
+ * and the moment that happens is told to the caller (to come back then), from a full check and
+ * from the memo alike. */
+static void test_cluster__short_lived_leaves_say_when_they_are_due(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *s;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct render_cluster_pki *pki, *later;
+    struct memo_table memo = {0};
+    struct render_check_memo m = {&memo, memo_table_passed, memo_table_remember};
+    char name[RENDER_CLUSTER_NAME_MAX], *crt;
+    struct render_source src;
+    int64_t not_after, at = 0, again = 0;
+    struct err e = {0};
+
+    render_cluster_set_leaf_validity(rc, 3600);
+    pki = pki_ok(rc, objs, T0);
+    store_cas(objs, pki);
+    s = issue(rc, pki, objs, RENDER_PART_APISERVER);
+    cJSON_AddItemToArray(objs, s);
+    crt = secret_data(s, "apiserver.crt");
+    assert_int_equal(pki_cert_not_after(crt, "apiserver.crt", &not_after, &e), 0);
+    free(crt);
+    assert_true(not_after >= T0 + 3600 && not_after <= T0 + 3600 + 60);
+    /* The CAs keep their years. */
+    crt = secret_data(find(objs, "Secret", "c-ca"), "tls.crt");
+    int64_t ca_not_after;
+    assert_int_equal(pki_cert_not_after(crt, "ca", &ca_not_after, &e), 0);
+    assert_true(ca_not_after > T0 + 365 * DAY);
+    free(crt);
+
+    render_source_from_objects(objs, &src);
+    render_cluster_set_check_memo(rc, &m);
+    assert_int_equal(
+        render_cluster_certs_find(rc, pki, &src, RENDER_PART_APISERVER, NULL, name, &at, &e), 0);
+    assert_int_equal(at, not_after - 1200);
+    assert_int_equal(memo.hits, 0);
+    /* Remembered: the same moment, with no certificate parsed. */
+    assert_int_equal(
+        render_cluster_certs_find(rc, pki, &src, RENDER_PART_APISERVER, NULL, name, &again, &e),
+        0);
+    assert_true(memo.hits > 0);
+    assert_int_equal(again, at);
+    /* At that moment it is due, memo or not. */
+    later = pki_ok(rc, objs, at);
+    assert_int_equal(
+        render_cluster_certs_find(rc, later, &src, RENDER_PART_APISERVER, NULL, name, NULL, &e),
+        -ENOENT);
+    assert_non_null(strstr(e.msg, "apiserver"));
+    render_cluster_pki_free(later);
+    later = pki_ok(rc, objs, at - 1);
+    assert_int_equal(
+        render_cluster_certs_find(rc, later, &src, RENDER_PART_APISERVER, NULL, name, NULL, &e), 0);
+    render_cluster_pki_free(later);
+
+    /* The admin's window wins, but never more than half the validity. */
+    render_cluster_set_check_memo(rc, NULL);
+    render_cluster_set_renew_before(rc, 600);
+    later = pki_ok(rc, objs, T0);
+    assert_int_equal(
+        render_cluster_certs_find(rc, later, &src, RENDER_PART_APISERVER, NULL, name, &at, &e), 0);
+    assert_int_equal(at, not_after - 600);
+    render_cluster_pki_free(later);
+    render_cluster_set_renew_before(rc, 30 * DAY);
+    later = pki_ok(rc, objs, T0);
+    assert_int_equal(
+        render_cluster_certs_find(rc, later, &src, RENDER_PART_APISERVER, NULL, name, &at, &e), 0);
+    assert_int_equal(at, not_after - 1800);
+    render_cluster_pki_free(later);
+
+    /* The admin kubeconfig tells its moment the same way. */
+    cJSON *kc = NULL;
+    assert_int_equal(render_cluster_kubeconfig(rc, pki, &src, &kc, &at, &e), 0);
+    assert_non_null(kc);
+    cJSON_AddItemToArray(objs, kc);
+    render_source_from_objects(objs, &src);
+    kc = NULL;
+    assert_int_equal(render_cluster_kubeconfig(rc, pki, &src, &kc, &at, &e), 0);
+    assert_null(kc);
+    assert_true(at >= T0 + 2400 && at <= T0 + 2400 + 60); /* pki: a third */
     render_cluster_pki_free(pki);
     render_cluster_free(rc);
     cJSON_Delete(objs);
@@ -866,7 +986,7 @@ static void test_cluster__kubeconfigs(void **state)
 
     store_cas(objs, pki);
     render_source_from_objects(objs, &src);
-    assert_int_equal(render_cluster_kubeconfig(rc, pki, &src, &kc, &e), 0);
+    assert_int_equal(render_cluster_kubeconfig(rc, pki, &src, &kc, NULL, &e), 0);
     assert_non_null(kc);
     assert_string_equal(name_of(kc), "c-kubeconfig");
     assert_string_equal(cJSON_GetObjectItem(kc, "type")->valuestring, "cluster.x-k8s.io/secret");
@@ -881,10 +1001,10 @@ static void test_cluster__kubeconfigs(void **state)
     free(text);
     cJSON_AddItemToArray(objs, kc);
     /* Kept while good, renewed within renewBeforeDays. */
-    assert_int_equal(render_cluster_kubeconfig(rc, pki, &src, &kc, &e), 0);
+    assert_int_equal(render_cluster_kubeconfig(rc, pki, &src, &kc, NULL, &e), 0);
     assert_null(kc);
     later = pki_ok(rc, objs, T0 + 350 * DAY);
-    assert_int_equal(render_cluster_kubeconfig(rc, later, &src, &kc, &e), 0);
+    assert_int_equal(render_cluster_kubeconfig(rc, later, &src, &kc, NULL, &e), 0);
     assert_non_null(kc);
     cJSON_Delete(kc);
     render_cluster_pki_free(later);
@@ -1092,6 +1212,7 @@ int main(void)
         cmocka_unit_test(test_cluster__invalid_user_ca_names_secret_and_key),
         cmocka_unit_test(test_cluster__certs_secret_is_reused_while_good),
         cmocka_unit_test(test_cluster__renew_window_is_the_longer_of_cluster_and_manager),
+        cmocka_unit_test(test_cluster__short_lived_leaves_say_when_they_are_due),
         cmocka_unit_test(test_cluster__certs_secret_of_another_owner_is_not_used),
         cmocka_unit_test(test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them),
         cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
