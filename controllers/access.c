@@ -45,21 +45,25 @@ const struct access_rule access_rules[] = {
     {"", "secrets", "create patch delete", NULL, ACCESS_PLAN,
      "CAs and certificates created (never overwritten), the kubeconfig applied, superseded "
      "certificates deleted"},
-    {"", "services", "create patch delete", NULL, ACCESS_PLAN,
-     "rendered: server-side applied (which creates), deleted with their control plane"},
-    {"apps", "statefulsets", "create patch delete", NULL, ACCESS_PLAN,
-     "rendered: server-side applied (which creates), deleted with their control plane"},
-    {"", "configmaps", "create patch delete", NULL, ACCESS_PLAN,
+    {"", "services", "get create patch delete", NULL, ACCESS_PLAN,
+     "rendered: server-side applied (which creates; read first when the cache does not hold "
+     "it, so that a same-named object nestcp does not own is left alone), deleted with their "
+     "control plane"},
+    {"apps", "statefulsets", "get create patch delete", NULL, ACCESS_PLAN,
+     "rendered: server-side applied (which creates; read first when the cache does not hold "
+     "it), deleted with their control plane"},
+    {"", "configmaps", "get create patch delete", NULL, ACCESS_PLAN,
      "rendered (kube-apiserver's authentication configuration): server-side applied (which "
-     "creates), deleted with their control plane"},
+     "creates; read first when the cache does not hold it), deleted with their control plane"},
     {"", "pods", "patch delete", NULL, ACCESS_PLAN,
      "an etcd member's pod released: its initial cluster in its annotations, its scheduling "
      "gate lifted (merge patch); deleted to move its member from emptyDir to a claim (the "
      "StatefulSet controller does not replace a pod whose volumes differ from its claim "
      "templates)"},
-    {"networking.k8s.io", "networkpolicies", "create patch delete", NULL, ACCESS_PLAN,
-     "rendered (etcd's and the API server's): server-side applied (which creates), deleted "
-     "with their control plane or when no longer rendered"},
+    {"networking.k8s.io", "networkpolicies", "get create patch delete", NULL, ACCESS_PLAN,
+     "rendered (etcd's and the API server's): server-side applied (which creates; read first "
+     "when the cache does not hold it), deleted with their control plane or when no longer "
+     "rendered"},
 
     /* What the objects nestcp writes need at admission: ownerReferences with
      * blockOwnerDeletion ask for update on the owner's finalizers where

@@ -52,6 +52,7 @@ struct comp {
     bool moving_to_claims; /* etcd: its members move from emptyDir to claims */
     bool members_settled;  /* etcd: every member votes and its pod is Ready */
     char key[RENDER_CLUSTER_NAME_MAX * 2];
+    char conflict[512]; /* a rendered object's name is taken by someone else's object */
 };
 
 static const cJSON *get(const cJSON *o, const char *key)
@@ -201,11 +202,49 @@ static const char *config_hash(const cJSON *obj)
     return kube_obj_annotation(obj, RENDER_CONFIG_HASH_ANNOTATION);
 }
 
-/* Plans a server-side apply of every rendered object that differs from the cache. */
+/* Whether a rendered object's name is taken by an object the component does not control:
+ * one in the cache with another controller, or one the runtime found live
+ * (cache_view_conflict). Says which in x->conflict. */
+static bool find_conflict(struct comp *x, const cJSON *objs)
+{
+    const char *uid = kube_obj_uid(x->obj);
+    const cJSON *o;
+
+    cJSON_ArrayForEach(o, objs)
+    {
+        const struct kube_resource *res = resource_of(o);
+        const struct kube_store *store = res ? nestedcomponent_rendered_store(x->view, res) : NULL;
+        const char *name = kube_obj_name(o), *why;
+        const cJSON *live = store ? kube_store_get(store, x->ns, name) : NULL;
+
+        if (!res)
+            continue;
+        if (live && !lookup_controlled_by_uid(live, uid)) {
+            const cJSON *ref = kube_obj_controller_ref(live);
+            snprintf(x->conflict, sizeof(x->conflict),
+                     "%s %s/%s exists and is controlled by %s %s, not by %s %s; nestcp leaves it "
+                     "as it is (delete or rename it to let nestcp create its own)",
+                     res->kind, x->ns, name, ref && str(ref, "kind") ? str(ref, "kind") : "no",
+                     ref && str(ref, "name") ? str(ref, "name") : "owner", kind_name(x), x->name);
+            return true;
+        }
+        if (!live && (why = cache_view_conflict(x->view, res, x->ns, name))) {
+            snprintf(x->conflict, sizeof(x->conflict), "%s", why);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Plans a server-side apply of every rendered object that differs from the cache; one the
+ * cache does not hold is applied only if it is absent or the component's (plan_apply_claimed).
+ * Nothing at all when a name is taken (find_conflict). */
 static int apply_changed(struct comp *x, cJSON *objs)
 {
     cJSON *o;
 
+    if (find_conflict(x, objs))
+        return 0;
     while ((o = cJSON_DetachItemFromArray(objs, 0))) {
         const struct kube_resource *res = resource_of(o);
         const struct kube_store *store;
@@ -241,8 +280,11 @@ static int apply_changed(struct comp *x, cJSON *objs)
                 return -ENOMEM;
             continue;
         }
-        if (plan_apply(x->plan, res, o, "%s %s/%s: %s", res->kind, x->ns, kube_obj_name(o),
-                       live ? "rendered configuration changed" : "missing") < 0)
+        if ((live ? plan_apply(x->plan, res, o, "%s %s/%s: rendered configuration changed",
+                               res->kind, x->ns, kube_obj_name(o))
+                  : plan_apply_claimed(x->plan, res, o, kube_obj_uid(x->obj),
+                                       "%s %s/%s: missing", res->kind, x->ns,
+                                       kube_obj_name(o))) < 0)
             return -ENOMEM;
     }
     return 0;
@@ -594,6 +636,12 @@ static int reconcile_children(struct comp *x)
     if (x->target_hash && strcmp(hash, x->target_hash) == 0) {
         if ((r = delete_unrendered_all(x, objs)) < 0 || (r = apply_changed(x, objs)) < 0)
             goto out;
+        if (x->conflict[0]) {
+            /* Looked at again once the runtime would read the object again. */
+            plan_requeue_after(x->plan, CACHE_VIEW_CONFLICT_TTL);
+            r = not_ready(x, STATUS_SEVERITY_ERROR, "ObjectConflict", "%s", x->conflict);
+            goto out;
+        }
         /* Superseded certs Secrets go once nothing can mount them any more. */
         if (ss.complete && ss.certs && strcmp(ss.certs, certs) == 0) {
             struct superseded s = {x, kube_obj_uid(x->obj), certs, NULL, prefix, 0};

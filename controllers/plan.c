@@ -19,6 +19,7 @@ static void action_done(struct plan_action *a)
     free(a->subresource);
     cJSON_Delete(a->body);
     free(a->precondition_uid);
+    free(a->claim_uid);
     free(a->why);
     if (a->call && a->call->free)
         a->call->free(a->call_arg);
@@ -113,6 +114,33 @@ int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, cons
     r = push(p, &a, meta_str(obj, "namespace"), meta_str(obj, "name"), NULL, NULL, why, ap);
     va_end(ap);
     return r;
+}
+
+int plan_apply_claimed(struct plan *p, const struct kube_resource *res, cJSON *obj,
+                       const char *owner_uid, const char *why, ...)
+{
+    struct plan_action a = {.verb = KUBE_PATCH,
+                            .patch_type = KUBE_PATCH_APPLY,
+                            .force = true,
+                            .resource = res,
+                            .body = obj};
+    char *uid = owner_uid ? strdup(owner_uid) : NULL;
+    va_list ap;
+    int r;
+
+    if (owner_uid && !uid) {
+        cJSON_Delete(obj);
+        return -ENOMEM;
+    }
+    va_start(ap, why);
+    r = push(p, &a, meta_str(obj, "namespace"), meta_str(obj, "name"), NULL, NULL, why, ap);
+    va_end(ap);
+    if (r < 0) {
+        free(uid);
+        return r;
+    }
+    p->actions[p->n_actions - 1].claim_uid = uid;
+    return 0;
 }
 
 int plan_merge_patch(struct plan *p, const struct kube_resource *res, const char *ns,

@@ -55,6 +55,9 @@ struct plan_action {
     char *subresource;   /* "status" or NULL */
     cJSON *body;         /* owned; the object, the patch, or delete options */
     char *precondition_uid; /* delete: only this incarnation */
+    /* Server-side apply only to an object that does not exist yet or whose controller
+     * ownerReference has this uid (the runtime reads it first); NULL: no such check. */
+    char *claim_uid;
     const char *propagation; /* delete: "Orphan"; NULL: "Background" */
     char *why;           /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
 };
@@ -90,6 +93,13 @@ int plan_create(struct plan *p, const struct kube_resource *res, cJSON *obj, con
 /* Server-side apply obj with field manager PLAN_FIELD_MANAGER and force. */
 int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* The same, for an object the caches do not hold: applied only if it does not exist or is
+ * controlled by owner_uid. Otherwise it is left untouched, the runtime records the conflict
+ * (cache_view_conflict) with a Warning Event ObjectConflict, and the key backs off. */
+int plan_apply_claimed(struct plan *p, const struct kube_resource *res, cJSON *obj,
+                       const char *owner_uid, const char *why, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* JSON merge patch of ns/name (subresource may be NULL or "status"). */
 int plan_merge_patch(struct plan *p, const struct kube_resource *res, const char *ns,

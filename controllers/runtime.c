@@ -132,7 +132,15 @@ struct job {
     struct kube_call *call;
     void *call_handle; /* a plan call in flight (struct plan_call_ops) */
     double retry_after; /* the server's Retry-After on the failed action: the least requeue */
+    bool claimed;       /* the current action's claim_uid was checked against the live object */
     struct job *prev, *next_job;
+};
+
+/* A same-named object someone else controls (cache_view_conflict). */
+struct conflict {
+    double until; /* wall clock */
+    char *key;    /* "resource/ns/name" */
+    char why[];
 };
 
 enum outcome { OUTCOME_SUCCESS, OUTCOME_REQUEUE_AFTER, OUTCOME_CONFLICT, OUTCOME_ERROR };
@@ -164,6 +172,7 @@ struct manager {
     bool started, synced, processing, leading;
     ev_timer sync_timer;
     ev_timer resync_timer; /* every object again, each sync_period */
+    struct strmap conflicts; /* "resource/ns/name" -> struct conflict */
     struct kube_recorder *recorder;
     /* leader election */
     struct kube_leader *leader;
@@ -240,7 +249,59 @@ void manager_view(const struct manager *m, struct cache_view *ret_view)
         .configmaps = cache_store(m, &m->caches[CACHE_CONFIGMAPS]),
         .networkpolicies = cache_store(m, &m->caches[CACHE_NETWORKPOLICIES]),
         .now = time_wall(),
+        .conflicts = &m->conflicts,
     };
+}
+
+static void conflict_key(struct buf *b, const struct kube_resource *res, const char *ns,
+                         const char *name)
+{
+    buf_printf(b, "%s/%s/%s", res->resource, ns ? ns : "", name ? name : "");
+}
+
+const char *cache_view_conflict(const struct cache_view *view, const struct kube_resource *res,
+                                const char *ns, const char *name)
+{
+    struct buf key = BUF_INIT;
+    const struct conflict *c = NULL;
+
+    if (!view->conflicts || !res)
+        return NULL;
+    conflict_key(&key, res, ns, name);
+    if (key.data)
+        c = strmap_get(view->conflicts, key.data);
+    buf_done(&key);
+    return c && c->until > view->now ? c->why : NULL;
+}
+
+static void conflict_free(void *value)
+{
+    struct conflict *c = value;
+
+    if (c)
+        free(c->key);
+    free(c);
+}
+
+/* Remembers (why != NULL) or forgets (why NULL) a conflict on res ns/name. */
+static void conflict_set(struct manager *m, const struct kube_resource *res, const char *ns,
+                         const char *name, const char *why)
+{
+    struct buf key = BUF_INIT;
+    struct conflict *c;
+
+    conflict_key(&key, res, ns, name);
+    if (!key.data)
+        return;
+    conflict_free(strmap_remove(&m->conflicts, key.data));
+    if (why && (c = calloc(1, sizeof(*c) + strlen(why) + 1))) {
+        c->until = time_wall() + CACHE_VIEW_CONFLICT_TTL;
+        c->key = buf_steal(&key);
+        strcpy(c->why, why);
+        if (strmap_put(&m->conflicts, c->key, c) < 0)
+            conflict_free(c); /* only a hint for the condition: the write is refused anyway */
+    }
+    buf_done(&key);
 }
 
 /* ---- the executor ---- */
@@ -329,6 +390,7 @@ static void action_done(void *userdata, const struct kube_result *res)
         log_debug("action done", "controller=%s key=%s verb=%s why=%s status=%ld", j->c->def.name,
                   j->key, verb_name(a), a->why, res->http_status);
         j->next++;
+        j->claimed = false;
         job_next(j);
         return;
     }
@@ -346,6 +408,7 @@ static void call_done(void *userdata, int code, const char *message)
         log_debug("call done", "controller=%s key=%s call=%s why=%s", j->c->def.name, j->key,
                   a->call->name, a->why);
         j->next++;
+        j->claimed = false;
         job_next(j);
         return;
     }
@@ -361,6 +424,78 @@ static void call_start(struct job *j, const struct plan_action *a)
     r = a->call->start(a->call_arg, j->c->m->loop, call_done, j, &j->call_handle);
     if (r < 0)
         action_failed(j, a, r, "the call could not be started");
+}
+
+static void record_event(struct job *j, enum kube_event_type type, const char *reason,
+                         const char *message);
+
+/* The live object an action with a claim_uid would write: absent or controlled by claim_uid,
+ * the action goes ahead; controlled by anyone else (or nobody), it is left untouched. */
+static void claim_done(void *userdata, const struct kube_result *res)
+{
+    struct job *j = userdata;
+    struct manager *m = j->c->m;
+    const struct plan_action *a = &j->plan.actions[j->next];
+    const cJSON *ref;
+    char why[512];
+    char code[24];
+
+    j->call = NULL;
+    snprintf(code, sizeof(code), "%ld", res->http_status);
+    metric_add(m->mx.api_requests, (const char *[]){"get", res->http_status ? code : "none"}, 1);
+    if (res->code == 0 && res->body) {
+        ref = kube_obj_controller_ref(res->body);
+        const cJSON *uid = cJSON_GetObjectItemCaseSensitive(ref, "uid");
+        if (cJSON_IsString(uid) && strcmp(uid->valuestring, a->claim_uid) == 0)
+            goto claimed;
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(ref, "name");
+        if (cJSON_IsString(kind) && cJSON_IsString(name))
+            snprintf(why, sizeof(why),
+                     "%s %s/%s exists and is controlled by %s %s; nestcp leaves it as it is "
+                     "(delete or rename it to let nestcp create its own)",
+                     a->resource->kind, a->namespace_, a->name, kind->valuestring,
+                     name->valuestring);
+        else
+            snprintf(why, sizeof(why),
+                     "%s %s/%s exists and nestcp does not own it; nestcp leaves it as it is "
+                     "(delete or rename it to let nestcp create its own)",
+                     a->resource->kind, a->namespace_, a->name);
+        conflict_set(m, a->resource, a->namespace_, a->name, why);
+        record_event(j, KUBE_EVENT_WARNING, "ObjectConflict", why);
+        action_failed(j, a, -EEXIST, why);
+        return;
+    }
+    if (res->code != -ENOENT) {
+        j->retry_after = res->retry_after;
+        action_failed(j, a, res->code, res->message);
+        return;
+    }
+claimed:
+    conflict_set(m, a->resource, a->namespace_, a->name, NULL);
+    j->claimed = true;
+    job_next(j);
+}
+
+static void claim_start(struct job *j, const struct plan_action *a)
+{
+    struct manager *m = j->c->m;
+    struct kube_request req = {
+        .verb = KUBE_GET,
+        .resource = a->resource,
+        .namespace_ = a->namespace_,
+        .name = a->name,
+    };
+    int r;
+
+    log_debug("claim check", "controller=%s key=%s resource=%s object=%s/%s", j->c->def.name,
+              j->key, a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name);
+    if (m->opts.send)
+        r = m->opts.send(m->opts.send_ctx, &req, claim_done, j);
+    else
+        r = kube_request_start(m->client, &req, claim_done, j, &j->call);
+    if (r < 0)
+        action_failed(j, a, r, "the request could not be sent");
 }
 
 /* Sends the next action, or finishes the job when none is left. */
@@ -394,6 +529,10 @@ static void job_next(struct job *j)
                       "config/rbac grants");
         return;
     }
+    if (a->claim_uid && !j->claimed) {
+        claim_start(j, a);
+        return;
+    }
     req = (struct kube_request){
         .verb = a->verb,
         .resource = a->resource,
@@ -423,7 +562,8 @@ static void job_next(struct job *j)
         action_failed(j, a, r, "the request could not be sent");
 }
 
-static void record_events(struct job *j)
+/* The reconciled object, as Events refer to it. */
+static struct kube_event_ref job_ref(const struct job *j)
 {
     struct controller *c = j->c;
     struct manager *m = c->m;
@@ -433,9 +573,24 @@ static void record_events(struct job *j)
 
     if (obj)
         ref = kube_event_ref_of(c->def.primary, obj);
+    return ref;
+}
+
+static void record_event(struct job *j, enum kube_event_type type, const char *reason,
+                         const char *message)
+{
+    struct kube_event_ref ref = job_ref(j);
+
+    kube_recorder_event(j->c->m->recorder, &ref, type, reason, "%s", message);
+}
+
+static void record_events(struct job *j)
+{
+    struct kube_event_ref ref = job_ref(j);
+
     for (size_t i = 0; i < j->plan.n_events; i++) {
         const struct plan_event *ev = &j->plan.events[i];
-        kube_recorder_event(m->recorder, &ref, ev->type, ev->reason, "%s", ev->message);
+        kube_recorder_event(j->c->m->recorder, &ref, ev->type, ev->reason, "%s", ev->message);
     }
 }
 
@@ -1380,6 +1535,7 @@ void manager_free(struct manager *m)
         return;
     ev_timer_stop(m->loop, &m->sync_timer);
     ev_timer_stop(m->loop, &m->resync_timer);
+    strmap_done(&m->conflicts, conflict_free);
     ev_timer_stop(m->loop, &m->lease_timer);
     ev_timer_stop(m->loop, &m->stop_timer);
     if (m->ns_probe)

@@ -27,6 +27,7 @@
 #include "lib/kube/events.h"
 #include "lib/kube/store.h"
 #include "lib/util/err.h"
+#include "lib/util/strmap.h"
 
 struct ev_loop;
 struct manager;
@@ -47,7 +48,20 @@ struct cache_view {
     const struct kube_store *configmaps;          /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *networkpolicies;     /* label app.kubernetes.io/managed-by=nestcp */
     double now;                                   /* wall clock, seconds since the epoch */
+    /* Objects of a name nestcp would write that someone else controls, found by a
+     * plan_apply_claimed; read with cache_view_conflict. NULL: none. */
+    const struct strmap *conflicts;
 };
+
+/* Seconds a conflict found by plan_apply_claimed is remembered before the object is read
+ * again. */
+#define CACHE_VIEW_CONFLICT_TTL 30.0
+
+/* Why res ns/name may not be written (an object of that name exists and is controlled by
+ * someone else: "Service ns1/c-apiserver exists and its controller is ..."), found within
+ * CACHE_VIEW_CONFLICT_TTL of view->now; NULL when no conflict is known. */
+const char *cache_view_conflict(const struct cache_view *view, const struct kube_resource *res,
+                                const char *ns, const char *name);
 
 typedef void (*enqueue_fn)(void *q, const char *ns, const char *name);
 

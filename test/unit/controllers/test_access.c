@@ -181,6 +181,9 @@ static void record(void *ud, const struct plan_action *a)
     /* A server-side apply creates what does not exist yet (every one does, the first time). */
     if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY)
         rights_add(ud, a->resource->group, resource, "create", NULL);
+    /* One the cache does not hold is read first (controllers/runtime.c's claim check). */
+    if (a->claim_uid)
+        rights_add(ud, a->resource->group, resource, "get", NULL);
 }
 
 static const char capn[] =

@@ -319,6 +319,56 @@ static void test_nestedcomponent__comes_back_when_its_certs_are_due(void **state
     sim_done(&s);
 }
 
+/* Ownership before apply: what the cache does not hold is applied only once the runtime has
+ * read it and found it absent or the component's (plan_apply_claimed); a same-named object of
+ * someone else's is never written, and the component says which object is in the way. */
+static void test_nestedcomponent__someone_elses_object_is_left_alone(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const struct plan_action *a;
+    const cJSON *cond;
+    cJSON *svc;
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    /* When first created, every rendered object was claimed for the component. */
+    {
+        cJSON *gone = NULL;
+        assert_int_equal(kube_store_remove(&s.f.stores[FX_SERVICES], "default", "c-apiserver",
+                                           &gone),
+                         0);
+        cJSON_Delete(gone);
+    }
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    a = fx_action(&p, KUBE_PATCH, "services", "c-apiserver");
+    assert_non_null(a);
+    assert_non_null(a->claim_uid);
+    assert_string_equal(a->claim_uid, "kas-1");
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    /* Someone else's Service (our labels, another controller) under the API server's name. */
+    svc = cJSON_Duplicate(fx_get(&s.f, FX_SERVICES, "c-apiserver"), true);
+    cJSON *ref = cJSON_GetArrayItem(fx_path(svc, "metadata.ownerReferences"), 0);
+    cJSON_ReplaceItemInObject(ref, "uid", cJSON_CreateString("someone-else"));
+    cJSON_ReplaceItemInObject(ref, "kind", cJSON_CreateString("Deployment"));
+    cJSON_ReplaceItemInObject(ref, "name", cJSON_CreateString("web"));
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(svc, "metadata"), "annotations");
+    fx_put_json(&s.f, svc);
+    s.f.view.now += 1;
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    for (size_t i = 0; i < p.n_actions; i++)
+        assert_true(p.actions[i].resource == &NESTCP_APISERVERS); /* its status alone */
+    cond = fx_condition(fx_path(p.actions[p.n_actions - 1].body, "status"), "Ready");
+    assert_string_equal(fx_str(cond, "reason"), "ObjectConflict");
+    assert_non_null(strstr(fx_str(cond, "message"), "Service default/c-apiserver exists and is "
+                                                    "controlled by Deployment web"));
+    assert_non_null(fx_event(&p, "ObjectConflict"));
+    assert_true(p.requeue_after > 0 && p.requeue_after <= CACHE_VIEW_CONFLICT_TTL);
+    plan_done(&p);
+    sim_done(&s);
+}
+
 static const cJSON *etcd_pod_annotations(struct sim *s)
 {
     return fx_path(fx_get(&s->f, FX_STATEFULSETS, "c-etcd"), "spec.template.metadata.annotations");
@@ -576,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcomponent__renewal_issues_new_certs_and_rolls_them_out),
         cmocka_unit_test(test_nestedcomponent__comes_back_when_its_certs_are_due),
+        cmocka_unit_test(test_nestedcomponent__someone_elses_object_is_left_alone),
         cmocka_unit_test(test_nestedcomponent__etcd_is_persistent_by_default),
         cmocka_unit_test(test_nestedcomponent__etcd_on_emptydir_is_not_rolled),
         cmocka_unit_test(test_nestedcomponent__an_emptydir_etcd_made_before_the_default_keeps_it),

@@ -47,6 +47,7 @@ struct pending {
     int code;
     long http;
     double retry_after;
+    const char *body; /* JSON of the response body, or NULL */
     struct pending *next;
 };
 
@@ -59,6 +60,7 @@ struct hook {
         int code;
         long http;
         double retry_after;
+        const char *body;
     } script[16];
     int n_script, next_script;
     bool hold; /* keep completions until release_all() */
@@ -74,8 +76,10 @@ static void complete_cb(struct ev_loop *loop, ev_timer *w, int revents)
                               .message = p->code ? "scripted failure" : "",
                               .retry_after = p->retry_after};
 
+    res.body = p->body ? cJSON_Parse(p->body) : NULL;
     p->h->in_flight--;
     p->done(p->userdata, &res);
+    cJSON_Delete(res.body);
     free(p);
 }
 
@@ -137,6 +141,7 @@ static int hook_send(void *ctx, const struct kube_request *req, kube_done_fn don
         p->code = h->script[h->next_script].code;
         p->http = h->script[h->next_script].http;
         p->retry_after = h->script[h->next_script].retry_after;
+        p->body = h->script[h->next_script].body;
         h->next_script++;
     }
     if (h->hold) {
@@ -178,6 +183,7 @@ enum plan_kind {
     PLAN_FAIL,          /* the reconcile function itself fails */
     PLAN_DELETE,
     PLAN_UNGRANTED,
+    PLAN_CLAIMED, /* an apply of Service svc, claimed for uid "mine" */
 };
 
 struct fixture {
@@ -189,6 +195,7 @@ struct fixture {
     int reconciles;
     double reconciled_at[16];
     int max_active, active_now;
+    const char *conflict; /* what the last reconcile's view said of Service svc */
 };
 
 static cJSON *object(const char *api_version, const char *kind, const char *ns, const char *name)
@@ -251,6 +258,14 @@ static int reconcile(void *ctx, const struct cache_view *view, const char *ns, c
         break;
     case PLAN_DELETE:
         assert_int_equal(plan_delete(plan, &KUBE_SECRETS, ns, "gone", NULL, "superseded"), 0);
+        break;
+    case PLAN_CLAIMED:
+        f->conflict = cache_view_conflict(view, &KUBE_SERVICES, ns, "svc");
+        if (!f->conflict)
+            assert_int_equal(plan_apply_claimed(plan, &KUBE_SERVICES,
+                                                object("v1", "Service", ns, "svc"), "mine",
+                                                "Service %s/svc: missing", ns),
+                             0);
         break;
     case PLAN_UNGRANTED:
         assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
@@ -510,6 +525,62 @@ static void test_runtime__an_action_outside_the_access_table_is_not_sent(void **
     assert_int_equal(reconcile_total(f, "success"), 0);
 }
 
+static const char owned_by_other[] =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"svc\","
+    "\"namespace\":\"ns1\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
+    "\"ConfigMap\",\"name\":\"theirs\",\"uid\":\"other\",\"controller\":true}]}}";
+static const char owned_by_mine[] =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"svc\","
+    "\"namespace\":\"ns1\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
+    "\"ConfigMap\",\"name\":\"mine\",\"uid\":\"mine\",\"controller\":true}]}}";
+
+/* An apply of an object the caches do not hold reads it first: absent or the claimer's, it is
+ * applied; anyone else's, it is left untouched, with a Warning Event, and the next reconcile's
+ * view says why. */
+static void test_runtime__a_claimed_apply_leaves_someone_elses_object_alone(void **state)
+{
+    struct fixture *f = *state;
+    int patches = 0, gets = 0, conflicts = 0;
+
+    f->kind = PLAN_CLAIMED;
+    script(&f->hook, -ENOENT, 404); /* absent: applied */
+    script(&f->hook, 0, 200);       /* the apply */
+    script(&f->hook, 0, 200);       /* the claimer's own: applied */
+    f->hook.script[2].body = owned_by_mine;
+    script(&f->hook, 0, 200);
+    script(&f->hook, 0, 200); /* someone else's: left alone */
+    f->hook.script[4].body = owned_by_other;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 1, 2));
+    run_for(f, 0.05);
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    run_for(f, 0.05);
+    assert_int_equal(reconcile_total(f, "success"), 2);
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    /* The refusal backs off; the retry sees the conflict and plans nothing. */
+    assert_true(run_until_reconciles(f, 4, 3));
+    run_for(f, 0.05);
+    assert_non_null(f->conflict);
+    assert_non_null(strstr(f->conflict, "Service ns1/svc exists and is controlled by ConfigMap "
+                                        "theirs"));
+    for (int i = 0; i < f->hook.n_sent; i++) {
+        const struct sent *s = &f->hook.sent[i];
+        if (s->res == &KUBE_EVENTS) {
+            assert_string_equal(s->reason, "ObjectConflict");
+            conflicts++;
+            continue;
+        }
+        assert_string_equal(s->key, "ns1/svc");
+        gets += s->verb == KUBE_GET;
+        patches += s->verb == KUBE_PATCH;
+    }
+    assert_int_equal(gets, 3);
+    assert_int_equal(patches, 2);
+    assert_int_equal(conflicts, 1);
+    assert_true(reconcile_total(f, "error") >= 1);
+}
+
 static void test_runtime__events_are_recorded_before_actions(void **state)
 {
     struct fixture *f = *state;
@@ -642,6 +713,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_runtime__already_exists_on_create_requeues, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__a_claimed_apply_leaves_someone_elses_object_alone,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime__requeue_after_reconciles_again_later, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
