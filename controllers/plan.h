@@ -12,7 +12,8 @@
  *     about to catch up) with the key's rate limit;
  *   - any other failure: the key is retried with exponential backoff, and the failure is logged
  *     with the action's `why`.
- * Events in the plan are recorded (asynchronously) before the actions run.
+ * Events in the plan are recorded (asynchronously) once every action has succeeded, and dropped
+ * when one fails: an Event says a thing happened only after it did.
  */
 
 #include <stdbool.h>

@@ -327,6 +327,8 @@ static void job_unlink(struct job *j)
     c->active--;
 }
 
+static void record_events(struct job *j);
+
 /* Reports the key's outcome to the workqueue and to the metrics, and frees the job. */
 static void job_finish(struct job *j, enum outcome outcome)
 {
@@ -337,6 +339,11 @@ static void job_finish(struct job *j, enum outcome outcome)
 
     if (outcome == OUTCOME_SUCCESS && j->plan.requeue_after > 0)
         outcome = OUTCOME_REQUEUE_AFTER;
+    /* An Event says a thing happened only once it has: the plan's Events go out when every
+     * action succeeded, and are dropped with a failed plan (the next reconcile plans them
+     * again if they still hold). */
+    if (outcome == OUTCOME_SUCCESS || outcome == OUTCOME_REQUEUE_AFTER)
+        record_events(j);
     if (outcome == OUTCOME_SUCCESS)
         result = WORKQUEUE_RESULT_SUCCESS;
     else if (outcome == OUTCOME_REQUEUE_AFTER)
@@ -642,7 +649,6 @@ static void process_key(void *userdata, const char *key)
     }
     log_debug("reconciled", "controller=%s key=%s actions=%zu events=%zu requeue_after_s=%g",
               c->def.name, j->key, j->plan.n_actions, j->plan.n_events, j->plan.requeue_after);
-    record_events(j);
     job_next(j);
 }
 

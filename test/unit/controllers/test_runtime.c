@@ -581,20 +581,24 @@ static void test_runtime__a_claimed_apply_leaves_someone_elses_object_alone(void
     assert_true(reconcile_total(f, "error") >= 1);
 }
 
-static void test_runtime__events_are_recorded_before_actions(void **state)
+/* An Event says a thing happened only after it did: recorded once the plan's actions
+ * succeeded, never for a plan that failed. */
+static void test_runtime__events_are_recorded_after_the_actions_succeed(void **state)
 {
     struct fixture *f = *state;
 
     f->kind = PLAN_EVENT;
+    script(&f->hook, -EINVAL, 422); /* the first apply is refused */
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
-    assert_true(run_until_reconciles(f, 1, 2));
+    assert_true(run_until_reconciles(f, 2, 2));
     run_for(f, 0.1);
     assert_int_equal(f->hook.n_events, 1);
-    assert_int_equal(f->hook.n_sent, 2);
-    assert_ptr_equal(f->hook.sent[0].res, &KUBE_EVENTS);
-    assert_string_equal(f->hook.sent[0].reason, "CreatedService");
-    assert_string_equal(f->hook.sent[0].key, "cp");
+    assert_int_equal(f->hook.n_sent, 3);
+    assert_int_equal(f->hook.sent[0].verb, KUBE_PATCH); /* refused: no Event */
     assert_int_equal(f->hook.sent[1].verb, KUBE_PATCH);
+    assert_ptr_equal(f->hook.sent[2].res, &KUBE_EVENTS);
+    assert_string_equal(f->hook.sent[2].reason, "CreatedService");
+    assert_string_equal(f->hook.sent[2].key, "cp");
 }
 
 static void test_runtime__concurrency_is_capped(void **state)
@@ -726,7 +730,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_runtime__an_action_outside_the_access_table_is_not_sent, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_runtime__events_are_recorded_before_actions, setup,
+        cmocka_unit_test_setup_teardown(test_runtime__events_are_recorded_after_the_actions_succeed, setup,
                                         teardown),
         cmocka_unit_test_teardown(test_runtime__concurrency_is_capped, teardown_owned),
         cmocka_unit_test_setup_teardown(test_runtime__stop_waits_for_plans_in_flight, setup,
