@@ -42,8 +42,9 @@ const struct access_rule access_rules[] = {
     {CP, "nestedcontrollermanagers/status", "update", NULL, ACCESS_PLAN, "status"},
     {INFRA, "nestedclusters", "patch", NULL, ACCESS_PLAN, "the endpoint (merge patch)"},
     {INFRA, "nestedclusters/status", "update", NULL, ACCESS_PLAN, "status"},
-    {"", "secrets", "create patch delete", NULL, ACCESS_PLAN,
-     "CAs and certificates created (never overwritten), the kubeconfig applied, superseded "
+    {"", "secrets", "get create patch delete", NULL, ACCESS_PLAN,
+     "CAs and certificates created (never overwritten; a CA Secret that exists without the "
+     "cluster-name label is read, then labelled), the kubeconfig applied, superseded "
      "certificates deleted"},
     {"", "services", "get create patch delete", NULL, ACCESS_PLAN,
      "rendered: server-side applied (which creates; read first when the cache does not hold "

@@ -86,8 +86,10 @@ static void src_each(void *ctx, enum api_kind kind, const char *ns, render_sourc
 static const cJSON *src_get_secret(void *ctx, const char *ns, const char *name)
 {
     const struct cache_view *view = ctx;
+    const cJSON *s = kube_store_get(view->secrets, ns, name);
 
-    return kube_store_get(view->secrets, ns, name);
+    /* One without the cluster-name label, read live after a create found it. */
+    return s ? s : cache_view_found(view, &KUBE_SECRETS, ns, name);
 }
 
 static const cJSON *src_get_statefulset(void *ctx, const char *ns, const char *name)

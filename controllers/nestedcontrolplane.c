@@ -625,14 +625,51 @@ static int plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
     cJSON_ArrayForEach(ca, render_cluster_pki_created(pki))
     {
         cJSON *copy = cJSON_Duplicate(ca, true);
-        if (!copy || plan_create(x->plan, &KUBE_SECRETS, copy, "Secret %s/%s: new CA",
-                                 x->ns, kube_obj_name(ca)) < 0)
+        if (!copy || plan_create_else_read(x->plan, &KUBE_SECRETS, copy, "Secret %s/%s: new CA",
+                                           x->ns, kube_obj_name(ca)) < 0)
             return -ENOMEM;
         n++;
     }
     if (n > 0 && plan_event(x->plan, KUBE_EVENT_NORMAL, "CreatedCertificateAuthorities",
                             "%d CA Secrets created", n) < 0)
         return -ENOMEM;
+    return n;
+}
+
+/* A CA Secret the user made without the cluster-name label (kubectl create secret tls) was
+ * read live when creating ours found it (cache_view_found) and is good, since the CAs loaded:
+ * labelled, so that the cache holds it from now on. Returns the number labelled, or -ENOMEM. */
+static int label_found_cas(struct cp *x, const struct render_cluster *rc)
+{
+    static const char *const purposes[] = {PKI_PURPOSE_CA, PKI_PURPOSE_ETCD, PKI_PURPOSE_PROXY,
+                                           PKI_PURPOSE_SA};
+    char name[RENDER_CLUSTER_NAME_MAX];
+    int n = 0;
+
+    for (size_t i = 0; i < sizeof(purposes) / sizeof(purposes[0]); i++) {
+        cJSON *patch, *labels;
+        if (pki_secret_name(render_cluster_name(rc), purposes[i], name, sizeof(name)) < 0 ||
+            kube_store_get(x->view->secrets, x->ns, name) ||
+            !cache_view_found(x->view, &KUBE_SECRETS, x->ns, name))
+            continue;
+        patch = cJSON_CreateObject();
+        labels = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "metadata"), "labels");
+        if (!labels || !cJSON_AddStringToObject(labels, "cluster.x-k8s.io/cluster-name",
+                                                render_cluster_name(rc))) {
+            cJSON_Delete(patch);
+            return -ENOMEM;
+        }
+        if (plan_merge_patch(x->plan, &KUBE_SECRETS, x->ns, name, NULL, patch,
+                             "Secret %s/%s: a CA supplied without the cluster-name label, "
+                             "labelled so that the cache holds it",
+                             x->ns, name) < 0 ||
+            plan_event(x->plan, KUBE_EVENT_NORMAL, "LabelledCertificateAuthority",
+                       "Secret %s: used as the cluster's %s CA and labelled "
+                       "cluster.x-k8s.io/cluster-name=%s",
+                       name, purposes[i], render_cluster_name(rc)) < 0)
+            return -ENOMEM;
+        n++;
+    }
     return n;
 }
 
@@ -761,6 +798,8 @@ static int reconcile_normal(struct cp *x)
         if (r == 0)
             r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
                      "InvalidCertificateAuthority", "%s", e.msg);
+        /* A CA Secret without the label changes without the cache seeing it: read it again. */
+        plan_requeue_after(x->plan, CACHE_VIEW_CONFLICT_TTL);
         goto out;
     }
     if (r < 0)
@@ -769,6 +808,16 @@ static int reconcile_normal(struct cp *x)
         if (r > 0)
             r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
                      "Creating", "the CA Secrets are being created");
+        if (r == 0)
+            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Creating",
+                     "the CA Secrets are being created");
+        goto out;
+    }
+    if ((r = label_found_cas(x, rc)) != 0) {
+        if (r > 0)
+            r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                     "Labelling", "CA Secrets supplied without the cluster-name label are "
+                                  "being labelled");
         goto out;
     }
     if ((r = cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "Available",

@@ -116,6 +116,20 @@ int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, cons
     return r;
 }
 
+int plan_create_else_read(struct plan *p, const struct kube_resource *res, cJSON *obj,
+                          const char *why, ...)
+{
+    struct plan_action a = {.verb = KUBE_CREATE, .resource = res, .body = obj,
+                            .read_if_exists = true};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, meta_str(obj, "namespace"), meta_str(obj, "name"), NULL, NULL, why, ap);
+    va_end(ap);
+    return r;
+}
+
 int plan_apply_claimed(struct plan *p, const struct kube_resource *res, cJSON *obj,
                        const char *owner_uid, const char *why, ...)
 {

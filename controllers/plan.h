@@ -59,6 +59,9 @@ struct plan_action {
     /* Server-side apply only to an object that does not exist yet or whose controller
      * ownerReference has this uid (the runtime reads it first); NULL: no such check. */
     char *claim_uid;
+    /* A create that finds the object exists (the caches, which select by label, do not hold
+     * it): the runtime reads it and keeps it for the next reconcile (cache_view_found). */
+    bool read_if_exists;
     const char *propagation; /* delete: "Orphan"; NULL: "Background" */
     char *why;           /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
 };
@@ -90,6 +93,12 @@ void plan_done(struct plan *p);
  * overwritten, such as CA Secrets. */
 int plan_create(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* The same, for an object a user may have made without the label the caches select on (a CA
+ * Secret from `kubectl create secret tls`): when it exists already the runtime reads it, keeps
+ * it for the next reconcile's view (cache_view_found) and requeues the key. */
+int plan_create_else_read(struct plan *p, const struct kube_resource *res, cJSON *obj,
+                          const char *why, ...) __attribute__((format(printf, 4, 5)));
 
 /* Server-side apply obj with field manager PLAN_FIELD_MANAGER and force. */
 int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why, ...)

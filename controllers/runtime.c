@@ -136,10 +136,12 @@ struct job {
     struct job *prev, *next_job;
 };
 
-/* A same-named object someone else controls (cache_view_conflict). */
+/* A same-named object someone else controls (cache_view_conflict), or an object read live
+ * (cache_view_found). */
 struct conflict {
     double until; /* wall clock */
     char *key;    /* "resource/ns/name" */
+    cJSON *obj;   /* found: the object */
     char why[];
 };
 
@@ -173,6 +175,7 @@ struct manager {
     ev_timer sync_timer;
     ev_timer resync_timer; /* every object again, each sync_period */
     struct strmap conflicts; /* "resource/ns/name" -> struct conflict */
+    struct strmap found;     /* the same, with the object read */
     struct kube_recorder *recorder;
     /* leader election */
     struct kube_leader *leader;
@@ -250,6 +253,7 @@ void manager_view(const struct manager *m, struct cache_view *ret_view)
         .networkpolicies = cache_store(m, &m->caches[CACHE_NETWORKPOLICIES]),
         .now = time_wall(),
         .conflicts = &m->conflicts,
+        .found = &m->found,
     };
 }
 
@@ -259,48 +263,68 @@ static void conflict_key(struct buf *b, const struct kube_resource *res, const c
     buf_printf(b, "%s/%s/%s", res->resource, ns ? ns : "", name ? name : "");
 }
 
-const char *cache_view_conflict(const struct cache_view *view, const struct kube_resource *res,
-                                const char *ns, const char *name)
+static const struct conflict *conflict_get(const struct strmap *map, double now,
+                                           const struct kube_resource *res, const char *ns,
+                                           const char *name)
 {
     struct buf key = BUF_INIT;
     const struct conflict *c = NULL;
 
-    if (!view->conflicts || !res)
+    if (!map || !res)
         return NULL;
     conflict_key(&key, res, ns, name);
     if (key.data)
-        c = strmap_get(view->conflicts, key.data);
+        c = strmap_get(map, key.data);
     buf_done(&key);
-    return c && c->until > view->now ? c->why : NULL;
+    return c && c->until > now ? c : NULL;
 }
 
-static void conflict_free(void *value)
+const char *cache_view_conflict(const struct cache_view *view, const struct kube_resource *res,
+                                const char *ns, const char *name)
+{
+    const struct conflict *c = conflict_get(view->conflicts, view->now, res, ns, name);
+
+    return c ? c->why : NULL;
+}
+
+const cJSON *cache_view_found(const struct cache_view *view, const struct kube_resource *res,
+                              const char *ns, const char *name)
+{
+    const struct conflict *c = conflict_get(view->found, view->now, res, ns, name);
+
+    return c ? c->obj : NULL;
+}
+
+void cache_view_note_free(void *value)
 {
     struct conflict *c = value;
 
-    if (c)
+    if (c) {
         free(c->key);
+        cJSON_Delete(c->obj);
+    }
     free(c);
 }
 
-/* Remembers (why != NULL) or forgets (why NULL) a conflict on res ns/name. */
-static void conflict_set(struct manager *m, const struct kube_resource *res, const char *ns,
-                         const char *name, const char *why)
+void cache_view_note(struct strmap *map, const struct kube_resource *res, const char *ns,
+                     const char *name, const char *why, cJSON *obj, double until)
 {
     struct buf key = BUF_INIT;
-    struct conflict *c;
+    struct conflict *c = NULL;
 
     conflict_key(&key, res, ns, name);
-    if (!key.data)
-        return;
-    conflict_free(strmap_remove(&m->conflicts, key.data));
-    if (why && (c = calloc(1, sizeof(*c) + strlen(why) + 1))) {
-        c->until = time_wall() + CACHE_VIEW_CONFLICT_TTL;
+    if (key.data)
+        cache_view_note_free(strmap_remove(map, key.data));
+    if (key.data && (why || obj) && (c = calloc(1, sizeof(*c) + (why ? strlen(why) : 0) + 1))) {
+        c->until = until;
         c->key = buf_steal(&key);
-        strcpy(c->why, why);
-        if (strmap_put(&m->conflicts, c->key, c) < 0)
-            conflict_free(c); /* only a hint for the condition: the write is refused anyway */
+        c->obj = obj;
+        obj = NULL;
+        strcpy(c->why, why ? why : "");
+        if (strmap_put(map, c->key, c) < 0)
+            cache_view_note_free(c);
     }
+    cJSON_Delete(obj);
     buf_done(&key);
 }
 
@@ -379,6 +403,49 @@ static void action_failed(struct job *j, const struct plan_action *a, int code, 
     job_finish(j, conflict ? OUTCOME_CONFLICT : OUTCOME_ERROR);
 }
 
+/* A plan_create_else_read found its object: kept for the next reconcile, which runs at once. */
+static void read_done(void *userdata, const struct kube_result *res)
+{
+    struct job *j = userdata;
+    struct manager *m = j->c->m;
+    const struct plan_action *a = &j->plan.actions[j->next];
+    char code[24];
+
+    j->call = NULL;
+    snprintf(code, sizeof(code), "%ld", res->http_status);
+    metric_add(m->mx.api_requests, (const char *[]){"get", res->http_status ? code : "none"}, 1);
+    if (res->code != 0 || !res->body) {
+        j->retry_after = res->retry_after;
+        action_failed(j, a, res->code ? res->code : -EIO, res->message);
+        return;
+    }
+    log_info("found an existing object the caches do not hold",
+             "controller=%s key=%s resource=%s object=%s/%s", j->c->def.name, j->key,
+             a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name);
+    cache_view_note(&m->found, a->resource, a->namespace_, a->name, NULL,
+                    cJSON_Duplicate(res->body, true), time_wall() + CACHE_VIEW_CONFLICT_TTL);
+    job_finish(j, OUTCOME_CONFLICT);
+}
+
+static void read_start(struct job *j, const struct plan_action *a)
+{
+    struct manager *m = j->c->m;
+    struct kube_request req = {
+        .verb = KUBE_GET,
+        .resource = a->resource,
+        .namespace_ = a->namespace_,
+        .name = a->name,
+    };
+    int r;
+
+    if (m->opts.send)
+        r = m->opts.send(m->opts.send_ctx, &req, read_done, j);
+    else
+        r = kube_request_start(m->client, &req, read_done, j, &j->call);
+    if (r < 0)
+        action_failed(j, a, r, "the request could not be sent");
+}
+
 static void action_done(void *userdata, const struct kube_result *res)
 {
     struct job *j = userdata;
@@ -399,6 +466,10 @@ static void action_done(void *userdata, const struct kube_result *res)
         j->next++;
         j->claimed = false;
         job_next(j);
+        return;
+    }
+    if (res->code == -EEXIST && a->verb == KUBE_CREATE && a->read_if_exists) {
+        read_start(j, a);
         return;
     }
     j->retry_after = res->retry_after;
@@ -468,7 +539,8 @@ static void claim_done(void *userdata, const struct kube_result *res)
                      "%s %s/%s exists and nestcp does not own it; nestcp leaves it as it is "
                      "(delete or rename it to let nestcp create its own)",
                      a->resource->kind, a->namespace_, a->name);
-        conflict_set(m, a->resource, a->namespace_, a->name, why);
+        cache_view_note(&m->conflicts, a->resource, a->namespace_, a->name, why, NULL,
+                        time_wall() + CACHE_VIEW_CONFLICT_TTL);
         record_event(j, KUBE_EVENT_WARNING, "ObjectConflict", why);
         action_failed(j, a, -EEXIST, why);
         return;
@@ -479,7 +551,7 @@ static void claim_done(void *userdata, const struct kube_result *res)
         return;
     }
 claimed:
-    conflict_set(m, a->resource, a->namespace_, a->name, NULL);
+    cache_view_note(&m->conflicts, a->resource, a->namespace_, a->name, NULL, NULL, 0);
     j->claimed = true;
     job_next(j);
 }
@@ -1541,7 +1613,8 @@ void manager_free(struct manager *m)
         return;
     ev_timer_stop(m->loop, &m->sync_timer);
     ev_timer_stop(m->loop, &m->resync_timer);
-    strmap_done(&m->conflicts, conflict_free);
+    strmap_done(&m->conflicts, cache_view_note_free);
+    strmap_done(&m->found, cache_view_note_free);
     ev_timer_stop(m->loop, &m->lease_timer);
     ev_timer_stop(m->loop, &m->stop_timer);
     if (m->ns_probe)

@@ -51,6 +51,8 @@ struct cache_view {
     /* Objects of a name nestcp would write that someone else controls, found by a
      * plan_apply_claimed; read with cache_view_conflict. NULL: none. */
     const struct strmap *conflicts;
+    /* Objects a plan_create_else_read found existing, read live; see cache_view_found. */
+    const struct strmap *found;
 };
 
 /* Seconds a conflict found by plan_apply_claimed is remembered before the object is read
@@ -62,6 +64,18 @@ struct cache_view {
  * CACHE_VIEW_CONFLICT_TTL of view->now; NULL when no conflict is known. */
 const char *cache_view_conflict(const struct cache_view *view, const struct kube_resource *res,
                                 const char *ns, const char *name);
+
+/* Remembers in map (conflicts or found) until `until` (wall clock) why and/or obj (taken) of
+ * res ns/name, or forgets it when both are NULL. A hint for the next reconcile: out of memory,
+ * nothing is remembered. Values are freed with cache_view_note_free. */
+void cache_view_note(struct strmap *map, const struct kube_resource *res, const char *ns,
+                     const char *name, const char *why, cJSON *obj, double until);
+void cache_view_note_free(void *value);
+
+/* res ns/name as read live after a plan_create_else_read found it existing, within
+ * CACHE_VIEW_CONFLICT_TTL of view->now; NULL when none was. */
+const cJSON *cache_view_found(const struct cache_view *view, const struct kube_resource *res,
+                              const char *ns, const char *name);
 
 typedef void (*enqueue_fn)(void *q, const char *ns, const char *name);
 

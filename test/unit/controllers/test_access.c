@@ -182,7 +182,7 @@ static void record(void *ud, const struct plan_action *a)
     if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY)
         rights_add(ud, a->resource->group, resource, "create", NULL);
     /* One the cache does not hold is read first (controllers/runtime.c's claim check). */
-    if (a->claim_uid)
+    if (a->claim_uid || a->read_if_exists)
         rights_add(ud, a->resource->group, resource, "get", NULL);
 }
 

@@ -287,6 +287,69 @@ static void test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key(void
     sim_done(&s);
 }
 
+/* A CA Secret made with kubectl, without the cluster-name label the cache selects on: creating
+ * ours finds it (the runtime reads it, cache_view_found), and it is used and labelled; a bad
+ * one is named in the condition and read again later. */
+static void test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled(void **state)
+{
+    struct strmap found = STRMAP_INIT;
+    struct sim s;
+    struct plan p;
+    const struct plan_action *a;
+    cJSON *ca = NULL;
+
+    sim_init(&s, capn);
+    s.f.view.found = &found;
+    sim_one(&s, -1, "default", NCP); /* finalizer */
+    reconcile_ncp(&s, &p);
+    for (size_t i = 0; i < p.n_actions; i++) {
+        a = &p.actions[i];
+        if (a->verb != KUBE_CREATE)
+            continue;
+        assert_true(a->read_if_exists);
+        if (strcmp(a->name, "sample-ca") == 0) {
+            ca = cJSON_Duplicate(a->body, true); /* the user's, below */
+            continue;
+        }
+        fx_apply_action(&s.f, a);
+    }
+    assert_non_null(ca);
+    plan_done(&p);
+    /* The user's: no label, no owner; read live when our create found it. */
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(ca, "metadata"), "labels");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(ca, "metadata"), "ownerReferences");
+    cJSON_ReplaceItemInObject(ca, "type", cJSON_CreateString("kubernetes.io/tls"));
+    cache_view_note(&found, &KUBE_SECRETS, "default", "sample-ca", NULL, ca,
+                    s.f.view.now + CACHE_VIEW_CONFLICT_TTL);
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    a = fx_action(&p, KUBE_PATCH, "secrets", "sample-ca");
+    assert_non_null(a);
+    assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
+    assert_string_equal(kube_obj_label(a->body, "cluster.x-k8s.io/cluster-name"), "sample");
+    assert_non_null(fx_event(&p, "LabelledCertificateAuthority"));
+    plan_done(&p);
+
+    /* A bad one: named, and read again once the note expires. */
+    cache_view_note(&found, &KUBE_SECRETS, "default", "sample-ca", NULL,
+                    cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":"
+                                "{\"name\":\"sample-ca\",\"namespace\":\"default\"},"
+                                "\"data\":{\"tls.crt\":\"bm90IGEgY2VydGlmaWNhdGU=\","
+                                "\"tls.key\":\"bm90IGEgY2VydGlmaWNhdGU=\"}}"),
+                    s.f.view.now + CACHE_VIEW_CONFLICT_TTL);
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    assert_null(fx_action(&p, KUBE_PATCH, "secrets", NULL));
+    assert_true(p.requeue_after > 0 && p.requeue_after <= CACHE_VIEW_CONFLICT_TTL);
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_non_null(strstr(ncp_condition(&s, "CertificatesAvailable", "message"),
+                           "Secret default/sample-ca: tls.crt"));
+    assert_string_equal(ncp_condition(&s, "Ready", "status"), "False");
+    strmap_done(&found, cache_view_note_free);
+    sim_done(&s);
+}
+
 static void test_nestedcontrolplane__a_service_cidr_change_is_refused(void **state)
 {
     struct sim s;
@@ -573,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__steady_state_writes_nothing),
         cmocka_unit_test(test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
+        cmocka_unit_test(test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled),
         cmocka_unit_test(test_nestedcontrolplane__a_service_cidr_change_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),

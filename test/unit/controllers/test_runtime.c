@@ -184,6 +184,7 @@ enum plan_kind {
     PLAN_DELETE,
     PLAN_UNGRANTED,
     PLAN_CLAIMED, /* an apply of Service svc, claimed for uid "mine" */
+    PLAN_CREATE_ELSE_READ, /* a create of Secret ca, read when it exists */
 };
 
 struct fixture {
@@ -196,6 +197,7 @@ struct fixture {
     double reconciled_at[16];
     int max_active, active_now;
     const char *conflict; /* what the last reconcile's view said of Service svc */
+    bool found;           /* the last reconcile's view held Secret ca, read live */
 };
 
 static cJSON *object(const char *api_version, const char *kind, const char *ns, const char *name)
@@ -265,6 +267,14 @@ static int reconcile(void *ctx, const struct cache_view *view, const char *ns, c
             assert_int_equal(plan_apply_claimed(plan, &KUBE_SERVICES,
                                                 object("v1", "Service", ns, "svc"), "mine",
                                                 "Service %s/svc: missing", ns),
+                             0);
+        break;
+    case PLAN_CREATE_ELSE_READ:
+        f->found = cache_view_found(view, &KUBE_SECRETS, ns, "ca") != NULL;
+        if (!f->found)
+            assert_int_equal(plan_create_else_read(plan, &KUBE_SECRETS,
+                                                   object("v1", "Secret", ns, "ca"),
+                                                   "Secret %s/ca: missing", ns),
                              0);
         break;
     case PLAN_UNGRANTED:
@@ -581,6 +591,29 @@ static void test_runtime__a_claimed_apply_leaves_someone_elses_object_alone(void
     assert_true(reconcile_total(f, "error") >= 1);
 }
 
+/* A create that finds its object existing (one the caches do not select) reads it, and the
+ * key is reconciled again at once with the object in its view. */
+static void test_runtime__a_create_that_finds_its_object_reads_it(void **state)
+{
+    struct fixture *f = *state;
+
+    f->kind = PLAN_CREATE_ELSE_READ;
+    script(&f->hook, -EEXIST, 409);
+    script(&f->hook, 0, 200);
+    f->hook.script[1].body = "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":"
+                             "{\"name\":\"ca\",\"namespace\":\"ns1\"}}";
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    run_for(f, 0.05);
+    assert_true(f->found);
+    assert_int_equal(f->hook.n_sent, 2);
+    assert_int_equal(f->hook.sent[0].verb, KUBE_CREATE);
+    assert_int_equal(f->hook.sent[1].verb, KUBE_GET);
+    assert_string_equal(f->hook.sent[1].key, "ns1/ca");
+    assert_int_equal(reconcile_total(f, "requeue"), 1);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+}
+
 /* An Event says a thing happened only after it did: recorded once the plan's actions
  * succeeded, never for a plan that failed. */
 static void test_runtime__events_are_recorded_after_the_actions_succeed(void **state)
@@ -718,6 +751,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runtime__already_exists_on_create_requeues, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_runtime__a_claimed_apply_leaves_someone_elses_object_alone,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__a_create_that_finds_its_object_reads_it,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime__requeue_after_reconciles_again_later, setup,
                                         teardown),
