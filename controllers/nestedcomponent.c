@@ -720,6 +720,7 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
                      .name = name};
     struct api_errors errs = API_ERRORS_INIT;
     const cJSON *ncp;
+    const char *rejected;
     cJSON *old = NULL;
     struct err msg;
     int r;
@@ -754,6 +755,13 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
     }
     x.st->observed_generation = x.gen;
     r = reconcile_parsed(&x);
+    /* A write of the last plan was refused (the runtime's Event said so): Ready tells why
+     * until a plan goes through. */
+    rejected = cache_view_rejected(view, part_resources[pc->part], ns, name);
+    if (r >= 0 && rejected)
+        r = status_condition(&x.st->conditions, "Ready", API_CONDITION_FALSE,
+                             STATUS_SEVERITY_ERROR, "WriteRejected", x.gen, view->now, "%s",
+                             rejected);
     if (r >= 0) {
         const struct api_condition *ready = api_conditions_get(&x.st->conditions, "Ready");
         free(x.st->phase);

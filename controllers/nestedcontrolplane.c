@@ -888,6 +888,7 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
     struct cp x = {.ctx = ctx, .view = view, .plan = plan, .ns = ns, .name = name};
     struct api_errors errs = API_ERRORS_INIT;
     const cJSON *cl;
+    const char *rejected;
     cJSON *old = NULL;
     struct err msg;
     int r;
@@ -926,6 +927,13 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
         if (r == 0)
             r = reconcile_normal(&x);
     }
+    /* A write of the last plan was refused (the runtime's Event said so): Ready tells why
+     * until a plan goes through. */
+    rejected = cache_view_rejected(view, &NESTCP_CONTROL_PLANES, ns, name);
+    if (r >= 0 && rejected && !x.ncp->meta.deleting)
+        r = status_condition(&x.st->conditions, "Ready", API_CONDITION_FALSE,
+                             STATUS_SEVERITY_ERROR, "WriteRejected", x.gen, view->now, "%s",
+                             rejected);
     if (r >= 0 && !x.spec_patched)
         r = status_plan_write(plan, &NESTCP_CONTROL_PLANES, x.obj,
                               api_control_plane_status_to_json(x.st), old);

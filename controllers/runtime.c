@@ -133,6 +133,7 @@ struct job {
     void *call_handle; /* a plan call in flight (struct plan_call_ops) */
     double retry_after; /* the server's Retry-After on the failed action: the least requeue */
     bool claimed;       /* the current action's claim_uid was checked against the live object */
+    bool rejected;      /* a write was rejected: only the status write still runs */
     struct job *prev, *next_job;
 };
 
@@ -176,6 +177,7 @@ struct manager {
     ev_timer resync_timer; /* every object again, each sync_period */
     struct strmap conflicts; /* "resource/ns/name" -> struct conflict */
     struct strmap found;     /* the same, with the object read */
+    struct strmap rejected;  /* primary "resource/ns/name" -> why its last write was rejected */
     struct kube_recorder *recorder;
     /* leader election */
     struct kube_leader *leader;
@@ -254,6 +256,7 @@ void manager_view(const struct manager *m, struct cache_view *ret_view)
         .now = time_wall(),
         .conflicts = &m->conflicts,
         .found = &m->found,
+        .rejected = &m->rejected,
     };
 }
 
@@ -283,6 +286,14 @@ const char *cache_view_conflict(const struct cache_view *view, const struct kube
                                 const char *ns, const char *name)
 {
     const struct conflict *c = conflict_get(view->conflicts, view->now, res, ns, name);
+
+    return c ? c->why : NULL;
+}
+
+const char *cache_view_rejected(const struct cache_view *view, const struct kube_resource *res,
+                                const char *ns, const char *name)
+{
+    const struct conflict *c = conflict_get(view->rejected, view->now, res, ns, name);
 
     return c ? c->why : NULL;
 }
@@ -352,6 +363,8 @@ static void job_unlink(struct job *j)
 }
 
 static void record_events(struct job *j);
+static void record_event(struct job *j, enum kube_event_type type, const char *reason,
+                         const char *message);
 
 /* Reports the key's outcome to the workqueue and to the metrics, and frees the job. */
 static void job_finish(struct job *j, enum outcome outcome)
@@ -366,8 +379,10 @@ static void job_finish(struct job *j, enum outcome outcome)
     /* An Event says a thing happened only once it has: the plan's Events go out when every
      * action succeeded, and are dropped with a failed plan (the next reconcile plans them
      * again if they still hold). */
-    if (outcome == OUTCOME_SUCCESS || outcome == OUTCOME_REQUEUE_AFTER)
+    if (outcome == OUTCOME_SUCCESS || outcome == OUTCOME_REQUEUE_AFTER) {
         record_events(j);
+        cache_view_note(&m->rejected, c->def.primary, j->ns, j->name, NULL, NULL, 0);
+    }
     if (outcome == OUTCOME_SUCCESS)
         result = WORKQUEUE_RESULT_SUCCESS;
     else if (outcome == OUTCOME_REQUEUE_AFTER)
@@ -383,10 +398,68 @@ static void job_finish(struct job *j, enum outcome outcome)
 
 static void job_next(struct job *j);
 
+/* Whether a write failed for good: the API server (400, 403, 404, 422) or the manager's own
+ * rules refused it, and retrying the same write cannot help. Not the status write itself,
+ * which is what would show it. */
+static bool write_rejected(const struct plan_action *a, int code)
+{
+    if (a->call || a->verb == KUBE_GET || (a->subresource && strcmp(a->subresource, "status") == 0))
+        return false;
+    return code == -EINVAL || code == -EPERM || (code == -ENOENT && a->verb != KUBE_DELETE);
+}
+
+/* The plan's write of the reconciled object's status after the current action, or 0. */
+static size_t status_action_after(const struct job *j)
+{
+    for (size_t i = j->plan.n_actions; i-- > j->next + 1;) {
+        const struct plan_action *s = &j->plan.actions[i];
+        if (!s->call && s->resource == j->c->def.primary && s->subresource &&
+            strcmp(s->subresource, "status") == 0 && s->name && strcmp(s->name, j->name) == 0)
+            return i;
+    }
+    return 0;
+}
+
+/* A rejected write is shown where the user looks: a Warning Event WriteRejected now, and the
+ * reconciled object's Ready condition through cache_view_rejected, whose status write (planned
+ * after the rejected one) still runs. Returns true when that status write goes ahead. */
+static bool show_rejection(struct job *j, const struct plan_action *a, const char *message)
+{
+    struct manager *m = j->c->m;
+    char why[1024];
+    size_t k;
+
+    snprintf(why, sizeof(why), "%s of %s %s%s%s was rejected: %s", verb_name(a),
+             a->resource->kind, a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
+             a->name ? a->name : "", message && message[0] ? message : "no reason given");
+    cache_view_note(&m->rejected, j->c->def.primary, j->ns, j->name, why, NULL,
+                    time_wall() + 86400.0);
+    record_event(j, KUBE_EVENT_WARNING, "WriteRejected", why);
+    k = status_action_after(j);
+    if (!k)
+        return false;
+    j->rejected = true;
+    j->next = k;
+    j->claimed = false;
+    return true;
+}
+
 static void action_failed(struct job *j, const struct plan_action *a, int code, const char *message)
 {
     struct controller *c = j->c;
     bool conflict = code == -EBUSY || (code == -EEXIST && a->verb == KUBE_CREATE);
+
+    if (!j->rejected && write_rejected(a, code)) {
+        log_warn("action rejected", "controller=%s key=%s verb=%s resource=%s object=%s%s%s "
+                 "why=%s error=%s message=%s",
+                 c->def.name, j->key, verb_name(a), a->resource->resource,
+                 a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
+                 a->name ? a->name : "", a->why, err_code_name(code), message ? message : "");
+        if (show_rejection(j, a, message)) {
+            job_next(j);
+            return;
+        }
+    }
 
     if (code == -ECANCELED) {
         log_info("action cancelled", "controller=%s key=%s verb=%s why=%s", c->def.name, j->key,
@@ -463,6 +536,10 @@ static void action_done(void *userdata, const struct kube_result *res)
     if (res->code == 0 || (a->verb == KUBE_DELETE && res->code == -ENOENT)) {
         log_debug("action done", "controller=%s key=%s verb=%s why=%s status=%ld", j->c->def.name,
                   j->key, verb_name(a), a->why, res->http_status);
+        if (j->rejected) { /* the status that shows the rejection is written; the key fails */
+            job_finish(j, OUTCOME_ERROR);
+            return;
+        }
         j->next++;
         j->claimed = false;
         job_next(j);
@@ -504,8 +581,6 @@ static void call_start(struct job *j, const struct plan_action *a)
         action_failed(j, a, r, "the call could not be started");
 }
 
-static void record_event(struct job *j, enum kube_event_type type, const char *reason,
-                         const char *message);
 
 /* The live object an action with a claim_uid would write: absent or controlled by claim_uid,
  * the action goes ahead; controlled by anyone else (or nobody), it is left untouched. */
@@ -1615,6 +1690,7 @@ void manager_free(struct manager *m)
     ev_timer_stop(m->loop, &m->resync_timer);
     strmap_done(&m->conflicts, cache_view_note_free);
     strmap_done(&m->found, cache_view_note_free);
+    strmap_done(&m->rejected, cache_view_note_free);
     ev_timer_stop(m->loop, &m->lease_timer);
     ev_timer_stop(m->loop, &m->stop_timer);
     if (m->ns_probe)

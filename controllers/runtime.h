@@ -53,6 +53,8 @@ struct cache_view {
     const struct strmap *conflicts;
     /* Objects a plan_create_else_read found existing, read live; see cache_view_found. */
     const struct strmap *found;
+    /* Reconciled objects whose last plan had a write rejected; see cache_view_rejected. */
+    const struct strmap *rejected;
 };
 
 /* Seconds a conflict found by plan_apply_claimed is remembered before the object is read
@@ -71,6 +73,14 @@ const char *cache_view_conflict(const struct cache_view *view, const struct kube
 void cache_view_note(struct strmap *map, const struct kube_resource *res, const char *ns,
                      const char *name, const char *why, cJSON *obj, double until);
 void cache_view_note_free(void *value);
+
+/* Why the last plan of the reconciled object res ns/name failed on a write the API server
+ * (or the manager's own rules) rejected (400, 403, 404, 422: "apply of StatefulSet ns/x
+ * rejected: ..."), until a plan of it succeeds; NULL when none did. Reconcilers show it as
+ * their Ready condition: the runtime still writes the plan's status when a write before it was
+ * rejected. */
+const char *cache_view_rejected(const struct cache_view *view, const struct kube_resource *res,
+                                const char *ns, const char *name);
 
 /* res ns/name as read live after a plan_create_else_read found it existing, within
  * CACHE_VIEW_CONFLICT_TTL of view->now; NULL when none was. */

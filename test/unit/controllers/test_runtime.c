@@ -185,6 +185,7 @@ enum plan_kind {
     PLAN_UNGRANTED,
     PLAN_CLAIMED, /* an apply of Service svc, claimed for uid "mine" */
     PLAN_CREATE_ELSE_READ, /* a create of Secret ca, read when it exists */
+    PLAN_APPLY_THEN_STATUS, /* an apply of Service svc, then the primary's status */
 };
 
 struct fixture {
@@ -198,6 +199,7 @@ struct fixture {
     int max_active, active_now;
     const char *conflict; /* what the last reconcile's view said of Service svc */
     bool found;           /* the last reconcile's view held Secret ca, read live */
+    const char *rejected; /* what the last reconcile's view said of its own key */
 };
 
 static cJSON *object(const char *api_version, const char *kind, const char *ns, const char *name)
@@ -276,6 +278,20 @@ static int reconcile(void *ctx, const struct cache_view *view, const char *ns, c
                                                    object("v1", "Secret", ns, "ca"),
                                                    "Secret %s/ca: missing", ns),
                              0);
+        break;
+    case PLAN_APPLY_THEN_STATUS:
+        f->rejected = cache_view_rejected(view, &NESTCP_CONTROL_PLANES, ns, name);
+        assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
+                                    "Service %s/svc: missing", ns),
+                         0);
+        assert_int_equal(plan_create(plan, &KUBE_SECRETS, object("v1", "Secret", ns, "ca"),
+                                     "Secret %s/ca: missing", ns),
+                         0);
+        assert_int_equal(plan_update_status(plan, &NESTCP_CONTROL_PLANES,
+                                            object("controlplane.cluster.x-k8s.io/v1beta1",
+                                                   "NestedControlPlane", ns, name),
+                                            "status"),
+                         0);
         break;
     case PLAN_UNGRANTED:
         assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
@@ -527,10 +543,18 @@ static void test_runtime__an_action_outside_the_access_table_is_not_sent(void **
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
     run_for(f, 0.05);
-    /* Each attempt sends the Service's apply, never the Pod's create. */
-    assert_true(f->hook.n_sent >= 2);
-    for (int i = 0; i < f->hook.n_sent; i++)
+    /* Each attempt sends the Service's apply, never the Pod's create, and says why in a
+     * Warning Event. */
+    assert_true(f->hook.n_sent - f->hook.n_events >= 2);
+    assert_true(f->hook.n_events >= 1);
+    for (int i = 0; i < f->hook.n_sent; i++) {
+        if (f->hook.sent[i].res == &KUBE_EVENTS) {
+            if (f->hook.sent[i].verb == KUBE_CREATE) /* later ones: the count patched */
+                assert_string_equal(f->hook.sent[i].reason, "WriteRejected");
+            continue;
+        }
         assert_int_equal(f->hook.sent[i].verb, KUBE_PATCH);
+    }
     assert_true(reconcile_total(f, "error") >= 2);
     assert_int_equal(reconcile_total(f, "success"), 0);
 }
@@ -614,6 +638,43 @@ static void test_runtime__a_create_that_finds_its_object_reads_it(void **state)
     assert_int_equal(reconcile_total(f, "success"), 1);
 }
 
+/* A write the API server rejects (422) is shown: a Warning Event WriteRejected, the plan's
+ * status write still runs (what comes between does not), the next reconcile's view says why,
+ * and the key backs off; once a plan goes through, the view forgets it. */
+static void test_runtime__a_rejected_write_is_shown_on_the_object(void **state)
+{
+    struct fixture *f = *state;
+    int events = 0;
+
+    f->kind = PLAN_APPLY_THEN_STATUS;
+    script(&f->hook, -EINVAL, 422); /* the apply */
+    script(&f->hook, 0, 200);       /* the status, still written */
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    run_for(f, 0.1);
+    assert_non_null(f->rejected);
+    assert_non_null(strstr(f->rejected, "apply of Service ns1/svc was rejected: scripted failure"));
+    /* apply (rejected), status; then the retry's apply, create, status */
+    assert_int_equal(f->hook.sent[0].verb, KUBE_PATCH);
+    assert_ptr_equal(f->hook.sent[0].res, &KUBE_SERVICES);
+    int i = 1;
+    while (f->hook.sent[i].res == &KUBE_EVENTS) {
+        assert_string_equal(f->hook.sent[i].reason, "WriteRejected");
+        events++;
+        i++;
+    }
+    assert_int_equal(f->hook.sent[i].verb, KUBE_UPDATE);
+    assert_string_equal(f->hook.sent[i].subresource, "status");
+    assert_int_equal(events, 1);
+    assert_int_equal(reconcile_total(f, "error"), 1);
+    assert_true(reconcile_total(f, "success") >= 1);
+    /* The retry went through: forgotten. */
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 3, 2));
+    run_for(f, 0.05);
+    assert_null(f->rejected);
+}
+
 /* An Event says a thing happened only after it did: recorded once the plan's actions
  * succeeded, never for a plan that failed. */
 static void test_runtime__events_are_recorded_after_the_actions_succeed(void **state)
@@ -625,13 +686,16 @@ static void test_runtime__events_are_recorded_after_the_actions_succeed(void **s
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
     run_for(f, 0.1);
-    assert_int_equal(f->hook.n_events, 1);
-    assert_int_equal(f->hook.n_sent, 3);
-    assert_int_equal(f->hook.sent[0].verb, KUBE_PATCH); /* refused: no Event */
-    assert_int_equal(f->hook.sent[1].verb, KUBE_PATCH);
-    assert_ptr_equal(f->hook.sent[2].res, &KUBE_EVENTS);
-    assert_string_equal(f->hook.sent[2].reason, "CreatedService");
-    assert_string_equal(f->hook.sent[2].key, "cp");
+    /* refused: no CreatedService, only the refusal */
+    assert_int_equal(f->hook.n_events, 2);
+    assert_int_equal(f->hook.n_sent, 4);
+    assert_int_equal(f->hook.sent[0].verb, KUBE_PATCH);
+    assert_ptr_equal(f->hook.sent[1].res, &KUBE_EVENTS);
+    assert_string_equal(f->hook.sent[1].reason, "WriteRejected");
+    assert_int_equal(f->hook.sent[2].verb, KUBE_PATCH);
+    assert_ptr_equal(f->hook.sent[3].res, &KUBE_EVENTS);
+    assert_string_equal(f->hook.sent[3].reason, "CreatedService");
+    assert_string_equal(f->hook.sent[3].key, "cp");
 }
 
 static void test_runtime__concurrency_is_capped(void **state)
@@ -753,6 +817,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runtime__a_claimed_apply_leaves_someone_elses_object_alone,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime__a_create_that_finds_its_object_reads_it,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__a_rejected_write_is_shown_on_the_object,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime__requeue_after_reconciles_again_later, setup,
                                         teardown),
