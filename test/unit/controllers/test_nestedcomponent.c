@@ -516,21 +516,33 @@ static void test_nestedcomponent__an_emptydir_etcd_made_before_the_default_keeps
     sim_done(&s);
 }
 
-static void test_nestedcomponent__objects_of_the_wrong_shape_do_not_crash(void **state)
+/* Objects of the wrong shape crash nothing; the user sees which field is wrong, and nothing is
+ * built on them. */
+static void test_nestedcomponent__objects_of_the_wrong_shape_are_named_and_not_used(void **state)
 {
-    static const char *const bad[] = {
-        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
-        "metadata: {name: c-etcd}\nspec: {replicas: three}\n",
-        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
-        "metadata: {name: c-etcd, ownerReferences: [1, {controller: true}]}\nspec: [1]\n"
-        "status: {conditions: 5}\n",
-        "apiVersion: apps/v1\nkind: StatefulSet\n"
-        "metadata: {name: c-etcd, ownerReferences: {a: 1}}\nspec: 3\nstatus: [x]\n",
-        "apiVersion: v1\nkind: Secret\n"
-        "metadata: {name: c-etcd-certs-x, labels: {cluster.x-k8s.io/cluster-name: c, "
-        "nestcp.x-k8s.io/component: etcd}}\ndata: {ca.crt: '!!!', x: 5}\n",
-        "apiVersion: v1\nkind: Secret\nmetadata: {name: c-ca, labels: {cluster.x-k8s.io/cluster-name: c}}\n"
-        "data: {tls.crt: 7}\n",
+    static const struct {
+        const char *yaml;
+        const char *reason, *message; /* every component's Ready; NULL: see below */
+    } bad[] = {
+        {"apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
+         "metadata: {name: c-etcd}\nspec: {replicas: three}\n",
+         "InvalidSpec", "spec.replicas: \"three\" is not an integer"},
+        {"apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
+         "metadata: {name: c-etcd, ownerReferences: [1, {controller: true}]}\nspec: [1]\n"
+         "status: {conditions: 5}\n",
+         "InvalidSpec", "spec: [1] is not an object"},
+        /* a StatefulSet of that name nobody could have made: never written to */
+        {"apiVersion: apps/v1\nkind: StatefulSet\n"
+         "metadata: {name: c-etcd, ownerReferences: {a: 1}}\nspec: 3\nstatus: [x]\n",
+         NULL, NULL},
+        /* a broken certificates Secret: not used, a new one is issued */
+        {"apiVersion: v1\nkind: Secret\n"
+         "metadata: {name: c-etcd-certs-x, labels: {cluster.x-k8s.io/cluster-name: c, "
+         "nestcp.x-k8s.io/component: etcd}}\ndata: {ca.crt: '!!!', x: 5}\n",
+         NULL, NULL},
+        {"apiVersion: v1\nkind: Secret\nmetadata: {name: c-ca, labels: {cluster.x-k8s.io/cluster-name: c}}\n"
+         "data: {tls.crt: 7}\n",
+         "InvalidCertificateAuthority", "Secret default/c-ca: data.tls.crt is not a string"},
     };
     struct sim s;
     struct plan p;
@@ -538,9 +550,22 @@ static void test_nestedcomponent__objects_of_the_wrong_shape_do_not_crash(void *
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         sim_init(&s, solo);
         set_up_cas_and_adopt(&s);
-        fx_put(&s.f, bad[i]);
+        fx_put(&s.f, bad[i].yaml);
         for (int part = 0; part < RENDER_PART__COUNT; part++) {
+            const cJSON *ready;
             reconcile(&s, (enum render_part)part, &p);
+            assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
+            assert_null(fx_action(&p, KUBE_PATCH, "secrets", "c-etcd-certs-x"));
+            if (bad[i].reason) {
+                assert_int_equal(p.n_actions, 1); /* its status, nothing else */
+                ready = fx_condition(fx_path(p.actions[0].body, "status"), "Ready");
+                assert_string_equal(fx_str(ready, "reason"), bad[i].reason);
+                assert_non_null(strstr(fx_str(ready, "message"), bad[i].message));
+            } else if (i == 3 && part == RENDER_PART_ETCD) {
+                const struct plan_action *a = fx_action(&p, KUBE_CREATE, "secrets", NULL);
+                assert_non_null(a);
+                assert_string_not_equal(a->name, "c-etcd-certs-x");
+            }
             plan_done(&p);
         }
         sim_one(&s, -1, "default", "c");
@@ -630,7 +655,7 @@ int main(void)
         cmocka_unit_test(test_nestedcomponent__etcd_is_persistent_by_default),
         cmocka_unit_test(test_nestedcomponent__etcd_on_emptydir_is_not_rolled),
         cmocka_unit_test(test_nestedcomponent__an_emptydir_etcd_made_before_the_default_keeps_it),
-        cmocka_unit_test(test_nestedcomponent__objects_of_the_wrong_shape_do_not_crash),
+        cmocka_unit_test(test_nestedcomponent__objects_of_the_wrong_shape_are_named_and_not_used),
         cmocka_unit_test(test_nestedcomponent__changes_map_to_the_right_component),
         cmocka_unit_test(test_nestedcomponent__network_policies_follow_the_switch),
     };

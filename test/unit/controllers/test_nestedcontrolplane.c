@@ -555,29 +555,50 @@ static void test_nestedcontrolplane__deletion_removes_children_then_the_finalize
     sim_done(&s);
 }
 
-static void test_nestedcontrolplane__objects_of_the_wrong_shape_do_not_crash(void **state)
+/* Objects of the wrong shape (what a CRD without a schema, or an old API server, lets
+ * through) crash nothing and create nothing; the user sees which field is wrong. */
+static void test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_create_nothing(
+    void **state)
 {
-    static const char *const bad[] = {
-        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
-        "metadata: {name: sample-control-plane}\nspec: {version: 7, etcd: [1]}\n",
-        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
-        "metadata: {name: sample-control-plane, finalizers: 3, deletionTimestamp: x}\n"
-        "status: {rollout: 5, conditions: [1]}\n",
-        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
-        "metadata: {name: sample-control-plane, uid: u}\n"
-        "spec: {etcd: {name: sample-nestedetcd}, certificates: {keyAlgorithm: DSA}}\n",
-        "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
-        "metadata: {name: sample-control-plane, uid: u}\n"
-        "status: {rollout: {components: {etcd: {configHash: 5}}}, apiserver: {serviceCidr: []}}\n",
+    static const struct {
+        const char *yaml;
+        const char *field; /* in Ready's message; NULL: nothing is written at all */
+    } bad[] = {
+        {"apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+         "metadata: {name: sample-control-plane}\nspec: {version: 7, etcd: [1]}\n",
+         "spec.etcd: [1] is not an object"},
+        /* being deleted, with metadata nobody can read: nothing to do */
+        {"apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+         "metadata: {name: sample-control-plane, finalizers: 3, deletionTimestamp: x}\n"
+         "status: {rollout: 5, conditions: [1]}\n",
+         NULL},
+        {"apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+         "metadata: {name: sample-control-plane, uid: u}\n"
+         "spec: {etcd: {name: sample-nestedetcd}, certificates: {keyAlgorithm: DSA}}\n",
+         "spec.certificates.keyAlgorithm: \"DSA\" is not one of"},
+        {"apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
+         "metadata: {name: sample-control-plane, uid: u}\n"
+         "status: {rollout: {components: {etcd: {configHash: 5}}}, apiserver: {serviceCidr: []}}\n",
+         "status.rollout.components.etcd.configHash: 5 is not a string"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct sim s;
         struct plan p;
 
         sim_init(&s, capn);
-        fx_put(&s.f, bad[i]);
+        fx_put(&s.f, bad[i].yaml);
         reconcile_ncp(&s, &p);
-        assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+        if (!bad[i].field) {
+            assert_int_equal(p.n_actions, 0);
+        } else {
+            const cJSON *ready;
+            assert_int_equal(p.n_actions, 1); /* its status, nothing else */
+            assert_string_equal(p.actions[0].subresource, "status");
+            ready = fx_condition(fx_path(p.actions[0].body, "status"), "Ready");
+            assert_string_equal(fx_str(ready, "status"), "False");
+            assert_string_equal(fx_str(ready, "reason"), "InvalidSpec");
+            assert_non_null(strstr(fx_str(ready, "message"), bad[i].field));
+        }
         plan_done(&p);
         sim_pass(&s);
         sim_done(&s);
@@ -643,7 +664,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__paused_only_shows_paused),
         cmocka_unit_test(test_nestedcontrolplane__deletion_removes_children_then_the_finalizer),
-        cmocka_unit_test(test_nestedcontrolplane__objects_of_the_wrong_shape_do_not_crash),
+        cmocka_unit_test(test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_create_nothing),
         cmocka_unit_test(test_nestedcontrolplane__rsa_keys_come_from_the_pool_without_blocking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
