@@ -18,6 +18,7 @@
 #include "lib/pki/secret.h"
 #include "lib/render/cluster.h"
 #include "lib/render/cluster_internal.h"
+#include "lib/util/strutil.h"
 
 #define DAY ((int64_t)24 * 3600)
 #define CM_USER "system:kube-controller-manager"
@@ -187,6 +188,29 @@ static void keep_earlier(int64_t *at, int64_t t)
         *at = t;
 }
 
+/* Leaves never outlive their CA (lib/pki caps them at its NotAfter): with less validity left
+ * than the renewal window, every leaf it signs would be due the moment it is issued, and a new
+ * one issued again at once, for ever. Such a CA is refused, by name, instead. */
+static int check_ca_outlives_window(const struct render_cluster_pki *pki, const char *name,
+                                    const char *cert_pem, struct err *e)
+{
+    int64_t not_after = 0;
+    char when[32];
+
+    if (pki_cert_not_after(cert_pem, "tls.crt", &not_after, e) < 0) {
+        err_prefix(e, "Secret %s/%s: ", pki->rc->ns, name);
+        return -EINVAL;
+    }
+    if (not_after - pki->renew_before > pki->now)
+        return 0;
+    time_format_rfc3339((double)not_after, when);
+    return err_set(e, -EINVAL,
+                   "Secret %s/%s: the CA expires at %s, within the renewal window (%g days): "
+                   "every certificate it signs would be due for renewal at once; supply a CA "
+                   "valid for longer than the renewal window",
+                   pki->rc->ns, name, when, (double)pki->renew_before / DAY);
+}
+
 /* A new private key of the cluster's algorithm, from the key source. */
 static int new_key(const struct render_cluster_pki *pki, char **ret_key_pem, struct err *e)
 {
@@ -321,6 +345,8 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
             }
             if (q == 0)
                 q = pki_secret_read_tls(secret, &pki->ca[i].cert_pem, &pki->ca[i].key_pem, &e);
+            if (q == 0 && i != CA_SA)
+                q = check_ca_outlives_window(pki, name, pki->ca[i].cert_pem, &e);
         } else if (generate_missing) {
             cJSON *obj = NULL;
             q = generate_ca(pki, i, &e);

@@ -21,6 +21,7 @@
 #include "lib/render/catalog.h"
 #include "lib/render/cluster.h"
 #include "lib/render/patch.h"
+#include "lib/util/strutil.h"
 #include "lib/util/yamlconv.h"
 
 #define DAY ((int64_t)86400)
@@ -586,6 +587,41 @@ static cJSON *ca_secret(const char *purpose, bool matching_key)
     free(key);
     free(other);
     return s;
+}
+
+/* A CA with less validity left than the renewal window could sign nothing that lasts (leaves
+ * end with their CA): refused by name, rather than leaves issued again and again. */
+static void test_cluster__a_ca_expiring_within_the_renewal_window_is_refused(void **state)
+{
+    struct pki_cert_spec spec;
+    char *crt = NULL, *key = NULL, text[64 * 1024], want[512], when[32];
+    struct buf b = BUF_INIT;
+    struct err e = {0};
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *s = NULL;
+    int64_t not_after;
+
+    pki_cert_spec_init(&spec);
+    spec.is_ca = true;
+    spec.validity = 20 * DAY; /* renewBeforeDays: 30 */
+    assert_int_equal(pki_cert_spec_set_cn(&spec, "short-lived-ca", &e), 0);
+    assert_int_equal(pki_cert_issue(NULL, NULL, &spec, &crt, &key, &e), 0);
+    assert_int_equal(pki_secret_tls_new("c", "ns1", "ca", crt, key, &s, &e), 0);
+    assert_int_equal(pki_cert_not_after(crt, "ca", &not_after, &e), 0);
+    time_format_rfc3339((double)not_after, when);
+    snprintf(want, sizeof(want),
+             "Secret ns1/c-ca: the CA expires at %s, within the renewal window (30 days): every "
+             "certificate it signs would be due for renewal at once; supply a CA valid for "
+             "longer than the renewal window",
+             when);
+    cJSON_AddItemToArray(objs, s);
+    yamlconv_emit_all(objs, &b);
+    snprintf(text, sizeof(text), "%s", b.data);
+    buf_done(&b);
+    cJSON_Delete(objs);
+    pki_cert_spec_done(&spec);
+    free(crt);
+    free(key);
+    fails_with(text, want);
 }
 
 static void test_cluster__existing_ca_is_used_as_it_is(void **state)
@@ -1209,6 +1245,7 @@ int main(void)
         cmocka_unit_test(test_cluster__bad_input_names_object_and_field),
         cmocka_unit_test(test_cluster__bad_cluster_network_is_reported_once),
         cmocka_unit_test(test_cluster__existing_ca_is_used_as_it_is),
+        cmocka_unit_test(test_cluster__a_ca_expiring_within_the_renewal_window_is_refused),
         cmocka_unit_test(test_cluster__invalid_user_ca_names_secret_and_key),
         cmocka_unit_test(test_cluster__certs_secret_is_reused_while_good),
         cmocka_unit_test(test_cluster__renew_window_is_the_longer_of_cluster_and_manager),
