@@ -55,7 +55,12 @@ is_paused() { [ "$(cond "$ns" "$1" Paused | cut -f1)" = True ]; }
 until_true 30 is_paused ncp/good || fail "ncp/good: no Paused condition"
 until_true 30 is_paused nkas/good-apiserver || fail "nkas/good-apiserver: no Paused condition"
 kubectl -n "$ns" patch nkas good-apiserver --type merge -p '{"spec":{"replicas":2}}' >/dev/null
-sleep 6
+# The change was seen (observedGeneration) by the paused reconciler, which left it alone.
+observed() {
+    [ "$(kubectl -n "$ns" get nkas good-apiserver -o jsonpath='{.status.observedGeneration}')" = \
+        "$(kubectl -n "$ns" get nkas good-apiserver -o jsonpath='{.metadata.generation}')" ]
+}
+until_true 30 observed || fail "the paused NestedAPIServer's change was never observed"
 [ "$(kubectl -n "$ns" get sts good-apiserver -o jsonpath='{.spec.replicas}')" = 1 ] ||
     fail "a paused cluster was changed"
 echo "paused: the change to 2 API server replicas waits"
@@ -84,9 +89,12 @@ kill -9 "$mgr_pid"
 wait "$mgr_pid" 2>/dev/null || true
 cluster crash | kubectl -n "$ns" apply -f - >/dev/null
 ca=
+has_ca() { [ -n "$(kubectl -n "$ns" get secret crash-ca -o jsonpath='{.data.tls\.crt}' 2>/dev/null)" ]; }
 for delay in 1 2 3; do
     start_manager mgr "$ns"
-    sleep "$delay"
+    sleep "$delay" # where the kill lands: a fault injected at a moment, not a wait
+    # The last kill comes once the CA exists, so the restart after it has a CA to keep.
+    [ "$delay" != 3 ] || until_true 60 has_ca || fail "no CA Secret within 60 s of a start"
     kill -9 "$mgr_pid"
     wait "$mgr_pid" 2>/dev/null || true
     c=$(kubectl -n "$ns" get secret crash-ca -o jsonpath='{.data.tls\.crt}' 2>/dev/null || true)
@@ -94,6 +102,7 @@ for delay in 1 2 3; do
     [ -n "$c" ] && ca=$c
     echo "killed -9 after ${delay} s: $(owned crash | wc -l) objects so far"
 done
+[ -n "$ca" ] || fail "no CA Secret was seen across the kills"
 start_manager mgr "$ns"
 wait_ready "$ns" crash 180
 [ "$(kubectl -n "$ns" get secret crash-ca -o jsonpath='{.data.tls\.crt}')" = "$ca" ] ||
