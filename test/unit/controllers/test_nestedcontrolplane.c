@@ -219,6 +219,48 @@ static void test_nestedcontrolplane__steady_state_writes_nothing(void **state)
     sim_done(&s);
 }
 
+/* Someone strips what ties the cluster together: the control plane's finalizer is put back
+ * (alone, conditional on the resourceVersion), and a component that lost its controller
+ * ownerReference is adopted again; nothing else is written meanwhile. */
+static void test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const struct plan_action *a;
+    cJSON *obj;
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    obj = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), "finalizers");
+    fx_put_json(&s.f, obj);
+    reconcile_ncp(&s, &p);
+    assert_int_equal(p.n_actions, 1);
+    a = &p.actions[0];
+    assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
+    assert_non_null(fx_path(a->body, "metadata.resourceVersion"));
+    assert_string_equal(
+        cJSON_GetArrayItem(fx_path(a->body, "metadata.finalizers"), 0)->valuestring,
+        NESTED_FINALIZER);
+    plan_done(&p);
+    sim_converge(&s, 10);
+
+    obj = cJSON_Duplicate(fx_get(&s.f, FX_ETCDS, "sample-nestedetcd"), true);
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), "ownerReferences");
+    fx_put_json(&s.f, obj);
+    reconcile_ncp(&s, &p);
+    a = fx_action(&p, KUBE_PATCH, "nestedetcds", "sample-nestedetcd");
+    assert_non_null(a);
+    assert_string_equal(fx_str(cJSON_GetArrayItem(fx_path(a->body, "metadata.ownerReferences"), 0),
+                               "uid"),
+                        "ncp-1");
+    assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
+    plan_done(&p);
+    sim_converge(&s, 10);
+    assert_true(lookup_controlled_by_uid(fx_get(&s.f, FX_ETCDS, "sample-nestedetcd"), "ncp-1"));
+    sim_done(&s);
+}
+
 /* Only a status write (and events): no child object is touched. */
 static void assert_status_only(const struct plan *p)
 {
@@ -655,6 +697,7 @@ int main(void)
             test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_controller_manager),
         cmocka_unit_test(test_nestedcontrolplane__adopts_its_components_with_optimistic_concurrency),
         cmocka_unit_test(test_nestedcontrolplane__steady_state_writes_nothing),
+        cmocka_unit_test(test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back),
         cmocka_unit_test(test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
         cmocka_unit_test(test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled),
