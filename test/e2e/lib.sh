@@ -23,7 +23,9 @@ short=${test_name#test_}
 short=${short//_/-}
 ns=e2e-${short:0:40}-$$
 node=e2e-$$
-pod_net=$((20 + RANDOM % 200))
+. "$NESTCP_SOURCE_DIR/test/support/podnet.sh"
+podnet_claim || { echo "FAIL: no free pod network" >&2; exit 1; }
+pod_net=$podnet
 work=$(mktemp -d /tmp/nestcp-e2e.XXXXXX)
 agent_state=$work/agent
 agent_pid=
@@ -124,12 +126,15 @@ cleanup() {
     else
         echo "kept $work (NESTCP_E2E_KEEP is set)" >&2
     fi
+    podnet_release
 }
 trap cleanup EXIT
 
 install_crds() {
-    kubectl apply -f "$NESTCP_SOURCE_DIR/config/crd/bases" -f "$NESTCP_SOURCE_DIR/config/crd/capi" \
-        >/dev/null
+    # Tests beside this one may create the same CRDs at the same moment: one of the two
+    # creates then gets AlreadyExists, and applying again updates instead.
+    until_true 30 kubectl apply -f "$NESTCP_SOURCE_DIR/config/crd/bases" \
+        -f "$NESTCP_SOURCE_DIR/config/crd/capi" >/dev/null 2>&1 || fail "the CRDs cannot be applied"
     # Until it is Established (and a fresh CRD has no conditions, on which `kubectl wait`
     # fails), then until kubectl, which discovers new resources lazily, knows every kind.
     until_true 60 kubectl wait --for condition=established --timeout=30s \
@@ -147,10 +152,11 @@ setup() {
     install_crds
     kubectl create namespace "$ns" >/dev/null
     mkdir -p "$agent_state"
-    # Only tenant pods: the selector keeps this agent away from other tests' pods.
-    "$agent_bin" --node-name "$node" --state-dir "$agent_state" --pod-network "$pod_net" \
-        --selector app.kubernetes.io/managed-by=nestcp --restart-backoff 1 \
-        --stop-grace-max 5 "${agent_args[@]}" >"$work/agent.log" 2>&1 &
+    # Only this test's tenant pods: the namespace and selector keep this agent away from other
+    # tests' pods.
+    "$agent_bin" --node-name "$node" --namespace "$ns" --state-dir "$agent_state" \
+        --pod-network "$pod_net" --selector app.kubernetes.io/managed-by=nestcp \
+        --restart-backoff 1 --stop-grace-max 5 "${agent_args[@]}" >"$work/agent.log" 2>&1 &
     agent_pid=$!
     start_manager
     until_true 30 node_ready || fail "the node agent's Node $node is not Ready"

@@ -10,6 +10,8 @@
 # marked Running and Ready by nestcp-fake-kubelet (test/nodeagent/fakekubelet.c), which runs
 # nothing.
 
+. "$NESTCP_SOURCE_DIR/test/support/podnet.sh"
+
 kubelets_pids=()
 kubelets_agents=()
 kubelets_nodes=()
@@ -28,9 +30,10 @@ kubelets_start() {
         --selector 'app.kubernetes.io/component!=etcd' >>"$dir/kubelet-$ns.log" 2>&1 &
     kubelets_pids+=($!)
     kubelet_pid=$!
+    podnet_claim || { echo "FAIL: no free pod network" >&2; return 1; }
     "$agent" --kubeconfig "$KUBECONFIG" --node-name "$node" --namespace "$ns" \
         --selector app.kubernetes.io/component=etcd --state-dir "$dir/agent-$ns" \
-        --pod-network "$((20 + RANDOM % 200))" --restart-backoff 1 --stop-grace-max 5 \
+        --pod-network "$podnet" --restart-backoff 1 --stop-grace-max 5 \
         >>"$dir/agent-$ns.log" 2>&1 &
     kubelets_agents+=($!)
     kubelets_nodes+=("$node")
@@ -57,4 +60,5 @@ kubelets_stop() {
         command kubectl -n kube-node-lease delete lease "$n" --wait=false >/dev/null 2>&1 || true
     done
     kubelets_pids=() kubelets_agents=() kubelets_nodes=()
+    podnet_release
 }
