@@ -609,16 +609,16 @@ static int reconcile_children(struct comp *x)
             goto out;
         snprintf(certs, sizeof(certs), "%s", kube_obj_name(secret));
         remember_issued(x, certs);
-        if (plan_event(x->plan, KUBE_EVENT_NORMAL, "IssuedCertificates",
-                       "Secret %s: %s", certs,
-                       ss.certs ? why.msg : "the component's first certificates") < 0 ||
-            plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: new certificates",
-                        x->ns, certs) < 0) {
-            secret = NULL;
+        /* The Event after the create it reports: it goes out once the Secret exists. */
+        r = plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: new certificates", x->ns,
+                        certs);
+        secret = NULL;
+        if (r < 0 || plan_event(x->plan, KUBE_EVENT_NORMAL, "IssuedCertificates",
+                                "Secret %s: %s", certs,
+                                ss.certs ? why.msg : "the component's first certificates") < 0) {
             r = -ENOMEM;
             goto out;
         }
-        secret = NULL;
     } else if (r < 0) {
         goto out;
     }

@@ -200,7 +200,7 @@ int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns,
 int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt,
                ...)
 {
-    struct plan_event ev = {.type = type};
+    struct plan_event ev = {.type = type, .after = p->n_actions};
     va_list ap;
 
     va_start(ap, fmt);

@@ -12,8 +12,9 @@
  *     about to catch up) with the key's rate limit;
  *   - any other failure: the key is retried with exponential backoff, and the failure is logged
  *     with the action's `why`.
- * Events in the plan are recorded (asynchronously) once every action has succeeded, and dropped
- * when one fails: an Event says a thing happened only after it did.
+ * An Event in the plan is recorded (asynchronously) once every action planned before it has
+ * succeeded, and dropped when one of those fails: an Event says a thing happened only after it
+ * did, so plan it after the action it reports.
  */
 
 #include <stdbool.h>
@@ -67,6 +68,7 @@ struct plan_action {
 };
 
 struct plan_event {
+    size_t after; /* recorded once the actions planned before it (this many) succeeded */
     enum kube_event_type type;
     char *reason;  /* CamelCase, e.g. "CreatedStatefulSet" */
     char *message; /* never Secret data */

@@ -134,6 +134,7 @@ struct job {
     double retry_after; /* the server's Retry-After on the failed action: the least requeue */
     bool claimed;       /* the current action's claim_uid was checked against the live object */
     bool rejected;      /* a write was rejected: only the status write still runs */
+    size_t events_done; /* the plan's Events recorded so far */
     struct job *prev, *next_job;
 };
 
@@ -362,7 +363,7 @@ static void job_unlink(struct job *j)
     c->active--;
 }
 
-static void record_events(struct job *j);
+static void record_events(struct job *j, size_t succeeded);
 static void record_event(struct job *j, enum kube_event_type type, const char *reason,
                          const char *message);
 
@@ -376,11 +377,8 @@ static void job_finish(struct job *j, enum outcome outcome)
 
     if (outcome == OUTCOME_SUCCESS && j->plan.requeue_after > 0)
         outcome = OUTCOME_REQUEUE_AFTER;
-    /* An Event says a thing happened only once it has: the plan's Events go out when every
-     * action succeeded, and are dropped with a failed plan (the next reconcile plans them
-     * again if they still hold). */
     if (outcome == OUTCOME_SUCCESS || outcome == OUTCOME_REQUEUE_AFTER) {
-        record_events(j);
+        record_events(j, j->plan.n_actions);
         cache_view_note(&m->rejected, c->def.primary, j->ns, j->name, NULL, NULL, 0);
     }
     if (outcome == OUTCOME_SUCCESS)
@@ -542,6 +540,7 @@ static void action_done(void *userdata, const struct kube_result *res)
         }
         j->next++;
         j->claimed = false;
+        record_events(j, j->next);
         job_next(j);
         return;
     }
@@ -564,6 +563,7 @@ static void call_done(void *userdata, int code, const char *message)
                   a->call->name, a->why);
         j->next++;
         j->claimed = false;
+        record_events(j, j->next);
         job_next(j);
         return;
     }
@@ -738,12 +738,19 @@ static void record_event(struct job *j, enum kube_event_type type, const char *r
     kube_recorder_event(j->c->m->recorder, &ref, type, reason, "%s", message);
 }
 
-static void record_events(struct job *j)
+/* An Event says a thing happened only once it has: records the plan's Events whose preceding
+ * actions (the first `succeeded`) all succeeded. Those after a failed action are dropped with
+ * the plan; the next reconcile plans them again if they still hold. */
+static void record_events(struct job *j, size_t succeeded)
 {
-    struct kube_event_ref ref = job_ref(j);
+    struct kube_event_ref ref;
 
-    for (size_t i = 0; i < j->plan.n_events; i++) {
-        const struct plan_event *ev = &j->plan.events[i];
+    if (j->events_done >= j->plan.n_events || j->plan.events[j->events_done].after > succeeded)
+        return;
+    ref = job_ref(j);
+    while (j->events_done < j->plan.n_events &&
+           j->plan.events[j->events_done].after <= succeeded) {
+        const struct plan_event *ev = &j->plan.events[j->events_done++];
         kube_recorder_event(j->c->m->recorder, &ref, ev->type, ev->reason, "%s", ev->message);
     }
 }
@@ -796,6 +803,7 @@ static void process_key(void *userdata, const char *key)
     }
     log_debug("reconciled", "controller=%s key=%s actions=%zu events=%zu requeue_after_s=%g",
               c->def.name, j->key, j->plan.n_actions, j->plan.n_events, j->plan.requeue_after);
+    record_events(j, 0);
     job_next(j);
 }
 

@@ -152,7 +152,7 @@ print("".join(l + "\n" for l in sorted(out)), end="")' "$out/baseline.txt"
 # The manager's rights in a namespace it reconciles: exactly these (config/rbac/role.yaml).
 cat >"$out/reconcile.rules" <<'RULES'
 clusters.cluster.x-k8s.io [] list watch
-configmaps [] create delete list patch watch
+configmaps [] create delete get list patch watch
 events [] create patch
 nestedapiservers.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedapiservers.controlplane.cluster.x-k8s.io/finalizers [] update
@@ -168,12 +168,12 @@ nestedcontrolplanes.controlplane.cluster.x-k8s.io/status [] update
 nestedetcds.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedetcds.controlplane.cluster.x-k8s.io/finalizers [] update
 nestedetcds.controlplane.cluster.x-k8s.io/status [] update
-networkpolicies.networking.k8s.io [] create delete list patch watch
+networkpolicies.networking.k8s.io [] create delete get list patch watch
 persistentvolumeclaims [] list watch
 pods [] delete list patch watch
-secrets [] create delete list patch watch
-services [] create delete list patch watch
-statefulsets.apps [] create delete list patch watch
+secrets [] create delete get list patch watch
+services [] create delete get list patch watch
+statefulsets.apps [] create delete get list patch watch
 RULES
 # Secure metrics' reviews: cluster-scoped, so in every namespace, with either install.
 cat >"$out/auth.rules" <<'RULES'
