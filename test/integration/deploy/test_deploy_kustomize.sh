@@ -206,8 +206,8 @@ can() {
 check_denied() {
     can no "$1" create pods
     can no "$1" update pods --subresource=status
-    can no "$1" get configmaps
-    can no "$1" get secrets
+    can no "$1" update configmaps
+    can no "$1" update secrets
     can no "$1" update statefulsets.apps
     can no "$1" delete nestedcontrolplanes.controlplane.cluster.x-k8s.io
     can no "$1" create events.events.k8s.io
