@@ -474,17 +474,53 @@ static void action_failed(struct job *j, const struct plan_action *a, int code, 
     job_finish(j, conflict ? OUTCOME_CONFLICT : OUTCOME_ERROR);
 }
 
+/* Counts a request the plans made, by verb and HTTP status ("none": no response). */
+static void count_request(struct manager *m, const char *verb, const struct kube_result *res)
+{
+    char code[24];
+
+    if (res->http_status > 0)
+        snprintf(code, sizeof(code), "%ld", res->http_status);
+    else
+        snprintf(code, sizeof(code), "none");
+    metric_add(m->mx.api_requests, (const char *[]){verb, code}, 1);
+}
+
+/* Sends req for j through the send hook (tests) or the client. */
+static int send_request(struct job *j, const struct kube_request *req, kube_done_fn done)
+{
+    struct manager *m = j->c->m;
+
+    if (m->opts.send)
+        return m->opts.send(m->opts.send_ctx, req, done, j);
+    return kube_request_start(m->client, req, done, j, &j->call);
+}
+
+/* Reads the object the current action a writes; done gets the answer. */
+static void get_object(struct job *j, const struct plan_action *a, kube_done_fn done)
+{
+    struct kube_request req = {
+        .verb = KUBE_GET,
+        .resource = a->resource,
+        .namespace_ = a->namespace_,
+        .name = a->name,
+    };
+
+    int r = send_request(j, &req, done);
+
+    if (r < 0)
+        action_failed(j, a, r, "the request could not be sent");
+}
+
 /* A plan_create_else_read found its object: kept for the next reconcile, which runs at once. */
 static void read_done(void *userdata, const struct kube_result *res)
 {
     struct job *j = userdata;
     struct manager *m = j->c->m;
     const struct plan_action *a = &j->plan.actions[j->next];
-    char code[24];
 
     j->call = NULL;
-    snprintf(code, sizeof(code), "%ld", res->http_status);
-    metric_add(m->mx.api_requests, (const char *[]){"get", res->http_status ? code : "none"}, 1);
+    count_request(m, "get", res);
     if (res->code != 0 || !res->body) {
         j->retry_after = res->retry_after;
         action_failed(j, a, res->code ? res->code : -EIO, res->message);
@@ -498,38 +534,14 @@ static void read_done(void *userdata, const struct kube_result *res)
     job_finish(j, OUTCOME_CONFLICT);
 }
 
-static void read_start(struct job *j, const struct plan_action *a)
-{
-    struct manager *m = j->c->m;
-    struct kube_request req = {
-        .verb = KUBE_GET,
-        .resource = a->resource,
-        .namespace_ = a->namespace_,
-        .name = a->name,
-    };
-    int r;
-
-    if (m->opts.send)
-        r = m->opts.send(m->opts.send_ctx, &req, read_done, j);
-    else
-        r = kube_request_start(m->client, &req, read_done, j, &j->call);
-    if (r < 0)
-        action_failed(j, a, r, "the request could not be sent");
-}
-
 static void action_done(void *userdata, const struct kube_result *res)
 {
     struct job *j = userdata;
     struct manager *m = j->c->m;
     const struct plan_action *a = &j->plan.actions[j->next];
-    char code[24];
 
     j->call = NULL;
-    if (res->http_status > 0)
-        snprintf(code, sizeof(code), "%ld", res->http_status);
-    else
-        snprintf(code, sizeof(code), "none");
-    metric_add(m->mx.api_requests, (const char *[]){verb_name(a), code}, 1);
+    count_request(m, verb_name(a), res);
     /* A delete of something already gone has done its job. */
     if (res->code == 0 || (a->verb == KUBE_DELETE && res->code == -ENOENT)) {
         log_debug("action done", "controller=%s key=%s verb=%s why=%s status=%ld", j->c->def.name,
@@ -545,7 +557,7 @@ static void action_done(void *userdata, const struct kube_result *res)
         return;
     }
     if (res->code == -EEXIST && a->verb == KUBE_CREATE && a->read_if_exists) {
-        read_start(j, a);
+        get_object(j, a, read_done);
         return;
     }
     j->retry_after = res->retry_after;
@@ -591,11 +603,9 @@ static void claim_done(void *userdata, const struct kube_result *res)
     const struct plan_action *a = &j->plan.actions[j->next];
     const cJSON *ref;
     char why[512];
-    char code[24];
 
     j->call = NULL;
-    snprintf(code, sizeof(code), "%ld", res->http_status);
-    metric_add(m->mx.api_requests, (const char *[]){"get", res->http_status ? code : "none"}, 1);
+    count_request(m, "get", res);
     if (res->code == 0 && res->body) {
         ref = kube_obj_controller_ref(res->body);
         const cJSON *uid = cJSON_GetObjectItemCaseSensitive(ref, "uid");
@@ -631,31 +641,9 @@ claimed:
     job_next(j);
 }
 
-static void claim_start(struct job *j, const struct plan_action *a)
-{
-    struct manager *m = j->c->m;
-    struct kube_request req = {
-        .verb = KUBE_GET,
-        .resource = a->resource,
-        .namespace_ = a->namespace_,
-        .name = a->name,
-    };
-    int r;
-
-    log_debug("claim check", "controller=%s key=%s resource=%s object=%s/%s", j->c->def.name,
-              j->key, a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name);
-    if (m->opts.send)
-        r = m->opts.send(m->opts.send_ctx, &req, claim_done, j);
-    else
-        r = kube_request_start(m->client, &req, claim_done, j, &j->call);
-    if (r < 0)
-        action_failed(j, a, r, "the request could not be sent");
-}
-
 /* Sends the next action, or finishes the job when none is left. */
 static void job_next(struct job *j)
 {
-    struct manager *m = j->c->m;
     const struct plan_action *a;
     struct kube_request req;
     int r;
@@ -684,7 +672,10 @@ static void job_next(struct job *j)
         return;
     }
     if (a->claim_uid && !j->claimed) {
-        claim_start(j, a);
+        log_debug("claim check", "controller=%s key=%s resource=%s object=%s/%s",
+                  j->c->def.name, j->key, a->resource->resource,
+                  a->namespace_ ? a->namespace_ : "", a->name);
+        get_object(j, a, claim_done);
         return;
     }
     req = (struct kube_request){
@@ -708,10 +699,7 @@ static void job_next(struct job *j)
               j->c->def.name, j->key, j->next + 1, j->plan.n_actions, verb_name(a),
               a->resource->resource, a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
               a->name ? a->name : "", a->why);
-    if (m->opts.send)
-        r = m->opts.send(m->opts.send_ctx, &req, action_done, j);
-    else
-        r = kube_request_start(m->client, &req, action_done, j, &j->call);
+    r = send_request(j, &req, action_done);
     if (r < 0)
         action_failed(j, a, r, "the request could not be sent");
 }
