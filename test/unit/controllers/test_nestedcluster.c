@@ -245,21 +245,31 @@ static void test_nestedcluster__invalid_object_gets_a_condition_and_an_event(voi
     fx_done(&f);
 }
 
-static void test_nestedcluster__objects_of_the_wrong_shape_do_not_crash(void **state)
+/* What a user sees for an object the CRD's schema would not let in (an older CRD, or one
+ * applied with validation off): Ready False InvalidSpec naming the field, a Warning Event saying
+ * the same, and nothing else written. */
+static void test_nestedcluster__objects_of_the_wrong_shape_say_which_field(void **state)
 {
-    static const char *const bad[] = {
-        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: NestedCluster\n"
-        "metadata: {name: sample}\nspec: 7\n",
-        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: NestedCluster\n"
-        "metadata: {name: sample}\nspec: {controlPlaneEndpoint: [1, 2]}\nstatus: [x]\n",
-        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: NestedCluster\n"
-        "metadata: {name: sample, generation: x, ownerReferences: 5}\n"
-        "status: {conditions: [{type: 1}, 7, {type: Ready}]}\n",
-        "apiVersion: infrastructure.cluster.x-k8s.io/v7\nkind: NestedCluster\n"
-        "metadata: {name: sample}\n",
+    static const struct {
+        const char *obj, *field;
+    } bad[] = {
+        {"apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: NestedCluster\n"
+         "metadata: {name: sample}\nspec: 7\n",
+         "spec: 7 is not an object"},
+        {"apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: NestedCluster\n"
+         "metadata: {name: sample}\nspec: {controlPlaneEndpoint: [1, 2]}\nstatus: [x]\n",
+         "spec.controlPlaneEndpoint: [1,2] is not an object"},
+        {"apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: NestedCluster\n"
+         "metadata: {name: sample, generation: x, ownerReferences: 5}\n"
+         "status: {conditions: [{type: 1}, 7, {type: Ready}]}\n",
+         "status.conditions[1]: 7 is not an object"},
+        {"apiVersion: infrastructure.cluster.x-k8s.io/v7\nkind: NestedCluster\n"
+         "metadata: {name: sample}\n",
+         "apiVersion: \"infrastructure.cluster.x-k8s.io/v7\" is not served"},
     };
     struct fixture f;
     struct plan p;
+    const cJSON *st, *ready;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         fx_init(&f);
@@ -267,9 +277,22 @@ static void test_nestedcluster__objects_of_the_wrong_shape_do_not_crash(void **s
                    "metadata: {name: sample}\n"
                    "spec: {infrastructureRef: 3, controlPlaneRef: {kind: 4, name: [x]}, "
                    "paused: yes}\n");
-        fx_put(&f, bad[i]);
+        fx_put(&f, bad[i].obj);
         assert_int_equal(reconcile(&f, &p), 0);
+        assert_int_equal(p.n_actions, 1);
         assert_null(fx_action(&p, KUBE_PATCH, "nestedclusters", NULL));
+        st = cJSON_GetObjectItemCaseSensitive(
+            fx_action(&p, KUBE_UPDATE, "nestedclusters", "sample")->body, "status");
+        ready = fx_condition(st, "Ready");
+        assert_non_null(ready);
+        assert_string_equal(fx_str(ready, "status"), "False");
+        assert_string_equal(fx_str(ready, "reason"), "InvalidSpec");
+        assert_non_null(strstr(fx_str(ready, "message"), bad[i].field));
+        assert_false(cJSON_IsTrue(fx_path(st, "ready")));
+        assert_int_equal(p.n_events, 1);
+        assert_int_equal(p.events[0].type, KUBE_EVENT_WARNING);
+        assert_string_equal(p.events[0].reason, "InvalidSpec");
+        assert_non_null(strstr(p.events[0].message, bad[i].field));
         plan_done(&p);
         fx_done(&f);
     }
@@ -311,7 +334,7 @@ int main(void)
         cmocka_unit_test(test_nestedcluster__a_different_endpoint_is_reported),
         cmocka_unit_test(test_nestedcluster__paused_shows_only_the_paused_condition),
         cmocka_unit_test(test_nestedcluster__invalid_object_gets_a_condition_and_an_event),
-        cmocka_unit_test(test_nestedcluster__objects_of_the_wrong_shape_do_not_crash),
+        cmocka_unit_test(test_nestedcluster__objects_of_the_wrong_shape_say_which_field),
         cmocka_unit_test(test_nestedcluster__control_plane_changes_enqueue_its_nested_cluster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
