@@ -54,6 +54,7 @@ struct cp {
     struct api_control_plane_status *st;
     int64_t gen;
     bool spec_patched; /* the object changes under this plan: skip the status write */
+    size_t step_events, step_events_end; /* the RolloutStep Events: recorded after the status */
 };
 
 static const cJSON *get(const cJSON *o, const char *key)
@@ -399,6 +400,7 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
     rollout_step(&in, out);
     if (frozen || out->phase == ROLLOUT_PHASE_REFUSED)
         return 0;
+    x->step_events = x->plan->n_events;
     for (int i = 0; i < ROLLOUT__COUNT; i++) {
         struct api_rollout_target *t = target_of(ro, i);
         if (!out->target_changed[i])
@@ -412,6 +414,7 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
                        out->target[i].hash) < 0)
             return -ENOMEM;
     }
+    x->step_events_end = x->plan->n_events;
     /* The component the rollout waits on: the first not complete at its desired state. */
     for (int i = 0; i < ROLLOUT__COUNT && active < 0 && out->phase != ROLLOUT_PHASE_READY; i++) {
         const char *want = in.c[i].desired.hash, *target = target_of(ro, i)->config_hash;
@@ -937,6 +940,12 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
     if (r >= 0 && !x.spec_patched)
         r = status_plan_write(plan, &NESTCP_CONTROL_PLANES, x.obj,
                               api_control_plane_status_to_json(x.st), old);
+    /* A step is taken when status.rollout records its target (the components read it there):
+     * its Event goes out after that write, and not at all without it (it is planned again). */
+    if (r >= 0 && x.spec_patched)
+        plan_events_drop(plan, x.step_events, x.step_events_end);
+    else if (r >= 0)
+        plan_events_after_all(plan, x.step_events, x.step_events_end);
 out:
     if (r > 0)
         r = 0;

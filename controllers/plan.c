@@ -225,6 +225,26 @@ oom:
     return -ENOMEM;
 }
 
+void plan_events_after_all(struct plan *p, size_t first, size_t end)
+{
+    for (size_t i = first; i < end && i < p->n_events; i++)
+        p->events[i].after = p->n_actions;
+}
+
+void plan_events_drop(struct plan *p, size_t first, size_t end)
+{
+    if (end > p->n_events)
+        end = p->n_events;
+    if (first >= end)
+        return;
+    for (size_t i = first; i < end; i++) {
+        free(p->events[i].reason);
+        free(p->events[i].message);
+    }
+    memmove(&p->events[first], &p->events[end], (p->n_events - end) * sizeof(p->events[0]));
+    p->n_events -= end - first;
+}
+
 void plan_requeue_after(struct plan *p, double seconds)
 {
     if (seconds <= 0)

@@ -140,6 +140,13 @@ int plan_call(struct plan *p, const struct plan_call_ops *ops, void *arg, const 
 int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt,
                ...) __attribute__((format(printf, 4, 5)));
 
+/* Holds the events [first, end) until every action planned so far succeeded: for an Event that
+ * reports what the plan's last write (its status) records. */
+void plan_events_after_all(struct plan *p, size_t first, size_t end);
+
+/* Drops the events [first, end): what they report is not written by this plan. */
+void plan_events_drop(struct plan *p, size_t first, size_t end);
+
 /* Moves src's actions (not its events) to the end of dst. Returns 0, or -ENOMEM (both are
  * unchanged then). */
 int plan_append(struct plan *dst, struct plan *src);

@@ -471,6 +471,40 @@ static void set_version(struct sim *s, enum fx_store which, const char *name, co
     fx_put_json(&s->f, o);
 }
 
+/* A RolloutStep Event says a component's target moved: it goes out only after the status
+ * write that records the target (the components read it there), so a write that meets a 409
+ * takes its Event with it, and the next reconcile plans both again. */
+static void test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_write(void **state)
+{
+    char yaml[sizeof(capn) + 64];
+    struct sim s;
+    struct plan p;
+    const struct plan_event *ev;
+    const struct plan_action *last;
+
+    capn_with(yaml, sizeof(yaml), "  version: 1.36.3\n", "  version: 1.35.4\n");
+    sim_init(&s, yaml);
+    sim_converge(&s, 40);
+    set_version(&s, FX_CONTROL_PLANES, NCP, "1.36.3");
+    reconcile_ncp(&s, &p);
+    ev = fx_event(&p, "RolloutStep");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev->message, "etcd: target 3.6.17"));
+    assert_true(p.n_actions > 0);
+    assert_int_equal(ev->after, p.n_actions);
+    last = &p.actions[p.n_actions - 1];
+    assert_int_equal(last->verb, KUBE_UPDATE);
+    assert_string_equal(last->subresource, "status");
+    assert_string_equal(last->name, NCP);
+    assert_string_equal(fx_str(last->body, "status.rollout.components.etcd.version"), "3.6.17");
+    /* the write did not happen (a 409): the next reconcile plans the step and its Event again */
+    plan_done(&p);
+    reconcile_ncp(&s, &p);
+    assert_non_null(fx_event(&p, "RolloutStep"));
+    plan_done(&p);
+    sim_done(&s);
+}
+
 static void test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls(void **state)
 {
     char yaml[sizeof(capn) + 64];
@@ -703,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled),
         cmocka_unit_test(test_nestedcontrolplane__a_service_cidr_change_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
+        cmocka_unit_test(test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_write),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__paused_only_shows_paused),
