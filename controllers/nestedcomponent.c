@@ -378,9 +378,10 @@ static int set_addresses(struct comp *x, const struct render_cluster *rc)
         snprintf(host, sizeof(host), "%s-etcd-%d.%s-etcd.%s.svc", cname, i, cname, x->ns);
         a[i].hostname = strdup(host);
         a[i].port = 2379;
-        if (!a[i].hostname) {
-            x->st->addresses = a;
-            x->st->n_addresses = (size_t)i;
+        if (!a[i].hostname) { /* the status keeps its old addresses */
+            while (i-- > 0)
+                free(a[i].hostname);
+            free(a);
             return -ENOMEM;
         }
     }

@@ -732,6 +732,9 @@ static const char *body_namespace(const cJSON *body)
 }
 
 /* The DeleteOptions body: req->body (if any) plus policy and preconditions. */
+/* The DeleteOptions body of a DELETE, or NULL when out of memory: never a body without a
+ * precondition the request asked for (a DELETE without its uid precondition could remove a
+ * same-named successor). */
 static cJSON *delete_options(const struct kube_request *req)
 {
     cJSON *o = req->body ? cJSON_Duplicate(req->body, 1) : cJSON_CreateObject();
@@ -739,20 +742,24 @@ static cJSON *delete_options(const struct kube_request *req)
 
     if (!o)
         return NULL;
-    if (!cJSON_GetObjectItemCaseSensitive(o, "kind")) {
-        cJSON_AddStringToObject(o, "kind", "DeleteOptions");
-        cJSON_AddStringToObject(o, "apiVersion", "v1");
-    }
-    if (req->propagation_policy)
-        cJSON_AddStringToObject(o, "propagationPolicy", req->propagation_policy);
+    if (!cJSON_GetObjectItemCaseSensitive(o, "kind") &&
+        (!cJSON_AddStringToObject(o, "kind", "DeleteOptions") ||
+         !cJSON_AddStringToObject(o, "apiVersion", "v1")))
+        goto oom;
+    if (req->propagation_policy &&
+        !cJSON_AddStringToObject(o, "propagationPolicy", req->propagation_policy))
+        goto oom;
     if (req->precondition_uid || req->precondition_rv) {
-        pre = cJSON_AddObjectToObject(o, "preconditions");
-        if (pre && req->precondition_uid)
-            cJSON_AddStringToObject(pre, "uid", req->precondition_uid);
-        if (pre && req->precondition_rv)
-            cJSON_AddStringToObject(pre, "resourceVersion", req->precondition_rv);
+        if (!(pre = cJSON_AddObjectToObject(o, "preconditions")) ||
+            (req->precondition_uid && !cJSON_AddStringToObject(pre, "uid", req->precondition_uid)) ||
+            (req->precondition_rv &&
+             !cJSON_AddStringToObject(pre, "resourceVersion", req->precondition_rv)))
+            goto oom;
     }
     return o;
+oom:
+    cJSON_Delete(o);
+    return NULL;
 }
 
 /* Fills method, url, body and content type of k from req. Returns 0 or -EINVAL/-ENOMEM. */

@@ -294,6 +294,114 @@ static void test_client_errors__free_cancels_pending_work(void **state)
     ev_loop_destroy(loop);
 }
 
+/* Exactly one of cJSON's allocations fails: the one after cjson_allocs_left more (< 0: none),
+ * as under transient memory pressure. */
+static int cjson_allocs_left = -1;
+
+static void *failing_malloc(size_t size)
+{
+    if (cjson_allocs_left < 0)
+        return malloc(size);
+    return cjson_allocs_left-- == 0 ? NULL : malloc(size);
+}
+
+/* A loopback listener's port; its socket in *fd. */
+static int listen_port(int *fd)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(*fd >= 0);
+    assert_int_equal(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(*fd, 4), 0);
+    assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
+    return ntohs(a.sin_port);
+}
+
+struct catch {
+    ev_io w;
+    int conn;
+    char req[8192];
+    size_t len;
+    bool whole; /* headers and the Content-Length body read */
+};
+
+static void catch_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct catch *c = (struct catch *)w;
+    const char *end, *cl;
+    ssize_t n;
+
+    if (c->conn < 0) {
+        c->conn = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(c->conn >= 0);
+    }
+    n = recv(c->conn, c->req + c->len, sizeof(c->req) - 1 - c->len, MSG_DONTWAIT);
+    if (n > 0)
+        c->len += (size_t)n;
+    c->req[c->len] = '\0';
+    if ((end = strstr(c->req, "\r\n\r\n")) && (cl = strcasestr(c->req, "content-length:")) &&
+        c->len >= (size_t)(end + 4 - c->req) + strtoul(cl + 15, NULL, 10))
+        c->whole = true;
+}
+
+/* Under memory pressure a DELETE either is not sent at all, or goes with every precondition it
+ * asked for: never without its uid (which could remove a same-named successor). */
+static void test_client_errors__a_delete_never_goes_without_its_precondition(void **state)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    struct kube_request req = {.verb = KUBE_DELETE, .resource = &KUBE_CONFIGMAPS,
+                               .namespace_ = "default", .name = "x",
+                               .propagation_policy = "Background",
+                               .precondition_uid = "uid-of-ours"};
+    cJSON_Hooks hooks = {.malloc_fn = failing_malloc, .free_fn = free};
+    int sent = 0, refused = 0;
+
+    for (int budget = 0; budget < 24; budget++) {
+        struct kube_client *c = NULL;
+        struct outcome o = {0};
+        struct catch k = {.conn = -1};
+        char server[64];
+        struct kube_config cfg;
+        struct err e;
+        int lfd, r;
+
+        snprintf(server, sizeof(server), "http://127.0.0.1:%d", listen_port(&lfd));
+        cfg = plain_cfg(server);
+        cfg.allow_plain_http = true;
+        assert_int_equal(kube_client_new(loop, &cfg, &c, &e), 0);
+        cJSON_InitHooks(&hooks);
+        cjson_allocs_left = budget;
+        r = kube_request_send(c, &req, record, &o);
+        cjson_allocs_left = -1;
+        cJSON_InitHooks(NULL);
+        if (r == 0) {
+            sent++;
+            ev_io_init(&k.w, catch_cb, lfd, EV_READ);
+            ev_io_start(loop, &k.w);
+            while (!k.whole)
+                ev_run(loop, EVRUN_ONCE);
+            ev_io_stop(loop, &k.w);
+            assert_non_null(strstr(k.req, "DELETE /api/v1/namespaces/default/configmaps/x "));
+            assert_non_null(strstr(k.req, "\"preconditions\":{\"uid\":\"uid-of-ours\"}"));
+            assert_non_null(strstr(k.req, "\"propagationPolicy\":\"Background\""));
+            close(k.conn);
+            while (!o.calls)
+                ev_run(loop, EVRUN_ONCE);
+        } else {
+            assert_int_equal(r, -ENOMEM);
+            refused++;
+        }
+        kube_client_free(c);
+        close(lfd);
+    }
+    /* the budgets cover both outcomes */
+    assert_true(refused > 0);
+    assert_true(sent > 0);
+    ev_loop_destroy(loop);
+}
+
 static void test_client_errors__object_helpers(void **state)
 {
     cJSON *o = cJSON_Parse(
@@ -324,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_client_errors__plain_http_refused_outside_tests),
         cmocka_unit_test(test_client_errors__refused_connection_and_bad_requests),
         cmocka_unit_test(test_client_errors__free_cancels_pending_work),
+        cmocka_unit_test(test_client_errors__a_delete_never_goes_without_its_precondition),
         cmocka_unit_test(test_client_errors__object_helpers),
     };
 
