@@ -567,19 +567,29 @@ static const struct api_schema nc_status = OBJ("status", nc_status_props,
 /* ---- Cluster API Cluster (the fields nestcp reads) ---- */
 
 static const struct api_schema capi_network_props[] = {
-    INT32("apiServerPort", "Port the API server binds to."),
-    OBJ("services", cidr_blocks, "Network ranges from which service VIPs are allocated."),
-    OBJ("pods", cidr_blocks, "Network ranges from which Pod networks are allocated."),
-    STR("serviceDomain", "Domain name for services."),
+    INT32("apiServerPort", "Port the API server binds to. nestcp does not use it."),
+    OBJ("services", cidr_blocks,
+        "Network ranges from which service VIPs are allocated: the default of the "
+        "NestedControlPlane's spec.clusterNetwork.services."),
+    OBJ("pods", cidr_blocks,
+        "Network ranges from which Pod networks are allocated: the default of the "
+        "NestedControlPlane's spec.clusterNetwork.pods."),
+    STR("serviceDomain", "Domain name for services: the default of the NestedControlPlane's "
+                         "spec.clusterNetwork.serviceDomain."),
     END,
 };
 
 static const struct api_schema capi_spec_props[] = {
-    BOOL("paused", "Paused can be used to prevent controllers from processing the Cluster."),
+    BOOL("paused", "True pauses reconciliation: nestcp leaves this cluster's control plane as "
+                   "it is (condition Paused) until it is false again."),
     OBJ("clusterNetwork", capi_network_props, "Cluster network configuration."),
-    OBJ("controlPlaneEndpoint", api_endpoint, "The endpoint of the control plane."),
-    OBJ("controlPlaneRef", object_reference, "Reference to the control plane object."),
-    OBJ("infrastructureRef", object_reference, "Reference to the infrastructure object."),
+    OBJ("controlPlaneEndpoint", api_endpoint,
+        "The endpoint of the control plane: the default of the NestedControlPlane's and the "
+        "NestedCluster's spec.controlPlaneEndpoint."),
+    OBJ("controlPlaneRef", object_reference,
+        "Reference to the control plane object: the NestedControlPlane of this cluster."),
+    OBJ("infrastructureRef", object_reference,
+        "Reference to the infrastructure object: the NestedCluster of this cluster."),
     END,
 };
 
