@@ -66,24 +66,27 @@ static const struct api_schema quantity_item = {.type = API_SCHEMA_QUANTITY};
 static const struct api_schema freeform_item = {.type = API_SCHEMA_FREEFORM};
 
 static const struct api_schema object_reference[] = {
-    STR("apiVersion", "API version of the referent."),
-    STR("fieldPath", "If referring to a piece of an object instead of an entire object, this "
-                     "string should contain a valid JSON/Go field access statement. Unused."),
-    STR("kind", "Kind of the referent."),
-    STR("name", "Name of the referent. nestcp looks the object up by this name in the "
-                "referring object's namespace."),
-    STR("namespace", "Namespace of the referent. Ignored: the referent must be in the "
-                     "referring object's namespace."),
-    STR("resourceVersion", "Specific resourceVersion to which this reference is made, if any."),
-    STR("uid", "UID of the referent."),
+    STR("apiVersion", "API version of the referent, group/version (v1 for the core group)."),
+    STR("fieldPath", "If referring to a piece of an object instead of an entire object, a "
+                     "JSON/Go field access statement. nestcp neither sets nor reads it."),
+    STR("kind", "Kind of the referent, e.g. NestedEtcd or Service."),
+    STR("name", "Name of the referent, an object name in the referring object's namespace."),
+    STR("namespace", "Namespace of the referent. nestcp only refers to objects in the "
+                     "referring object's own namespace and looks referents up there, whatever "
+                     "this says."),
+    STR("resourceVersion", "Specific resourceVersion to which this reference is made, if any. "
+                           "nestcp neither sets nor reads it."),
+    STR("uid", "UID of the referent. nestcp neither sets nor reads it."),
     END,
 };
 
 static const struct api_schema api_endpoint[] = {
     {.name = "host", .type = API_SCHEMA_STRING, .flags = API_SCHEMA_REQUIRED,
-     .description = "The hostname or IP address on which the API server is serving."},
+     .description = "DNS name or IP address clients reach the API server at. Required when "
+                    "controlPlaneEndpoint is given."},
     {.name = "port", .type = API_SCHEMA_INTEGER, .flags = API_SCHEMA_REQUIRED | API_SCHEMA_INT32,
-     .description = "The port on which the API server is serving."},
+     .description = "TCP port clients reach the API server at, 1-65535. Required when "
+                    "controlPlaneEndpoint is given."},
     END,
 };
 
@@ -91,7 +94,8 @@ static const char *const condition_status_enum[] = {"True", "False", "Unknown", 
 
 static const struct api_schema condition_props[] = {
     {.name = "type", .type = API_SCHEMA_STRING, .flags = API_SCHEMA_REQUIRED, .max_length = 256,
-     .description = "Type of condition in CamelCase, e.g. Ready, Available, EtcdAvailable."},
+     .description = "Type of condition in CamelCase, at most 256 characters, e.g. Ready, "
+                    "Progressing, Paused, Upgrading, CertificatesAvailable, MembersReady."},
     {.name = "status", .type = API_SCHEMA_STRING, .flags = API_SCHEMA_REQUIRED,
      .enums = condition_status_enum,
      .description = "Status of the condition, one of True, False, Unknown."},
@@ -99,9 +103,11 @@ static const struct api_schema condition_props[] = {
                     "machines can immediately understand the current situation and act "
                     "accordingly (Error, Warning, Info). Only set when Status is False."),
     {.name = "reason", .type = API_SCHEMA_STRING, .max_length = 256,
-     .description = "The reason for the condition's last transition in CamelCase."},
+     .description = "The reason for the condition's last transition in CamelCase, at most 256 "
+                    "characters."},
     {.name = "message", .type = API_SCHEMA_STRING, .max_length = 10240,
-     .description = "A human readable message indicating details about the transition."},
+     .description = "A human readable message indicating details about the transition, at most "
+                    "10240 characters."},
     {.name = "lastTransitionTime", .type = API_SCHEMA_STRING, .flags = API_SCHEMA_DATETIME,
      .description = "Last time the condition transitioned from one status to another (RFC 3339)."},
     INT64("observedGeneration", "The metadata.generation the condition was computed from."),
@@ -113,18 +119,20 @@ static const struct api_schema condition_item = {
 
 #define CONDITIONS                                                                                 \
     ARR("conditions", &condition_item,                                                            \
-        "Conditions of the object: Ready summarises the others. Each carries type, status, "     \
-        "reason, message, lastTransitionTime and observedGeneration.")
+        "Conditions of the object, Ready first, then by type: Ready summarises the others. "   \
+        "Each carries type, status, reason, message, lastTransitionTime and "                   \
+        "observedGeneration, and severity when False.")
 #define OBSERVED_GENERATION                                                                        \
     INT64("observedGeneration", "The metadata.generation the controller last acted on.")
 
 static const struct api_schema resources_props[] = {
     MAP("limits", &quantity_item,
-        "Limits describes the maximum amount of compute resources allowed, e.g. cpu: 500m, "
-        "memory: 512Mi."),
+        "Maximum compute resources of the component's container, resource name to Kubernetes "
+        "quantity, e.g. cpu: 500m, memory: 512Mi. Not negative. Default: none."),
     MAP("requests", &quantity_item,
-        "Requests describes the minimum amount of compute resources required. If Requests is "
-        "omitted for a container, it defaults to Limits if that is explicitly specified."),
+        "Compute resources the component's container requests, resource name to Kubernetes "
+        "quantity, e.g. cpu: 100m, memory: 256Mi. Not negative, and not above the limit of the "
+        "same resource. When omitted, Kubernetes uses the limits as requests."),
     END,
 };
 
@@ -133,48 +141,76 @@ static const struct api_schema resources_props[] = {
 #define COMPONENT_COMMON_SPEC                                                                      \
     {.name = "version", .type = API_SCHEMA_STRING, .max_length = 64, .rules = version_rules,       \
      .description =                                                                                \
-         "Version of the component to run, e.g. 1.36.3 (a leading v is accepted). For etcd it "  \
-         "is the etcd version and defaults to the one the cluster's Kubernetes version needs; "   \
-         "for kube-apiserver and kube-controller-manager it must be empty or equal to the "        \
-         "NestedControlPlane's spec.version."},                                                    \
-        STR("channel", "Channel that can be used to resolve a specific version, e.g. stable. "   \
-                       "Ignored if version is specified. Kept for CAPN compatibility."),          \
+         "Version of the component to run, e.g. 1.36.3 or v1.36.3 (a -/+ suffix is allowed), "  \
+         "at most 64 characters; it must be a version the installed packages know. For etcd it " \
+         "is the etcd version, not older than the one the API servers' Kubernetes version "       \
+         "needs; default: its channel's, else that version (the etcd the kube-apiserver "        \
+         "package names). For kube-apiserver and kube-controller-manager it overrides the "      \
+         "NestedControlPlane's spec.version for this component; default: the control plane's "   \
+         "spec.version, else this component's channel, else (controller manager) the API "        \
+         "server's version, else the stable channel's. The rollout refuses a downgrade, a jump "  \
+         "of more than one minor version and a controller manager newer than the API servers or " \
+         "more than one minor older (Upgrading False on the control plane)."},                     \
+        STR("channel", "Channel (a file under the templates directory: stable or rapid) whose "  \
+                       "version of this component to run (CAPN). Ignored when version is set, "   \
+                       "and for kube-apiserver and kube-controller-manager also when the "        \
+                       "NestedControlPlane sets spec.version. Default: none."),                   \
         ARR("patches", &freeform_item,                                                             \
-            "Patches applied to the rendered objects of this component, each a strategic-merge "  \
-            "patch object with apiVersion, kind and metadata.name selecting its target."),        \
+            "Patches to this component's rendered objects, applied in order after extraArgs. "     \
+            "Each is either a partial object whose apiVersion, kind and metadata.name (and "       \
+            "metadata.namespace, if given) select the target, merged into it strategically, or "   \
+            "{target: {kind, name, apiVersion, namespace}, type, patch} with type strategic "      \
+            "(default), merge (patch is an RFC 7386 JSON merge patch object) or json (patch is "   \
+            "an RFC 6902 JSON patch operation list). Strategic merge merges containers, volumes, " \
+            "env and the like by name, ports by port number and args by flag. A patch that "       \
+            "matches no object, fails (a JSON patch test), or changes an object's apiVersion, "    \
+            "kind or name fails the render, as do changes the security rules forbid."),            \
         OBJ("resources", resources_props,                                                          \
-            "Resources defines the amount of computing resources that will be used by this "      \
-            "component's container."),                                                             \
+            "Compute resources (requests and limits) of the component's container. Default: "    \
+            "none."),                                                                              \
         MAP("extraArgs", &string_item,                                                             \
-            "Extra command-line flags for the component, flag name (without leading dashes) to "  \
-            "value. A flag given here replaces the one nestcp would set."),                       \
+            "Extra command-line flags for the component's container, flag name without leading " \
+            "dashes (no '=', no spaces) to value, e.g. v: \"4\". A flag given here replaces the "  \
+            "one nestcp sets; other flags are appended in name order. It must be a flag of the "  \
+            "binary at the version that runs; feature-gates is refused (use featureGates), and "   \
+            "for etcd the flags its membership and data depend on (name, data-dir, "              \
+            "initial-cluster*, listen-*-urls, ...)."),                                            \
         MAP("featureGates", &bool_item,                                                            \
             "Feature gates for this component, name to enabled. They override the "               \
-            "NestedControlPlane's spec.featureGates gate by gate."),                               \
-        STR("image", "Container image of the component. Defaults to the image the version's "    \
-                     "package names.")
+            "NestedControlPlane's spec.featureGates gate by gate. Each must be a gate of the "     \
+            "Kubernetes version the component runs and not locked to the other value. etcd has "  \
+            "no feature gates: a NestedEtcd must leave this empty."),                              \
+        STR("image", "Full image reference of the component's container, without whitespace. "  \
+                     "Default: the image the version's package names, e.g. "                     \
+                     "registry.k8s.io/kube-apiserver:v1.36.3.")
 
 #define COMPONENT_COMMON_STATUS                                                                    \
-    STR("phase", "Phase of the component: Ready or Unready (CAPN compatible)."),                  \
-        BOOL("healthy", "True when every replica is ready at the desired version and config."),   \
-        ARR("errors", &string_item, "Errors found while reconciling the component."),            \
+    STR("phase", "Ready when the Ready condition is True, else Unready (CAPN)."),                 \
+        BOOL("healthy", "True when the component's StatefulSet exists and all its replicas are "   \
+                        "ready (CAPN)."),                                                          \
+        ARR("errors", &string_item, "CAPN's list of errors. nestcp does not set it: problems are " \
+                                    "in the conditions."),                                        \
         OBSERVED_GENERATION, CONDITIONS,                                                           \
-        STR("version", "The version every ready replica runs (no leading v)."),                   \
-        INT32("replicas", "Replicas the component's StatefulSet has."),                            \
-        INT32("readyReplicas", "Replicas that are ready."),                                        \
-        INT32("updatedReplicas", "Replicas at the current revision (version and config).")
+        STR("version", "The version every replica runs, without a leading v: set once the "      \
+                       "StatefulSet has completely rolled out to it."),                            \
+        INT32("replicas", "Pods the component's StatefulSet has (its status.replicas)."),          \
+        INT32("readyReplicas", "Pods of the StatefulSet that are ready."),                         \
+        INT32("updatedReplicas", "Pods at the revision nestcp last rendered (version and "         \
+                                 "config).")
 
 static const struct api_schema emptydir_props[] = {
     {.name = "sizeLimit", .type = API_SCHEMA_QUANTITY,
-     .description = "Total amount of local storage the data directory may use, e.g. 2Gi."},
+     .description = "Most local storage the data directory may use, a positive Kubernetes "
+                    "quantity, e.g. 2Gi. Default: no limit."},
     END,
 };
 
 static const struct api_schema pvc_props[] = {
     {.name = "size", .type = API_SCHEMA_QUANTITY, .def = "\"1Gi\"",
-     .description = "Requested size of each replica's volume, e.g. 8Gi."},
-    STR("storageClassName", "StorageClass of the claims; empty means the cluster's default "
-                            "StorageClass."),
+     .description = "Requested size of each member's claim, a positive Kubernetes quantity, "
+                    "e.g. 8Gi. Default: 1Gi."},
+    STR("storageClassName", "StorageClass of the claims, a DNS subdomain. Default: the "
+                            "management cluster's default StorageClass."),
     END,
 };
 
@@ -194,24 +230,28 @@ static const struct api_schema etcd_spec_props[] = {
     {.name = "replicas", .type = API_SCHEMA_INTEGER,
      .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 1, .max = 7, .def = "1",
      .rules = etcd_replicas_rules,
-     .description = "Number of etcd members: an odd number from 1 to 7."},
+     .description = "Number of etcd members: 1, 3, 5 or 7. Default: 1. Members are added "
+                    "and removed one at a time through etcd's API."},
     {.name = "storage", .type = API_SCHEMA_OBJECT, .props = etcd_storage_props,
      .rules = etcd_storage_rules,
      .description =
-         "Where etcd keeps its data: persistentVolumeClaim (default: 1Gi per member in the "
-         "cluster's default StorageClass) or emptyDir, not both."},
+         "Where etcd keeps its data: persistentVolumeClaim or emptyDir, not both. Default: "
+         "persistentVolumeClaim, 1Gi per member in the default StorageClass (an etcd "
+         "StatefulSet created earlier on emptyDir keeps it)."},
     END,
 };
 
 static const struct api_schema etcd_address_props[] = {
-    STR("ip", "IP Address of the etcd instance."),
-    STR("hostname", "Hostname of the etcd instance."),
-    INT32("port", "Port of the etcd instance."),
+    STR("ip", "IP address of the member (CAPN). nestcp does not set it: members are addressed "
+              "by hostname."),
+    STR("hostname", "DNS name of the member: <cluster>-etcd-<ordinal>.<cluster>-etcd.<namespace>"
+                    ".svc."),
+    INT32("port", "etcd's client port, 2379."),
     END,
 };
 static const struct api_schema etcd_address_item = {
     .type = API_SCHEMA_OBJECT, .props = etcd_address_props,
-    .description = "NestedEtcdAddress defines the observed addresses for etcd."};
+    .description = "The client address of one etcd member."};
 
 static const struct api_schema etcd_member_props[] = {
     STR("name", "The member's name, that of its pod: <cluster>-etcd-<ordinal>."),
@@ -231,7 +271,8 @@ static const struct api_schema etcd_member_item = {
 
 static const struct api_schema etcd_status_props[] = {
     COMPONENT_COMMON_STATUS,
-    ARR("addresses", &etcd_address_item, "How to address the etcd members."),
+    ARR("addresses", &etcd_address_item,
+        "The client addresses of the members, one per member of spec.replicas by ordinal."),
     STR("clusterID",
         "etcd's cluster ID in decimal, recorded when the cluster first formed. Members are only "
         "ever added to this cluster."),
@@ -248,14 +289,16 @@ static const struct api_schema component_spec_props[] = {
     COMPONENT_COMMON_SPEC,
     {.name = "replicas", .type = API_SCHEMA_INTEGER,
      .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN, .min = 1, .def = "1",
-     .description = "Number of replicas of the component's StatefulSet (at least 1)."},
+     .description = "Number of replicas of the component's StatefulSet, at least 1. "
+                    "Default: 1."},
     END,
 };
 
 static const struct api_schema apiserver_status_props[] = {
     COMPONENT_COMMON_STATUS,
     OBJ("apiserverService", object_reference,
-        "Reference to the Service <cluster>-apiserver that fronts the kube-apiserver."),
+        "Reference to the Service <cluster>-apiserver, in this namespace, that fronts the "
+        "kube-apiserver."),
     END,
 };
 
@@ -282,20 +325,26 @@ static const struct api_schema kcm_status = OBJ("status", controller_manager_sta
 static const struct api_schema cidr_blocks[] = {
     {.name = "cidrBlocks", .type = API_SCHEMA_ARRAY, .items = &cidr_item,
      .flags = API_SCHEMA_MAX, .max = 2, .rules = cidr_blocks_rules,
-     .description = "CIDR blocks, at most one IPv4 and one IPv6 (dual-stack)."},
+     .description = "CIDR blocks with host bits zero, each at most 64 characters: at most "
+                    "two, one IPv4 and one IPv6 (dual-stack)."},
     END,
 };
 
 static const struct api_schema cluster_network_props[] = {
     OBJ("services", cidr_blocks,
-        "Network ranges from which service VIPs are allocated. Default 10.96.0.0/12, or the "
-        "owner Cluster's spec.clusterNetwork.services. The block must hold 16 to 2^20 "
-        "addresses."),
+        "Network ranges from which service VIPs are allocated (kube-apiserver "
+        "--service-cluster-ip-range). Each block holds 16 to 2^20 addresses (IPv4 /28 to /12, "
+        "IPv6 /124 to /108). Default: the owner Cluster's spec.clusterNetwork.services, else "
+        "10.96.0.0/12. Fixed once the cluster is set up: a later change is refused "
+        "(ServiceCIDRChangeRefused)."),
     OBJ("pods", cidr_blocks,
-        "Network ranges from which Pod networks are allocated (passed to "
-        "kube-controller-manager --cluster-cidr). Default: the owner Cluster's, else none."),
-    STR("serviceDomain", "Domain name for services. Default cluster.local, or the owner "
-                         "Cluster's."),
+        "Network ranges from which Pod networks are allocated (kube-controller-manager "
+        "--cluster-cidr). They must not overlap a service block; with dual-stack services give "
+        "one block per family or none. Default: the owner Cluster's, else 10.244.0.0/16 "
+        "(192.168.0.0/16 when that overlaps a service block) for IPv4 services, plus "
+        "fd00:10:244::/56 for IPv6 services."),
+    STR("serviceDomain", "DNS domain of the tenant's services, a DNS subdomain. Default: the "
+                         "owner Cluster's, else cluster.local."),
     END,
 };
 
@@ -305,21 +354,26 @@ static const char *const key_algorithm_enum[] = {"ECDSA-P256", "ECDSA-P384", "RS
 static const struct api_schema certificates_props[] = {
     {.name = "keyAlgorithm", .type = API_SCHEMA_STRING, .enums = key_algorithm_enum,
      .def = "\"ECDSA-P256\"",
-     .description = "Key algorithm of the CAs, leaf certificates and service-account key."},
+     .description = "Key algorithm of the CAs, leaf certificates and service-account key. "
+                    "Default: ECDSA-P256."},
     {.name = "validityDays", .type = API_SCHEMA_INTEGER,
      .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 1, .max = 3650,
-     .def = "365", .description = "Validity of leaf certificates and kubeconfigs, in days."},
+     .def = "365",
+     .description = "Validity of leaf certificates and kubeconfigs, in days: 1 to 3650, not "
+                    "more than caValidityDays. Default: 365."},
     {.name = "caValidityDays", .type = API_SCHEMA_INTEGER,
      .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 1, .max = 36500,
-     .def = "3650", .description = "Validity of the cluster's certificate authorities, in days."},
+     .def = "3650",
+     .description = "Validity of the cluster's certificate authorities, in days: 1 to 36500. "
+                    "Default: 3650."},
     {.name = "renewBeforeDays", .type = API_SCHEMA_INTEGER,
      .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 1, .max = 3649,
      .def = "30",
      .description = "Renew a leaf certificate when fewer than this many days of validity "
-                    "remain. Must be less than validityDays."},
+                    "remain: 1 to 3649, less than validityDays. Default: 30."},
     ARR("extraSANs", &string_item,
-        "Extra subject alternative names (DNS names or IP addresses) for the kube-apiserver "
-        "serving certificate."),
+        "Extra subject alternative names for the kube-apiserver serving certificate: DNS "
+        "names (a leading *. allowed) or IP addresses. Default: none."),
     END,
 };
 
@@ -331,49 +385,76 @@ static const struct api_schema_rule allowed_cidrs_rules[] = {
 static const struct api_schema network_policy_props[] = {
     {.name = "enabled", .type = API_SCHEMA_BOOLEAN, .def = "true",
      .description =
-         "Render a NetworkPolicy for etcd (client and peer ports reachable only from this "
-         "cluster's etcd members and API servers, and from the nestcp manager) and one for the "
-         "API server. false: none, and those rendered before are deleted."},
+         "Render a NetworkPolicy for etcd (peer port 2380 only from this cluster's etcd "
+         "members; client port 2379 also from its API servers and the nestcp manager's pods; "
+         "2381, probes and metrics, open) and one for the API server's port 6443 (see "
+         "apiServerAllowedCIDRs). false: none, and those rendered before are deleted. Pods do "
+         "not roll either way. Default: true."},
     {.name = "apiServerAllowedCIDRs", .type = API_SCHEMA_ARRAY, .items = &cidr_item,
      .flags = API_SCHEMA_MAX, .max = 64, .rules = allowed_cidrs_rules,
      .description =
-         "Source address ranges that may reach the API server's port, besides this cluster's "
-         "own components. Empty (the default): any source."},
+         "At most 64 CIDRs (host bits zero) that may reach the API server's port, besides "
+         "this cluster's own pods. Empty (the default): any source."},
     END,
 };
 
 static const struct api_schema ncp_spec_props[] = {
-    OBJ("etcd", object_reference, "Reference to the NestedEtcd of this control plane."),
+    OBJ("etcd", object_reference,
+        "Reference to the NestedEtcd of this control plane (CAPN). When set, name is required, "
+        "kind must be NestedEtcd and apiVersion in controlplane.cluster.x-k8s.io; the object "
+        "is looked up by name in this namespace. Default: the one NestedEtcd in this namespace "
+        "owned by this control plane or labelled cluster.x-k8s.io/cluster-name=<cluster>."),
     OBJ("apiserver", object_reference,
-        "Reference to the NestedAPIServer of this control plane."),
+        "Reference to the NestedAPIServer of this control plane (CAPN). When set, name is "
+        "required, kind must be NestedAPIServer and apiVersion in "
+        "controlplane.cluster.x-k8s.io; the object is looked up by name in this namespace. "
+        "Default: the one NestedAPIServer in this namespace owned by this control plane or "
+        "labelled cluster.x-k8s.io/cluster-name=<cluster>."),
     OBJ("controllerManager", object_reference,
-        "Reference to the NestedControllerManager of this control plane."),
+        "Reference to the NestedControllerManager of this control plane (CAPN). When set, name "
+        "is required, kind must be NestedControllerManager and apiVersion in "
+        "controlplane.cluster.x-k8s.io; the object is looked up by name in this namespace. "
+        "Default: the one NestedControllerManager in this namespace owned by this control "
+        "plane or labelled cluster.x-k8s.io/cluster-name=<cluster>."),
     {.name = "version", .type = API_SCHEMA_STRING, .max_length = 64, .rules = version_rules,
      .description =
-         "The Kubernetes version of the control plane, e.g. 1.36.3 or v1.36.3. Every component "
-         "follows it; changing it starts an upgrade (etcd, then kube-apiserver, then "
-         "kube-controller-manager). Default: the stable channel's version."},
+         "The Kubernetes version of the control plane, e.g. 1.36.3 or v1.36.3 (a -/+ suffix is "
+         "allowed), at most 64 characters. It must be a version the installed packages know; "
+         "a line older than every shipped one is retired and refused (VersionUnsupported). "
+         "Components without a version of their own follow it; changing "
+         "it starts an upgrade, one minor version at a time: etcd, then kube-apiserver, then "
+         "kube-controller-manager. Default: a component's own channel, else the version the "
+         "stable channel (templates/stable) lists for kube-apiserver."},
     OBJ("controlPlaneEndpoint", api_endpoint,
-        "The endpoint clients use to reach the control plane. Default: the owner Cluster's "
-        "spec.controlPlaneEndpoint, else <cluster>-apiserver.<namespace>:6443."),
+        "The endpoint clients use to reach the control plane: the admin kubeconfig points at "
+        "it and it is a subject alternative name of the API server's certificate. Default: "
+        "the owner Cluster's spec.controlPlaneEndpoint, else "
+        "<cluster>-apiserver.<namespace>.svc:6443, where <cluster> is the owner Cluster's name, "
+        "else the label cluster.x-k8s.io/cluster-name, else this object's name."),
     OBJ("clusterNetwork", cluster_network_props,
-        "The tenant cluster's service and pod networks and service domain."),
+        "The tenant cluster's service and pod networks and service domain. Each field "
+        "defaults to the owner Cluster's spec.clusterNetwork, then to nestcp's default."),
     MAP("featureGates", &bool_item,
-        "Feature gates for every component, name to enabled, e.g. MaxUnavailableStatefulSet: true. "
-        "A component's own featureGates override these gate by gate."),
+        "Feature gates of kube-apiserver and kube-controller-manager, name to enabled, e.g. "
+        "MaxUnavailableStatefulSet: true. Names are letters and digits starting with an "
+        "upper-case letter, and must be gates of the target Kubernetes version, not locked to "
+        "the other value. A component's own featureGates override these gate by gate. "
+        "Default: none."),
     {.name = "certificates", .type = API_SCHEMA_OBJECT, .props = certificates_props,
      .def = "{}",
-     .description = "How nestcp issues the cluster's certificates and keys."},
+     .description = "How nestcp issues the cluster's certificates and keys. Default: every "
+                    "field at its default."},
     {.name = "networkPolicy", .type = API_SCHEMA_OBJECT, .props = network_policy_props,
      .def = "{}",
-     .description = "NetworkPolicies nestcp renders for the control plane's pods (on by "
-                    "default)."},
+     .description = "NetworkPolicies nestcp renders for the control plane's pods. Default: "
+                    "enabled, any source may reach the API server."},
     END,
 };
 
 static const struct api_schema rollout_component_props[] = {
-    STR("version", "The version the component is being moved to, or runs."),
-    STR("configHash", "Hash of the component's rendered configuration at that target."),
+    STR("version", "The version the component is being moved to, or runs (no leading v)."),
+    STR("configHash", "SHA-256 (hex) of the component's rendered configuration at that "
+                      "target."),
     END,
 };
 
@@ -388,7 +469,7 @@ static const struct api_schema rollout_components_props[] = {
 static const struct api_schema rollout_props[] = {
     STR("step", "The component the control plane is waiting on now: etcd, apiserver, "
                 "controllerManager, or empty when nothing is rolling out."),
-    STR("targetVersion", "The Kubernetes version the rollout moves to."),
+    STR("targetVersion", "The Kubernetes version being rolled out to the API servers."),
     OBJ("components", rollout_components_props,
         "Per component: the target version and config hash. Only the control plane's state "
         "machine changes a component's target."),
@@ -396,46 +477,55 @@ static const struct api_schema rollout_props[] = {
 };
 
 static const struct api_schema etcd_addresses_props[] = {
-    ARR("addresses", &etcd_address_item, "How to address the etcd members."),
+    ARR("addresses", &etcd_address_item,
+        "The client addresses of the etcd members, one per member by ordinal."),
     END,
 };
 
 static const struct api_schema ncp_apiserver_status_props[] = {
-    STR("serviceCidr", "The service CIDR of the tenant cluster."),
+    STR("serviceCidr", "The service CIDR blocks the cluster was set up with, joined with ','. "
+                       "Recorded when the control plane is first rolled out; "
+                       "spec.clusterNetwork.services may not change from it."),
     END,
 };
 
 static const struct api_schema initialization_ncp_props[] = {
     BOOL("controlPlaneInitialized",
-         "True once the control plane can accept requests (Cluster API contract)."),
+         "The same as status.initialized (Cluster API v1beta2 contract)."),
     END,
 };
 
 static const struct api_schema ncp_status_props[] = {
-    BOOL("ready", "True when every component is ready (Cluster API contract, CAPN "
-                  "compatible)."),
-    BOOL("initialized", "True once the control plane has served its first request (Cluster "
-                        "API v1beta1 contract)."),
+    BOOL("ready", "True when the control plane is initialized and serving: a quorum of etcd "
+                  "members and at least one kube-apiserver and one kube-controller-manager "
+                  "replica are ready (Cluster API contract, CAPN)."),
+    BOOL("initialized", "True once every component first reached its desired version and "
+                        "config; it stays true (Cluster API v1beta1 contract)."),
     OBJ("initialization", initialization_ncp_props, "Initialization progress (Cluster API "
                                                     "v1beta2 contract)."),
     BOOL("externalManagedControlPlane",
          "Always true: the control plane runs as pods, not on Machines (Cluster API "
          "contract)."),
-    STR("version", "The Kubernetes version every control-plane component runs, v-prefixed."),
-    INT32("replicas", "Replicas of the control plane's kube-apiserver."),
-    INT32("readyReplicas", "Ready replicas of the control plane's kube-apiserver."),
+    STR("version", "The Kubernetes version the API servers run, v-prefixed: set once their "
+                   "StatefulSet has completely rolled out to it. A controller manager with a "
+                   "version of its own may run one minor older (its status.version says)."),
+    INT32("replicas", "Pods of the kube-apiserver StatefulSet."),
+    INT32("readyReplicas", "Ready pods of the kube-apiserver StatefulSet."),
     INT32("updatedReplicas",
-          "kube-apiserver replicas at the current version and config."),
+          "kube-apiserver pods at the version and config nestcp last rendered."),
     OBSERVED_GENERATION,
     CONDITIONS,
-    STR("phase", "Where the control plane is in its life: Provisioning, Ready, Upgrading, "
-                 "Reconfiguring, Failed, Deleting."),
-    STR("failureReason", "A terse, machine-readable reason for a failure that needs a human."),
-    STR("failureMessage", "A human-readable description of that failure."),
+    STR("phase", "Where the control plane is in its life: Provisioning (not yet "
+                 "initialized), Ready, Upgrading (a component moves to another version), "
+                 "Reconfiguring (to another config at the same version) or Deleting."),
+    STR("failureReason", "CAPN's and Cluster API's terminal failure reason. nestcp does not "
+                         "set it: problems are in the conditions."),
+    STR("failureMessage", "CAPN's and Cluster API's terminal failure message. nestcp does not "
+                          "set it: problems are in the conditions."),
     OBJ("rollout", rollout_props,
         "The control plane's state machine: the current step and each component's target."),
-    OBJ("etcd", etcd_addresses_props, "The etcd members the kube-apiserver uses."),
-    OBJ("apiserver", ncp_apiserver_status_props, "Observed kube-apiserver settings."),
+    OBJ("etcd", etcd_addresses_props, "The etcd members the kube-apiserver uses (CAPN)."),
+    OBJ("apiserver", ncp_apiserver_status_props, "Observed kube-apiserver settings (CAPN)."),
     END,
 };
 
@@ -448,21 +538,22 @@ static const struct api_schema ncp_status = OBJ("status", ncp_status_props,
 
 static const struct api_schema nc_spec_props[] = {
     OBJ("controlPlaneEndpoint", api_endpoint,
-        "ControlPlaneEndpoint represents the endpoint used to communicate with the control "
-        "plane."),
+        "The endpoint used to communicate with the control plane. Default: the owner "
+        "Cluster's spec.controlPlaneEndpoint."),
     END,
 };
 
 static const struct api_schema initialization_nc_props[] = {
-    BOOL("provisioned", "True once the infrastructure is ready (Cluster API v1beta2 "
-                        "contract)."),
+    BOOL("provisioned", "True once status.ready has first been true; it stays true (Cluster "
+                        "API v1beta2 contract)."),
     END,
 };
 
 static const struct api_schema nc_status_props[] = {
     BOOL("ready", "True when the NestedControlPlane is ready and initialized (Cluster API "
                   "contract)."),
-    OBJ("initialization", initialization_nc_props, "Initialization progress."),
+    OBJ("initialization", initialization_nc_props,
+        "Initialization progress (Cluster API v1beta2 contract)."),
     OBSERVED_GENERATION,
     CONDITIONS,
     END,
@@ -476,19 +567,29 @@ static const struct api_schema nc_status = OBJ("status", nc_status_props,
 /* ---- Cluster API Cluster (the fields nestcp reads) ---- */
 
 static const struct api_schema capi_network_props[] = {
-    INT32("apiServerPort", "Port the API server binds to."),
-    OBJ("services", cidr_blocks, "Network ranges from which service VIPs are allocated."),
-    OBJ("pods", cidr_blocks, "Network ranges from which Pod networks are allocated."),
-    STR("serviceDomain", "Domain name for services."),
+    INT32("apiServerPort", "Port the API server binds to. nestcp does not use it."),
+    OBJ("services", cidr_blocks,
+        "Network ranges from which service VIPs are allocated: the default of the "
+        "NestedControlPlane's spec.clusterNetwork.services."),
+    OBJ("pods", cidr_blocks,
+        "Network ranges from which Pod networks are allocated: the default of the "
+        "NestedControlPlane's spec.clusterNetwork.pods."),
+    STR("serviceDomain", "Domain name for services: the default of the NestedControlPlane's "
+                         "spec.clusterNetwork.serviceDomain."),
     END,
 };
 
 static const struct api_schema capi_spec_props[] = {
-    BOOL("paused", "Paused can be used to prevent controllers from processing the Cluster."),
+    BOOL("paused", "True pauses reconciliation: nestcp leaves this cluster's control plane as "
+                   "it is (condition Paused) until it is false again."),
     OBJ("clusterNetwork", capi_network_props, "Cluster network configuration."),
-    OBJ("controlPlaneEndpoint", api_endpoint, "The endpoint of the control plane."),
-    OBJ("controlPlaneRef", object_reference, "Reference to the control plane object."),
-    OBJ("infrastructureRef", object_reference, "Reference to the infrastructure object."),
+    OBJ("controlPlaneEndpoint", api_endpoint,
+        "The endpoint of the control plane: the default of the NestedControlPlane's and the "
+        "NestedCluster's spec.controlPlaneEndpoint."),
+    OBJ("controlPlaneRef", object_reference,
+        "Reference to the control plane object: the NestedControlPlane of this cluster."),
+    OBJ("infrastructureRef", object_reference,
+        "Reference to the infrastructure object: the NestedCluster of this cluster."),
     END,
 };
 

@@ -76,7 +76,7 @@ if [ "$quick" = 0 ]; then
     # (deployment, image staging, faults and upgrades already run above) are not repeated,
     # nor the renewal scenario, which mostly waits for two-minute certificates to age (its code
     # paths run under the sanitizers in the unit tests).
-    asan_skip='integration_test_deploy_|integration_test_nested_(faults|upgrade|renewal)|integration_test_api_crds|integration_test_kube_env'
+    asan_skip='integration_test_deploy_|integration_test_nested_(faults|upgrade|renewal)|integration_test_api_(crds|explain)|integration_test_kube_env'
     if [ ${#ctest_args[@]} -gt 0 ]; then
         run_suite build-asan "${ctest_args[@]}" -LE e2e -E "$asan_skip"
     else
