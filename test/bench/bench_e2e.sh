@@ -138,16 +138,38 @@ for i, c in enumerate(clusters):
     d = os.path.join(dir, c)
     etcd_ip = "127.%d.%d.%d" % (net, 1 + i // 100, 2 + 2 * (i % 100))
     api_ip = "127.%d.%d.%d" % (net, 1 + i // 100, 3 + 2 * (i % 100))
-    paths = {"/etc/etcd/pki": os.path.join(d, "etcd-pki"), "/var/lib/etcd": os.path.join(d, "data"),
-             "/etc/kubernetes/pki": os.path.join(d, "kube-pki")}
-    for p in paths.values():
-        os.makedirs(p, mode=0o700)
-    for pre, sub in (("%s-etcd-certs-" % c, "etcd-pki"), ("%s-apiserver-certs-" % c, "kube-pki")):
-        for k, v in secret(pre)["data"].items():
-            fd = os.open(os.path.join(d, sub, k), os.O_WRONLY | os.O_CREAT, 0o600)
-            os.write(fd, base64.b64decode(v))
-            os.close(fd)
-    subst = {"$(POD_NAME)": "%s-etcd-0" % c, "$(POD_NAMESPACE)": "floor"}
+    # Every Secret and ConfigMap volume of the pods (certificates, the API server's
+    # authentication configuration), written out as the kubelet would, and its mount path
+    # mapped; the etcd member's data directory.
+    paths = {"/var/lib/etcd": os.path.join(d, "data")}
+    os.makedirs(paths["/var/lib/etcd"], mode=0o700)
+    for comp in ("etcd", "apiserver"):
+        spec = sts("%s-%s" % (c, comp))["spec"]["template"]["spec"]
+        vols = {v["name"]: v for v in spec.get("volumes", [])}
+        for m in spec["containers"][0].get("volumeMounts", []):
+            v = vols.get(m["name"], {})
+            if "secret" in v:
+                obj = next(o for o in items if o["kind"] == "Secret"
+                           and o["metadata"]["name"] == v["secret"]["secretName"])
+                data = {k: base64.b64decode(x) for k, x in obj.get("data", {}).items()}
+            elif "configMap" in v:
+                obj = next(o for o in items if o["kind"] == "ConfigMap"
+                           and o["metadata"]["name"] == v["configMap"]["name"])
+                data = {k: x.encode() for k, x in obj.get("data", {}).items()}
+            else:
+                continue
+            host = os.path.join(d, "%s-%s" % (comp, m["name"]))
+            os.makedirs(host, mode=0o700)
+            for k, x in data.items():
+                fd = os.open(os.path.join(host, k), os.O_WRONLY | os.O_CREAT, 0o600)
+                os.write(fd, x)
+                os.close(fd)
+            paths[m["mountPath"]] = host
+    # What nestcp writes into a first member's annotations before it lifts its scheduling gate.
+    subst = {"$(POD_NAME)": "%s-etcd-0" % c, "$(POD_NAMESPACE)": "floor",
+             "$(NESTCP_INITIAL_CLUSTER)": "%s-etcd-0=https://%s-etcd-0.%s-etcd.floor.svc:2380"
+                                          % (c, c, c),
+             "$(NESTCP_INITIAL_CLUSTER_STATE)": "new"}
     for comp, ip, binary in (("etcd", etcd_ip, etcd_bin),
                              ("apiserver", api_ip, os.path.join(bin_dir, "kube-apiserver"))):
         ctr = sts("%s-%s" % (c, comp))["spec"]["template"]["spec"]["containers"][0]
@@ -162,7 +184,7 @@ for i, c in enumerate(clusters):
     with open(os.path.join(d, "hosts"), "w") as h:
         h.write("127.0.0.1 localhost\n%s %s-etcd-0.%s-etcd.floor.svc %s-etcd.floor.svc\n"
                 "%s %s-apiserver %s-apiserver.floor.svc\n" % (etcd_ip, c, c, c, api_ip, c, c))
-    ctx = ssl.create_default_context(cafile=os.path.join(d, "kube-pki", "ca.crt"))
+    ctx = ssl.create_default_context(cafile=os.path.join(paths["/etc/kubernetes/pki"], "ca.crt"))
     tenants.append({"c": c, "d": d, "etcd_ip": etcd_ip, "api_ip": api_ip, "ctx": ctx, "procs": []})
 
 def start(t, comp):
