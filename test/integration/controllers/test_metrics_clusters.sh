@@ -38,7 +38,7 @@ until_true 60 eval '[ "$(code /readyz)" = 200 ]' || fail "/readyz not 200 within
 [ "$(curl -s --max-time 5 "http://$HEALTH/readyz")" = ok ] || fail "/readyz does not say ok"
 
 # --- no cluster yet: every phase, at 0 ---
-for p in Provisioning Ready Upgrading Reconfiguring Deleting Unknown; do
+for p in Provisioning Ready Upgrading Reconfiguring Failed Deleting Unknown; do
     is_value "nestcp_control_planes{phase=\"$p\"}" 0 ||
         fail "nestcp_control_planes{phase=\"$p\"} is '$(value "nestcp_control_planes{phase=\"$p\"}")', not 0"
 done
