@@ -10,8 +10,9 @@
 # and fails on the first command that fails, showing the trace. README.md and docs/render.md
 # must have runnable blocks, so the test cannot pass by losing its markers. Then what a reader
 # would check of the README flow: the control plane listed Ready, the admin kubeconfig written
-# with mode 0600 pointing at the control plane's endpoint; and of docs/render.md: both
-# samples' clusters rendered from stdin.
+# with mode 0600 pointing at the control plane's endpoint; of docs/render.md: both samples'
+# clusters rendered from stdin; of docs/create-cluster.md (in the namespace `tenants`, which it
+# creates): the NestedCluster Ready, the kubeconfig 0600, the deleted control plane gone.
 # Blocks that need what this machine lacks (a kubelet that runs pods, Cluster API, clusterctl)
 # are left unmarked.
 set -euo pipefail
@@ -35,6 +36,13 @@ install_crds
 new_namespace "$ns"
 start_manager manager "$ns"
 fake_kubelet "$ns"
+# docs/create-cluster.md creates and uses the namespace `tenants`: one of this test's, run the
+# same way, so it must not exist yet (a namespace that does is not this test's to delete).
+command kubectl get namespace tenants >/dev/null 2>&1 &&
+    fail "namespace tenants exists; docs/create-cluster.md creates it (delete it first)"
+namespaces="${namespaces:-} tenants"
+start_manager manager-tenants tenants
+fake_kubelet tenants
 
 # The reader's checkout and shell.
 checkout=$work/checkout
@@ -89,4 +97,13 @@ grep -q '^  name: standalone-apiserver$' "$work/README.out" ||
 for c in sample standalone; do
     grep -q "^  name: $c-etcd$" "$work/render.out" || fail "docs/render.md rendered no $c-etcd"
 done
+# --- docs/create-cluster.md: both samples Ready in tenants, the kubeconfig 0600, deletion ---
+# "READY true once the control plane is": the NestedCluster follows the control plane.
+nc_ready() { [ "$(kubectl -n tenants get nc sample -o jsonpath='{.status.ready}')" = true ]; }
+until_true 30 nc_ready || fail "NestedCluster tenants/sample is not ready 30 s after its control plane"
+kc=$checkout/standalone.kubeconfig
+[ -f "$kc" ] && [ "$(stat -c %a "$kc")" = 600 ] ||
+    fail "docs/create-cluster.md did not write standalone.kubeconfig with mode 600"
+[ -z "$(command kubectl -n tenants get ncp,statefulsets -l cluster.x-k8s.io/cluster-name=standalone \
+    -o name)" ] || fail "the standalone control plane is not gone after its deletion"
 echo "ok: README.md and docs/*.md runnable blocks ran as written"
