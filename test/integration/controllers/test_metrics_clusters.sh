@@ -200,7 +200,7 @@ in_doc=$(awk '/^## / { first = $0 == "## A first look" } first && /^```sh$/ { on
 [ "$in_doc" = "$(printf '%s\n' "${doc_commands[@]}")" ] ||
     fail "docs/metrics.md's commands are not the ones this test runs: $in_doc"
 out=$(bash -c "${doc_commands[0]}")
-[ "$(printf '%s\n' "$out" | grep -c '^nestcp_control_planes{phase=')" = 6 ] ||
+[ "$(printf '%s\n' "$out" | grep -c '^nestcp_control_planes{phase=')" = 7 ] ||
     fail "the phases command printed: $out"
 grep -qx 'nestcp_control_planes{phase="Ready"} 1' <<<"$out" ||
     fail "the phases command printed: $out"
