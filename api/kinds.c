@@ -71,9 +71,10 @@ static const struct api_schema object_reference[] = {
                      "JSON/Go field access statement. nestcp neither sets nor reads it."),
     STR("kind", "Kind of the referent, e.g. NestedEtcd or Service."),
     STR("name", "Name of the referent, an object name in the referring object's namespace."),
-    STR("namespace", "Namespace of the referent. nestcp only refers to objects in the "
-                     "referring object's own namespace and looks referents up there, whatever "
-                     "this says."),
+    STR("namespace", "Namespace of the referent: empty or the referring object's own. "
+                     "References are same-namespace, as Cluster API's are: nestcp looks "
+                     "referents up there, and refuses a control plane's component reference "
+                     "naming another namespace (Ready False, reason InvalidSpec)."),
     STR("resourceVersion", "Specific resourceVersion to which this reference is made, if any. "
                            "nestcp neither sets nor reads it."),
     STR("uid", "UID of the referent. nestcp neither sets nor reads it."),
@@ -517,7 +518,9 @@ static const struct api_schema ncp_status_props[] = {
     CONDITIONS,
     STR("phase", "Where the control plane is in its life: Provisioning (not yet "
                  "initialized), Ready, Upgrading (a component moves to another version), "
-                 "Reconfiguring (to another config at the same version) or Deleting."),
+                 "Reconfiguring (to another config at the same version), Failed (the spec is "
+                 "invalid or its cluster name is taken: the Ready condition says why) or "
+                 "Deleting."),
     STR("failureReason", "CAPN's and Cluster API's terminal failure reason. nestcp does not "
                          "set it: problems are in the conditions."),
     STR("failureMessage", "CAPN's and Cluster API's terminal failure message. nestcp does not "

@@ -383,12 +383,21 @@ static void check_network_policy(const struct api_network_policy *np, const char
     }
 }
 
+/* A component reference: same-namespace, as Cluster API's references are. A namespace in it
+ * that is not the control plane's own is refused rather than ignored, so a reference to another
+ * namespace fails naming the field instead of waiting for an object that is never looked for. */
 static void check_ref(const struct api_object_ref *r, const char *kind, const char *path,
-                      struct api_errors *errs)
+                      const char *ns, struct api_errors *errs)
 {
     char p[PATH_LEN];
     size_t glen = strlen(API_GROUP_CONTROLPLANE);
 
+    sub(p, path, "namespace");
+    if (r->namespace && *r->namespace && ns && strcmp(r->namespace, ns) != 0)
+        api_errors_add_str(errs, p, r->namespace,
+                           "is not the control plane's namespace \"%s\": a component must be in "
+                           "the namespace of its control plane",
+                           ns);
     if (!r->name && !r->kind && !r->api_version)
         return;
     sub(p, path, "name");
@@ -403,6 +412,17 @@ static void check_ref(const struct api_object_ref *r, const char *kind, const ch
     if (r->api_version &&
         (strncmp(r->api_version, API_GROUP_CONTROLPLANE, glen) != 0 || r->api_version[glen] != '/'))
         api_errors_add_str(errs, p, r->api_version, "is not in group %s", API_GROUP_CONTROLPLANE);
+}
+
+/* Whether ep is the default api_control_plane_default() derives from the cluster name:
+ * <cluster>-apiserver.<namespace>.svc. */
+static bool is_derived_endpoint(const struct api_endpoint *ep, const char *cluster, const char *ns)
+{
+    char host[600];
+    int n = snprintf(host, sizeof(host), "%s-apiserver.%s.svc", cluster ? cluster : "",
+                     ns ? ns : "default");
+
+    return ep->host && n > 0 && (size_t)n < sizeof(host) && strcmp(ep->host, host) == 0;
 }
 
 /* Where the cluster name came from, for error paths. */
@@ -422,17 +442,23 @@ int api_control_plane_validate(const struct api_control_plane *ncp, const struct
     size_t before = api_errors_count(errs);
     const char *cluster = api_meta_cluster_name(&ncp->meta);
 
-    api_cluster_name_validate(cluster, cluster_name_path(&ncp->meta, cluster), errs);
+    bool name_ok =
+        api_cluster_name_validate(cluster, cluster_name_path(&ncp->meta, cluster), errs) == 0;
+
     if (api_version_validate(s->version, "spec.version", errs) == 0)
         check_known(s->version, API_CATALOG_KUBERNETES, "a Kubernetes", cat, "spec.version", errs);
-    check_endpoint(&s->control_plane_endpoint, "spec.controlPlaneEndpoint", errs);
+    /* The endpoint defaulted from a bad cluster name is bad for the same reason: only the name
+     * is reported, not a field the user never set. */
+    if (name_ok || !is_derived_endpoint(&s->control_plane_endpoint, cluster, ncp->meta.namespace))
+        check_endpoint(&s->control_plane_endpoint, "spec.controlPlaneEndpoint", errs);
     api_cluster_network_validate(&s->cluster_network, "spec.clusterNetwork", errs);
     api_feature_gates_validate(&s->feature_gates, s->version, cat, "spec.featureGates", errs);
     check_certificates(&s->certificates, "spec.certificates", errs);
     check_network_policy(&s->network_policy, "spec.networkPolicy", errs);
-    check_ref(&s->etcd, "NestedEtcd", "spec.etcd", errs);
-    check_ref(&s->apiserver, "NestedAPIServer", "spec.apiserver", errs);
-    check_ref(&s->controller_manager, "NestedControllerManager", "spec.controllerManager", errs);
+    check_ref(&s->etcd, "NestedEtcd", "spec.etcd", ncp->meta.namespace, errs);
+    check_ref(&s->apiserver, "NestedAPIServer", "spec.apiserver", ncp->meta.namespace, errs);
+    check_ref(&s->controller_manager, "NestedControllerManager", "spec.controllerManager",
+              ncp->meta.namespace, errs);
     return verdict(errs, before);
 }
 

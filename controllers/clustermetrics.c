@@ -26,8 +26,8 @@
 
 /* The phases the NestedControlPlane reconciler sets (phase_of() and the deletion path in
  * controllers/nestedcontrolplane.c), then the bucket for anything else. */
-static const char *const phases[] = {"Provisioning",  "Ready",    "Upgrading",
-                                     "Reconfiguring", "Deleting", "Unknown"};
+static const char *const phases[] = {"Provisioning",  "Ready",  "Upgrading", "Reconfiguring",
+                                     "Failed", "Deleting", "Unknown"};
 #define N_PHASES (sizeof(phases) / sizeof(phases[0]))
 
 /* The earliest NotAfter of one Secret's certificates, as of one resourceVersion. */

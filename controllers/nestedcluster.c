@@ -159,7 +159,7 @@ int nestedcluster_reconcile(void *ctx, const struct cache_view *view, const char
     if (r == -EINVAL) {
         errors_message(&errs, &msg);
         r = status_plan_invalid(plan, &NESTCP_NESTED_CLUSTERS, obj, "InvalidSpec", msg.msg,
-                                view->now);
+                                NULL, view->now);
         goto out;
     }
     if (r < 0)

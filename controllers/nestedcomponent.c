@@ -743,7 +743,7 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
         err_clear(&msg);
         api_errors_to_err(&errs, NULL, &msg);
         r = status_plan_invalid(plan, part_resources[pc->part], x.obj, "InvalidSpec", msg.msg,
-                                view->now);
+                                "Unready", view->now);
         goto out;
     }
     if (r < 0)

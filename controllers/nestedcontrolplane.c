@@ -516,7 +516,13 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
     }
     if ((r = set_str(&st->phase, phase_of(x, out, da))) < 0 || (r = copy_etcd_addresses(x)) < 0)
         return r;
-    if (st->ready)
+    if (st->ready && refusal_reason)
+        /* Nothing rolls while a change is refused: say so, not that a rollout runs. */
+        r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
+                 "serving the configuration it runs; a change was refused and nothing rolls "
+                 "(Upgrading: %s)",
+                 refusal_reason);
+    else if (st->ready)
         r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", "%s",
                  out->phase == ROLLOUT_PHASE_READY ? "every component is ready"
                                                    : "serving while a rollout runs");
@@ -712,6 +718,26 @@ static int plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
                        name);
 }
 
+/* Ready False for something the user must fix: phase Failed, as docs/api.md promises, until a
+ * later pass finds it fixed (aggregate() then sets the phase of the rollout). */
+static int invalid(struct cp *x, const char *reason, const char *message)
+{
+    int r = set_str(&x->st->phase, "Failed");
+
+    return r < 0 ? r
+                 : cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, reason, "%s",
+                        message);
+}
+
+/* Waiting for objects the user has yet to create: Provisioning, unless the rollout has set a
+ * phase of its own. */
+static int waiting_phase(struct cp *x)
+{
+    if (x->st->phase && strcmp(x->st->phase, "Failed") != 0)
+        return 0;
+    return set_str(&x->st->phase, "Provisioning");
+}
+
 static int reconcile_normal(struct cp *x)
 {
     struct nested_ctx *ctx = x->ctx;
@@ -727,10 +753,16 @@ static int reconcile_normal(struct cp *x)
 
     err_clear(&e);
     r = render_cluster_resolve(ctx->cat, &x->src, x->ns, x->name, &rc, &errs);
-    if (r == -EINVAL || r == -ENOENT) {
+    if (r == -EINVAL) {
         api_errors_to_err(&errs, NULL, &e);
-        r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
-                 r == -EINVAL ? api_errors_reason(&errs) : "MissingObjects", "%s", e.msg);
+        r = invalid(x, api_errors_reason(&errs), e.msg);
+        goto out;
+    }
+    if (r == -ENOENT) {
+        api_errors_to_err(&errs, NULL, &e);
+        if ((r = waiting_phase(x)) == 0)
+            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "MissingObjects",
+                     "%s", e.msg);
         goto out;
     }
     if (r < 0)
@@ -740,8 +772,9 @@ static int reconcile_normal(struct cp *x)
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
         const char *missing = render_cluster_missing(rc, (enum render_part)i);
         if (missing) {
-            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
-                     "WaitingForComponents", "%s", missing);
+            if ((r = waiting_phase(x)) == 0)
+                r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                         "WaitingForComponents", "%s", missing);
             goto out;
         }
     }
@@ -750,18 +783,19 @@ static int reconcile_normal(struct cp *x)
     {
         char owner[RENDER_CLUSTER_NAME_MAX];
         if (cluster_name_owner(x, rc, owner, sizeof(owner))) {
-            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "ClusterNameInUse",
+            char msg[1024];
+            snprintf(msg, sizeof(msg),
                      "cluster name %s is in use by NestedControlPlane %s/%s; this control plane "
                      "touches nothing of it (rename it, or set its %s label to a name of its "
                      "own)",
                      render_cluster_name(rc), x->ns, owner, "cluster.x-k8s.io/cluster-name");
+            r = invalid(x, "ClusterNameInUse", msg);
             goto out;
         }
     }
     r = nested_check_render(ctx->cat, rc, RENDER_PART__COUNT, &e);
     if (r == -EINVAL) {
-        r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s",
-                 e.msg);
+        r = invalid(x, "InvalidSpec", e.msg);
         goto out;
     }
     if (r < 0)
@@ -906,7 +940,8 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
         api_errors_to_err(&errs, NULL, &msg);
         r = status_deleting(x.obj) ? 0
                                    : status_plan_invalid(plan, &NESTCP_CONTROL_PLANES, x.obj,
-                                                         "InvalidSpec", msg.msg, view->now);
+                                                         "InvalidSpec", msg.msg, "Failed",
+                                                         view->now);
         goto out;
     }
     if (r < 0)

@@ -210,7 +210,7 @@ oom:
 }
 
 int status_plan_invalid(struct plan *p, const struct kube_resource *res, const cJSON *obj,
-                        const char *reason, const char *message, double now)
+                        const char *reason, const char *message, const char *phase, double now)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(meta, "generation");
@@ -242,6 +242,11 @@ int status_plan_invalid(struct plan *p, const struct kube_resource *res, const c
     }
     if (!cJSON_AddNumberToObject(st, "observedGeneration", (double)gen))
         goto out;
+    if (phase) {
+        cJSON_DeleteItemFromObjectCaseSensitive(st, "phase");
+        if (!cJSON_AddStringToObject(st, "phase", phase))
+            goto out;
+    }
     r = status_plan_write(p, res, obj, st, cJSON_IsObject(old) ? old : NULL);
     st = NULL;
     if (r > 0)

@@ -35,11 +35,11 @@ int status_condition(struct api_conditions *cs, const char *type, const char *st
                      const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 
 /* For an object that does not even parse: plans a /status write of its status as it is with
- * the Ready condition False (severity Error, reason and message as given) and
- * observedGeneration, and a Warning Event, unless the status says so already. Returns 1 when
- * a write was planned, 0 when nothing differs, -ENOMEM. */
+ * the Ready condition False (severity Error, reason and message as given), observedGeneration
+ * and, unless phase is NULL, status.phase, and a Warning Event, unless the status says so
+ * already. Returns 1 when a write was planned, 0 when nothing differs, -ENOMEM. */
 int status_plan_invalid(struct plan *p, const struct kube_resource *res, const cJSON *obj,
-                        const char *reason, const char *message, double now);
+                        const char *reason, const char *message, const char *phase, double now);
 
 /* True when obj has condition `type` with status True, set for its current generation
  * (metadata.generation, when it and the condition's observedGeneration are both known). */

@@ -326,8 +326,9 @@ static int apply_one(cJSON *work, const cJSON *p, int i, struct err *e)
         cJSON_ReplaceItemViaPointer(work, obj, out);
     }
     if (hits == 0)
-        return err_set(e, -EINVAL, "spec.patches[%d]: matches no object (kind %s, name %s)", i,
-                       t.kind, t.name);
+        return err_set(e, -EINVAL, "spec.patches[%d]: matches no object (kind %s, name %s%s%s)", i,
+                       t.kind, t.name, t.namespace ? ", namespace " : "",
+                       t.namespace ? t.namespace : "");
     return 0;
 }
 

@@ -139,8 +139,12 @@ static int attach(struct parse_state *st, cJSON *node, const char *origin, const
         if (!top->pending_key)
             return err_set(e, -ENOMEM, "out of memory");
         if (cJSON_GetObjectItemCaseSensitive(top->node, top->pending_key)) {
-            char msg[256];
-            snprintf(msg, sizeof(msg), "duplicate key \"%.200s\"", top->pending_key);
+            char msg[400];
+            /* At the top of a document this is most often two files joined without the "---"
+             * that starts a document: say so. */
+            snprintf(msg, sizeof(msg), "duplicate key \"%.200s\"%s", top->pending_key,
+                     st->depth == 1 ? " (a second object without a \"---\" line before it?)"
+                                    : "");
             return mark_err(e, origin, m, msg);
         }
         return 0;

@@ -38,7 +38,7 @@ until_true 60 eval '[ "$(code /readyz)" = 200 ]' || fail "/readyz not 200 within
 [ "$(curl -s --max-time 5 "http://$HEALTH/readyz")" = ok ] || fail "/readyz does not say ok"
 
 # --- no cluster yet: every phase, at 0 ---
-for p in Provisioning Ready Upgrading Reconfiguring Deleting Unknown; do
+for p in Provisioning Ready Upgrading Reconfiguring Failed Deleting Unknown; do
     is_value "nestcp_control_planes{phase=\"$p\"}" 0 ||
         fail "nestcp_control_planes{phase=\"$p\"} is '$(value "nestcp_control_planes{phase=\"$p\"}")', not 0"
 done
@@ -200,7 +200,7 @@ in_doc=$(awk '/^## / { first = $0 == "## A first look" } first && /^```sh$/ { on
 [ "$in_doc" = "$(printf '%s\n' "${doc_commands[@]}")" ] ||
     fail "docs/metrics.md's commands are not the ones this test runs: $in_doc"
 out=$(bash -c "${doc_commands[0]}")
-[ "$(printf '%s\n' "$out" | grep -c '^nestcp_control_planes{phase=')" = 6 ] ||
+[ "$(printf '%s\n' "$out" | grep -c '^nestcp_control_planes{phase=')" = 7 ] ||
     fail "the phases command printed: $out"
 grep -qx 'nestcp_control_planes{phase="Ready"} 1' <<<"$out" ||
     fail "the phases command printed: $out"

@@ -266,6 +266,7 @@ test_clustermetrics__counts_control_planes_by_phase_with_every_phase_present(voi
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Ready\"}") == 0);
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Upgrading\"}") == 0);
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Reconfiguring\"}") == 0);
+    assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Failed\"}") == 0);
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Deleting\"}") == 0);
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Unknown\"}") == 0);
     assert_true(sample(x.text.data, "nestcp_control_planes_ready") == 0);
@@ -298,8 +299,9 @@ test_clustermetrics__counts_control_planes_by_phase_with_every_phase_present(voi
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Provisioning\"}") == 1);
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Reconfiguring\"}") == 0);
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Deleting\"}") == 0);
-    /* No status yet, or a phase nestcp never sets. */
-    assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Unknown\"}") == 2);
+    /* An invalid control plane is Failed; no status yet is Unknown. */
+    assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Failed\"}") == 1);
+    assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Unknown\"}") == 1);
     assert_true(sample(x.text.data, "nestcp_control_planes_ready") == 3);
     /* Nothing to read certificates from: no expiry series. */
     assert_null(strstr(x.text.data, "nestcp_certificate_expiry_seconds{"));

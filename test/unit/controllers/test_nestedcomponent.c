@@ -227,12 +227,23 @@ static void test_nestedcomponent__paused_or_deleting_changes_nothing_else(void *
 
 static void test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing(void **state)
 {
-    struct sim s;
-    struct plan p;
+    /* The target as given, and what the message names: the namespace too when one is set. */
+    static const char *const cases[][2] = {
+        {"{kind: StatefulSet, name: nosuch}",
+         "spec.patches[0]: matches no object (kind StatefulSet, name nosuch)"},
+        {"{kind: StatefulSet, name: c-apiserver, namespace: other}",
+         "spec.patches[0]: matches no object (kind StatefulSet, name c-apiserver, namespace "
+         "other)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char yaml[1024];
+        struct sim s;
+        struct plan p;
 
-    sim_init(&s, solo);
-    set_up_cas_and_adopt(&s);
-    fx_put(&s.f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+        sim_init(&s, solo);
+        set_up_cas_and_adopt(&s);
+        snprintf(yaml, sizeof(yaml),
+                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
                  "kind: NestedAPIServer\n"
                  "metadata:\n"
                  "  name: c-kas\n"
@@ -240,16 +251,19 @@ static void test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing(vo
                  "  generation: 2\n"
                  "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: c, uid: ncp-1, controller: true}]\n"
                  "spec:\n"
-                 "  patches: [{target: {kind: StatefulSet, name: nosuch}, type: merge, patch: {}}]\n");
-    reconcile(&s, RENDER_PART_APISERVER, &p);
-    assert_int_equal(p.n_actions, 1);
-    assert_string_equal(ready_reason(&p), "InvalidSpec");
-    assert_non_null(strstr(fx_str(fx_condition(fx_path(p.actions[0].body, "status"), "Ready"),
-                                  "message"),
-                           "spec.patches[0]: matches no object"));
-    assert_non_null(fx_event(&p, "InvalidSpec"));
-    plan_done(&p);
-    sim_done(&s);
+                 "  patches: [{target: %s, type: merge, patch: {}}]\n",
+                 cases[i][0]);
+        fx_put(&s.f, yaml);
+        reconcile(&s, RENDER_PART_APISERVER, &p);
+        assert_int_equal(p.n_actions, 1);
+        assert_string_equal(ready_reason(&p), "InvalidSpec");
+        assert_non_null(
+            strstr(fx_str(fx_condition(fx_path(p.actions[0].body, "status"), "Ready"), "message"),
+                   cases[i][1]));
+        assert_non_null(fx_event(&p, "InvalidSpec"));
+        plan_done(&p);
+        sim_done(&s);
+    }
 }
 
 static void test_nestedcomponent__renewal_issues_new_certs_and_rolls_them_out(void **state)

@@ -291,6 +291,8 @@ static void test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothi
         fx_apply_plan(&s.f, &p);
         plan_done(&p);
         assert_string_equal(ncp_condition(&s, "Ready", "reason"), "InvalidSpec");
+        /* kubectl get ncp shows PHASE Failed, as docs/api.md says */
+        assert_string_equal(fx_str(ncp_status(&s), "phase"), "Failed");
         /* an unknown version is refused naming the lines there are */
         if (i == 0)
             assert_non_null(strstr(ncp_condition(&s, "Ready", "message"),
@@ -392,6 +394,76 @@ static void test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled(
     sim_done(&s);
 }
 
+/* Component references are same-namespace, as Cluster API's are: one naming another
+ * namespace is refused naming the field, with an Event, instead of waiting for an object that
+ * is never looked for. */
+static void test_nestedcontrolplane__a_reference_to_another_namespace_is_refused(void **state)
+{
+    char yaml[sizeof(capn) + 64];
+    struct sim s;
+    struct plan p;
+
+    capn_with(yaml, sizeof(yaml), "kind: NestedEtcd, name: sample-nestedetcd}",
+              "kind: NestedEtcd, name: sample-nestedetcd, namespace: other}");
+    sim_init(&s, yaml);
+    reconcile_ncp(&s, &p);
+    assert_status_only(&p);
+    assert_non_null(fx_event(&p, "InvalidSpec"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "Ready", "status"), "False");
+    assert_string_equal(ncp_condition(&s, "Ready", "reason"), "InvalidSpec");
+    assert_non_null(strstr(ncp_condition(&s, "Ready", "message"),
+                           "spec.etcd.namespace: \"other\" is not the control plane's namespace "
+                           "\"default\""));
+    assert_null(strstr(ncp_condition(&s, "Ready", "message"), "does not exist"));
+    assert_string_equal(fx_str(ncp_status(&s), "phase"), "Failed");
+    sim_done(&s);
+
+    /* its own namespace, spelt out, is the same as none */
+    capn_with(yaml, sizeof(yaml), "kind: NestedEtcd, name: sample-nestedetcd}",
+              "kind: NestedEtcd, name: sample-nestedetcd, namespace: default}");
+    sim_init(&s, yaml);
+    sim_converge(&s, 40);
+    assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
+    sim_done(&s);
+}
+
+/* A name too long for a cluster name is reported on the name alone, not also on the endpoint
+ * derived from it, which the user never set. */
+static void test_nestedcontrolplane__a_long_name_is_reported_on_the_name_only(void **state)
+{
+    char name[254], yaml[1024];
+    const cJSON *st;
+    struct sim s;
+    struct plan p;
+    struct err e;
+
+    memset(name, 'a', 253);
+    name[253] = '\0';
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+             "kind: NestedControlPlane\n"
+             "metadata: {name: %s, uid: long-1, generation: 1}\n"
+             "spec: {version: 1.36.3}\n",
+             name);
+    sim_init(&s, capn);
+    fx_put(&s.f, yaml);
+    plan_init(&p);
+    err_clear(&e);
+    assert_int_equal(nestedcontrolplane_reconcile(&s.ctx, &s.f.view, "default", name, &p, &e), 0);
+    assert_status_only(&p);
+    st = fx_path(p.actions[0].body, "status");
+    assert_string_equal(fx_str(fx_condition(st, "Ready"), "reason"), "InvalidSpec");
+    assert_non_null(strstr(fx_str(fx_condition(st, "Ready"), "message"),
+                           "metadata.name: \"aaaa"));
+    assert_non_null(strstr(fx_str(fx_condition(st, "Ready"), "message"), "is too long"));
+    assert_null(strstr(fx_str(fx_condition(st, "Ready"), "message"), "controlPlaneEndpoint"));
+    assert_string_equal(fx_str(st, "phase"), "Failed");
+    plan_done(&p);
+    sim_done(&s);
+}
+
 static void test_nestedcontrolplane__a_service_cidr_change_is_refused(void **state)
 {
     struct sim s;
@@ -449,6 +521,11 @@ static void test_nestedcontrolplane__two_minors_and_downgrades_are_refused(void 
         plan_done(&p);
         assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), cases[i][2]);
         assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
+        /* Ready says that nothing rolls, and why, not that a rollout runs */
+        assert_null(strstr(ncp_condition(&s, "Ready", "message"), "rollout runs"));
+        assert_non_null(strstr(ncp_condition(&s, "Ready", "message"), "nothing rolls"));
+        assert_non_null(strstr(ncp_condition(&s, "Ready", "message"), cases[i][2]));
+        assert_string_equal(fx_str(ncp_status(&s), "phase"), "Ready");
         /* nothing rolls: every component stays where it runs */
         sim_converge(&s, 40);
         assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), cases[i][2]);
@@ -674,6 +751,7 @@ static void test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_cr
             assert_string_equal(fx_str(ready, "status"), "False");
             assert_string_equal(fx_str(ready, "reason"), "InvalidSpec");
             assert_non_null(strstr(fx_str(ready, "message"), bad[i].field));
+            assert_string_equal(fx_str(fx_path(p.actions[0].body, "status"), "phase"), "Failed");
         }
         plan_done(&p);
         sim_pass(&s);
@@ -735,6 +813,8 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
         cmocka_unit_test(test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled),
+        cmocka_unit_test(test_nestedcontrolplane__a_reference_to_another_namespace_is_refused),
+        cmocka_unit_test(test_nestedcontrolplane__a_long_name_is_reported_on_the_name_only),
         cmocka_unit_test(test_nestedcontrolplane__a_service_cidr_change_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
         cmocka_unit_test(test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_write),

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,64 @@ static void test_yamlconv__errors_name_line_and_column(void **state)
     }
 }
 
+/* A duplicate key names key, line and column; at the top of a document, where two objects
+ * joined without "---" collide, it also says what is probably missing. */
+static void test_yamlconv__duplicate_keys_name_key_and_line(void **state)
+{
+    const char *joined = "kind: A\nspec: {replicas: 1}\n# b.yaml\nkind: B\n";
+    const char *nested = "kind: A\nspec:\n  x: 1\n  x: 2\n";
+    cJSON *docs = NULL;
+    struct err e;
+
+    err_clear(&e);
+    assert_int_equal(yamlconv_parse_all(joined, strlen(joined), "<stdin>", &docs, &e), -EINVAL);
+    assert_null(docs);
+    assert_non_null(strstr(e.msg, "<stdin>: line 4, column "));
+    assert_non_null(strstr(e.msg, "duplicate key \"kind\""));
+    assert_non_null(strstr(e.msg, "without a \"---\" line before it"));
+    err_clear(&e);
+    assert_int_equal(yamlconv_parse_all(nested, strlen(nested), "in.yaml", &docs, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "in.yaml: line 4, column "));
+    assert_non_null(strstr(e.msg, "duplicate key \"x\""));
+    assert_null(strstr(e.msg, "---"));
+}
+
+/* The samples, concatenated as docs/render.md does (`cat a.yaml b.yaml`), are one stream of
+ * every object of both: each file starts its documents with "---". */
+static void test_yamlconv__concatenated_samples_are_one_stream(void **state)
+{
+    const char *src = getenv("NESTCP_SOURCE_DIR");
+    const char *files[] = {"config/samples/capn-cluster.yaml", "config/samples/standalone.yaml"};
+    char *text = NULL, path[1024];
+    size_t len = 0;
+    cJSON *docs = NULL;
+    struct err e;
+
+    assert_non_null(src);
+    for (size_t i = 0; i < 2; i++) {
+        FILE *f;
+        long n;
+        snprintf(path, sizeof(path), "%s/%s", src, files[i]);
+        assert_non_null(f = fopen(path, "rb"));
+        assert_int_equal(fseek(f, 0, SEEK_END), 0);
+        assert_true((n = ftell(f)) > 0);
+        rewind(f);
+        assert_non_null(text = realloc(text, len + (size_t)n + 1));
+        assert_int_equal(fread(text + len, 1, (size_t)n, f), (size_t)n);
+        len += (size_t)n;
+        fclose(f);
+    }
+    err_clear(&e);
+    assert_int_equal(yamlconv_parse_all(text, len, "<stdin>", &docs, &e), 0);
+    /* capn-cluster.yaml: Cluster, NestedCluster, the control plane and three components;
+     * standalone.yaml: the control plane and three components. */
+    assert_int_equal(cJSON_GetArraySize(docs), 10);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(docs, 6), "kind")->valuestring,
+                        "NestedControlPlane");
+    cJSON_Delete(docs);
+    free(text);
+}
+
 static void test_yamlconv__depth_is_bounded(void **state)
 {
     char text[1024];
@@ -119,6 +178,8 @@ int main(void)
         cmocka_unit_test(test_yamlconv__scalars_resolve_like_kubectl),
         cmocka_unit_test(test_yamlconv__multi_document_skips_empty),
         cmocka_unit_test(test_yamlconv__errors_name_line_and_column),
+        cmocka_unit_test(test_yamlconv__duplicate_keys_name_key_and_line),
+        cmocka_unit_test(test_yamlconv__concatenated_samples_are_one_stream),
         cmocka_unit_test(test_yamlconv__depth_is_bounded),
         cmocka_unit_test(test_yamlconv__emit_round_trips_types),
         cmocka_unit_test(test_yamlconv__emit_all_separates_documents),
