@@ -98,7 +98,7 @@ int describe_object_status(const cJSON *obj, struct buf *out)
     phase = string_at(obj, "status", "phase");
     if (version && buf_printf(out, ", version %s", version) < 0)
         return -ENOMEM;
-    if (phase && buf_printf(out, ", %s", phase) < 0)
+    if (phase && buf_printf(out, ", phase %s", phase) < 0)
         return -ENOMEM;
     if (!control_plane && kind && str_has_prefix(kind, "Nested") &&
         strcmp(kind, "NestedCluster") != 0 &&

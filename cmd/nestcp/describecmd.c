@@ -118,14 +118,9 @@ static const char *ref_name(const cJSON *obj, const char *field_name, const char
     return cJSON_IsString(n) && n->valuestring[0] ? n->valuestring : NULL;
 }
 
-/* The cluster name of a control plane without the caches (see lookup_cluster_name). */
 static const char *cluster_name_of(const cJSON *ncp, const cJSON *cluster)
 {
-    const char *label = kube_obj_label(ncp, PKI_CLUSTER_NAME_LABEL);
-
-    if (cluster)
-        return kube_obj_name(cluster);
-    return label && label[0] ? label : kube_obj_name(ncp);
+    return mgmt_cluster_name(ncp, cluster);
 }
 
 /* The object of items that obj_uid controls (controller ownerReference), first one. */
@@ -185,17 +180,12 @@ static int find_control_plane(struct fetch *f, const char *name, struct describe
                        f->ns);
     /* The control plane's Cluster, when it was found by its own name. */
     if (!in->cluster) {
-        const cJSON *ref;
-        cJSON_ArrayForEach(ref, cJSON_GetObjectItemCaseSensitive(
-                                    cJSON_GetObjectItemCaseSensitive(in->ncp, "metadata"),
-                                    "ownerReferences")) {
-            const cJSON *k = cJSON_GetObjectItemCaseSensitive(ref, "kind");
-            const cJSON *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
-            if (cJSON_IsString(k) && strcmp(k->valuestring, "Cluster") == 0 && cJSON_IsString(n))
-                in->cluster = get(f, &CAPI_CLUSTERS, n->valuestring, &code);
-        }
+        cJSON *cluster = NULL;
+        code = mgmt_cluster_of(f->m, in->ncp, &cluster, &f->e);
         if (code < 0)
-            return code;
+            return err_prefix(&f->e, "the Cluster of NestedControlPlane %s/%s: ", f->ns,
+                              kube_obj_name(in->ncp));
+        in->cluster = keep(f, cluster);
     }
     return 0;
 }

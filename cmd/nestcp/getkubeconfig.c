@@ -60,26 +60,6 @@ int cmd_get_kubeconfig_flags(struct flag *out, int cap)
     return get_flags(&defaults, out, cap);
 }
 
-/* The cluster name of a NestedControlPlane, as lookup_cluster_name() finds it without the
- * caches: its owner Cluster, else its cluster-name label, else its own name. */
-static const char *control_plane_cluster_name(const cJSON *ncp)
-{
-    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(ncp, "metadata"), "ownerReferences");
-    const cJSON *ref;
-    const char *label;
-
-    cJSON_ArrayForEach(ref, refs) {
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(ref, "name");
-        if (cJSON_IsString(kind) && strcmp(kind->valuestring, "Cluster") == 0 &&
-            cJSON_IsString(name))
-            return name->valuestring;
-    }
-    label = kube_obj_label(ncp, PKI_CLUSTER_NAME_LABEL);
-    return label && label[0] ? label : kube_obj_name(ncp);
-}
-
 /* Reads the Secret <name>-kubeconfig in ns; when there is none but a NestedControlPlane is
  * called name, the Secret of its cluster. */
 static int read_secret(struct mgmt *m, const char *name, char *secret_name, size_t size,
@@ -95,10 +75,19 @@ static int read_secret(struct mgmt *m, const char *name, char *secret_name, size
     if (r != -ENOENT)
         return r < 0 ? err_prefix(e, "Secret %s/%s: ", ns, secret_name) : 0;
     if (mgmt_get(m, &NESTCP_CONTROL_PLANES, ns, name, &ncp, NULL) == 0) {
-        const char *cluster = control_plane_cluster_name(ncp);
+        cJSON *capi = NULL;
+        const char *cluster;
+
+        r = mgmt_cluster_of(m, ncp, &capi, e);
+        if (r < 0) {
+            cJSON_Delete(ncp);
+            return err_prefix(e, "the Cluster of NestedControlPlane %s/%s: ", ns, name);
+        }
+        cluster = mgmt_cluster_name(ncp, capi);
         if (cluster && strcmp(cluster, name) != 0 &&
             pki_secret_name(cluster, PKI_PURPOSE_KUBECONFIG, secret_name, size) == 0) {
             r = mgmt_get(m, &KUBE_SECRETS, ns, secret_name, ret_secret, e);
+            cJSON_Delete(capi);
             cJSON_Delete(ncp);
             if (r == -ENOENT)
                 return err_set(e, r,
@@ -107,6 +96,7 @@ static int read_secret(struct mgmt *m, const char *name, char *secret_name, size
                                ns, secret_name, ns, name, name, ns);
             return r < 0 ? err_prefix(e, "Secret %s/%s: ", ns, secret_name) : 0;
         }
+        cJSON_Delete(capi);
         cJSON_Delete(ncp);
         return err_set(e, -ENOENT,
                        "Secret %s/%s not found: NestedControlPlane %s/%s has no admin "

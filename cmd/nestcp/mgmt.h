@@ -44,4 +44,14 @@ int mgmt_get(struct mgmt *m, const struct kube_resource *res, const char *ns, co
 int mgmt_list(struct mgmt *m, const struct kube_resource *res, const char *ns,
               const char *label_selector, cJSON **ret_list, struct err *e);
 
+/* The Cluster API Cluster of a NestedControlPlane, as controllers/lookup.h finds it: the one
+ * its ownerReference of kind Cluster names, else the one in its namespace whose
+ * spec.controlPlaneRef names it. Returns 0 with *ret_cluster (caller frees) or NULL when there
+ * is none (also when Cluster API's CRD is not installed), or the client's code. */
+int mgmt_cluster_of(struct mgmt *m, const cJSON *ncp, cJSON **ret_cluster, struct err *e);
+
+/* The cluster name of a control plane: its Cluster's name (cluster may be NULL), else its
+ * label cluster.x-k8s.io/cluster-name, else its own name. Borrowed. */
+const char *mgmt_cluster_name(const cJSON *ncp, const cJSON *cluster);
+
 #endif

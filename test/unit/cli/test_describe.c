@@ -32,17 +32,17 @@ static void test_describe__status_of_objects(void **state)
         {"{\"kind\":\"NestedControlPlane\",\"status\":{\"version\":\"v1.36.3\",\"phase\":\"Ready\","
          "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"Ready\"}],"
          "\"rollout\":{\"step\":\"\",\"targetVersion\":\"v1.36.3\"}}}",
-         "Ready: True, version v1.36.3, Ready, target v1.36.3"},
+         "Ready: True, version v1.36.3, phase Ready, target v1.36.3"},
         {"{\"kind\":\"NestedControlPlane\",\"status\":{\"version\":\"v1.36.3\",\"phase\":"
          "\"Upgrading\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\",\"reason\":"
          "\"RollingOut\",\"message\":\"kube-apiserver 0/1\\nupdated\"}],"
          "\"rollout\":{\"step\":\"apiserver\",\"targetVersion\":\"v1.37.2\"}}}",
-         "Ready: False (RollingOut): kube-apiserver 0/1 updated, version v1.36.3, Upgrading, "
+         "Ready: False (RollingOut): kube-apiserver 0/1 updated, version v1.36.3, phase Upgrading, "
          "rolling out v1.37.2: waiting on apiserver"},
         {"{\"kind\":\"NestedEtcd\",\"status\":{\"version\":\"3.6.17\",\"phase\":\"Ready\","
          "\"replicas\":3,\"readyReplicas\":2,\"conditions\":[{\"type\":\"Ready\","
          "\"status\":\"Unknown\"}]}}",
-         "Ready: Unknown, version 3.6.17, Ready, 2/3 ready"},
+         "Ready: Unknown, version 3.6.17, phase Ready, 2/3 ready"},
         {"{\"kind\":\"NestedAPIServer\",\"metadata\":{\"name\":\"x\"}}", "Ready: -"},
     };
 
@@ -209,7 +209,7 @@ static void test_describe__tree_of_a_standalone_control_plane(void **state)
     assert_string_equal(
         out.data,
         "OBJECT                          STATUS\n"
-        "NestedControlPlane ns/c         Ready: True, version v1.36.3, Ready, target v1.36.3\n"
+        "NestedControlPlane ns/c         Ready: True, version v1.36.3, phase Ready, target v1.36.3\n"
         "├─NestedEtcd c-etcd             Ready: True, version 3.6.17, 1/1 ready, target 3.6.17\n"
         "│ ├─StatefulSet c-etcd          1/1 ready, 1 updated\n"
         "│ │ └─Pod c-etcd-0              Ready: True, Running\n"
