@@ -193,9 +193,10 @@ static bool first_of_word(size_t i, size_t *ret_len)
 
 /* The case branch of one command: file, directory and value completion after its flags, and
  * its words. */
-static int command_case(const struct command *c, struct buf *out)
+static int command_case(const struct command *c, const char *top, struct buf *out)
 {
     struct buf all = BUF_INIT, values = BUF_INIT, files = BUF_INIT, dirs = BUF_INIT;
+    const char *arg_words = c->arg_words;
     int r = flag_words(c, &all, &values, &files, &dirs);
 
     if (r < 0)
@@ -214,8 +215,11 @@ static int command_case(const struct command *c, struct buf *out)
         goto out;
     if (values.len + files.len + dirs.len && buf_puts(out, "        esac\n") < 0)
         goto out;
-    if (buf_printf(out, "        opts=\"%s%s%s\" ;;\n", all.data,
-                   c->arg_words ? " " : "", c->arg_words ? c->arg_words : "") < 0)
+    /* `nestcp help` takes a command. */
+    if (c->run == cmd_help)
+        arg_words = top;
+    if (buf_printf(out, "        opts=\"%s%s%s\" ;;\n", all.data, arg_words ? " " : "",
+                   arg_words ? arg_words : "") < 0)
         goto out;
     r = 0;
 out:
@@ -233,13 +237,18 @@ static int bash_function(struct buf *out)
     int r = -ENOMEM;
 
     for (size_t i = 0; i < NCOMMANDS; i++) {
+        size_t len;
+
+        if (first_of_word(i, &len) &&
+            buf_printf(&top, "%s%.*s", top.len ? " " : "", (int)len, commands[i].name) < 0)
+            goto out;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
         const char *name = commands[i].name;
         size_t len;
         char members[256];
 
         if (first_of_word(i, &len)) {
-            if (buf_printf(&top, "%s%.*s", top.len ? " " : "", (int)len, name) < 0)
-                goto out;
             if (name[len] == ' ') {
                 char word[64];
                 snprintf(word, sizeof(word), "%.*s", (int)len, name);
@@ -252,7 +261,7 @@ static int bash_function(struct buf *out)
                     goto out;
             }
         }
-        if ((r = command_case(&commands[i], &cases)) < 0)
+        if ((r = command_case(&commands[i], top.data, &cases)) < 0)
             goto out;
         r = -ENOMEM;
     }

@@ -235,13 +235,16 @@ static int fetch_all(struct fetch *f, const char *name, struct describe_input *i
         if (c->ref_name) {
             c->obj = get(f, part_resources[part], c->ref_name, &code);
         } else {
-            /* Standalone: the component of this cluster name (lib/render/cluster.h). */
-            char selector[300];
-            const cJSON *items;
-            snprintf(selector, sizeof(selector), "%s=%s", PKI_CLUSTER_NAME_LABEL,
-                     in->cluster_name);
-            items = list_items(f, part_resources[part], selector, &code);
-            c->obj = cJSON_GetArrayItem(items, 0);
+            /* Standalone (lib/render/cluster.h): the component this control plane controls,
+             * else the one labelled with its cluster name. */
+            const cJSON *items = list_items(f, part_resources[part], NULL, &code), *o;
+
+            c->obj = controlled(items, kube_obj_uid(in->ncp));
+            cJSON_ArrayForEach(o, items) {
+                const char *label = kube_obj_label(o, PKI_CLUSTER_NAME_LABEL);
+                if (!c->obj && label && strcmp(label, in->cluster_name) == 0)
+                    c->obj = (cJSON *)o;
+            }
         }
         if (code < 0)
             return code;

@@ -162,5 +162,6 @@ complete_words() {
     fail "nestcp get kubeconfig c --se<TAB>: $(complete_words nestcp get kubeconfig c --se)"
 [ "$(complete_words nestcp describe --show)" = --show-conditions ] || fail "describe --show<TAB>"
 [ "$(complete_words nestcp completion z)" = zsh ] || fail "nestcp completion z<TAB>"
+[ "$(complete_words nestcp help desc)" = describe ] || fail "nestcp help desc<TAB>"
 echo "completion: bash script loads, completes commands, subcommands and flags"
 echo PASS

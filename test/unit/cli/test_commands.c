@@ -52,6 +52,8 @@ static void test_commands__completion_offers_every_command_and_flag(void **state
         /* The second word of `get kubeconfig`, and the shells `completion` takes. */
         assert_non_null(strstr(out.data, "get) opts=\"kubeconfig\""));
         assert_non_null(strstr(out.data, "--help -h bash zsh"));
+        /* `nestcp help` takes a command. */
+        assert_non_null(strstr(out.data, "--man --help -h manager render get describe"));
         /* Flags that take a file complete file names. */
         assert_non_null(strstr(out.data, "--kubeconfig) COMPREPLY=($(compgen -f"));
         buf_done(&out);
