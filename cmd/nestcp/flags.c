@@ -6,10 +6,11 @@
 
 #include "lib/util/strutil.h"
 
-void flags_usage(FILE *out, const char *cmd, const char *summary, const struct flag *flags,
-                 int nflags)
+void flags_usage(FILE *out, const char *cmd, const char *args, const char *summary,
+                 const struct flag *flags, int nflags)
 {
-    fprintf(out, "Usage: nestcp %s [flags]\n\n%s\n\nFlags:\n", cmd, summary);
+    fprintf(out, "Usage: nestcp %s%s%s [flags]\n\n%s\n\nFlags:\n", cmd, args ? " " : "",
+            args ? args : "", summary);
     for (int i = 0; i < nflags; i++) {
         const struct flag *f = &flags[i];
         char left[64];
@@ -92,8 +93,8 @@ static int set_value(const char *cmd, struct flag *f, const char *val)
     return -EINVAL;
 }
 
-int flags_parse(const char *cmd, const char *summary, struct flag *flags, int nflags, int argc,
-                char **argv, char ***ret_rest, int *ret_nrest)
+int flags_parse(const char *cmd, const char *args, const char *summary, struct flag *flags,
+                int nflags, int argc, char **argv, char ***ret_rest, int *ret_nrest)
 {
     char **rest = calloc((size_t)argc + 1, sizeof(*rest));
     int nrest = 0, r = -EINVAL;
@@ -110,7 +111,7 @@ int flags_parse(const char *cmd, const char *summary, struct flag *flags, int nf
             break;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            flags_usage(stdout, cmd, summary, flags, nflags);
+            flags_usage(stdout, cmd, args, summary, flags, nflags);
             r = 1;
             goto out;
         }
@@ -159,4 +160,12 @@ void flag_list_done(struct flag_list *l)
     free(l->items);
     l->items = NULL;
     l->n = 0;
+}
+
+int flags_copy(const struct flag *flags, int n, struct flag *out, int cap)
+{
+    if (n > cap)
+        return -ENOBUFS;
+    memcpy(out, flags, sizeof(*flags) * (size_t)n);
+    return n;
 }

@@ -31,15 +31,24 @@ struct flag {
     const char *help;
 };
 
-/* Parses argv[1..] (argv[0] is the subcommand). Positional arguments are returned in
+/* Parses argv[1..] (argv[0] is the subcommand's last word; cmd is all its words, args its
+ * positional arguments for the usage line, or NULL). Positional arguments are returned in
  * ret_rest (pointing into argv) and ret_nrest. Returns 0, 1 when --help was given (usage has
  * been printed to stdout), or -EINVAL after printing a message to stderr. */
-int flags_parse(const char *cmd, const char *summary, struct flag *flags, int nflags, int argc,
-                char **argv, char ***ret_rest, int *ret_nrest);
+int flags_parse(const char *cmd, const char *args, const char *summary, struct flag *flags,
+                int nflags, int argc, char **argv, char ***ret_rest, int *ret_nrest);
 
-void flags_usage(FILE *out, const char *cmd, const char *summary, const struct flag *flags,
-                 int nflags);
+void flags_usage(FILE *out, const char *cmd, const char *args, const char *summary,
+                 const struct flag *flags, int nflags);
 
 void flag_list_done(struct flag_list *l);
+
+/* Room for any subcommand's flags. */
+#define FLAGS_MAX 32
+
+/* Copies n flags into out (cap entries). Returns n, or -ENOBUFS when they do not fit. Commands
+ * build their table with it, once over their settings and once over defaults for help text,
+ * completion and the man page (cmd/nestcp/commands.h). */
+int flags_copy(const struct flag *flags, int n, struct flag *out, int cap);
 
 #endif

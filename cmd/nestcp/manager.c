@@ -26,7 +26,7 @@
 #define NESTCP_DEFAULT_TEMPLATES "/usr/share/nestcp/templates"
 #endif
 
-static const char summary[] =
+const char cmd_manager_help[] =
     "Runs nestcp's controllers: it reconciles NestedCluster, NestedControlPlane, NestedEtcd,\n"
     "NestedAPIServer and NestedControllerManager objects into StatefulSets, Services and\n"
     "Secrets in this (the management) cluster. Stops gracefully on SIGTERM or SIGINT.";
@@ -291,9 +291,9 @@ out:
     return run.exit_code;
 }
 
-int cmd_manager(int argc, char **argv)
+static void settings_defaults(struct settings *s)
 {
-    struct settings s = {
+    *s = (struct settings){
         .kubeconfig = "",
         .namespace_ = "",
         .templates = NESTCP_DEFAULT_TEMPLATES,
@@ -316,62 +316,83 @@ int cmd_manager(int argc, char **argv)
         .shutdown_timeout = "15s",
         .sync_period = "10h",
     };
-    struct flag flags[] = {
-        {"kubeconfig", 0, FLAG_STRING, &s.kubeconfig, "FILE",
+}
+
+static int manager_flags(struct settings *s, struct flag *out, int cap)
+{
+    const struct flag flags[] = {
+        {"kubeconfig", 0, FLAG_STRING, &s->kubeconfig, "FILE",
          "kubeconfig of the management cluster; unset: $KUBECONFIG (its files merged as "
          "kubectl merges them), ~/.kube/config, then the in-cluster service account"},
-        {"namespace", 0, FLAG_STRING, &s.namespace_, "NS",
+        {"namespace", 0, FLAG_STRING, &s->namespace_, "NS",
          "watch and reconcile only this namespace; unset: every namespace"},
-        {"templates", 0, FLAG_STRING, &s.templates, "DIR", "the package catalog"},
-        {"leader-elect", 0, FLAG_BOOL, &s.leader_elect, NULL,
+        {"templates", 0, FLAG_STRING, &s->templates, "DIR", "the package catalog"},
+        {"leader-elect", 0, FLAG_BOOL, &s->leader_elect, NULL,
          "elect a leader among replicas on the Lease " MANAGER_LEASE_NAME
          "; only the leader reconciles"},
-        {"leader-election-namespace", 0, FLAG_STRING, &s.lease_namespace, "NS",
+        {"leader-election-namespace", 0, FLAG_STRING, &s->lease_namespace, "NS",
          "namespace of the Lease; unset: the pod's namespace, else nestcp-system if it exists, "
          "else default"},
-        {"leader-elect-lease-duration", 0, FLAG_STRING, &s.lease_duration, "DURATION",
+        {"leader-elect-lease-duration", 0, FLAG_STRING, &s->lease_duration, "DURATION",
          "how long a standby waits after the last renewal before taking over"},
-        {"leader-elect-renew-deadline", 0, FLAG_STRING, &s.renew_deadline, "DURATION",
+        {"leader-elect-renew-deadline", 0, FLAG_STRING, &s->renew_deadline, "DURATION",
          "how long the leader keeps trying to renew before it gives up (and exits)"},
-        {"leader-elect-retry-period", 0, FLAG_STRING, &s.retry_period, "DURATION",
+        {"leader-elect-retry-period", 0, FLAG_STRING, &s->retry_period, "DURATION",
          "how often the leader renews and standbys try to acquire"},
-        {"metrics-bind-address", 0, FLAG_STRING, &s.metrics_address, "ADDR",
+        {"metrics-bind-address", 0, FLAG_STRING, &s->metrics_address, "ADDR",
          "serve Prometheus metrics at /metrics on host:port (\":8443\": every interface); "
          "\"0\" turns it off"},
-        {"metrics-secure", 0, FLAG_BOOL, &s.metrics_secure, NULL,
+        {"metrics-secure", 0, FLAG_BOOL, &s->metrics_secure, NULL,
          "serve /metrics over HTTPS to callers whose bearer token the API server authenticates "
          "(TokenReview) and allows get on /metrics (SubjectAccessReview); false: plain HTTP, "
          "unauthenticated, on a loopback address only"},
-        {"metrics-cert-dir", 0, FLAG_STRING, &s.metrics_cert_dir, "DIR",
+        {"metrics-cert-dir", 0, FLAG_STRING, &s->metrics_cert_dir, "DIR",
          "the metrics serving certificate: " HTTPSERVER_CERT_FILE " (with its chain) and "
          HTTPSERVER_KEY_FILE " in DIR, read at start; unset: a self-signed one made at start"},
-        {"health-probe-bind-address", 0, FLAG_STRING, &s.health_address, "ADDR",
+        {"health-probe-bind-address", 0, FLAG_STRING, &s->health_address, "ADDR",
          "serve /healthz and /readyz on host:port; \"0\" turns it off"},
-        {"log-level", 0, FLAG_STRING, &s.log_level, "LEVEL", "error, warn, info, debug or trace"},
-        {"log-format", 0, FLAG_STRING, &s.log_format, "FORMAT", "text or json"},
-        {"concurrency", 0, FLAG_INT, &s.concurrency, "N",
+        {"log-level", 0, FLAG_STRING, &s->log_level, "LEVEL", "error, warn, info, debug or trace"},
+        {"log-format", 0, FLAG_STRING, &s->log_format, "FORMAT", "text or json"},
+        {"concurrency", 0, FLAG_INT, &s->concurrency, "N",
          "objects each controller reconciles at once"},
-        {"kube-api-qps", 0, FLAG_INT, &s.kube_api_qps, "N",
+        {"kube-api-qps", 0, FLAG_INT, &s->kube_api_qps, "N",
          "requests per second to the management cluster's API server, for everything the "
          "manager sends; 0: no limit"},
-        {"kube-api-burst", 0, FLAG_INT, &s.kube_api_burst, "N",
+        {"kube-api-burst", 0, FLAG_INT, &s->kube_api_burst, "N",
          "requests sent at once before --kube-api-qps applies"},
-        {"cert-renew-before", 0, FLAG_STRING, &s.cert_renew_before, "DURATION",
+        {"cert-renew-before", 0, FLAG_STRING, &s->cert_renew_before, "DURATION",
          "renew certificates with less validity left than this (e.g. 60d) even when a control "
          "plane's renewBeforeDays is shorter (default: each control plane's renewBeforeDays)"},
-        {"cert-validity", 0, FLAG_STRING, &s.cert_validity, "DURATION",
+        {"cert-validity", 0, FLAG_STRING, &s->cert_validity, "DURATION",
          "issue leaf certificates and kubeconfig client certificates valid for this long (at "
          "least 1m) instead of each control plane's validityDays; they are renewed when a third "
          "is left, or --cert-renew-before, at most half (default: validityDays)"},
-        {"sync-period", 0, FLAG_STRING, &s.sync_period, "DURATION",
+        {"sync-period", 0, FLAG_STRING, &s->sync_period, "DURATION",
          "reconcile every object at least this often, even when nothing changes"},
-        {"graceful-shutdown-timeout", 0, FLAG_STRING, &s.shutdown_timeout, "DURATION",
+        {"graceful-shutdown-timeout", 0, FLAG_STRING, &s->shutdown_timeout, "DURATION",
          "on SIGTERM, how long to let reconciles in flight finish"},
-        {"allow-privileged-patches", 0, FLAG_BOOL, &s.allow_privileged, NULL,
+        {"allow-privileged-patches", 0, FLAG_BOOL, &s->allow_privileged, NULL,
          "let components' patches and extraArgs use host namespaces, hostPath, privileged "
          "containers, other placement and security-relevant flags (docs/security.md); never "
          "other clusters' objects or namespaces"},
     };
+
+    return flags_copy(flags, (int)(sizeof(flags) / sizeof(flags[0])), out, cap);
+}
+
+int cmd_manager_flags(struct flag *out, int cap)
+{
+    static struct settings defaults;
+
+    settings_defaults(&defaults);
+    return manager_flags(&defaults, out, cap);
+}
+
+int cmd_manager(int argc, char **argv)
+{
+    struct settings s;
+    struct flag flags[FLAGS_MAX];
+    int nflags;
     struct manager_opts mo = {0};
     struct controllers_opts co = {0};
     enum log_level level;
@@ -379,8 +400,11 @@ int cmd_manager(int argc, char **argv)
     char **rest = NULL;
     int nrest = 0, r;
 
-    r = flags_parse("manager", summary, flags, (int)(sizeof(flags) / sizeof(flags[0])), argc, argv,
-                    &rest, &nrest);
+    settings_defaults(&s);
+    nflags = manager_flags(&s, flags, FLAGS_MAX);
+    if (nflags < 0)
+        return 1;
+    r = flags_parse("manager", NULL, cmd_manager_help, flags, nflags, argc, argv, &rest, &nrest);
     if (r != 0)
         return r > 0 ? 0 : 2;
     if (nrest > 0) {

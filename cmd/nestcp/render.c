@@ -28,7 +28,7 @@
 /* Bound on the number of control planes in one input. */
 #define RENDER_MAX_CLUSTERS 256
 
-static const char summary[] =
+const char cmd_render_help[] =
     "Prints every object the nestcp controllers would create for the control planes in the\n"
     "input, without a management cluster: the CA Secrets that do not exist yet, each\n"
     "component's certificate Secret, the admin kubeconfig Secret, then per component (etcd,\n"
@@ -265,20 +265,49 @@ static int print_output(const cJSON *objs, const char *format)
     return r;
 }
 
-int cmd_render(int argc, char **argv)
+struct render_settings {
+    struct flag_list files;
+    const char *templates, *ns, *output;
+    bool allow_privileged;
+};
+
+static void render_settings_defaults(struct render_settings *s)
 {
-    struct flag_list files = {0};
-    const char *templates = NESTCP_DEFAULT_TEMPLATES, *ns = "default", *output = "yaml";
-    bool allow_privileged = false;
-    struct flag flags[] = {
-        {"filename", 'f', FLAG_LIST, &files, "FILE",
+    *s = (struct render_settings){
+        .templates = NESTCP_DEFAULT_TEMPLATES, .ns = "default", .output = "yaml"};
+}
+
+static int render_flags(struct render_settings *s, struct flag *out, int cap)
+{
+    const struct flag flags[] = {
+        {"filename", 'f', FLAG_LIST, &s->files, "FILE",
          "input YAML file, '-' for stdin (repeatable; default stdin)"},
-        {"templates", 0, FLAG_STRING, &templates, "DIR", "the templates directory (packages)"},
-        {"namespace", 'n', FLAG_STRING, &ns, "NS", "namespace of input objects that give none"},
-        {"output", 'o', FLAG_STRING, &output, "FORMAT", "yaml or json"},
-        {"allow-privileged-patches", 0, FLAG_BOOL, &allow_privileged, NULL,
+        {"templates", 0, FLAG_STRING, &s->templates, "DIR", "the templates directory (packages)"},
+        {"namespace", 'n', FLAG_STRING, &s->ns, "NS", "namespace of input objects that give none"},
+        {"output", 'o', FLAG_STRING, &s->output, "FORMAT", "yaml or json"},
+        {"allow-privileged-patches", 0, FLAG_BOOL, &s->allow_privileged, NULL,
          "as the manager's flag of that name (docs/security.md)"},
     };
+
+    return flags_copy(flags, (int)(sizeof(flags) / sizeof(flags[0])), out, cap);
+}
+
+int cmd_render_flags(struct flag *out, int cap)
+{
+    static struct render_settings defaults;
+
+    render_settings_defaults(&defaults);
+    return render_flags(&defaults, out, cap);
+}
+
+int cmd_render(int argc, char **argv)
+{
+    struct render_settings s;
+    struct flag flags[FLAGS_MAX];
+    struct flag_list *files = &s.files;
+    const char *templates, *ns, *output;
+    bool allow_privileged;
+    int nflags;
     struct render_catalog *cat = NULL;
     struct api_errors errs = API_ERRORS_INIT;
     struct buf msg = BUF_INIT;
@@ -287,8 +316,15 @@ int cmd_render(int argc, char **argv)
     char **rest = NULL;
     int nrest = 0, status = 1, r;
 
-    r = flags_parse("render", summary, flags, (int)(sizeof(flags) / sizeof(flags[0])), argc, argv,
-                    &rest, &nrest);
+    render_settings_defaults(&s);
+    nflags = render_flags(&s, flags, FLAGS_MAX);
+    if (nflags < 0)
+        return 1;
+    r = flags_parse("render", NULL, cmd_render_help, flags, nflags, argc, argv, &rest, &nrest);
+    templates = s.templates;
+    ns = s.ns;
+    output = s.output;
+    allow_privileged = s.allow_privileged;
     if (r == 1)
         return 0;
     if (r < 0)
@@ -310,8 +346,8 @@ int cmd_render(int argc, char **argv)
     }
     if (!(docs = cJSON_CreateArray()) || !(out = cJSON_CreateArray()))
         goto oom;
-    for (int i = 0; i < (files.n ? files.n : 1); i++) {
-        r = read_input(files.n ? files.items[i] : "-", docs);
+    for (int i = 0; i < (files->n ? files->n : 1); i++) {
+        r = read_input(files->n ? files->items[i] : "-", docs);
         if (r == -ENOMEM)
             goto oom;
         if (r < 0)
@@ -341,7 +377,7 @@ out:
     cJSON_Delete(docs);
     cJSON_Delete(out);
     render_catalog_free(cat);
-    flag_list_done(&files);
+    flag_list_done(files);
     free(rest);
     return status;
 }
