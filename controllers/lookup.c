@@ -279,6 +279,9 @@ static bool find_referring_ncp(void *userdata, const cJSON *ncp)
     return false;
 }
 
+static const cJSON *control_plane_of_cluster_name(const struct cache_view *view, const char *ns,
+                                                  const char *cluster_name);
+
 const cJSON *lookup_control_plane_of_component(const struct cache_view *view,
                                                const cJSON *component, enum render_part part)
 {
@@ -294,7 +297,15 @@ const cJSON *lookup_control_plane_of_component(const struct cache_view *view,
     if (!s.name)
         return NULL;
     kube_store_foreach_in_namespace(view->control_planes, ns, find_referring_ncp, &s);
-    return s.found;
+    if (s.found)
+        return s.found;
+    /* As render finds it (lib/render/cluster.c, find_components): a control plane that names
+     * no component of this kind takes the one labelled with its cluster name. */
+    ncp = control_plane_of_cluster_name(view, ns,
+                                        kube_obj_label(component, PKI_CLUSTER_NAME_LABEL));
+    if (ncp && !str(get(get(ncp, "spec"), lookup_part_field(part)), "name"))
+        return ncp;
+    return NULL;
 }
 
 /* The object of kind in ns a Cluster's reference field names, or NULL. */

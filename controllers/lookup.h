@@ -62,7 +62,8 @@ int lookup_part_of_kind(enum api_kind kind, enum render_part *ret_part);
 
 /* The control plane of a component object: its controller ownerReference of kind
  * NestedControlPlane when that control plane is cached, else one in its namespace whose spec
- * names it. NULL when there is none. */
+ * names it, else the one its cluster-name label names when that control plane names no
+ * component of this kind (as render finds components). NULL when there is none. */
 const cJSON *lookup_control_plane_of_component(const struct cache_view *view,
                                                const cJSON *component, enum render_part part);
 

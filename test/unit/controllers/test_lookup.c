@@ -184,6 +184,38 @@ static void collect(void *userdata, const cJSON *ncp)
     }
 }
 
+/* A control plane that names none of its components takes the ones labelled with its cluster
+ * name (as render finds them); a change to such a component reaches that control plane. One
+ * that names another component of the kind does not take a labelled one. */
+static void test_lookup__a_labelled_component_finds_a_control_plane_naming_none(void **state)
+{
+    struct fixture f;
+    const cJSON *ncp, *etcd, *kas;
+    const char *names[4] = {NULL};
+
+    fx_init(&f);
+    fx_put(&f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+               "kind: NestedControlPlane\n"
+               "metadata: {name: d, uid: ncp-d}\n"
+               "spec: {apiserver: {kind: NestedAPIServer, name: d-other}}\n"
+               "---\n"
+               "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+               "kind: NestedEtcd\n"
+               "metadata: {name: d-etcd, uid: etcd-d, labels: {cluster.x-k8s.io/cluster-name: d}}\n"
+               "---\n"
+               "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+               "kind: NestedAPIServer\n"
+               "metadata: {name: d-kas, uid: kas-d, labels: {cluster.x-k8s.io/cluster-name: d}}\n");
+    ncp = fx_get(&f, FX_CONTROL_PLANES, "d");
+    etcd = fx_get(&f, FX_ETCDS, "d-etcd");
+    kas = fx_get(&f, FX_APISERVERS, "d-kas");
+    assert_ptr_equal(lookup_control_plane_of_component(&f.view, etcd, RENDER_PART_ETCD), ncp);
+    assert_null(lookup_control_plane_of_component(&f.view, kas, RENDER_PART_APISERVER));
+    lookup_control_planes_for(&f.view, &NESTCP_ETCDS, etcd, collect, names);
+    assert_string_equal(names[0], "d");
+    fx_done(&f);
+}
+
 static void test_lookup__changes_of_related_objects_concern_their_control_plane(void **state)
 {
     static const char others[] =
@@ -248,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_lookup__owner_cluster_missing_from_cache_gives_none),
         cmocka_unit_test(test_lookup__standalone_cluster_is_named_by_its_label),
         cmocka_unit_test(test_lookup__component_and_its_control_plane),
+        cmocka_unit_test(test_lookup__a_labelled_component_finds_a_control_plane_naming_none),
         cmocka_unit_test(test_lookup__changes_of_related_objects_concern_their_control_plane),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
