@@ -11,11 +11,14 @@ set -euo pipefail
 
 # libnghttp2-dev: the tests' fault proxy (test/support/kube_faultproxy.c) serves HTTP/2 over
 # TLS, as the API server does, with nghttp2's server side; libcurl already links the library.
+# prometheus: its promtool checks and unit-tests the alerts of config/prometheus. The package
+# also holds the server, which the tests never use; where systemd runs, apt starts it on :9090
+# (`systemctl disable --now prometheus` stops it). python3-yaml: the shell tests read YAML.
 pkgs=(
     build-essential cmake pkg-config git
     libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libcmocka-dev
     libnghttp2-dev
-    openssl iproute2 util-linux procps curl gettext-base python3
+    openssl iproute2 util-linux procps curl gettext-base python3 python3-yaml prometheus
 )
 for a in "$@"; do
     case "$a" in
