@@ -3,7 +3,8 @@
 #   - `kubectl kustomize config/default` (and config/namespaced, config/rbac, config/manager)
 #     builds, with every object labelled cluster.x-k8s.io/provider=control-plane-nested;
 #   - `kubectl kustomize config/prometheus` builds the monitoring kit, whose ServiceMonitor
-#     selects config/default's metrics Service and port, in nestcp-system, labelled;
+#     selects config/default's metrics Service and port, in nestcp-system, labelled; the
+#     overlay docs/install.md shows ("Monitoring") builds and labels its 3 objects;
 #   - clusterctl's components files (config/clusterctl/{control-plane,infrastructure}) split
 #     the CRDs between the two providers, one Namespace and one provider label each;
 #   - `kubectl apply -k config/default` succeeds against the real apiserver and creates the
@@ -92,6 +93,15 @@ print("config/prometheus: ServiceMonitor for %s port %s, %d alerts, the dashboar
     svcs[0]["metadata"]["name"], ep["port"], sum(len(g["rules"]) for g in rules["spec"]["groups"])))
 EOF
     fail "config/prometheus does not fit config/default"
+# docs/install.md's overlay for a Prometheus that selects by label, as the page shows it.
+mkdir -p "$out/overlay/my-monitoring"
+cp -R "$src/config" "$out/overlay/config"
+awk '/^## Monitoring/ { m = 1 } m && /^```yaml$/ { on = 1; next } on && /^```$/ { exit } on' \
+    "$src/docs/install.md" >"$out/overlay/my-monitoring/kustomization.yaml"
+kubectl kustomize "$out/overlay/my-monitoring" >"$out/overlay.yaml" ||
+    fail "docs/install.md's monitoring overlay does not build: $(cat "$out/overlay/my-monitoring/kustomization.yaml")"
+[ "$(grep -c '^    release: kube-prometheus-stack$' "$out/overlay.yaml")" = 3 ] ||
+    fail "docs/install.md's monitoring overlay does not label the kit's 3 objects"
 
 # clusterctl's two components files (docs/clusterctl.md) split the CRDs between the providers.
 kubectl kustomize "$src/config/clusterctl/control-plane" >"$out/cp.yaml" ||
