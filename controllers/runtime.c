@@ -1479,6 +1479,11 @@ static void collect(void *userdata, struct metrics *r)
         const struct workqueue_metrics zero = {0};
         if (!w)
             w = &zero;
+        /* The reconcile counters exist from the start, at 0, as controller-runtime's do: a
+         * query of their increase then sees the first error too. */
+        metric_add(x->reconcile_errors, l, 0);
+        for (size_t o = 0; o < sizeof(outcome_labels) / sizeof(outcome_labels[0]); o++)
+            metric_add(x->reconcile_total, (const char *[]){c->def.name, outcome_labels[o]}, 0);
         metric_set(x->active_workers, l, c->active);
         metric_set(x->max_concurrent, l, c->concurrency);
         metric_set(x->wq_depth, l, (double)w->depth);

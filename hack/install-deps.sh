@@ -11,11 +11,16 @@ set -euo pipefail
 
 # libnghttp2-dev: the tests' fault proxy (test/support/kube_faultproxy.c) serves HTTP/2 over
 # TLS, as the API server does, with nghttp2's server side; libcurl already links the library.
+# prometheus: promtool checks and unit-tests the alerts of config/prometheus, and
+# test_deploy_manager_rbac.sh runs the server (on a port of its own) to scrape a manager as
+# the kit's ServiceMonitor says. Where systemd runs, apt also starts the packaged service on
+# :9090, which nothing here needs (`systemctl disable --now prometheus`).
+# python3-yaml: the shell tests read YAML.
 pkgs=(
     build-essential cmake pkg-config git
     libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libcmocka-dev
     libnghttp2-dev
-    openssl iproute2 util-linux procps curl gettext-base python3
+    openssl iproute2 util-linux procps curl gettext-base python3 python3-yaml prometheus
 )
 for a in "$@"; do
     case "$a" in

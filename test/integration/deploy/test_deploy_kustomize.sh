@@ -2,6 +2,9 @@
 # The provider as users install it (docs/install.md):
 #   - `kubectl kustomize config/default` (and config/namespaced, config/rbac, config/manager)
 #     builds, with every object labelled cluster.x-k8s.io/provider=control-plane-nested;
+#   - `kubectl kustomize config/prometheus` builds the monitoring kit, whose ServiceMonitor
+#     selects config/default's metrics Service and port, in nestcp-system, labelled; the
+#     overlay docs/install.md shows ("Monitoring") builds and labels its 3 objects;
 #   - clusterctl's components files (config/clusterctl/{control-plane,infrastructure}) split
 #     the CRDs between the two providers, one Namespace and one provider label each;
 #   - `kubectl apply -k config/default` succeeds against the real apiserver and creates the
@@ -55,6 +58,50 @@ labelled=$(grep -c '^    cluster.x-k8s.io/provider: control-plane-nested$' "$out
 [ "$objects" = "$labelled" ] ||
     fail "$objects objects in config/default but $labelled carry the provider label"
 grep -q '^        image: nestcp:dev$' "$out/default.yaml" || fail "default image is not nestcp:dev"
+
+# The monitoring kit (docs/install.md, "Monitoring"): the ServiceMonitor selects the metrics
+# Service of config/default by labels it carries and scrapes its https port; the
+# PrometheusRule holds rules.yaml's alerts and the ConfigMap the dashboard, unchanged.
+kubectl kustomize "$src/config/prometheus" >"$out/prometheus.yaml" ||
+    fail "kubectl kustomize config/prometheus failed"
+python3 - "$out/prometheus.yaml" "$out/default.yaml" "$src/config/prometheus" <<'EOF' ||
+import json, sys, yaml
+kit = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+default = [o for o in yaml.safe_load_all(open(sys.argv[2])) if o]
+src = sys.argv[3]
+by_kind = {o["kind"]: o for o in kit}
+assert sorted(by_kind) == ["ConfigMap", "PrometheusRule", "ServiceMonitor"], sorted(by_kind)
+for o in kit:
+    md = o["metadata"]
+    assert md["namespace"] == "nestcp-system", md
+    assert md["name"].startswith("nestcp-"), md
+    assert md["labels"]["cluster.x-k8s.io/provider"] == "control-plane-nested", md
+sm = by_kind["ServiceMonitor"]["spec"]
+svcs = [o for o in default if o["kind"] == "Service"
+        and all(o["metadata"].get("labels", {}).get(k) == v for k, v in sm["selector"]["matchLabels"].items())]
+assert [s["metadata"]["name"] for s in svcs] == ["nestcp-controller-manager-metrics"], svcs
+ep = sm["endpoints"][0]
+assert ep["port"] in [p["name"] for p in svcs[0]["spec"]["ports"]], ep
+assert ep["scheme"] == "https" and ep["path"] == "/metrics" and ep["bearerTokenFile"], ep
+rules = yaml.safe_load(open(src + "/rules.yaml"))
+assert by_kind["PrometheusRule"]["spec"] == rules["spec"], "the PrometheusRule is not rules.yaml"
+cm = by_kind["ConfigMap"]
+assert cm["metadata"]["name"] == "nestcp-grafana-dashboard", cm["metadata"]
+assert cm["metadata"]["labels"]["grafana_dashboard"] == "1", cm["metadata"]
+assert json.loads(cm["data"]["nestcp.json"]) == json.load(open(src + "/dashboard.json"))
+print("config/prometheus: ServiceMonitor for %s port %s, %d alerts, the dashboard" % (
+    svcs[0]["metadata"]["name"], ep["port"], sum(len(g["rules"]) for g in rules["spec"]["groups"])))
+EOF
+    fail "config/prometheus does not fit config/default"
+# docs/install.md's overlay for a Prometheus that selects by label, as the page shows it.
+mkdir -p "$out/overlay/my-monitoring"
+cp -R "$src/config" "$out/overlay/config"
+awk '/^## Monitoring/ { m = 1 } m && /^```yaml$/ { on = 1; next } on && /^```$/ { exit } on' \
+    "$src/docs/install.md" >"$out/overlay/my-monitoring/kustomization.yaml"
+kubectl kustomize "$out/overlay/my-monitoring" >"$out/overlay.yaml" ||
+    fail "docs/install.md's monitoring overlay does not build: $(cat "$out/overlay/my-monitoring/kustomization.yaml")"
+[ "$(grep -c '^    release: kube-prometheus-stack$' "$out/overlay.yaml")" = 3 ] ||
+    fail "docs/install.md's monitoring overlay does not label the kit's 3 objects"
 
 # clusterctl's two components files (docs/clusterctl.md) split the CRDs between the providers.
 kubectl kustomize "$src/config/clusterctl/control-plane" >"$out/cp.yaml" ||

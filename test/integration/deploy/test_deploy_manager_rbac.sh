@@ -19,6 +19,9 @@
 #     the certificate of --metrics-cert-dir; a ServiceAccount token bound to the metrics-reader
 #     ClusterRole gets 200, one without it 403 naming the user, no token or a bad one 401, and
 #     plain HTTP no answer. The manager reviews the tokens with its own rights only.
+#   - a real Prometheus scrapes it as config/prometheus's ServiceMonitor says, with the
+#     reader's token: every metric of the kit's alerts and dashboard is there, every query and
+#     alert evaluates, and with both samples Ready no alert is pending or firing.
 # Docs commands covered here: docs/create-cluster.md "kubectl apply -f config/samples/...",
 # "kubectl get nestedcontrolplanes", "kubectl wait --for=condition=Ready ncp/NAME",
 # "kubectl describe ncp NAME", "kubectl get nc", "kubectl get capn", "kubectl get ncp -o wide",
@@ -31,6 +34,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 . "$NESTCP_SOURCE_DIR/test/support/kubelets.sh"
+. "$NESTCP_SOURCE_DIR/test/support/prometheus.sh"
 
 src=$NESTCP_SOURCE_DIR
 id=rbac-proof-$$
@@ -41,6 +45,7 @@ mgr=""
 cleanup() {
     local p
     for p in $mgr; do kill -KILL "$p" 2>/dev/null || true; done
+    prom_stop
     kubelets_stop
     # With the manager gone, nothing removes its finalizer: let the namespace go.
     for p in $(kubectl -n "$ns" get ncp -o name 2>/dev/null); do
@@ -182,6 +187,78 @@ for ncp in sample-control-plane standalone; do
         die_with_log "ncp/$ncp is not Ready: $(kubectl -n "$ns" get ncp "$ncp" -o jsonpath='{.status.conditions}')"
 done
 echo "both samples Ready after $(($(date +%s) - t0)) s, with the ServiceAccount's rights only"
+
+# --- Prometheus scrapes as config/prometheus's ServiceMonitor says ---
+# A real Prometheus (test/support/prometheus.sh) with the ServiceMonitor's endpoint settings,
+# the reader's token and the kit's alerts: the target is up (HTTPS, token reviewed, the whole
+# output parsed by Prometheus itself); the tenant's namespace label survives next to the
+# manager's; every metric the alerts and dashboard name has series of job nestcp; every
+# dashboard query and every alert evaluates without error; and no alert is even pending.
+mkdir -p "$work/prom"
+printf '%s' "$reader_token" >"$work/prom/token"
+prom_start "$work/prom" "127.0.0.1:$metrics" "$work/prom/token" "$sys_ns" ||
+    fail "Prometheus did not start: $(tail -n 5 "$work/prom/prometheus.log")"
+prom_value() { prom_query "$1" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if len(r) == 1 else "")'; }
+# Scraped once every control plane the manager sees is Ready: both samples, and none that an
+# earlier test's namespace still holds while it is deleted.
+all_ready() {
+    [ "$(prom_value 'up{job="nestcp"}')" = 1 ] &&
+        [ -n "$(prom_value 'nestcp_control_planes_ready{job="nestcp"} >= 2')" ] &&
+        [ "$(prom_value 'sum without (phase) (nestcp_control_planes{job="nestcp"}) - nestcp_control_planes_ready{job="nestcp"}')" = 0 ]
+}
+for i in $(seq 1 120); do
+    all_ready && break
+    [ "$i" -eq 120 ] && fail "Prometheus does not see the manager with every control plane Ready:" \
+        "$(curl -s "http://127.0.0.1:$prom_port/api/v1/targets")" \
+        "$(prom_query '{job="nestcp",__name__=~"nestcp_control_planes.*"}')"
+    sleep 0.5
+done
+t_scraped=$(date +%s)
+[ "$(prom_value "nestcp_certificate_expiry_seconds{job=\"nestcp\",namespace=\"$ns\",cluster=\"standalone\"}")" != "" ] ||
+    fail "Prometheus has no expiry series labelled with the tenant's namespace $ns"
+[ "$(prom_value "leader_election_master_status{job=\"nestcp\",namespace=\"$sys_ns\"}")" = 1 ] ||
+    fail "Prometheus does not see the manager leading, in namespace $sys_ns"
+python3 "$src/test/support/promql.py" selectors "$src/config/prometheus" | cut -f2 | sort -u >"$work/prom/names"
+python3 "$src/test/support/promql.py" exprs "$src/config/prometheus" >"$work/prom/exprs"
+python3 - "$prom_port" "$t_scraped" "$work/prom/names" "$work/prom/exprs" <<'EOF' ||
+import calendar, json, sys, time, urllib.parse, urllib.request
+port, t_scraped, names, exprs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def get(path, **q):
+    url = "http://127.0.0.1:%s/api/v1/%s?%s" % (port, path, urllib.parse.urlencode(q))
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.load(r)
+bad = []
+for name in open(names).read().split():
+    if not get("query", query='%s{job="nestcp"}' % name)["data"]["result"]:
+        bad.append("no series %s{job=\"nestcp\"} in Prometheus" % name)
+for line in open(exprs).read().splitlines():
+    src, expr = line.split("\t")
+    try:
+        get("query", query=expr.replace("$__rate_interval", "1m"))
+    except Exception as e:
+        bad.append("%s: %s: %s" % (src, expr, e))
+# Every alert evaluated after the first scrape with both control planes Ready, healthy.
+for _ in range(60):
+    rules = [r for g in get("rules")["data"]["groups"] for r in g["rules"]]
+    if rules and all(calendar.timegm(time.strptime(r["lastEvaluation"][:19], "%Y-%m-%dT%H:%M:%S")) > t_scraped
+                     for r in rules):
+        break
+    time.sleep(0.5)
+else:
+    bad.append("the alerts were not evaluated after the scrape: %s" % [(r["name"], r.get("lastEvaluation")) for r in rules])
+bad += ["alert %s: %s %s" % (r["name"], r["health"], r.get("lastError", "")) for r in rules if r["health"] != "ok"]
+firing = get("query", query="ALERTS")["data"]["result"]
+bad += ["alert %s is %s" % (a["metric"]["alertname"], a["metric"]["alertstate"]) for a in firing]
+if bad:
+    sys.exit("\n".join(bad))
+print("Prometheus: the manager scraped as the ServiceMonitor says; %d metrics, %d queries, %d alerts evaluated, none pending or firing"
+      % (len(open(names).read().split()), len(open(exprs).read().splitlines()), len(rules)))
+EOF
+    fail "Prometheus disagrees with config/prometheus (above)"
+prom_stop
 # Figures for docs/install.md ("Resources"): printed, not asserted.
 kubectl -n "$ns" get ncp,netcd,nkas,nkcm,nc,clusters.cluster.x-k8s.io,secrets,services,statefulsets \
     -o json >"$work/cached.json"

@@ -451,6 +451,29 @@ static void test_runtime__stops_at_first_failure_and_backs_off(void **state)
     assert_int_equal(metric(f, "nestcp_api_requests_total", (const char *[]){"create", "500"}), 1);
 }
 
+/* Each controller's reconcile counters are exported from the start, at 0, as
+ * controller-runtime's are: an alert on their increase then sees the first error too. */
+static void test_runtime__reconcile_counters_start_at_zero(void **state)
+{
+    struct fixture *f = *state;
+    struct buf out = BUF_INIT;
+    static const char *const want[] = {
+        "controller_runtime_reconcile_errors_total{controller=\"test\"} 0\n",
+        "controller_runtime_reconcile_total{controller=\"test\",result=\"success\"} 0\n",
+        "controller_runtime_reconcile_total{controller=\"test\",result=\"requeue_after\"} 0\n",
+        "controller_runtime_reconcile_total{controller=\"test\",result=\"requeue\"} 0\n",
+        "controller_runtime_reconcile_total{controller=\"test\",result=\"error\"} 0\n",
+    };
+
+    assert_int_equal(metrics_render(manager_metrics(f->m), &out), 0);
+    assert_non_null(out.data);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!strstr(out.data, want[i]))
+            fail_msg("/metrics lacks %s", want[i]);
+    }
+    buf_done(&out);
+}
+
 static void test_runtime__conflict_requeues_without_error(void **state)
 {
     struct fixture *f = *state;
@@ -824,6 +847,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runtime__actions_run_in_order_with_field_manager,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime__stops_at_first_failure_and_backs_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_runtime__reconcile_counters_start_at_zero, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_runtime__conflict_requeues_without_error, setup,
                                         teardown),
