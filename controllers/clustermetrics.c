@@ -42,7 +42,7 @@ struct memo {
 
 struct clustermetrics {
     struct manager *m; /* once attached */
-    struct metric *by_phase, *ready, *expiry;
+    struct metric *by_phase, *ready, *expiry, *ca_expiry;
     struct strmap memos;
     struct memo *head;
     unsigned pass;
@@ -53,6 +53,7 @@ int clustermetrics_new(struct metrics *r, struct clustermetrics **ret_cm)
 {
     static const char *const phase[] = {"phase", NULL};
     static const char *const cluster[] = {"namespace", "cluster", NULL};
+    static const char *const ca[] = {"namespace", "cluster", "ca", NULL};
     struct clustermetrics *cm = calloc(1, sizeof(*cm));
     int ret;
 
@@ -69,7 +70,12 @@ int clustermetrics_new(struct metrics *r, struct clustermetrics **ret_cm)
                                 "Seconds until the earliest NotAfter among the certificates "
                                 "nestcp manages for a cluster (CAs, the components' mounted "
                                 "certificates, the admin kubeconfig); negative once expired.",
-                                cluster, NULL, 0, &cm->expiry)) < 0) {
+                                cluster, NULL, 0, &cm->expiry)) < 0 ||
+        (ret = metrics_register(r, METRIC_GAUGE, "nestcp_ca_expiry_seconds",
+                                "Seconds until the NotAfter of each certificate authority of a "
+                                "cluster (ca: cluster, etcd, front-proxy); negative once "
+                                "expired. nestcp renews leaves, never a CA.",
+                                ca, NULL, 0, &cm->ca_expiry)) < 0) {
         free(cm);
         return ret;
     }
@@ -273,6 +279,8 @@ static int cluster_expiry(struct pass *p, const char *ns, const char *cluster)
 {
     static const char *const purposes[] = {PKI_PURPOSE_CA, PKI_PURPOSE_ETCD, PKI_PURPOSE_PROXY,
                                            PKI_PURPOSE_KUBECONFIG};
+    /* The ca label of the first three purposes: the CAs. */
+    static const char *const cas[] = {"cluster", "etcd", "front-proxy"};
     char name[RENDER_CLUSTER_NAME_MAX + 32];
     bool any = false, found;
     int64_t earliest = 0, t = 0;
@@ -283,8 +291,13 @@ static int cluster_expiry(struct pass *p, const char *ns, const char *cluster)
             continue;
         if ((r = secret_not_after(p->cm, p->view, ns, name, &found, &t)) < 0)
             return r;
-        if (found)
-            keep_earliest(t, &any, &earliest);
+        if (!found)
+            continue;
+        keep_earliest(t, &any, &earliest);
+        if (i < sizeof(cas) / sizeof(cas[0]) &&
+            (r = metric_set(p->cm->ca_expiry, (const char *[]){ns, cluster, cas[i]},
+                            (double)t - p->view->now)) < 0)
+            return r;
     }
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
         const cJSON *sts;
@@ -335,6 +348,7 @@ int clustermetrics_update(struct clustermetrics *cm, const struct cache_view *vi
 
     cm->pass++;
     metric_clear(cm->expiry);
+    metric_clear(cm->ca_expiry);
     kube_store_foreach(view->control_planes, each_control_plane, &p);
     for (size_t i = 0; i < N_PHASES; i++)
         if ((r = metric_set(cm->by_phase, (const char *[]){phases[i]}, p.counts[i])) < 0)

@@ -17,6 +17,11 @@
  *                                    StatefulSet <c>-<component> mounts, and the client
  *                                    certificate of <c>-kubeconfig. A cluster none of whose
  *                                    certificates can be read has no series.
+ *   nestcp_ca_expiry_seconds{namespace,cluster,ca}
+ *                                    the same for each CA alone (ca: cluster, etcd,
+ *                                    front-proxy, from <c>-ca, <c>-etcd, <c>-proxy): nestcp
+ *                                    renews leaves, never a CA, so this is what to alert on
+ *                                    a year ahead.
  *
  * In those Secrets every `*.crt` key is read as PEM certificates and every `*.conf` key (and
  * `value` of the kubeconfig Secret) as a kubeconfig whose users' client-certificate-data

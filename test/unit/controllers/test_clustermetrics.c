@@ -358,6 +358,13 @@ static void test_clustermetrics__each_managed_certificate_counts(void **state)
     set_secret_data(&x, "default", "standalone-proxy", "tls.crt", soon.crt);
     scrape(&x);
     assert_true(sample(x.text.data, EXPIRY) == 20 * DAY);
+    /* each CA has its own series: the front-proxy CA's is the one about to expire */
+    assert_true(sample(x.text.data, "nestcp_ca_expiry_seconds{namespace=\"default\","
+                                    "cluster=\"standalone\",ca=\"front-proxy\"}") == 20 * DAY);
+    assert_true(sample(x.text.data, "nestcp_ca_expiry_seconds{namespace=\"default\","
+                                    "cluster=\"standalone\",ca=\"cluster\"}") > 3000 * DAY);
+    assert_true(sample(x.text.data, "nestcp_ca_expiry_seconds{namespace=\"default\","
+                                    "cluster=\"standalone\",ca=\"etcd\"}") > 3000 * DAY);
     pair_done(&soon);
 
     /* The admin kubeconfig's client certificate. */
@@ -407,6 +414,8 @@ static void test_clustermetrics__certificates_nestcp_does_not_manage_do_not_coun
     assert_true(a_year_from_issue(&x, sample(x.text.data, EXPIRY)));
     assert_false(has_sample(x.text.data, "nestcp_certificate_expiry_seconds{namespace="
                                          "\"elsewhere\",cluster=\"standalone\"}"));
+    assert_false(has_sample(x.text.data, "nestcp_ca_expiry_seconds{namespace=\"elsewhere\","
+                                         "cluster=\"standalone\",ca=\"cluster\"}"));
     pair_done(&soon);
     pair_done(&ca);
     fx_teardown(&x);
