@@ -35,6 +35,7 @@
 #include "controllers/status.h"
 #include "lib/kube/store.h"
 #include "lib/pki/secret.h"
+#include "lib/util/strutil.h"
 
 /* How often a deletion that waits for children looks again, seconds. */
 #define DELETE_POLL 2.0
@@ -425,6 +426,43 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
     if ((r = set_str(&ro->step, active >= 0 ? steps[active] : NULL)) < 0)
         return r;
     return set_str(&ro->target_version, in.c[ROLLOUT_APISERVER].desired.version);
+}
+
+/* nestcp renews leaves, never a CA: one in its last year keeps CertificatesAvailable True
+ * with reason CertificateAuthorityExpiring naming it, and a Warning Event when that starts;
+ * otherwise the control plane comes back when the first CA enters its last year. */
+static int ca_expiry(struct cp *x, const struct render_cluster_pki *pki)
+{
+    const int64_t year = (int64_t)365 * 24 * 3600;
+    const char *which = NULL;
+    char name[RENDER_CLUSTER_NAME_MAX + 32], when[32];
+    int64_t not_after = 0, now = (int64_t)x->view->now;
+    bool told = false; /* the condition said so already: no second Event */
+    int r;
+
+    for (size_t i = 0; i < x->st->conditions.n; i++) {
+        const struct api_condition *c = &x->st->conditions.items[i];
+        told = told || (c->type && strcmp(c->type, "CertificatesAvailable") == 0 && c->reason &&
+                        strcmp(c->reason, "CertificateAuthorityExpiring") == 0);
+    }
+
+    if (render_cluster_pki_earliest_ca(pki, name, sizeof(name), &which, &not_after) < 0 ||
+        not_after - year > now) {
+        if (which)
+            plan_requeue_after(x->plan, (double)(not_after - year - now));
+        return cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "Available",
+                    "the CA Secrets are present and valid");
+    }
+    time_format_rfc3339((double)not_after, when);
+    r = cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "CertificateAuthorityExpiring",
+             "Secret %s/%s: the %s CA expires at %s, in %lld days; nestcp renews leaf "
+             "certificates, never a CA: replace it before then (docs/certificates.md)",
+             x->ns, name, which, when, (long long)((not_after - now) / (24 * 3600)));
+    if (r == 0 && !told &&
+        plan_event(x->plan, KUBE_EVENT_WARNING, "CertificateAuthorityExpiring",
+                   "Secret %s/%s: the %s CA expires at %s", x->ns, name, which, when) < 0)
+        return -ENOMEM;
+    return r;
 }
 
 /* ---- status ---- */
@@ -857,8 +895,7 @@ static int reconcile_normal(struct cp *x)
                                   "being labelled");
         goto out;
     }
-    if ((r = cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "Available",
-                  "the CA Secrets are present and valid")) < 0)
+    if ((r = ca_expiry(x, pki)) < 0)
         goto out;
 
     r = adopt_components(x);

@@ -273,6 +273,12 @@ const cJSON *render_cluster_pki_created(const struct render_cluster_pki *pki);
 /* The time the pki works at (seconds since the epoch). */
 int64_t render_cluster_pki_now(const struct render_cluster_pki *pki);
 
+/* The CA (cluster, etcd or front-proxy) that expires first: its Secret's name in ret_name,
+ * "cluster", "etcd" or "front-proxy" in *ret_which, and its NotAfter. Returns 0, or -ENOENT
+ * when none is loaded. */
+int render_cluster_pki_earliest_ca(const struct render_cluster_pki *pki, char *ret_name,
+                                   size_t size, const char **ret_which, int64_t *ret_not_after);
+
 /* ---- each component's certs Secret ---- */
 
 /*

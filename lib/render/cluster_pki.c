@@ -398,6 +398,30 @@ int64_t render_cluster_pki_now(const struct render_cluster_pki *pki)
     return pki->now;
 }
 
+int render_cluster_pki_earliest_ca(const struct render_cluster_pki *pki, char *ret_name,
+                                   size_t size, const char **ret_which, int64_t *ret_not_after)
+{
+    static const char *const which[] = {"cluster", "etcd", "front-proxy"};
+    int earliest = -1;
+    int64_t t, at = 0;
+    struct err e;
+
+    for (int i = CA_CLUSTER; i <= CA_PROXY; i++) {
+        err_clear(&e);
+        if (!pki->ca[i].cert_pem || pki_cert_not_after(pki->ca[i].cert_pem, NULL, &t, &e) < 0)
+            continue;
+        if (earliest < 0 || t < at) {
+            earliest = i;
+            at = t;
+        }
+    }
+    if (earliest < 0 || pki_secret_name(pki->rc->name, cas[earliest].purpose, ret_name, size) < 0)
+        return -ENOENT;
+    *ret_which = which[earliest];
+    *ret_not_after = at;
+    return 0;
+}
+
 /* ---- pieces of a certs Secret ---- */
 
 enum piece_kind { P_COPY_CERT, P_COPY_KEY, P_LEAF, P_KUBECONFIG };

@@ -582,6 +582,58 @@ static void test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_wri
     sim_done(&s);
 }
 
+/* nestcp renews leaves, never a CA: a CA in its last year is named in CertificatesAvailable
+ * (still True) with a Warning Event, once; before then the control plane is asked back for the
+ * moment the first CA enters its last year. */
+static void test_nestedcontrolplane__a_ca_in_its_last_year_is_told_once(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const struct plan_event *ev;
+    const struct plan_action *st;
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    assert_string_equal(ncp_condition(&s, "CertificatesAvailable", "reason"), "Available");
+    reconcile_ncp(&s, &p);
+    assert_true(p.requeue_after > 0);
+    plan_done(&p);
+    /* 3300 days on: the 10-year CAs have 350 days left */
+    s.f.view.now += 3300.0 * 86400;
+    reconcile_ncp(&s, &p);
+    ev = fx_event(&p, "CertificateAuthorityExpiring");
+    assert_non_null(ev);
+    assert_int_equal(ev->type, KUBE_EVENT_WARNING);
+    assert_non_null(strstr(ev->message, "Secret default/sample-"));
+    st = fx_action(&p, KUBE_UPDATE, "nestedcontrolplanes", NCP);
+    assert_non_null(st);
+    assert_string_equal(fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"),
+                               "status"),
+                        "True");
+    assert_string_equal(fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"),
+                               "reason"),
+                        "CertificateAuthorityExpiring");
+    assert_non_null(strstr(fx_str(fx_condition(fx_path(st->body, "status"),
+                                               "CertificatesAvailable"),
+                                  "message"),
+                           "days; nestcp renews leaf certificates, never a CA"));
+    /* the first of the three CAs (all issued at once: the cluster CA), with the days left */
+    assert_non_null(strstr(fx_str(fx_condition(fx_path(st->body, "status"),
+                                               "CertificatesAvailable"),
+                                  "message"),
+                           "Secret default/sample-ca: the cluster CA expires at "));
+    assert_non_null(strstr(fx_str(fx_condition(fx_path(st->body, "status"),
+                                               "CertificatesAvailable"),
+                                  "message"),
+                           ", in 349 days;"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    reconcile_ncp(&s, &p);
+    assert_null(fx_event(&p, "CertificateAuthorityExpiring"));
+    plan_done(&p);
+    sim_done(&s);
+}
+
 static void test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls(void **state)
 {
     char yaml[sizeof(capn) + 64];
@@ -818,6 +870,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__a_service_cidr_change_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
         cmocka_unit_test(test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_write),
+        cmocka_unit_test(test_nestedcontrolplane__a_ca_in_its_last_year_is_told_once),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__paused_only_shows_paused),
