@@ -41,6 +41,10 @@ cleanup() {
         --ignore-not-found >/dev/null 2>&1 || true
     kubectl -n tenants delete rolebinding nestcp-manager-rolebinding --ignore-not-found >/dev/null 2>&1 || true
     kubectl -n tenants delete role nestcp-manager-role --ignore-not-found >/dev/null 2>&1 || true
+    # The admission policy goes first: without its parameters (deleted with nestcp-system) it
+    # would refuse every control plane the next tests create.
+    kubectl delete validatingadmissionpolicybinding nestcp-catalog --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete validatingadmissionpolicy nestcp-catalog --ignore-not-found >/dev/null 2>&1 || true
     delete_namespace nestcp-system
     if $created_tenants; then delete_namespace tenants; fi
     rm -rf "$out"
