@@ -55,7 +55,9 @@ const struct access_rule access_rules[] = {
      "it), deleted with their control plane"},
     {"", "configmaps", "get create patch delete", NULL, ACCESS_PLAN,
      "rendered (kube-apiserver's authentication configuration): server-side applied (which "
-     "creates; read first when the cache does not hold it), deleted with their control plane"},
+     "creates; read first when the cache does not hold it), deleted with their control plane; "
+     "and the admission policy's parameters in the manager's namespace, server-side applied "
+     "when they differ from the packages"},
     {"", "pods", "patch delete", NULL, ACCESS_PLAN,
      "an etcd member's pod released: its initial cluster in its annotations, its scheduling "
      "gate lifted (merge patch); deleted to move its member from emptyDir to a claim (the "

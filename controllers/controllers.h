@@ -25,6 +25,9 @@ struct controllers_opts {
     const char *manager_namespace; /* the manager's pods' namespace (NetworkPolicies); NULL:
                                       RENDER_CLUSTER_MANAGER_NAMESPACE */
     struct ev_loop *loop;      /* the manager's loop, for RSA keys made off it; NULL: inline */
+    /* The admission policy's parameters ConfigMap the manager keeps equal to the catalog
+     * (controllers/admissionparams.h); NULL name: none. */
+    const char *admission_params_namespace, *admission_params_name;
 };
 
 /* Adds nestcp's controllers to m; opts and its strings are borrowed for m's lifetime. What

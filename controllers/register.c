@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "controllers/admissionparams.h"
 #include "controllers/clustermetrics.h"
 #include "controllers/keypool.h"
 #include "controllers/nested.h"
@@ -21,6 +22,7 @@ struct controllers {
     struct keypool *keys;
     struct nested_ctx ctx;
     struct clustermetrics *metrics;
+    struct admissionparams admission;
 };
 
 void controllers_free(struct controllers *ctl)
@@ -28,6 +30,7 @@ void controllers_free(struct controllers *ctl)
     if (!ctl)
         return;
     clustermetrics_free(ctl->metrics);
+    admissionparams_done(&ctl->admission);
     nested_ctx_done(&ctl->ctx);
     keypool_free(ctl->keys);
     render_catalog_free(ctl->cat);
@@ -60,6 +63,15 @@ int controllers_register(struct manager *m, const struct controllers_opts *opts,
     for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
         if ((r = manager_add_controller(m, &defs[i], e)) < 0)
             goto fail;
+    if (opts->admission_params_name) {
+        struct controller_def def;
+        if ((r = admissionparams_init(&ctl->admission, ctl->cat, opts->admission_params_namespace,
+                                      opts->admission_params_name, e)) < 0)
+            goto fail;
+        admissionparams_def(&ctl->admission, &def);
+        if ((r = manager_add_controller(m, &def, e)) < 0)
+            goto fail;
+    }
     /* Last, so that a failure never leaves the manager's registry a collector to freed
      * memory. */
     if ((r = clustermetrics_new(manager_metrics(m), &ctl->metrics)) < 0 ||

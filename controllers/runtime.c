@@ -1014,7 +1014,9 @@ static void enqueue_all(struct manager *m)
     for (size_t i = 0; i < m->n_controllers; i++) {
         struct controller *c = m->controllers[i];
         struct cache *cache = cache_of(m, c->def.primary);
-        if (c->q && cache)
+        if (c->q && c->def.seed)
+            c->def.seed(c->def.ctx, controller_enqueue, c);
+        else if (c->q && cache)
             kube_store_foreach(cache_store(m, cache), enqueue_each, c);
     }
 }

@@ -103,6 +103,10 @@ struct controller_def {
      * ownerReference is of the primary kind enqueue their owner. */
     void (*map)(void *ctx, const struct cache_view *view, const struct kube_resource *res,
                 const cJSON *obj, enqueue_fn enqueue, void *q);
+    /* Calls enqueue for the keys to reconcile when the controller starts and at every
+     * resync, instead of every object of the primary type (a key whose object may not exist).
+     * May be NULL. */
+    void (*seed)(void *ctx, enqueue_fn enqueue, void *q);
     void *ctx;
     int concurrency; /* keys reconciled at once; 0: the manager's default */
 };

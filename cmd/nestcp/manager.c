@@ -137,8 +137,36 @@ struct settings {
     int kube_api_qps, kube_api_burst;
     const char *cert_renew_before, *cert_validity, *shutdown_timeout, *sync_period;
     bool allow_privileged;
+    const char *admission_params;
     char pod_namespace[256]; /* where this manager's pod runs, or "" */
+    char admission_ns[256], admission_name[256];
 };
+
+/* --admission-params: NS/NAME, "none", or unset: <the pod's namespace>/nestcp-catalog, and none
+ * outside a pod or when the manager watches one namespace (its rights end there). */
+static int check_admission_params(struct settings *s, struct controllers_opts *co)
+{
+    const char *v = s->admission_params, *slash = strchr(v, '/');
+
+    if (strcmp(v, "none") == 0 || (!*v && (s->namespace_[0] || !s->pod_namespace[0])))
+        return 0;
+    if (!*v) {
+        snprintf(s->admission_ns, sizeof(s->admission_ns), "%s", s->pod_namespace);
+        snprintf(s->admission_name, sizeof(s->admission_name), "nestcp-catalog");
+    } else if (!slash || slash == v || !slash[1] || strchr(slash + 1, '/') ||
+               (size_t)(slash - v) >= sizeof(s->admission_ns) ||
+               strlen(slash + 1) >= sizeof(s->admission_name)) {
+        fprintf(stderr, "nestcp manager: --admission-params: \"%s\" is not NAMESPACE/NAME or "
+                        "none\n", v);
+        return -EINVAL;
+    } else {
+        snprintf(s->admission_ns, sizeof(s->admission_ns), "%.*s", (int)(slash - v), v);
+        snprintf(s->admission_name, sizeof(s->admission_name), "%s", slash + 1);
+    }
+    co->admission_params_namespace = s->admission_ns;
+    co->admission_params_name = s->admission_name;
+    return 0;
+}
 
 static int check_settings(const struct settings *s, struct manager_opts *mo,
                           struct controllers_opts *co)
@@ -315,6 +343,7 @@ static void settings_defaults(struct settings *s)
         .kube_api_burst = 400,
         .shutdown_timeout = "15s",
         .sync_period = "10h",
+        .admission_params = "",
     };
 }
 
@@ -375,6 +404,10 @@ static int manager_flags(struct settings *s, struct flag *out, int cap)
          "let components' patches and extraArgs use host namespaces, hostPath, privileged "
          "containers, other placement and security-relevant flags (docs/security.md); never "
          "other clusters' objects or namespaces"},
+        {"admission-params", 0, FLAG_STRING, &s->admission_params, "NS/NAME",
+         "keep this ConfigMap, the parameters of config/admission's ValidatingAdmissionPolicy, "
+         "equal to the package catalog; \"none\" turns it off (default: the pod's "
+         "namespace/nestcp-catalog; none outside a pod or with --namespace)"},
     };
 
     return flags_copy(flags, (int)(sizeof(flags) / sizeof(flags[0])), out, cap);
@@ -424,7 +457,7 @@ int cmd_manager(int argc, char **argv)
     mo.leader_election_namespace = s.lease_namespace[0] ? s.lease_namespace : NULL;
     if (!manager_pod_namespace(s.pod_namespace, sizeof(s.pod_namespace)))
         s.pod_namespace[0] = '\0';
-    if (check_settings(&s, &mo, &co) < 0)
+    if (check_settings(&s, &mo, &co) < 0 || check_admission_params(&s, &co) < 0)
         return 2;
     /* A peer closing a socket must not kill the process. */
     signal(SIGPIPE, SIG_IGN);

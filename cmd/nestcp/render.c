@@ -13,6 +13,7 @@
 #include "cmd/nestcp/cmd.h"
 #include "cmd/nestcp/flags.h"
 #include "lib/pki/base64.h"
+#include "lib/render/admission.h"
 #include "lib/render/catalog.h"
 #include "lib/render/cluster.h"
 #include "lib/render/render.h"
@@ -265,9 +266,44 @@ static int print_output(const cJSON *objs, const char *format)
     return r;
 }
 
+/* `--admission-params [NS/]NAME`: the ConfigMap the manager keeps for the admission policy. */
+static int print_admission_params(const struct render_catalog *cat, const char *ref,
+                                  const char *output)
+{
+    const char *slash = strchr(ref, '/');
+    char ns[256] = "";
+    cJSON *list = NULL, *cm = NULL;
+    int r;
+
+    if (slash && (size_t)(slash - ref) >= sizeof(ns))
+        slash = NULL;
+    if (slash)
+        snprintf(ns, sizeof(ns), "%.*s", (int)(slash - ref), ref);
+    if (!*(slash ? slash + 1 : ref) || (slash && !*ns)) {
+        fprintf(stderr, "nestcp render: --admission-params: \"%s\" is not NAME or NAMESPACE/NAME\n",
+                ref);
+        return -EINVAL;
+    }
+    if ((r = render_admission_params(cat, ns, slash ? slash + 1 : ref, &cm)) < 0)
+        return r;
+    if (!(list = cJSON_CreateArray()) || !cJSON_AddItemToArray(list, cm)) {
+        cJSON_Delete(cm);
+        cJSON_Delete(list);
+        return -ENOMEM;
+    }
+    r = print_output(list, output);
+    cJSON_Delete(list);
+    if (r < 0 && r != -ENOMEM) {
+        fprintf(stderr, "nestcp render: writing the output failed\n");
+        return -EIO;
+    }
+    return r;
+}
+
 struct render_settings {
     struct flag_list files;
     const char *templates, *ns, *output;
+    const char *admission; /* --admission-params, or NULL */
     bool allow_privileged;
 };
 
@@ -287,6 +323,9 @@ static int render_flags(struct render_settings *s, struct flag *out, int cap)
         {"output", 'o', FLAG_STRING, &s->output, "FORMAT", "yaml or json"},
         {"allow-privileged-patches", 0, FLAG_BOOL, &s->allow_privileged, NULL,
          "as the manager's flag of that name (docs/security.md)"},
+        {"admission-params", 0, FLAG_STRING, &s->admission, "[NS/]NAME",
+         "print instead the ConfigMap of config/admission's ValidatingAdmissionPolicy, named "
+         "so: what the packages know (docs/install.md)"},
     };
 
     return flags_copy(flags, (int)(sizeof(flags) / sizeof(flags[0])), out, cap);
@@ -346,6 +385,12 @@ int cmd_render(int argc, char **argv)
     }
     if (!(docs = cJSON_CreateArray()) || !(out = cJSON_CreateArray()))
         goto oom;
+    if (s.admission) {
+        if ((r = print_admission_params(cat, s.admission, output)) == -ENOMEM)
+            goto oom;
+        status = r == 0 ? 0 : r == -EINVAL ? 2 : 1;
+        goto out;
+    }
     for (int i = 0; i < (files->n ? files->n : 1); i++) {
         r = read_input(files->n ? files->items[i] : "-", docs);
         if (r == -ENOMEM)

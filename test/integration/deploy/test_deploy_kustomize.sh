@@ -41,6 +41,10 @@ cleanup() {
         --ignore-not-found >/dev/null 2>&1 || true
     kubectl -n tenants delete rolebinding nestcp-manager-rolebinding --ignore-not-found >/dev/null 2>&1 || true
     kubectl -n tenants delete role nestcp-manager-role --ignore-not-found >/dev/null 2>&1 || true
+    # The admission policy goes first: without its parameters (deleted with nestcp-system) it
+    # would refuse every control plane the next tests create.
+    kubectl delete validatingadmissionpolicybinding nestcp-catalog --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete validatingadmissionpolicy nestcp-catalog --ignore-not-found >/dev/null 2>&1 || true
     delete_namespace nestcp-system
     if $created_tenants; then delete_namespace tenants; fi
     rm -rf "$out"
@@ -139,6 +143,14 @@ done
     fail "kubectl -n nestcp-system get deploy,sa,svc does not list the manager's three objects"
 kubectl get clusterrole/nestcp-manager-role clusterrolebinding/nestcp-manager-rolebinding >/dev/null ||
     fail "the ClusterRole or its binding was not created"
+# The admission policy (docs/install.md, "Refused at kubectl apply") and its parameters.
+[ "$(kubectl get validatingadmissionpolicybinding nestcp-catalog \
+    -o jsonpath='{.spec.policyName} {.spec.paramRef.namespace}/{.spec.paramRef.name} {.spec.paramRef.parameterNotFoundAction}')" = \
+    "nestcp-catalog nestcp-system/nestcp-catalog Deny" ] ||
+    fail "the ValidatingAdmissionPolicyBinding nestcp-catalog does not deny without nestcp-system/nestcp-catalog"
+kubectl get validatingadmissionpolicy nestcp-catalog >/dev/null || fail "the ValidatingAdmissionPolicy was not created"
+[ "$(kubectl -n nestcp-system get configmap nestcp-catalog -o jsonpath='{.data.kubernetes\.lines}')" = "1.35, 1.36, 1.37" ] ||
+    fail "the admission parameters ConfigMap nestcp-system/nestcp-catalog was not created"
 [ "$(kubectl get clusterrolebinding nestcp-manager-rolebinding \
     -o jsonpath='{.roleRef.name} {.subjects[0].namespace}/{.subjects[0].name}')" = \
     "nestcp-manager-role nestcp-system/nestcp-controller-manager" ] ||
