@@ -42,7 +42,7 @@ struct memo {
 
 struct clustermetrics {
     struct manager *m; /* once attached */
-    struct metric *by_phase, *ready, *expiry, *ca_expiry;
+    struct metric *by_phase, *ready, *expiry, *ca_expiry, *sa_key_age;
     struct strmap memos;
     struct memo *head;
     unsigned pass;
@@ -75,7 +75,12 @@ int clustermetrics_new(struct metrics *r, struct clustermetrics **ret_cm)
                                 "Seconds until the NotAfter of each certificate authority of a "
                                 "cluster (ca: cluster, etcd, front-proxy); negative once "
                                 "expired. nestcp renews leaves, never a CA.",
-                                ca, NULL, 0, &cm->ca_expiry)) < 0) {
+                                ca, NULL, 0, &cm->ca_expiry)) < 0 ||
+        (ret = metrics_register(r, METRIC_GAUGE, "nestcp_service_account_key_age_seconds",
+                                "Seconds since the service-account signing key of a cluster "
+                                "was made (the creationTimestamp of its Secret <c>-sa): the "
+                                "key has no expiry of its own.",
+                                cluster, NULL, 0, &cm->sa_key_age)) < 0) {
         free(cm);
         return ret;
     }
@@ -299,6 +304,16 @@ static int cluster_expiry(struct pass *p, const char *ns, const char *cluster)
                             (double)t - p->view->now)) < 0)
             return r;
     }
+    if (pki_secret_name(cluster, PKI_PURPOSE_SA, name, sizeof(name)) == 0) {
+        const cJSON *sa = kube_store_get(p->view->secrets, ns, name);
+        const cJSON *created = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(sa, "metadata"), "creationTimestamp");
+        double at;
+        if (cJSON_IsString(created) && time_parse_rfc3339(created->valuestring, &at) == 0 &&
+            (r = metric_set(p->cm->sa_key_age, (const char *[]){ns, cluster},
+                            p->view->now - at)) < 0)
+            return r;
+    }
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
         const cJSON *sts;
         const char *certs;
@@ -349,6 +364,7 @@ int clustermetrics_update(struct clustermetrics *cm, const struct cache_view *vi
     cm->pass++;
     metric_clear(cm->expiry);
     metric_clear(cm->ca_expiry);
+    metric_clear(cm->sa_key_age);
     kube_store_foreach(view->control_planes, each_control_plane, &p);
     for (size_t i = 0; i < N_PHASES; i++)
         if ((r = metric_set(cm->by_phase, (const char *[]){phases[i]}, p.counts[i])) < 0)

@@ -22,6 +22,9 @@
  *                                    front-proxy, from <c>-ca, <c>-etcd, <c>-proxy): nestcp
  *                                    renews leaves, never a CA, so this is what to alert on
  *                                    a year ahead.
+ *   nestcp_service_account_key_age_seconds{namespace,cluster}
+ *                                    seconds since the Secret <c>-sa (the service-account
+ *                                    signing key, which has no expiry) was created.
  *
  * In those Secrets every `*.crt` key is read as PEM certificates and every `*.conf` key (and
  * `value` of the kubeconfig Secret) as a kubeconfig whose users' client-certificate-data

@@ -345,6 +345,26 @@ static void test_clustermetrics__expiry_is_the_earliest_certificate_of_the_clust
     fx_teardown(&x);
 }
 
+/* The service-account key has no NotAfter: its age is the one figure to watch. */
+static void test_clustermetrics__the_service_account_key_age_is_its_secrets(void **state)
+{
+    static const char series[] =
+        "nestcp_service_account_key_age_seconds{namespace=\"default\",cluster=\"standalone\"}";
+    struct fx x;
+    double age;
+
+    fx_setup(&x, true);
+    scrape(&x);
+    age = sample(x.text.data, series);
+    assert_true(age >= 0 && age < DAY);
+    x.s.f.view.now += 30 * DAY;
+    scrape(&x);
+    assert_true(sample(x.text.data, series) == age + 30 * DAY);
+    assert_false(has_sample(x.text.data, "nestcp_service_account_key_age_seconds{namespace="
+                                         "\"elsewhere\",cluster=\"standalone\"}"));
+    fx_teardown(&x);
+}
+
 static void test_clustermetrics__each_managed_certificate_counts(void **state)
 {
     struct fx x;
@@ -608,6 +628,7 @@ int main(void)
             test_clustermetrics__counts_control_planes_by_phase_with_every_phase_present),
         cmocka_unit_test(test_clustermetrics__a_converged_cluster_is_ready),
         cmocka_unit_test(test_clustermetrics__expiry_is_the_earliest_certificate_of_the_cluster),
+        cmocka_unit_test(test_clustermetrics__the_service_account_key_age_is_its_secrets),
         cmocka_unit_test(test_clustermetrics__each_managed_certificate_counts),
         cmocka_unit_test(test_clustermetrics__certificates_nestcp_does_not_manage_do_not_count),
         cmocka_unit_test(test_clustermetrics__unreadable_certificates_are_skipped),
