@@ -1,8 +1,10 @@
 # syntax=docker/dockerfile:1
-# The nestcp image: `nestcp manager` (config/manager) on debian:bookworm-slim, as uid 65532,
-# with the package catalog at /usr/share/nestcp/templates.
+# The nestcp image: `nestcp manager` (config/manager) as uid 65532, with the package catalog at
+# /usr/share/nestcp/templates, on nothing else: the runtime stage is `FROM scratch` with the
+# binary, its shared libraries and the loader, as Debian bookworm ships them.
 #
 #   docker build -t nestcp:dev .
+#   hack/image-build.sh --tag nestcp:dev        buildah, no daemon, no registry needed
 #
 # Both stages run hack/image-stage.sh's steps: the build stage runs the script itself (same
 # flags, same staging, same library check), and the script reads the two package lists below,
@@ -13,22 +15,23 @@ ARG NESTCP_BUILD_PACKAGES="build-essential cmake pkg-config git libcurl4-openssl
 # The shared libraries nestcp links; hack/image-stage.sh checks this list with ldd and dpkg -S.
 ARG NESTCP_RUNTIME_PACKAGES="libcurl4 libcjson1 libyaml-0-2 libssl3 libev4"
 
-FROM debian:bookworm AS build
+# The build stage's base: Debian bookworm (hack/image-build.sh may make it with mmdebstrap).
+ARG NESTCP_BUILD_BASE=debian:bookworm
+
+FROM $NESTCP_BUILD_BASE AS build
 ARG NESTCP_BUILD_PACKAGES
 ARG NESTCP_RUNTIME_PACKAGES
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $NESTCP_BUILD_PACKAGES \
     && rm -rf /var/lib/apt/lists/*
 COPY . /src
-# Builds /src as it is (Release, Debian's hardening flags), stages /stage/rootfs and checks
-# that NESTCP_RUNTIME_PACKAGES provides every shared library the binary needs.
+# Builds /src as it is (Release, Debian's hardening flags), checks that NESTCP_RUNTIME_PACKAGES
+# provides every shared library the binary needs, and stages the whole image in /stage/rootfs:
+# the binary, the templates, those libraries and the loader, their copyright files, and
+# /etc/passwd and /etc/group naming uid 65532.
 RUN /src/hack/image-stage.sh --src /src --out /stage
 
-FROM debian:bookworm-slim
-ARG NESTCP_RUNTIME_PACKAGES
-RUN apt-get update \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $NESTCP_RUNTIME_PACKAGES \
-    && rm -rf /var/lib/apt/lists/*
+FROM scratch
 COPY --from=build /stage/rootfs/ /
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/nestcp"]

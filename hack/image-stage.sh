@@ -8,10 +8,12 @@
 #   hack/image-stage.sh --src DIR --out DIR       build DIR as it is (the Dockerfile does this)
 #   hack/image-stage.sh --out DIR --no-build      stage and check DIR's earlier build again
 #
-# DIR/rootfs then holds usr/bin/nestcp and usr/share/nestcp/templates/, the files the image adds
-# to debian:bookworm-slim. The package lists are read from the Dockerfile's ARG lines
-# (NESTCP_BUILD_PACKAGES, NESTCP_RUNTIME_PACKAGES), or from the environment when set there (as
-# `docker build --build-arg` does). Exits non-zero, saying why, when a library is not covered,
+# DIR/rootfs then holds the whole image (its runtime stage is `FROM scratch`): usr/bin/nestcp,
+# usr/share/nestcp/templates/, every shared library the binary loads and the dynamic loader
+# (under Debian's paths; /lib and /lib64 link to usr/, as usrmerge has them), those packages'
+# copyright files, and /etc/passwd and /etc/group naming uid 65532. The package lists are read
+# from the Dockerfile's ARG lines (NESTCP_BUILD_PACKAGES, NESTCP_RUNTIME_PACKAGES), or from the
+# environment when set there (as `docker build --build-arg` does). Exits non-zero, saying why, when a library is not covered,
 # a listed runtime package provides no library the binary loads, or the staged binary does not run.
 set -euo pipefail
 
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
     --src) src=$2; shift 2 ;;
     --rev) rev=$2; shift 2 ;;
     --no-build) build=false; shift ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
@@ -183,6 +185,32 @@ for p in $runtime_pkgs; do
 done
 cat "$out/libraries.txt" >&2
 
+# --- the libraries, into the image: its runtime stage has no base ---
+# Each library ldd resolved, copied under the name the binary asks for into /usr of its own
+# directory, the loader at the binary's PT_INTERP path, and usrmerge's /lib and /lib64 links;
+# glibc's loader searches Debian's multiarch directory without an ld.so.cache.
+interp=$(readelf -l "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
+[ -n "$interp" ] || die "the binary names no program interpreter"
+ln -s usr/lib "$rootfs/lib"
+ln -s usr/lib64 "$rootfs/lib64"
+while read -r lib path; do
+    dir=$(dirname "$path")
+    install -D -m 0755 "$(readlink -f "$path")" "$rootfs/usr${dir#/usr}/$lib"
+done < <(sed -n 's/^[[:space:]]*\([^ ]*\) => \(\/[^ ]*\) .*/\1 \2/p' "$out/ldd.txt")
+install -D -m 0755 "$(readlink -f "$interp")" "$rootfs/usr${interp#/usr}"
+# The licences of what the image carries: the copyright file of each package a library is from.
+for pkg in $(awk 'NR > 1 { print $2 }' "$out/libraries.txt" | sort -u); do
+    [ -f "/usr/share/doc/$pkg/copyright" ] || die "no /usr/share/doc/$pkg/copyright to ship"
+    install -D -m 0644 "/usr/share/doc/$pkg/copyright" "$rootfs/usr/share/doc/$pkg/copyright"
+done
+mkdir -p "$rootfs/etc"
+printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' \
+    >"$rootfs/etc/passwd"
+printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
+chmod -R a+rX,go-w "$rootfs"
+say "staged the image: $(du -sh "$rootfs" | cut -f1) in $rootfs (binary $(stat -c %s "$bin") bytes," \
+    "$(sed -n '1!p' "$out/libraries.txt" | wc -l) libraries)"
+
 # --- run the staged binary, as the image does (uid 65532 when this runs as root) ---
 as_image_user=()
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
@@ -191,6 +219,13 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 fi
 run() { env -i PATH=/usr/bin:/bin "${as_image_user[@]}" "$@"; }
 version=$(run "$bin" version) || die "the staged nestcp does not run"
+# As root, the staged root filesystem runs on its own: chrooted into it, with its libraries only.
+if [ "$(id -u)" -eq 0 ] && command -v chroot >/dev/null; then
+    in_root=$(env -i "$(command -v chroot)" --userspec=65532:65532 "$rootfs" /usr/bin/nestcp version) ||
+        die "the staged root filesystem does not run nestcp on its own (chroot)"
+    [ "$in_root" = "$version" ] || die "chrooted, nestcp says '$in_root', not '$version'"
+    say "the staged root filesystem runs nestcp with its own libraries (chroot, uid 65532)"
+fi
 want=$(sed -n 's/^project(nestcp VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
 case "$version" in "nestcp $want "*) ;; *) die "staged nestcp version says '$version', want $want" ;; esac
 say "staged binary runs${as_image_user:+ as uid 65532}: $version"

@@ -4,6 +4,7 @@
 #
 #   hack/install-deps.sh            build + test dependencies
 #   hack/install-deps.sh --fuzz     also clang and its sanitizer/libFuzzer runtime (hack/fuzz.sh)
+#   hack/install-deps.sh --image    also buildah, podman, runc and mmdebstrap (hack/image-build.sh)
 #
 # Kubernetes and etcd are not Debian packages here: hack/kube-build.sh builds them with Go
 # (1.26 or newer, the `go` on PATH) from the Go module proxy.
@@ -26,6 +27,7 @@ for a in "$@"; do
     case "$a" in
     --kube) ;; # accepted for older callers: building Kubernetes needs only Go now
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+    --image) pkgs+=(buildah podman runc mmdebstrap) ;;
     *) echo "install-deps.sh: unknown option '$a'" >&2; exit 2 ;;
     esac
 done
