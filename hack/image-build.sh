@@ -4,6 +4,7 @@
 # in and `nestcp version` names the commit.
 #
 #   hack/image-build.sh [--tag TAG] [--rev REV] [--base auto|registry|mmdebstrap]
+#   hack/image-build.sh --base-only     only make (or pull) and import the build stage's base
 #
 # The build stage starts from Debian with the Dockerfile's build packages (NESTCP_BUILD_BASE,
 # default debian:bookworm). --base registry pulls debian:bookworm; --base mmdebstrap makes that
@@ -20,7 +21,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-tag=localhost/nestcp:dev rev=HEAD base=auto
+tag=localhost/nestcp:dev rev=HEAD base=auto base_only=false
 
 die() {
     echo "image-build: $*" >&2
@@ -33,7 +34,8 @@ while [ $# -gt 0 ]; do
     --tag) tag=$2; shift 2 ;;
     --rev) rev=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --base-only) base_only=true; shift ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
@@ -101,6 +103,11 @@ if [ -z "$build_base" ]; then
         buildah commit --quiet --rm "$ctr" "$build_base" >/dev/null
         say "base: imported as $build_base"
     fi
+fi
+
+if $base_only; then
+    say "base ready in $(($(date +%s) - t0)) s: $build_base"
+    exit 0
 fi
 
 # --- the image ---

@@ -33,7 +33,9 @@ fuzz=0
 
 step "dependencies"
 if [ "$fuzz" = 1 ]; then
-    hack/install-deps.sh --fuzz
+    hack/install-deps.sh --fuzz --image
+elif [ "$quick" = 0 ]; then
+    hack/install-deps.sh --image
 else
     hack/install-deps.sh
 fi
@@ -44,6 +46,9 @@ if [ "$quick" = 0 ]; then
     # Kubernetes' own e2e.test for the conformance test (test/e2e/test_conformance.sh).
     hack/kube-build.sh conformance 1.36.3 >/dev/null
     echo "Kubernetes, etcd and e2e.test binaries ready in $(($(date +%s) - t_kube)) s"
+    # The image's build base (test/integration/deploy/test_deploy_image_run.sh builds on it):
+    # made once with mmdebstrap where no registry answers, then cached.
+    hack/image-build.sh --base-only
 fi
 
 run_suite() {

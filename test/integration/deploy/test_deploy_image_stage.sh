@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The image, without a Docker engine (hack/image-stage.sh performs the Dockerfile's steps):
-#   - a clean clone of HEAD builds in Release and stages exactly usr/bin/nestcp and
-#     usr/share/nestcp/templates/;
+#   - a clean clone of HEAD builds in Release and stages the whole image (its runtime stage is
+#     `FROM scratch`): usr/bin/nestcp, usr/share/nestcp/templates/, every library the binary
+#     loads and the loader, their packages' copyright files, /etc/passwd and /etc/group, and
+#     nothing else;
 #   - every shared library the staged binary loads is provided by the Dockerfile's runtime
 #     package list (ldd + dpkg -S), each listed package is used, and the check fails when a
 #     package is missing from the list or an unneeded one is added;
 #   - the staged binary reports HEAD's version and runs as uid 65532 with an empty
-#     environment (as in the image), and renders config/samples/standalone.yaml with the
+#     environment (as in the image), also chrooted into the staged root filesystem with its
+#     own libraries only, and renders config/samples/standalone.yaml with the
 #     staged templates;
 #   - the staged `nestcp manager --templates <staged templates>` starts against the super
 #     cluster, as uid 65532, and answers /healthz, /readyz and /metrics.
@@ -35,10 +38,19 @@ trap cleanup EXIT
 rootfs=$out/rootfs
 bin=$rootfs/usr/bin/nestcp
 
-# Exactly the files the image adds.
-[ "$(cd "$rootfs" && find . -mindepth 1 -maxdepth 4 | sort | tr '\n' ' ')" = \
-    "./usr ./usr/bin ./usr/bin/nestcp ./usr/share ./usr/share/nestcp ./usr/share/nestcp/templates " ] ||
-    fail "unexpected staged files: $(cd "$rootfs" && find . -maxdepth 4)"
+# Exactly the image's files: nestcp, the templates, the libraries (each one ldd lists, under
+# its name), the loader, the copyright files, passwd and group; /lib and /lib64 as usrmerge.
+extra=$(cd "$rootfs" && find . ! -type d | grep -vE '^\./(usr/bin/nestcp|usr/share/nestcp/templates/.*|usr/share/doc/[^/]+/copyright|usr/lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/[^/]+\.so(\.[0-9]+)*|usr/lib64/ld-linux[^/]*\.so\.[0-9]+|etc/(passwd|group)|lib|lib64)$' || true)
+[ -z "$extra" ] || fail "unexpected staged files: $extra"
+[ "$(readlink "$rootfs/lib")" = usr/lib ] && [ "$(readlink "$rootfs/lib64")" = usr/lib64 ] ||
+    fail "/lib and /lib64 are not links to usr/"
+for lib in $(awk 'NR > 1 { print $1 }' "$out/libraries.txt"); do
+    [ -n "$(find "$rootfs/usr/lib" -type f -name "$lib")" ] || fail "$lib is not staged"
+done
+for pkg in $(awk 'NR > 1 { print $2 }' "$out/libraries.txt"); do
+    [ -s "$rootfs/usr/share/doc/$pkg/copyright" ] || fail "the copyright file of $pkg is not staged"
+done
+grep -q '^nonroot:x:65532:65532:' "$rootfs/etc/passwd" || fail "/etc/passwd does not name uid 65532"
 diff -r "$src/templates" "$rootfs/usr/share/nestcp/templates" >/dev/null ||
     fail "the staged templates differ from templates/"
 described=$(file "$bin" 2>/dev/null)
@@ -73,6 +85,11 @@ as_user=()
 want="nestcp $(sed -n 's/^project(nestcp VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt") ($(git -C "$out/src" describe --always --tags HEAD))"
 got=$(env -i PATH=/usr/bin:/bin "${as_user[@]}" "$bin" version)
 [ "$got" = "$want" ] || fail "staged nestcp version: '$got', want '$want'"
+if [ "$(id -u)" -eq 0 ]; then
+    got=$(env -i "$(command -v chroot)" --userspec=65532:65532 "$rootfs" /usr/bin/nestcp version) ||
+        fail "nestcp does not run chrooted into the staged root filesystem"
+    [ "$got" = "$want" ] || fail "chrooted, nestcp version: '$got', want '$want'"
+fi
 grep -q 'staged binary runs' "$out/stage.err" || fail "image-stage did not run the staged binary"
 grep -q 'rendered config/samples/standalone.yaml with the staged templates' "$out/stage.err" ||
     fail "image-stage did not render the sample with the staged templates"
