@@ -112,7 +112,7 @@ fi
 
 # --- the image ---
 t_build=$(date +%s)
-buildah build --isolation chroot --layers --pull=never -f "$dockerfile" \
+buildah build --isolation chroot --pull=never -f "$dockerfile" \
     --build-arg "NESTCP_BUILD_BASE=$build_base" -t "$tag" "$work/src" >"$work/build.log" 2>&1 ||
     { tail -n 40 "$work/build.log" >&2; die "buildah build failed"; }
 size=$(buildah images --noheading --format '{{.Size}}' "$tag" | head -n 1)
