@@ -90,7 +90,7 @@ if [ -z "$build_base" ]; then
             t_base=$(date +%s)
             mkdir -p "$cache"
             say "base: mmdebstrap $suite (minbase + $build_pkgs) into $tarball"
-            mmdebstrap --quiet --variant=minbase --include="$(echo $build_pkgs | tr ' ' ,)" \
+            mmdebstrap --quiet --format=tar --variant=minbase --include="$(echo $build_pkgs | tr ' ' ,)" \
                 "$suite" "$tarball.tmp" "${sources[@]}" >"$work/mmdebstrap.log" 2>&1 ||
                 { tail -n 20 "$work/mmdebstrap.log" >&2; rm -f "$tarball.tmp"; die "mmdebstrap failed"; }
             mv "$tarball.tmp" "$tarball"
