@@ -50,3 +50,40 @@ template_subst() {
     done
     sed 's/\${\([A-Z0-9_]*\):=[^}]*}/${\1}/g' "$file" | envsubst "$vars"
 }
+
+# rbac_kubeconfig SRC SYS_NS ID WORK: applies config/rbac into SYS_NS with the name prefix
+# ID- (as a user's kustomization would), and writes WORK/sa.kubeconfig (mode 0600) holding
+# only the token of its ServiceAccount ID-controller-manager; sets sa, token and kc.
+rbac_kubeconfig() {
+    local src=$1 sys_ns=$2 id=$3 work=$4 server
+    mkdir -p "$work/kust"
+    cp -R "$src/config/rbac" "$work/kust/rbac"
+    cat >"$work/kust/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: $sys_ns
+namePrefix: $id-
+resources:
+- rbac
+YAML
+    kubectl apply -k "$work/kust" >/dev/null
+    sa=$id-controller-manager
+    token=""
+    for _ in $(seq 1 30); do
+        token=$(kubectl -n "$sys_ns" create token "$sa" --duration=1h 2>/dev/null) && break
+        sleep 1 # the ServiceAccount admission waits for the token controller
+    done
+    [ -n "$token" ] || fail "no token for ServiceAccount $sys_ns/$sa"
+    server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+    kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
+        base64 -d >"$work/ca.crt"
+    kc=$work/sa.kubeconfig
+    (
+        umask 077
+        KUBECONFIG=$kc command kubectl config set-cluster super --server="$server" \
+            --certificate-authority="$work/ca.crt" --embed-certs=true >/dev/null
+        KUBECONFIG=$kc command kubectl config set-credentials manager --token="$token" >/dev/null
+        KUBECONFIG=$kc command kubectl config set-context manager --cluster=super --user=manager >/dev/null
+        KUBECONFIG=$kc command kubectl config use-context manager >/dev/null
+    )
+}
