@@ -7,6 +7,7 @@
 
 #include <ev.h>
 
+#include "lib/kube/config.h"
 #include "lib/kube/informer.h"
 #include "lib/kube/workqueue.h"
 #include "lib/util/log.h"
@@ -44,6 +45,8 @@ struct nodeagent {
     int synced; /* caches of NA_CACHES synced */
     struct workqueue *syncq, *bindq;
     struct strmap state; /* key -> struct na_pod */
+    struct na_token *tokens;
+    char *api_host, *api_port; /* the API server's address, for KUBERNETES_SERVICE_* */
     ev_timer heartbeat_w;
     ev_timer refresh_w;
     ev_timer shutdown_w;
@@ -58,6 +61,16 @@ struct nodeagent {
     double shutdown_deadline;
     void (*shutdown_done)(void *userdata);
     void *shutdown_data;
+};
+
+/* A service-account token requested for a pod's projected volume, as a kubelet requests one. */
+struct na_token {
+    struct na_token *next;
+    char *key;         /* "<ns>/<pod>/<uid>/<service account>/<expirationSeconds>/<audience>" */
+    cJSON *obj;        /* {"token": "..."}, or NULL until the first answer; never logged */
+    double refresh_at; /* time_mono() from which a new one is asked for: 80% of its life */
+    int error;         /* the last request's failure, or 0 */
+    bool requesting;
 };
 
 /* One request in flight. */
@@ -138,9 +151,12 @@ static void pod_state_free(void *value)
     free(p);
 }
 
+static void tokens_forget(struct nodeagent *na, const char *pod_key);
+
 static void pod_state_forget(struct nodeagent *na, const char *key)
 {
     pod_state_free(strmap_remove(&na->state, key));
+    tokens_forget(na, key);
 }
 
 /* ---- the runtime's view of the API ---- */
@@ -158,11 +174,176 @@ static struct kube_informer *resolve_informer(const struct nodeagent *na, const 
     return NULL;
 }
 
+static void volumes_changed(struct nodeagent *na);
+
+static void token_free(struct na_token *t)
+{
+    if (!t)
+        return;
+    free(t->key);
+    cJSON_Delete(t->obj);
+    free(t);
+}
+
+/* Forgets the tokens of a pod ("ns/name") that is gone. */
+static void tokens_forget(struct nodeagent *na, const char *pod_key)
+{
+    size_t n = strlen(pod_key);
+
+    for (struct na_token **pp = &na->tokens; *pp;) {
+        struct na_token *t = *pp;
+
+        if (strncmp(t->key, pod_key, n) == 0 && t->key[n] == '/') {
+            *pp = t->next;
+            token_free(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+}
+
+static void token_done(void *userdata, const struct kube_result *res)
+{
+    struct na_call *c = userdata;
+    struct nodeagent *na = c->na;
+    struct na_token *t;
+    const char *token;
+    long lifetime;
+
+    if (na->closing)
+        goto out;
+    for (t = na->tokens; t && strcmp(t->key, c->key) != 0; t = t->next)
+        ;
+    if (!t)
+        goto out; /* its pod went away meanwhile */
+    t->requesting = false;
+    token = podobj_str(res->body, "status", "token", NULL);
+    if (res->code < 0 || !token) {
+        t->error = res->code < 0 ? res->code : -EINVAL;
+        log_warn("token request failed", "key=%s code=%s message=%s", c->key,
+                 err_code_name(t->error), res->message);
+        goto out;
+    }
+    cJSON_Delete(t->obj);
+    t->obj = cJSON_CreateObject();
+    if (!t->obj || !cJSON_AddStringToObject(t->obj, "token", token)) {
+        cJSON_Delete(t->obj);
+        t->obj = NULL;
+        t->error = -ENOMEM;
+        goto out;
+    }
+    t->error = 0;
+    /* The key's fifth field is the lifetime asked for (the server may shorten it, never
+     * below 10 minutes; the kubelet also refreshes at 80%). */
+    if (sscanf(c->key, "%*[^/]/%*[^/]/%*[^/]/%*[^/]/%ld", &lifetime) != 1)
+        lifetime = 600;
+    t->refresh_at = time_mono() + 0.8 * (double)(lifetime < 600 ? 600 : lifetime);
+    log_debug("token issued", "key=%s", c->key);
+    volumes_changed(na);
+out:
+    call_free(c);
+}
+
+/* Asks the API server for a token bound to the pod, as the kubelet does (TokenRequest). */
+static int token_request(struct nodeagent *na, struct na_token *t)
+{
+    char ns[256], pod[256], uid[128], sa[256], audience[1024] = "";
+    long lifetime = 0;
+    cJSON *body = NULL, *spec, *ref;
+    struct na_call *c = NULL;
+    struct kube_request req = {0};
+    int r = -ENOMEM;
+
+    if (sscanf(t->key, "%255[^/]/%255[^/]/%127[^/]/%255[^/]/%ld/%1023[^\n]", ns, pod, uid, sa,
+               &lifetime, audience) < 5)
+        return -EINVAL;
+    body = cJSON_CreateObject();
+    c = call_new(na, t->key);
+    if (!body || !c || !cJSON_AddStringToObject(body, "apiVersion", "authentication.k8s.io/v1") ||
+        !cJSON_AddStringToObject(body, "kind", "TokenRequest") ||
+        !(spec = cJSON_AddObjectToObject(body, "spec")) ||
+        !cJSON_AddNumberToObject(spec, "expirationSeconds", (double)lifetime) ||
+        !(ref = cJSON_AddObjectToObject(spec, "boundObjectRef")) ||
+        !cJSON_AddStringToObject(ref, "apiVersion", "v1") ||
+        !cJSON_AddStringToObject(ref, "kind", "Pod") ||
+        !cJSON_AddStringToObject(ref, "name", pod) || !cJSON_AddStringToObject(ref, "uid", uid))
+        goto fail;
+    if (audience[0]) {
+        cJSON *auds = cJSON_AddArrayToObject(spec, "audiences");
+
+        if (!auds || !cJSON_AddItemToArray(auds, cJSON_CreateString(audience)))
+            goto fail;
+    }
+    req.verb = KUBE_CREATE;
+    req.resource = &KUBE_SERVICEACCOUNTS;
+    req.namespace_ = ns;
+    req.name = sa;
+    req.subresource = "token";
+    req.body = body;
+    r = kube_request_send(na->client, &req, token_done, c);
+    cJSON_Delete(body);
+    body = NULL;
+    if (r == 0) {
+        t->requesting = true;
+        return 0;
+    }
+fail:
+    cJSON_Delete(body);
+    call_free(c);
+    return r;
+}
+
+/* The token of a projected serviceAccountToken source (podobj.h); asks for one when there is
+ * none yet or the one there is nears the end of its life. */
+static int token_resolve(struct nodeagent *na, const char *ns, const char *name,
+                         const cJSON **ret_obj)
+{
+    char key[2048];
+    struct na_token *t;
+
+    if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
+        return -ENAMETOOLONG;
+    for (t = na->tokens; t && strcmp(t->key, key) != 0; t = t->next)
+        ;
+    if (!t) {
+        t = calloc(1, sizeof(*t));
+        if (!t || !(t->key = strdup(key))) {
+            free(t);
+            return -ENOMEM;
+        }
+        t->next = na->tokens;
+        na->tokens = t;
+    }
+    if (!t->requesting && (!t->obj || time_mono() >= t->refresh_at)) {
+        int r = token_request(na, t);
+
+        if (r < 0)
+            t->error = r;
+    }
+    if (t->obj) {
+        *ret_obj = t->obj;
+        return 0;
+    }
+    return t->error && !t->requesting ? t->error : -EAGAIN;
+}
+
+/* Whether a token in use should be asked for again (its pod's volume is then refreshed). */
+static bool tokens_due(const struct nodeagent *na)
+{
+    for (const struct na_token *t = na->tokens; t; t = t->next)
+        if (t->obj && !t->requesting && time_mono() >= t->refresh_at)
+            return true;
+    return false;
+}
+
 static int resolve(void *userdata, const char *kind, const char *ns, const char *name,
                    const cJSON **ret_obj)
 {
     struct nodeagent *na = userdata;
     struct kube_informer *inf = resolve_informer(na, kind);
+
+    if (strcmp(kind, "ServiceAccountToken") == 0)
+        return name ? token_resolve(na, ns, name, ret_obj) : -ENOENT;
     const cJSON *obj = inf && name ? kube_informer_get(inf, ns, name) : NULL;
 
     if (!obj)
@@ -778,6 +959,8 @@ static void heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
         node_register(na);
     else
         node_heartbeat(na, true);
+    if (tokens_due(na))
+        volumes_changed(na);
 }
 
 /* ---- start-up ---- */
@@ -957,6 +1140,21 @@ int nodeagent_new(struct ev_loop *loop, const struct kube_config *cfg,
         goto fail;
     ro.node_name = na->node_name;
     ro.resolve = resolve;
+    /* In-cluster clients in pods (KUBERNETES_SERVICE_HOST/PORT) reach the API server this
+     * agent talks to: "https://HOST:PORT" of its kubeconfig. */
+    if (cfg->server && strncmp(cfg->server, "https://", 8) == 0) {
+        const char *host = cfg->server + 8, *colon = strrchr(host, ':');
+
+        if (colon && colon > host) {
+            na->api_host = strndup(host, (size_t)(colon - host));
+            na->api_port = strdup(colon + 1);
+            r = -ENOMEM;
+            if (!na->api_host || !na->api_port)
+                goto fail;
+            ro.api_host = na->api_host;
+            ro.api_port = na->api_port;
+        }
+    }
     ro.cb.pod_changed = rt_pod_changed;
     ro.cb.pod_stopped = rt_pod_changed;
     ro.cb.event = rt_event;
@@ -991,6 +1189,14 @@ void nodeagent_free(struct nodeagent *na)
     workqueue_free(na->bindq);
     runtime_free(na->rt);
     strmap_done(&na->state, pod_state_free);
+    while (na->tokens) {
+        struct na_token *t = na->tokens;
+
+        na->tokens = t->next;
+        token_free(t);
+    }
+    free(na->api_host);
+    free(na->api_port);
     free(na->node_name);
     free(na->selector);
     free(na->ns);

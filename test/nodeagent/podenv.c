@@ -110,10 +110,13 @@ int podenv_expand(const char *in, const struct podenv *env, char **ret_out)
     return *ret_out ? 0 : -ENOMEM;
 }
 
-/* The value a downward-API fieldRef names, or NULL for an unsupported path. */
-static const char *podenv_field(const cJSON *pod, const char *path, const struct podenv_fields *f,
-                                char *tmp, size_t tmpsize)
+const char *podenv_fieldref(const cJSON *pod, const char *path, const struct podenv_fields *f,
+                            char *tmp, size_t tmpsize)
 {
+    static const struct podenv_fields none;
+
+    if (!f)
+        f = &none;
     if (strcmp(path, "metadata.name") == 0)
         return podobj_str(pod, "metadata", "name", NULL);
     if (strcmp(path, "metadata.namespace") == 0)
@@ -233,6 +236,13 @@ int podenv_build(const cJSON *pod, const cJSON *container, const struct podenv_f
         r = podenv_set(env, "HOSTNAME", hostname ? hostname : "");
     if (r == 0)
         r = podenv_set(env, "HOME", "/root");
+    if (r == 0 && f->api_host && f->api_port) {
+        r = podenv_set(env, "KUBERNETES_SERVICE_HOST", f->api_host);
+        if (r == 0)
+            r = podenv_set(env, "KUBERNETES_SERVICE_PORT", f->api_port);
+        if (r == 0)
+            r = podenv_set(env, "KUBERNETES_SERVICE_PORT_HTTPS", f->api_port);
+    }
     if (r < 0)
         return r;
     cJSON_ArrayForEach(item, podobj_get(container, "envFrom", NULL))
@@ -255,7 +265,7 @@ int podenv_build(const cJSON *pod, const cJSON *container, const struct podenv_f
             const cJSON *ref;
 
             if (path) {
-                value = podenv_field(pod, path, f, tmp, sizeof(tmp));
+                value = podenv_fieldref(pod, path, f, tmp, sizeof(tmp));
                 if (!value)
                     return err_set(e, -EINVAL, "env %s: unsupported fieldRef %s", name, path);
             } else if ((ref = podobj_get(from, "secretKeyRef", NULL)) ||

@@ -14,7 +14,11 @@
 
 /* Finds an object of kind "Secret", "ConfigMap", "PersistentVolumeClaim" (by namespace and
  * name) or "PersistentVolume" (cluster-scoped: namespace_ NULL). The object is borrowed until
- * the caller returns to the event loop. Returns 0 or -ENOENT. */
+ * the caller returns to the event loop. Returns 0 or -ENOENT.
+ * Kind "ServiceAccountToken" asks for a token of a projected serviceAccountToken source: name
+ * is "<pod>/<pod uid>/<service account>/<expirationSeconds>/<audience>" (audience empty for
+ * the API server's), the object {"token": "..."}; -EAGAIN while one is being requested, or the
+ * request's error. */
 typedef int (*podobj_resolve_fn)(void *userdata, const char *kind, const char *namespace_,
                                  const char *name, const cJSON **ret_obj);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lib/util/strutil.h"
+#include "test/nodeagent/podenv.h"
 #include "test/nodeagent/podsec.h"
 
 #define PODVOL_DEFAULT_MODE 0644
@@ -163,7 +164,8 @@ static int volume_source(const cJSON *vol, const struct podvol_dirs *dirs, char 
             return -EINVAL;
         n = (size_t)snprintf(out, size, "%s", host);
     } else if (podobj_get(vol, "secret", NULL) || podobj_get(vol, "configMap", NULL) ||
-               podobj_get(vol, "projected", NULL) || podobj_get(vol, "emptyDir", NULL)) {
+               podobj_get(vol, "projected", NULL) || podobj_get(vol, "emptyDir", NULL) ||
+               podobj_get(vol, "downwardAPI", NULL)) {
         n = (size_t)snprintf(out, size, "%s/volumes/%s", dirs->pod_dir, name);
     } else {
         return -EOPNOTSUPP;
@@ -392,6 +394,71 @@ static int write_source(const cJSON *pod, const char *kind, const cJSON *src, un
     return 0;
 }
 
+/* Writes a projected serviceAccountToken source: a token the owner requests for the pod's
+ * ServiceAccount, bound to the pod, with the source's audience and lifetime (resolve's
+ * "ServiceAccountToken"). Until the owner has one, -EAGAIN: the pod waits, as a kubelet's
+ * does for its token. */
+static int write_token(const cJSON *pod, const cJSON *src, unsigned mode, const char *voldir,
+                       podobj_resolve_fn resolve, void *userdata, struct podvol_names *names,
+                       struct err *e)
+{
+    const char *ns = podobj_str(pod, "metadata", "namespace", NULL) ?: "default";
+    const char *name = podobj_str(pod, "metadata", "name", NULL);
+    const char *uid = podobj_str(pod, "metadata", "uid", NULL) ?: "";
+    const char *sa = podobj_str(pod, "spec", "serviceAccountName", NULL) ?: "default";
+    const char *path = podobj_str(src, "path", NULL);
+    const char *audience = podobj_str(src, "audience", NULL) ?: "";
+    long lifetime = podobj_long(src, "expirationSeconds", 3600);
+    const cJSON *obj = NULL;
+    const char *token;
+    char key[PODVOL_PATH_MAX];
+    int r;
+
+    if (!name || !path)
+        return err_set(e, -EINVAL, "serviceAccountToken source without a path");
+    if ((size_t)snprintf(key, sizeof(key), "%s/%s/%s/%ld/%s", name, uid, sa, lifetime,
+                         audience) >= sizeof(key))
+        return err_set(e, -ENAMETOOLONG, "serviceAccountToken: audience too long");
+    r = resolve ? resolve(userdata, "ServiceAccountToken", ns, key, &obj) : -ENOENT;
+    if (r == -EAGAIN)
+        return err_set(e, r, "a token of ServiceAccount %s/%s is being requested", ns, sa);
+    if (r < 0)
+        return err_set(e, r, "no token of ServiceAccount %s/%s: %s", ns, sa, strerror(-r));
+    token = podobj_str(obj, "token", NULL);
+    if (!token)
+        return err_set(e, -EINVAL, "no token of ServiceAccount %s/%s", ns, sa);
+    r = write_key(voldir, path, token, strlen(token), mode, names);
+    return r < 0 ? err_set(e, r, "token -> %s: %s", path, strerror(-r)) : 0;
+}
+
+/* Writes a downwardAPI source (a projected source or a downwardAPI volume): one file per item,
+ * the pod's own fields only (metadata.name, namespace, uid, labels['k'], annotations['k']). */
+static int write_downward(const cJSON *pod, const cJSON *src, unsigned def_mode,
+                          const char *voldir, struct podvol_names *names, struct err *e)
+{
+    const cJSON *item;
+    int r;
+
+    cJSON_ArrayForEach(item, podobj_get(src, "items", NULL))
+    {
+        const char *path = podobj_str(item, "path", NULL);
+        const char *field = podobj_str(item, "fieldRef", "fieldPath", NULL);
+        unsigned mode = (unsigned)podobj_long(item, "mode", (long)def_mode) & 07777;
+        char tmp[320]; /* a label or annotation key: 253 + 1 + 63 */
+        const char *value = NULL;
+
+        if (field && strncmp(field, "metadata.", 9) == 0)
+            value = podenv_fieldref(pod, field, NULL, tmp, sizeof(tmp));
+        if (!path || !value)
+            return err_set(e, -EOPNOTSUPP, "downwardAPI item %s: only metadata fields",
+                           path ? path : "?");
+        r = write_key(voldir, path, value, strlen(value), mode, names);
+        if (r < 0)
+            return err_set(e, r, "downwardAPI %s: %s", path, strerror(-r));
+    }
+    return 0;
+}
+
 /* Removes the regular files under dir (relative path prefix rel) that names does not list. */
 static void prune(const char *dir, const char *rel, const struct podvol_names *names)
 {
@@ -533,16 +600,25 @@ static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvo
         {
             const cJSON *sec = podobj_get(s, "secret", NULL);
             const cJSON *cm = podobj_get(s, "configMap", NULL);
+            const cJSON *token = podobj_get(s, "serviceAccountToken", NULL);
+            const cJSON *downward = podobj_get(s, "downwardAPI", NULL);
 
-            if (!sec && !cm) {
-                r = err_set(e, -EOPNOTSUPP, "projected: only secret and configMap sources");
-                break;
-            }
-            r = write_source(pod, sec ? "Secret" : "ConfigMap", sec ? sec : cm, mode, dir, resolve,
-                             userdata, &names, e);
+            if (sec || cm)
+                r = write_source(pod, sec ? "Secret" : "ConfigMap", sec ? sec : cm, mode, dir,
+                                 resolve, userdata, &names, e);
+            else if (token)
+                r = write_token(pod, token, mode, dir, resolve, userdata, &names, e);
+            else if (downward)
+                r = write_downward(pod, downward, mode, dir, &names, e);
+            else
+                r = err_set(e, -EOPNOTSUPP, "projected: a source of an unsupported kind");
             if (r < 0)
                 break;
         }
+    } else if ((src = podobj_get(vol, "downwardAPI", NULL))) {
+        unsigned mode = (unsigned)podobj_long(src, "defaultMode", PODVOL_DEFAULT_MODE) & 07777;
+
+        r = write_downward(pod, src, mode, dir, &names, e);
     }
     if (r == 0)
         prune(dir, "", &names);

@@ -5,10 +5,13 @@
  * A pod's volumes as host directories, and the bind mounts that put them at each container's
  * mount paths.
  *
- *   secret, configMap, projected (secret and configMap sources)
+ *   secret, configMap, projected (secret, configMap, serviceAccountToken and downwardAPI
+ *   sources), downwardAPI
  *                          <pod_dir>/volumes/<volume>, one file per key (or per `items`
  *                          entry, at its `path`, with its `mode` or the volume's `defaultMode`),
- *                          rewritten when the data changes; keys that went away are removed
+ *                          rewritten when the data changes; keys that went away are removed.
+ *                          A token is the owner's (resolve's "ServiceAccountToken"); downward
+ *                          API items take the pod's metadata fields only
  *   emptyDir               <pod_dir>/volumes/<volume>, kept across container restarts
  *   persistentVolumeClaim  the spec.hostPath.path or spec.local.path of the PersistentVolume
  *                          the claim is bound to (podvol_claims_resolve), an existing
@@ -54,7 +57,8 @@ int podvol_claims_resolve(const cJSON *pod, podobj_resolve_fn resolve, void *use
 /* Writes or refreshes the contents of every volume of pod. Idempotent. A claim's directory
  * (from dirs->claims) must exist; its content is the application's.
  * Returns 0, -ENOENT (a Secret, ConfigMap or key that is not optional is missing, a claim
- * not in dirs->claims or its directory missing), -EOPNOTSUPP (a volume type this runtime does
+ * not in dirs->claims or its directory missing), -EAGAIN (a token is being requested),
+ * -EOPNOTSUPP (a volume type this runtime does
  * not provide), -EINVAL (a bad item path), or an errno from the file system; e names the
  * volume. */
 int podvol_prepare(const cJSON *pod, const struct podvol_dirs *dirs, podobj_resolve_fn resolve,

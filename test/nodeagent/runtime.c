@@ -556,7 +556,8 @@ static void container_start(struct rt_container *c)
     struct rt_pod *p = c->pod;
     struct runtime *rt = p->rt;
     const cJSON *spec = container_spec(c);
-    struct podenv_fields fields = {p->ip, rt->host_ip, rt->node_name, rt->path_env};
+    struct podenv_fields fields = {p->ip, rt->host_ip, rt->node_name, rt->path_env,
+                                   rt->o.api_host, rt->o.api_port};
     struct podvol_dirs dirs = {p->dir, p->claims};
     struct podvol_mount *mounts = NULL;
     size_t nmounts = 0;

@@ -50,6 +50,8 @@ struct runtime_opts {
     const char *node_name;         /* spec.nodeName for the downward API; NULL: "nestcp-node" */
     const char *host_ip;           /* NULL: "127.0.0.1" */
     const char *cluster_domain;    /* NULL: "cluster.local" */
+    const char *api_host;          /* KUBERNETES_SERVICE_HOST of every container; NULL: unset */
+    const char *api_port;          /* KUBERNETES_SERVICE_PORT; with api_host */
     unsigned pod_net;              /* pod IPs are 127.<pod_net>.<n>.<m>, n in 1..254 */
     double backoff_base;           /* first restart delay in seconds; 0: 10 */
     double backoff_max;            /* longest restart delay; 0: 300 */

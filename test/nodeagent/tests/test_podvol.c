@@ -27,6 +27,8 @@ static int resolve(void *userdata, const char *kind, const char *ns, const char 
 
     snprintf(key, sizeof(key), "%s/%s/%s", kind, ns ? ns : "", name);
     obj = cJSON_GetObjectItemCaseSensitive(world, key);
+    if (!obj && strcmp(kind, "ServiceAccountToken") == 0)
+        return -EAGAIN; /* requested, not answered yet */
     if (!obj)
         return -ENOENT;
     *ret_obj = obj;
@@ -353,6 +355,74 @@ static void test_podvol__unsupported_volume_and_bad_paths_are_refused(void **sta
     cJSON_Delete(escape);
 }
 
+/* The volume the API server's ServiceAccount admission gives every pod (kube-api-access-*):
+ * a bound token, the cluster's CA and the namespace, as in-cluster clients read them. */
+static void test_podvol__service_account_volume_waits_for_its_token(void **state)
+{
+    cJSON *pod = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"capi-0\",\"namespace\":\"capi-system\",\"uid\":\"u-7\","
+        "\"labels\":{\"app\":\"capi\"}},"
+        "\"spec\":{\"serviceAccountName\":\"capi-manager\",\"volumes\":[{\"name\":\"api\","
+        "\"projected\":{\"defaultMode\":420,\"sources\":["
+        " {\"serviceAccountToken\":{\"expirationSeconds\":3607,\"path\":\"token\"}},"
+        " {\"configMap\":{\"name\":\"kube-root-ca.crt\",\"items\":[{\"key\":\"ca.crt\","
+        "  \"path\":\"ca.crt\"}]}},"
+        " {\"downwardAPI\":{\"items\":[{\"path\":\"namespace\",\"fieldRef\":{"
+        "  \"apiVersion\":\"v1\",\"fieldPath\":\"metadata.namespace\"}},"
+        "  {\"path\":\"app\",\"fieldRef\":{\"fieldPath\":\"metadata.labels['app']\"}}]}}]}}],"
+        "\"containers\":[{\"name\":\"manager\"}]}}");
+    cJSON *node_field = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"t\",\"uid\":\"u\"},\"spec\":{\"volumes\":"
+        "[{\"name\":\"d\",\"downwardAPI\":{\"items\":[{\"path\":\"node\",\"fieldRef\":{"
+        "\"fieldPath\":\"spec.nodeName\"}}]}}]}}");
+    char pod_dir[128], vol[160], *text;
+    struct podvol_dirs dirs = {pod_dir, NULL};
+    struct err e = {0};
+
+    assert_non_null(pod);
+    snprintf(pod_dir, sizeof(pod_dir), "%s/pods/capi-system_capi-0", root);
+    snprintf(vol, sizeof(vol), "%s/volumes/api", pod_dir);
+    world_put("ConfigMap/capi-system/kube-root-ca.crt",
+              "{\"data\":{\"ca.crt\":\"CA PEM\"}}");
+
+    /* No token yet: the pod waits, and says for which ServiceAccount. */
+    assert_int_equal(podvol_prepare(pod, &dirs, resolve, NULL, &e), -EAGAIN);
+    assert_non_null(strstr(e.msg, "ServiceAccount capi-system/capi-manager"));
+
+    /* The key names the pod, its uid, the account, the lifetime and (empty) audience. */
+    world_put("ServiceAccountToken/capi-system/capi-0/u-7/capi-manager/3607/",
+              "{\"token\":\"header.claims.signature\"}");
+    assert_int_equal(podvol_prepare(pod, &dirs, resolve, NULL, &e), 0);
+    assert_non_null(text = slurp(vol, "token"));
+    assert_string_equal(text, "header.claims.signature");
+    free(text);
+    assert_int_equal(mode_of(vol, "token"), 0644);
+    assert_non_null(text = slurp(vol, "ca.crt"));
+    assert_string_equal(text, "CA PEM");
+    free(text);
+    assert_non_null(text = slurp(vol, "namespace"));
+    assert_string_equal(text, "capi-system");
+    free(text);
+    assert_non_null(text = slurp(vol, "app"));
+    assert_string_equal(text, "capi");
+    free(text);
+
+    /* A renewed token replaces the file. */
+    world_put("ServiceAccountToken/capi-system/capi-0/u-7/capi-manager/3607/",
+              "{\"token\":\"renewed\"}");
+    assert_int_equal(podvol_prepare(pod, &dirs, resolve, NULL, &e), 0);
+    assert_non_null(text = slurp(vol, "token"));
+    assert_string_equal(text, "renewed");
+    free(text);
+
+    /* Only the pod's own fields: a volume cannot know the node's or the status's. */
+    snprintf(pod_dir, sizeof(pod_dir), "%s/pods/t_p", root);
+    assert_int_equal(podvol_prepare(node_field, &dirs, resolve, NULL, &e), -EOPNOTSUPP);
+    assert_non_null(strstr(e.msg, "downwardAPI item node"));
+    cJSON_Delete(pod);
+    cJSON_Delete(node_field);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +433,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_podvol__mounts_are_ordered_parents_first_with_hosts,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_podvol__unsupported_volume_and_bad_paths_are_refused,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_podvol__service_account_volume_waits_for_its_token,
                                         setup, teardown),
     };
 
