@@ -114,7 +114,7 @@ int imagemap_add(struct imagemap *m, const char *suffix, const char *binary)
 
 /* One release directory of hack/kube-build.sh's cache: "<component>-<version>/bin". */
 struct release {
-    const char *component; /* "kubernetes" or "etcd" */
+    const char *component; /* "kubernetes", "etcd" or "cluster-api" */
     char version[64];      /* "1.36.3" */
     char line[64];         /* "1.36" */
 };
@@ -129,7 +129,10 @@ static int add_release_rule(struct imagemap *m, const char *root, const struct r
 {
     static const char *const kube[] = {"kube-apiserver", "kube-controller-manager", NULL};
     static const char *const etcd[] = {"etcd", NULL};
-    const char *const *names = strcmp(rel->component, "etcd") == 0 ? etcd : kube;
+    static const char *const capi[] = {"cluster-api-controller", NULL};
+    const char *const *names = strcmp(rel->component, "etcd") == 0          ? etcd
+                               : strcmp(rel->component, "cluster-api") == 0 ? capi
+                                                                            : kube;
     char path[4096], rule[256];
     int r;
 
@@ -161,9 +164,9 @@ int imagemap_add_defaults(struct imagemap *m, const char *bin_root)
     if (!dir)
         return 0;
     while ((d = readdir(dir)) && n < sizeof(rels) / sizeof(rels[0])) {
-        static const char *const components[] = {"kubernetes", "etcd"};
+        static const char *const components[] = {"kubernetes", "etcd", "cluster-api"};
 
-        for (size_t i = 0; i < 2; i++) {
+        for (size_t i = 0; i < sizeof(components) / sizeof(components[0]); i++) {
             size_t len = strlen(components[i]);
             const char *v = d->d_name + len + 1;
             char *dot;

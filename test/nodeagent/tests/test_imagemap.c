@@ -52,6 +52,7 @@ static void test_imagemap__defaults_run_each_image_tag_on_its_own_release(void *
 {
     static const char *const kube[] = {"kube-apiserver", "kube-controller-manager", "kubectl", NULL};
     static const char *const etcd[] = {"etcd", "etcdctl", "etcdutl", NULL};
+    static const char *const capi[] = {"cluster-api-controller", "clusterctl", NULL};
     char root[] = "/tmp/nodeagent-bins-XXXXXX", want[512], cmd[600];
     struct imagemap *m;
     const char *bin;
@@ -62,8 +63,16 @@ static void test_imagemap__defaults_run_each_image_tag_on_its_own_release(void *
     make_release(root, "kubernetes-1.36.1", kube);
     make_release(root, "etcd-3.5.36", etcd);
     make_release(root, "etcd-3.6.17", etcd);
+    make_release(root, "cluster-api-1.14.2", capi);
     assert_int_equal(imagemap_new(&m), 0);
     assert_int_equal(imagemap_add_defaults(m, root), 0);
+
+    /* Cluster API's core manager, as clusterctl's components name its image. */
+    assert_int_equal(imagemap_resolve_image(
+                         m, "registry.k8s.io/cluster-api/cluster-api-controller:v1.14.2", &bin),
+                     0);
+    snprintf(want, sizeof(want), "%s/cluster-api-1.14.2/bin/cluster-api-controller", root);
+    assert_string_equal(bin, want);
 
     /* An exact release runs itself. */
     assert_int_equal(imagemap_resolve_image(m, "registry.k8s.io/kube-apiserver:v1.36.1", &bin), 0);
