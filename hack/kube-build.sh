@@ -5,6 +5,11 @@
 #   hack/kube-build.sh etcd 3.6.17         etcd, etcdctl, etcdutl
 #   hack/kube-build.sh conformance 1.36.3  e2e.test, Kubernetes' own end-to-end test binary
 #                                          (from the kubernetes recipe; built only when asked)
+#   hack/kube-build.sh cluster-api 1.14.2  manager (Cluster API's core manager, the file its
+#                                          image holds as /manager) and clusterctl; also the
+#                                          module's provider configuration (config/core,
+#                                          config/bootstrap-kubeadm), metadata.yaml, and
+#                                          cert-manager's CRDs (config/cert-manager-crds)
 #   hack/kube-build.sh                     every recipe in hack/recipes/
 # With a component and version it prints the directory holding that release's binaries; with
 # none it prints one "component version directory" line per recipe.
@@ -22,7 +27,8 @@ binaries() {
     kubernetes) echo kube-apiserver kube-controller-manager kubectl ;;
     etcd) echo etcd etcdctl etcdutl ;;
     conformance) echo e2e.test ;;
-    *) die "unknown component '$1' (kubernetes, etcd or conformance)" ;;
+    cluster-api) echo manager clusterctl ;;
+    *) die "unknown component '$1' (kubernetes, etcd, conformance or cluster-api)" ;;
     esac
 }
 
@@ -89,6 +95,14 @@ build_one() {
             ldflags+=" -X $p.gitVersion=v$version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
         done
         ;;
+    cluster-api)
+        # Stamped as its release build is: clusterctl compares its own version with the
+        # providers' metadata, and the manager logs it.
+        local minor=${version#*.} p=sigs.k8s.io/cluster-api/version
+        minor=${minor%%.*}
+        ldflags="-s -w -X $p.gitVersion=v$version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+        ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+        ;;
     esac
     log=$(mktemp)
     t0=$(date +%s)
@@ -98,6 +112,35 @@ build_one() {
     if [ "$what" = conformance ]; then
         (cd "$recipe" && go test -c -trimpath -ldflags "$ldflags" -o "$bin_dir.tmp/e2e.test" \
             k8s.io/kubernetes/test/e2e) >"$log" 2>&1 || explain_failure "$log"
+    elif [ "$what" = cluster-api ]; then
+        # Named as its image holds it, /manager (core/main.go would build as "core").
+        (cd "$recipe" && go build -trimpath -ldflags "$ldflags" \
+            -o "$bin_dir.tmp/manager" sigs.k8s.io/cluster-api/core &&
+            go build -trimpath -ldflags "$ldflags" -o "$bin_dir.tmp/clusterctl" \
+                sigs.k8s.io/cluster-api/cmd/clusterctl) >"$log" 2>&1 || explain_failure "$log"
+        # What a release publishes besides the images comes from the same module: the
+        # kustomize configuration of its components files and its clusterctl metadata.
+        local mod
+        mod=$(cd "$recipe" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)
+        mkdir -p "$bin_dir.tmp/config"
+        cp -r "$mod/core/config" "$bin_dir.tmp/config/core"
+        cp -r "$mod/bootstrap/kubeadm/config" "$bin_dir.tmp/config/bootstrap-kubeadm"
+        cp "$mod/metadata.yaml" "$bin_dir.tmp/metadata.yaml"
+        # cert-manager's CRDs, of the release this clusterctl installs by default: clusterctl
+        # checks that the cert-manager API answers before it installs a provider.
+        local cm_version cm_dir cm_tmp
+        cm_version=$(sed -n 's/^[[:space:]]*CertManagerDefaultVersion = "\(v[0-9.]*\)"/\1/p' \
+            "$mod/cmd/clusterctl/client/config/cert_manager_client.go")
+        [ -n "$cm_version" ] || die "no CertManagerDefaultVersion in clusterctl's source"
+        cm_tmp=$(mktemp -d)
+        cm_dir=$(cd "$cm_tmp" && GOFLAGS= go mod download -json \
+            "github.com/cert-manager/cert-manager@$cm_version" 2>"$log" |
+            sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || explain_failure "$log"
+        rmdir "$cm_tmp"
+        [ -d "$cm_dir/deploy/crds" ] || explain_failure "$log"
+        cp -r "$cm_dir/deploy/crds" "$bin_dir.tmp/config/cert-manager-crds"
+        echo "$cm_version" >"$bin_dir.tmp/config/cert-manager-crds/VERSION"
+        chmod -R u+w "$bin_dir.tmp/config" "$bin_dir.tmp/metadata.yaml"
     else
         # shellcheck disable=SC2086
         (cd "$recipe" && go build -trimpath -ldflags "$ldflags" -o "$bin_dir.tmp/" $pkgs) \
@@ -115,10 +158,10 @@ if [ $# -eq 2 ]; then
     build_one "$1" "$2"
     exit 0
 fi
-[ $# -eq 0 ] || die "usage: kube-build.sh [kubernetes|etcd VERSION]"
-for recipe in "$here"/recipes/kubernetes-*/ "$here"/recipes/etcd-*/; do
+[ $# -eq 0 ] || die "usage: kube-build.sh [kubernetes|etcd|cluster-api VERSION]"
+for recipe in "$here"/recipes/kubernetes-*/ "$here"/recipes/etcd-*/ "$here"/recipes/cluster-api-*/; do
     name=$(basename "$recipe")
-    what=${name%%-*}
-    version=${name#*-}
+    what=${name%-*}
+    version=${name##*-}
     echo "$what $version $(build_one "$what" "$version")"
 done

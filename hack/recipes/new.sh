@@ -2,12 +2,13 @@
 # Writes the build recipe (go.mod, go.sum) for one upstream release into hack/recipes/:
 #   hack/recipes/new.sh kubernetes 1.37.2
 #   hack/recipes/new.sh etcd 3.6.17
+#   hack/recipes/new.sh cluster-api 1.14.2
 # Run by a maintainer when a new patch release is adopted; hack/kube-build.sh only reads recipes.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-what=${1:?usage: new.sh kubernetes|etcd VERSION}
-version=${2:?usage: new.sh kubernetes|etcd VERSION}
+what=${1:?usage: new.sh kubernetes|etcd|cluster-api VERSION}
+version=${2:?usage: new.sh kubernetes|etcd|cluster-api VERSION}
 cache_root="${NESTCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nestcp}"
 export GOMODCACHE="$cache_root/gomod" GOCACHE="$cache_root/gocache" GOFLAGS=-mod=mod
 dir="$here/$what-$version"
@@ -51,8 +52,17 @@ GO
     done
     go mod edit -tool=go.etcd.io/etcd/etcdctl/v3 -tool=go.etcd.io/etcd/etcdutl/v3
     ;;
+cluster-api)
+    go mod init nestcp.invalid/recipe/cluster-api >/dev/null 2>&1
+    go mod edit -go=1.26.0 -require="sigs.k8s.io/cluster-api@v$version"
+    # Its go.mod points sigs.k8s.io/cluster-api/api at ./api, a module of its own that the
+    # root module's zip does not hold: use the published release of the same version.
+    go mod edit -replace="sigs.k8s.io/cluster-api/api=sigs.k8s.io/cluster-api/api@v$version"
+    # The core manager (core/main.go) and clusterctl.
+    go mod edit -tool=sigs.k8s.io/cluster-api/core -tool=sigs.k8s.io/cluster-api/cmd/clusterctl
+    ;;
 *)
-    echo "new.sh: unknown component '$what' (kubernetes or etcd)" >&2
+    echo "new.sh: unknown component '$what' (kubernetes, etcd or cluster-api)" >&2
     exit 2
     ;;
 esac

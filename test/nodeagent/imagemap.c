@@ -124,25 +124,36 @@ static int release_cmp(const void *a, const void *b)
     return strverscmp(((const struct release *)a)->version, ((const struct release *)b)->version);
 }
 
+/* The images a release directory serves: the repository name, and the binary's file name
+ * (Cluster API's image holds its core manager as /manager). */
+struct release_image {
+    const char *image;
+    const char *file;
+};
+
 static int add_release_rule(struct imagemap *m, const char *root, const struct release *rel,
                             const char *tag)
 {
-    static const char *const kube[] = {"kube-apiserver", "kube-controller-manager", NULL};
-    static const char *const etcd[] = {"etcd", NULL};
-    static const char *const capi[] = {"cluster-api-controller", NULL};
-    const char *const *names = strcmp(rel->component, "etcd") == 0          ? etcd
-                               : strcmp(rel->component, "cluster-api") == 0 ? capi
-                                                                            : kube;
+    static const struct release_image kube[] = {{"kube-apiserver", "kube-apiserver"},
+                                                {"kube-controller-manager",
+                                                 "kube-controller-manager"},
+                                                {NULL, NULL}};
+    static const struct release_image etcd[] = {{"etcd", "etcd"}, {NULL, NULL}};
+    static const struct release_image capi[] = {{"cluster-api-controller", "manager"},
+                                                {NULL, NULL}};
+    const struct release_image *images = strcmp(rel->component, "etcd") == 0          ? etcd
+                                         : strcmp(rel->component, "cluster-api") == 0 ? capi
+                                                                                      : kube;
     char path[4096], rule[256];
     int r;
 
-    for (size_t i = 0; names[i]; i++) {
+    for (size_t i = 0; images[i].image; i++) {
         if ((size_t)snprintf(path, sizeof(path), "%s/%s-%s/bin/%s", root, rel->component,
-                             rel->version, names[i]) >= sizeof(path))
+                             rel->version, images[i].file) >= sizeof(path))
             return -ENAMETOOLONG;
         if (access(path, X_OK) < 0)
             continue;
-        snprintf(rule, sizeof(rule), "%s%s%s", names[i], tag ? ":" : "", tag ? tag : "");
+        snprintf(rule, sizeof(rule), "%s%s%s", images[i].image, tag ? ":" : "", tag ? tag : "");
         r = imagemap_add(m, rule, path);
         if (r < 0)
             return r;

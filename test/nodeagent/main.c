@@ -33,6 +33,7 @@ static void usage(FILE *out)
           "  --node-name NAME            Node to register and run pods for (nestcp-node)\n"
           "  --state-dir DIR             pod directories and logs (/tmp/nestcp-nodeagent)\n"
           "  --selector SELECTOR         bind only pending pods matching this label selector\n"
+          "                              (repeated: pods matching any of them; at most 4)\n"
           "  --namespace NS              bind only pending pods of this namespace\n"
           "  --image-map FILE            extra `<repository-suffix> <binary|host>` rules\n"
           "  --bin-root DIR              hack/kube-build.sh's cache of releases\n"
@@ -127,6 +128,8 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *kubeconfig = NULL, *image_map = NULL, *bin_flag = NULL;
+    const char *selectors[5] = {NULL};
+    size_t nselectors = 0;
     enum log_level level = LOG_LEVEL_INFO;
     enum log_format format = LOG_FORMAT_TEXT;
     struct nodeagent_opts o = {0};
@@ -150,7 +153,12 @@ int main(int argc, char **argv)
             o.runtime.state_dir = optarg;
             break;
         case 'l':
-            o.selector = optarg;
+            if (nselectors == sizeof(selectors) / sizeof(selectors[0]) - 1) {
+                fprintf(stderr, "nestcp-nodeagent: at most 4 --selector flags\n");
+                return 2;
+            }
+            selectors[nselectors++] = optarg;
+            o.selectors = selectors;
             break;
         case 'N':
             o.namespace_ = optarg;

@@ -19,6 +19,7 @@
 #define NA_LEASE_NS "kube-node-lease"
 #define NA_SHUTDOWN_WAIT 5.0
 #define NA_CACHES 5 /* secrets, configmaps, claims, volumes, services */
+#define NA_SELECTORS_MAX 4
 
 /* Read only by the node agent, so not among lib/kube's well-known resources. */
 static const struct kube_resource NA_PVCS = {"", "v1", "persistentvolumeclaims",
@@ -38,10 +39,12 @@ struct nodeagent {
     struct kube_client *client;
     struct runtime *rt;
     char *node_name;
-    char *selector;
+    char *selectors[NA_SELECTORS_MAX]; /* OR-ed; none: every pod */
+    size_t nselectors;
     char *ns; /* the namespace whose pods it binds; NULL: any */
     double heartbeat;
-    struct kube_informer *secrets, *configmaps, *claims, *volumes, *services, *pods, *unscheduled;
+    struct kube_informer *secrets, *configmaps, *claims, *volumes, *services, *pods;
+    struct kube_informer *unscheduled[NA_SELECTORS_MAX]; /* one per selector (or one for all) */
     int synced; /* caches of NA_CACHES synced */
     struct workqueue *syncq, *bindq;
     struct strmap state; /* key -> struct na_pod */
@@ -614,9 +617,11 @@ static void bind_pod(void *userdata, const char *key)
     struct kube_request req = {0};
     int r = -ENOMEM;
 
-    if (na->shutting_down || !na->unscheduled || split_key(key, ns, sizeof(ns), &name) < 0)
+    if (na->shutting_down || !na->unscheduled[0] || split_key(key, ns, sizeof(ns), &name) < 0)
         goto skip;
-    obj = kube_informer_get(na->unscheduled, ns, name);
+    obj = NULL;
+    for (size_t i = 0; !obj && i < NA_SELECTORS_MAX && na->unscheduled[i]; i++)
+        obj = kube_informer_get(na->unscheduled[i], ns, name);
     if (!obj || podobj_str(obj, "spec", "nodeName", NULL) ||
         podobj_get(obj, "metadata", "deletionTimestamp", NULL))
         goto skip;
@@ -972,15 +977,27 @@ static void start_binding(struct nodeagent *na)
     struct kube_informer_opts o = {
         .resource = &KUBE_PODS,
         .namespace_ = na->ns,
-        .label_selector = na->selector,
         .field_selector = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed",
     };
+    size_t n = na->nselectors ? na->nselectors : 1;
 
-    if (na->unscheduled || na->shutting_down)
+    if (na->unscheduled[0] || na->shutting_down)
         return;
-    if (kube_informer_new(na->client, &o, &h, na, &na->unscheduled) < 0 ||
-        kube_informer_start(na->unscheduled) < 0)
-        log_error("cannot watch unscheduled pods", "node=%s", na->node_name);
+    for (size_t i = 0; i < n; i++) {
+        o.label_selector = na->nselectors ? na->selectors[i] : NULL;
+        if (kube_informer_new(na->client, &o, &h, na, &na->unscheduled[i]) < 0 ||
+            kube_informer_start(na->unscheduled[i]) < 0)
+            log_error("cannot watch unscheduled pods", "node=%s selector=%s", na->node_name,
+                      o.label_selector ? o.label_selector : "");
+    }
+}
+
+static void unscheduled_free(struct nodeagent *na)
+{
+    for (size_t i = 0; i < NA_SELECTORS_MAX; i++) {
+        kube_informer_free(na->unscheduled[i]);
+        na->unscheduled[i] = NULL;
+    }
 }
 
 static void start_pods(struct nodeagent *na)
@@ -1101,8 +1118,7 @@ void nodeagent_shutdown(struct nodeagent *na, double max_grace, void (*done)(voi
     na->shutdown_done = done;
     na->shutdown_data = userdata;
     ev_timer_stop(na->loop, &na->heartbeat_w);
-    kube_informer_free(na->unscheduled);
-    na->unscheduled = NULL;
+    unscheduled_free(na);
     runtime_stop_all(na->rt, max_grace, pods_all_stopped, na);
     ev_timer_start(na->loop, &na->shutdown_w);
 }
@@ -1126,10 +1142,18 @@ int nodeagent_new(struct ev_loop *loop, const struct kube_config *cfg,
     ev_timer_init(&na->refresh_w, refresh_cb, 0.2, 0);
     ev_timer_init(&na->shutdown_w, shutdown_cb, 0.1, 0.1);
     na->node_name = strdup(opts->node_name ? opts->node_name : "nestcp-node");
-    na->selector = str_dup(opts->selector);
     na->ns = str_dup(opts->namespace_);
-    if (!na->node_name || (opts->selector && !na->selector) || (opts->namespace_ && !na->ns))
+    if (!na->node_name || (opts->namespace_ && !na->ns))
         goto fail;
+    for (size_t i = 0; opts->selectors && opts->selectors[i]; i++) {
+        if (i == NA_SELECTORS_MAX) {
+            r = err_set(e, -EINVAL, "at most %d selectors", NA_SELECTORS_MAX);
+            goto fail;
+        }
+        if (!(na->selectors[i] = strdup(opts->selectors[i])))
+            goto fail;
+        na->nselectors = i + 1;
+    }
     r = kube_client_new(loop, cfg, &na->client, e);
     if (r < 0)
         goto fail;
@@ -1176,7 +1200,7 @@ void nodeagent_free(struct nodeagent *na)
     ev_timer_stop(na->loop, &na->heartbeat_w);
     ev_timer_stop(na->loop, &na->refresh_w);
     ev_timer_stop(na->loop, &na->shutdown_w);
-    kube_informer_free(na->unscheduled);
+    unscheduled_free(na);
     kube_informer_free(na->pods);
     kube_informer_free(na->secrets);
     kube_informer_free(na->configmaps);
@@ -1198,7 +1222,8 @@ void nodeagent_free(struct nodeagent *na)
     free(na->api_host);
     free(na->api_port);
     free(na->node_name);
-    free(na->selector);
+    for (size_t i = 0; i < na->nselectors; i++)
+        free(na->selectors[i]);
     free(na->ns);
     free(na);
 }

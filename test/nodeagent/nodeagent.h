@@ -7,7 +7,7 @@
  *
  *   - registers a Node (Ready, 127.0.0.1, plenty of capacity) and heartbeats it every
  *     `heartbeat` seconds (node status and a Lease in kube-node-lease);
- *   - binds Pending, unscheduled pods (those matching `selector`, or all) to that Node through
+ *   - binds Pending, unscheduled pods (those matching one of `selectors`, or all) to that Node through
  *     pods/binding;
  *   - runs the pods bound to the Node with the local runtime (runtime.h), with Secrets,
  *     ConfigMaps, PersistentVolumeClaims, PersistentVolumes and Services from informers; a
@@ -29,7 +29,9 @@ struct nodeagent;
 
 struct nodeagent_opts {
     const char *node_name; /* NULL: "nestcp-node" */
-    const char *selector;  /* label selector of the pods to bind; NULL: every pod */
+    /* Label selectors of the pods to bind: a pod matching any of them (NULL-terminated; NULL
+     * or empty: every pod). */
+    const char *const *selectors;
     const char *namespace_; /* bind only pods of this namespace; NULL: any */
     double heartbeat;      /* seconds; 0: 10 */
     /* state_dir, images, pod_net, backoff, cluster_domain; the callbacks, resolve and

@@ -52,7 +52,7 @@ static void test_imagemap__defaults_run_each_image_tag_on_its_own_release(void *
 {
     static const char *const kube[] = {"kube-apiserver", "kube-controller-manager", "kubectl", NULL};
     static const char *const etcd[] = {"etcd", "etcdctl", "etcdutl", NULL};
-    static const char *const capi[] = {"cluster-api-controller", "clusterctl", NULL};
+    static const char *const capi[] = {"manager", "clusterctl", NULL};
     char root[] = "/tmp/nodeagent-bins-XXXXXX", want[512], cmd[600];
     struct imagemap *m;
     const char *bin;
@@ -67,11 +67,12 @@ static void test_imagemap__defaults_run_each_image_tag_on_its_own_release(void *
     assert_int_equal(imagemap_new(&m), 0);
     assert_int_equal(imagemap_add_defaults(m, root), 0);
 
-    /* Cluster API's core manager, as clusterctl's components name its image. */
+    /* Cluster API's core manager, as clusterctl's components name its image (which holds it
+     * as /manager). */
     assert_int_equal(imagemap_resolve_image(
                          m, "registry.k8s.io/cluster-api/cluster-api-controller:v1.14.2", &bin),
                      0);
-    snprintf(want, sizeof(want), "%s/cluster-api-1.14.2/bin/cluster-api-controller", root);
+    snprintf(want, sizeof(want), "%s/cluster-api-1.14.2/bin/manager", root);
     assert_string_equal(bin, want);
 
     /* An exact release runs itself. */
