@@ -6,9 +6,7 @@
 # controller manager's hostPath provisioner gives every claim of the default StorageClass
 # `standard` a PersistentVolume under /tmp/hostpath_pv/<uuid>, removed with the claim. Pod
 # Security admission enforces the `restricted` profile in every namespace but kube-system (a
-# namespace label pod-security.kubernetes.io/enforce overrides it). ClusterIPs do not route here,
-# so the API server calls webhooks and aggregated APIs at a ready endpoint of their Service
-# (--enable-aggregator-routing): a webhook served by a node-agent pod is reached at its pod IP.
+# namespace label pod-security.kubernetes.io/enforce overrides it).
 #
 #   hack/kube-env.sh build                       build (or find cached) Kubernetes binaries
 #   eval "$(hack/kube-env.sh up [--dir DIR])"    start; prints `export KUBECONFIG=...` etc.
@@ -32,7 +30,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 # Any socket on the port, not only a listener: an outgoing connection that
@@ -137,7 +135,7 @@ cmdline() {
             --service-account-issuer https://kubernetes.default.svc \
             --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true \
             --admission-control-config-file "$dir/admission.yaml" \
-            --endpoint-reconciler-type none --enable-aggregator-routing=true \
+            --endpoint-reconciler-type none \
             --profiling=false --v=1)
         ;;
     controller-manager)

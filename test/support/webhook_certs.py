@@ -10,7 +10,7 @@ controllers cannot be built here: their main packages are modules of their own
 that the Go module proxy does not serve. So the tests provide the certificates themselves,
 which clusterctl supports (cert-manager "provided" by the user), with this script:
 
-  webhook_certs.py NAMESPACE
+  webhook_certs.py NAMESPACE PORT
 
 For every Certificate in NAMESPACE whose issuer is a SelfSigned Issuer it writes the Secret
 spec.secretName (tls.crt, tls.key, ca.crt: a self-signed certificate for spec.dnsNames, as
@@ -18,6 +18,11 @@ cert-manager's SelfSigned issuer makes it), then sets caBundle in every CRD,
 ValidatingWebhookConfiguration and MutatingWebhookConfiguration annotated
 cert-manager.io/inject-ca-from: NAMESPACE/<certificate>. A Certificate of another issuer kind
 is refused (exit 1). Needs kubectl (KUBECONFIG) and openssl.
+
+It also stands in for the Service routing this machine lacks: a webhook's Service cannot be
+reached here (ClusterIPs do not route, and Endpoints refuse loopback pod IPs), so each of those
+webhooks is pointed at https://127.0.0.1:PORT<its path> instead, where the provider's manager,
+run as a pod by the node agent, listens on every address; the certificate names 127.0.0.1 too.
 """
 
 import base64
@@ -42,7 +47,7 @@ def issue(cert, tmp):
     if not names:
         sys.exit(f"webhook_certs: Certificate {cert['metadata']['name']} names no dnsNames")
     key, crt = os.path.join(tmp, "tls.key"), os.path.join(tmp, "tls.crt")
-    san = ",".join(f"DNS:{n}" for n in names)
+    san = ",".join([f"DNS:{n}" for n in names] + ["IP:127.0.0.1"])
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
                     "ec_paramgen_curve:prime256v1", "-nodes", "-days", "90", "-subj",
                     f"/CN={names[0]}", "-addext", f"subjectAltName={san}",
@@ -61,8 +66,18 @@ def b64(text):
     return base64.b64encode(text.encode()).decode()
 
 
-def inject(ref, ca_b64):
-    """caBundle into everything annotated cert-manager.io/inject-ca-from: ref."""
+def client_config(cc, ca_b64, port):
+    """The clientConfig with the CA, its Service replaced by the loopback URL."""
+    cc = dict(cc)
+    svc = cc.pop("service", None)
+    if svc:
+        cc["url"] = f"https://127.0.0.1:{port}{svc.get('path', '')}"
+    cc["caBundle"] = ca_b64
+    return cc
+
+
+def inject(ref, ca_b64, port):
+    """caBundle (and the URL) into everything annotated cert-manager.io/inject-ca-from: ref."""
     done = []
     for kind in ("customresourcedefinitions", "validatingwebhookconfigurations",
                  "mutatingwebhookconfigurations"):
@@ -75,11 +90,13 @@ def inject(ref, ca_b64):
                 conv = obj["spec"].get("conversion") or {}
                 if conv.get("strategy") != "Webhook":
                     continue
-                patch = [{"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle",
-                          "value": ca_b64}]
+                cc = conv["webhook"]["clientConfig"]
+                patch = [{"op": "replace", "path": "/spec/conversion/webhook/clientConfig",
+                          "value": client_config(cc, ca_b64, port)}]
             else:
-                patch = [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle",
-                          "value": ca_b64} for i in range(len(obj.get("webhooks") or []))]
+                patch = [{"op": "replace", "path": f"/webhooks/{i}/clientConfig",
+                          "value": client_config(w["clientConfig"], ca_b64, port)}
+                         for i, w in enumerate(obj.get("webhooks") or [])]
             if patch:
                 kubectl("patch", kind, name, "--type", "json", "-p", json.dumps(patch))
                 done.append(f"{kind}/{name}")
@@ -87,9 +104,9 @@ def inject(ref, ca_b64):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         sys.exit(__doc__)
-    ns = sys.argv[1]
+    ns, port = sys.argv[1], int(sys.argv[2])
     issuers = {i["metadata"]["name"]: i for i in
                json.loads(kubectl("-n", ns, "get", "issuers.cert-manager.io", "-o",
                                   "json"))["items"]}
@@ -112,7 +129,7 @@ def main():
                                "annotations": {"cert-manager.io/certificate-name": name}},
                   "data": {"tls.crt": b64(crt), "tls.key": b64(key), "ca.crt": b64(crt)}}
         kubectl("apply", "-f", "-", stdin=json.dumps(secret))
-        targets = inject(f"{ns}/{name}", b64(crt))
+        targets = inject(f"{ns}/{name}", b64(crt), port)
         print(f"Certificate {ns}/{name}: Secret {spec['secretName']}, CA in "
               f"{len(targets)} objects")
 

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Cluster API for real. Its core manager (v1.14.2, built from the Go module proxy by
+# hack/kube-build.sh) runs as the pod of the Deployment that `clusterctl init` creates, through
+# the node agent, and drives nestcp through the v1beta2 provider contract:
+#   - `clusterctl init --core cluster-api --bootstrap kubeadm --control-plane nested
+#     --infrastructure nested` from a local repository holding the components files a release
+#     publishes (built here as docs/clusterctl.md says) installs nestcp's CRDs and RBAC;
+#   - `clusterctl generate cluster` from templates/cluster-template.yaml and `kubectl apply`
+#     create a tenant; the template's v1beta1 Cluster goes through Cluster API's conversion
+#     webhook, served by its pod;
+#   - Cluster API, not nestcp, completes the Cluster's status: initialization
+#     (infrastructureProvisioned, controlPlaneInitialized), phase Provisioned, the control plane
+#     endpoint, and Available True, which needs its remote connection probe to reach the tenant
+#     API server through <cluster>-kubeconfig's server name from inside its pod;
+#   - `clusterctl describe cluster` shows the tree with nestcp's conditions;
+#   - Cluster spec.paused pauses nestcp: a change to a component waits until it is unpaused;
+#   - deleting the Cluster deletes the tenant and leaves nothing of it.
+# The manager itself runs as a process (its Deployment's pod is not bound: the node agent takes
+# only tenant pods and Cluster API's). Runs alone (RUN_SERIAL): Cluster API's CRDs and
+# webhooks are cluster-wide, and its pod listens on every loopback address.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=../support/crds.sh
+. "$NESTCP_SOURCE_DIR/test/support/crds.sh"
+
+capi_version=1.14.2
+nestcp_release=v0.1.0
+capi=$("$NESTCP_SOURCE_DIR/hack/kube-build.sh" cluster-api "$capi_version") ||
+    fail "Cluster API $capi_version could not be built (hack/kube-build.sh)"
+repo=$work/repo
+export XDG_CONFIG_HOME=$work/config CLUSTERCTL_DISABLE_VERSIONCHECK=true
+clusterctl() { "$capi/clusterctl" --config "$work/clusterctl.yaml" "$@"; }
+
+capi_cleanup() {
+    # Cluster API's objects are cluster-wide: remove them whatever happened, so the next test
+    # finds the super cluster as it was (the stand-in Cluster CRD is applied again by tests
+    # that use it).
+    [ -f "$work/clusterctl.yaml" ] || return 0
+    clusterctl delete --all --include-crd --include-namespace >/dev/null 2>&1 || true
+    kubectl delete -f "$capi/config/cert-manager-crds" --ignore-not-found --wait=false \
+        >/dev/null 2>&1 || true
+}
+trap 'capi_cleanup; cleanup' EXIT
+
+# --- a local provider repository, as a release publishes it ---
+for p in cluster-api/v$capi_version bootstrap-kubeadm/v$capi_version \
+    control-plane-nested/$nestcp_release infrastructure-nested/$nestcp_release; do
+    mkdir -p "$repo/$p"
+done
+kubectl kustomize "$capi/config/core/default" |
+    sed "s|gcr.io/k8s-staging-cluster-api/cluster-api-controller:main|registry.k8s.io/cluster-api/cluster-api-controller:v$capi_version|" \
+        >"$repo/cluster-api/v$capi_version/core-components.yaml"
+kubectl kustomize "$capi/config/bootstrap-kubeadm/default" |
+    sed "s|gcr.io/k8s-staging-cluster-api/kubeadm-bootstrap-controller:main|registry.k8s.io/cluster-api/kubeadm-bootstrap-controller:v$capi_version|" \
+        >"$repo/bootstrap-kubeadm/v$capi_version/bootstrap-components.yaml"
+cp "$capi/metadata.yaml" "$repo/cluster-api/v$capi_version/"
+cp "$capi/metadata.yaml" "$repo/bootstrap-kubeadm/v$capi_version/"
+# A release names its image first (docs/clusterctl.md); clusterctl takes only canonical names.
+# hack/image-build.sh tags its builds localhost/nestcp.
+mkdir -p "$work/release"
+cp -R "$NESTCP_SOURCE_DIR/config" "$work/release/config"
+cat >"$work/release/config/clusterctl/control-plane/kustomization.yaml" <<YAML
+$(cat "$NESTCP_SOURCE_DIR/config/clusterctl/control-plane/kustomization.yaml")
+images:
+- name: nestcp
+  newName: localhost/nestcp
+  newTag: $nestcp_release
+YAML
+kubectl kustomize "$work/release/config/clusterctl/control-plane" \
+    >"$repo/control-plane-nested/$nestcp_release/control-plane-components.yaml"
+kubectl kustomize "$NESTCP_SOURCE_DIR/config/clusterctl/infrastructure" \
+    >"$repo/infrastructure-nested/$nestcp_release/infrastructure-components.yaml"
+cp "$NESTCP_SOURCE_DIR/metadata.yaml" "$repo/control-plane-nested/$nestcp_release/"
+cp "$NESTCP_SOURCE_DIR/metadata.yaml" "$NESTCP_SOURCE_DIR/templates/cluster-template.yaml" \
+    "$repo/infrastructure-nested/$nestcp_release/"
+cat >"$work/clusterctl.yaml" <<YAML
+providers:
+- name: cluster-api
+  type: CoreProvider
+  url: $repo/cluster-api/v$capi_version/core-components.yaml
+- name: kubeadm
+  type: BootstrapProvider
+  url: $repo/bootstrap-kubeadm/v$capi_version/bootstrap-components.yaml
+- name: nested
+  type: ControlPlaneProvider
+  url: $repo/control-plane-nested/$nestcp_release/control-plane-components.yaml
+- name: nested
+  type: InfrastructureProvider
+  url: $repo/infrastructure-nested/$nestcp_release/infrastructure-components.yaml
+YAML
+
+# --- cert-manager's API (its controllers cannot be built here: test/support/webhook_certs.py) ---
+until_true 60 kubectl apply --server-side -f "$capi/config/cert-manager-crds" ||
+    fail "cert-manager's CRDs cannot be applied"
+until_true 60 kubectl wait --for condition=established --timeout=30s \
+    crd/certificates.cert-manager.io crd/issuers.cert-manager.io ||
+    fail "cert-manager's CRDs are not Established"
+
+# --- the node agent (tenant pods and Cluster API's, any namespace) and the manager ---
+kubectl create namespace "$ns" >/dev/null
+mkdir -p "$agent_state"
+"$agent_bin" --node-name "$node" --state-dir "$agent_state" --pod-network "$pod_net" \
+    --selector app.kubernetes.io/managed-by=nestcp --selector cluster.x-k8s.io/provider=cluster-api \
+    --restart-backoff 1 --stop-grace-max 5 >"$work/agent.log" 2>&1 &
+agent_pid=$!
+until_true 30 node_ready || fail "the node agent's Node $node is not Ready"
+
+# --- clusterctl init ---
+t0=$(now)
+clusterctl init --core "cluster-api:v$capi_version" --bootstrap "kubeadm:v$capi_version" \
+    --control-plane "nested:$nestcp_release" --infrastructure "nested:$nestcp_release" \
+    >"$work/init.log" 2>&1 || fail "clusterctl init: $(tail -n 20 "$work/init.log")"
+grep -q "Skipping installing cert-manager as it is already installed" "$work/init.log" ||
+    fail "clusterctl did not find cert-manager's API: $(head -n 5 "$work/init.log")"
+log "clusterctl init in $(elapsed "$t0") s: $(grep -c 'Installing provider' "$work/init.log") providers"
+python3 "$NESTCP_SOURCE_DIR/test/support/webhook_certs.py" capi-system 9443 ||
+    fail "the webhook certificates of Cluster API could not be provided"
+for crd in $NESTCP_CRDS; do
+    kubectl get crd "$crd" -o jsonpath='{.metadata.labels.cluster\.x-k8s\.io/v1beta2}' |
+        grep -q v1beta1 || fail "CRD $crd is not labelled for the v1beta2 contract"
+done
+until_true 180 kubectl -n capi-system wait --for condition=Available --timeout=10s \
+    deployment/capi-controller-manager ||
+    fail "Cluster API's manager is not Available: $(kubectl -n capi-system get pods -o wide 2>&1)"
+capi_pod=$(kubectl -n capi-system get pods -l cluster.x-k8s.io/provider=cluster-api \
+    -o jsonpath='{.items[0].metadata.name}')
+capi_pid=$(cat "$agent_state/pods/capi-system_$capi_pod/manager.pid") || fail "no Cluster API process"
+case "$(readlink "/proc/$capi_pid/exe")" in
+*/cluster-api-$capi_version/bin/manager) ;;
+*) fail "Cluster API's pod runs $(readlink "/proc/$capi_pid/exe")" ;;
+esac
+log "Cluster API $capi_version: pod $capi_pod Available after $(elapsed "$t0") s (pid $capi_pid)"
+start_manager
+log "namespace $ns, node $node (pods on 127.$pod_net.0.0/16), manager pid $mgr_pid"
+
+# --- a tenant from the cluster template ---
+t0=$(now)
+clusterctl generate cluster t1 --from "$repo/infrastructure-nested/$nestcp_release/cluster-template.yaml" \
+    --target-namespace "$ns" --kubernetes-version v1.36.3 >"$work/t1.yaml" ||
+    fail "clusterctl generate cluster"
+until_true 60 kubectl apply -f "$work/t1.yaml" || fail "the generated cluster is refused: $(kubectl apply -f "$work/t1.yaml" 2>&1)"
+wait_ready t1-control-plane 300 "$t0"
+
+cluster_field() { kubectl -n "$ns" get clusters.cluster.x-k8s.io t1 -o jsonpath="$1"; }
+cluster_available() {
+    [ "$(cluster_field '{.status.conditions[?(@.type=="Available")].status}')" = True ]
+}
+until_true 180 cluster_available ||
+    fail "Cluster t1 is not Available: $(cluster_field '{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}')"
+log "Cluster t1 Available after $(elapsed "$t0") s"
+[ "$(cluster_field '{.status.initialization.infrastructureProvisioned}')" = true ] ||
+    fail "Cluster API did not record the infrastructure as provisioned"
+[ "$(cluster_field '{.status.initialization.controlPlaneInitialized}')" = true ] ||
+    fail "Cluster API did not record the control plane as initialized"
+[ "$(cluster_field '{.status.phase}')" = Provisioned ] ||
+    fail "Cluster t1 is in phase $(cluster_field '{.status.phase}'), not Provisioned"
+[ "$(cluster_field '{.status.conditions[?(@.type=="RemoteConnectionProbe")].status}')" = True ] ||
+    fail "Cluster API's remote connection probe did not reach the tenant"
+for c in InfrastructureReady ControlPlaneAvailable ControlPlaneInitialized; do
+    [ "$(cluster_field "{.status.conditions[?(@.type==\"$c\")].status}")" = True ] ||
+        fail "Cluster t1's $c is not True: $(cluster_field "{.status.conditions[?(@.type==\"$c\")]}")"
+done
+# Cluster API owns the objects the Cluster names (reconcileExternal), nestcp did not.
+owner=$(kubectl -n "$ns" get ncp t1-control-plane -o jsonpath='{.metadata.ownerReferences[?(@.kind=="Cluster")].name}')
+[ "$owner" = t1 ] || fail "the NestedControlPlane is not owned by Cluster t1 (owner '$owner')"
+log "status set by Cluster API: phase $(cluster_field '{.status.phase}')," \
+    "endpoint $(cluster_field '{.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port}')," \
+    "$(cluster_field '{range .status.conditions[*]}{.type}={.status} {end}')"
+
+clusterctl describe cluster t1 -n "$ns" --show-conditions all >"$work/describe.txt" 2>&1 ||
+    fail "clusterctl describe cluster: $(cat "$work/describe.txt")"
+cat "$work/describe.txt"
+grep -q "NestedControlPlane $ns/t1-control-plane, v1.36.3" "$work/describe.txt" ||
+    fail "clusterctl describe shows no NestedControlPlane with its version"
+grep -q "NestedCluster $ns/t1" "$work/describe.txt" || fail "clusterctl describe shows no NestedCluster"
+
+# --- Cluster spec.paused pauses nestcp ---
+kubectl -n "$ns" patch clusters.cluster.x-k8s.io t1 --type merge -p '{"spec":{"paused":true}}' >/dev/null
+kcm=t1-nestedcontrollermanager
+gen=$(kubectl -n "$ns" patch nkcm "$kcm" --type merge -p '{"spec":{"replicas":2}}' -o jsonpath='{.metadata.generation}')
+paused_seen() {
+    [ "$(kubectl -n "$ns" get nkcm "$kcm" -o jsonpath='{.status.conditions[?(@.type=="Paused")].status}/{.status.conditions[?(@.type=="Paused")].observedGeneration}')" = "True/$gen" ]
+}
+until_true 60 paused_seen || fail "nkcm/$kcm does not show Paused for generation $gen"
+sts_replicas() { kubectl -n "$ns" get statefulset t1-controller-manager -o jsonpath='{.spec.replicas}'; }
+[ "$(sts_replicas)" = 1 ] || fail "paused, yet the StatefulSet was scaled to $(sts_replicas)"
+log "Cluster paused: nkcm/$kcm generation $gen seen and held (StatefulSet still at 1 replica)"
+kubectl -n "$ns" patch clusters.cluster.x-k8s.io t1 --type merge -p '{"spec":{"paused":false}}' >/dev/null
+scaled() { [ "$(sts_replicas)" = 2 ]; }
+until_true 60 scaled || fail "unpaused, the StatefulSet was not scaled to 2"
+log "Cluster unpaused: the change went through"
+
+# --- deleting the Cluster deletes the tenant ---
+objects() {
+    kubectl -n "$ns" get statefulsets,services,secrets,pods,ncp,netcd,nkas,nkcm,nc,clusters.cluster.x-k8s.io -o name
+}
+log "before deletion: $(objects | wc -l) objects"
+record_pids
+t0=$(now)
+kubectl -n "$ns" delete clusters.cluster.x-k8s.io t1 --wait=true --timeout=180s >/dev/null ||
+    fail "the Cluster was not deleted: $(objects | tr '\n' ' ')"
+no_objects() { [ -z "$(objects)" ]; }
+until_true 120 no_objects || fail "left after the Cluster's deletion: $(objects | tr '\n' ' ')"
+log "Cluster t1 deleted in $(elapsed "$t0") s; nothing of the tenant is left"
+
+capi_cleanup
+rm -f "$work/clusterctl.yaml"
+finish
