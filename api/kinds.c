@@ -514,6 +514,9 @@ static const struct api_schema ncp_status_props[] = {
     INT32("readyReplicas", "Ready pods of the kube-apiserver StatefulSet."),
     INT32("updatedReplicas",
           "kube-apiserver pods at the version and config nestcp last rendered."),
+    INT32("availableReplicas", "Available pods of the kube-apiserver StatefulSet (ready for "
+                               "its minReadySeconds; Cluster API v1beta2 contract)."),
+    INT32("upToDateReplicas", "The same as updatedReplicas (Cluster API v1beta2 contract)."),
     OBSERVED_GENERATION,
     CONDITIONS,
     STR("phase", "Where the control plane is in its life: Provisioning (not yet "

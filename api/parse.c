@@ -416,6 +416,8 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
     ncp->status.replicas = (int32_t)get_int(st, "replicas", 0);
     ncp->status.ready_replicas = (int32_t)get_int(st, "readyReplicas", 0);
     ncp->status.updated_replicas = (int32_t)get_int(st, "updatedReplicas", 0);
+    ncp->status.available_replicas = (int32_t)get_int(st, "availableReplicas", 0);
+    ncp->status.up_to_date_replicas = (int32_t)get_int(st, "upToDateReplicas", 0);
     ncp->status.observed_generation = get_int(st, "observedGeneration", 0);
     get_conditions(&x, st, &ncp->status.conditions);
     ncp->status.phase = get_str(&x, st, "phase");

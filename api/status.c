@@ -151,6 +151,8 @@ cJSON *api_control_plane_status_to_json(const struct api_control_plane_status *s
     add_int(&b, o, "replicas", st->replicas);
     add_int(&b, o, "readyReplicas", st->ready_replicas);
     add_int(&b, o, "updatedReplicas", st->updated_replicas);
+    add_int(&b, o, "availableReplicas", st->available_replicas);
+    add_int(&b, o, "upToDateReplicas", st->up_to_date_replicas);
     add_int(&b, o, "observedGeneration", (double)st->observed_generation);
     add_conditions(&b, o, &st->conditions);
     add_str(&b, o, "phase", st->phase);

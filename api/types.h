@@ -154,6 +154,7 @@ struct api_control_plane_status {
     bool external_managed;          /* externalManagedControlPlane */
     char *version;                  /* v-prefixed */
     int32_t replicas, ready_replicas, updated_replicas;
+    int32_t available_replicas, up_to_date_replicas; /* v1beta2 contract */
     int64_t observed_generation;
     struct api_conditions conditions;
     char *phase, *failure_reason, *failure_message;

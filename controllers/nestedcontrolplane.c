@@ -547,6 +547,10 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
     st->replicas = as->exists ? as->status_replicas : 0;
     st->ready_replicas = as->ready;
     st->updated_replicas = as->updated;
+    /* The v1beta2 contract's names: available as the StatefulSet counts it (ready for
+     * minReadySeconds), up to date as updatedReplicas. */
+    st->available_replicas = as->available;
+    st->up_to_date_replicas = as->updated;
     if (as->complete && at->version) {
         snprintf(version, sizeof(version), "v%s", at->version);
         if ((r = set_str(&st->version, version)) < 0)

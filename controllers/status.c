@@ -114,6 +114,7 @@ void status_statefulset(const cJSON *sts, const char *hash, struct status_sts *r
     ret->status_replicas = num(st, "replicas", 0);
     ret->ready = num(st, "readyReplicas", 0);
     ret->updated = num(st, "updatedReplicas", 0);
+    ret->available = num(st, "availableReplicas", 0);
     ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"),
                                            "annotations");
     ret->template_hash = jstr(ann, "nestcp.x-k8s.io/config-hash");

@@ -53,7 +53,7 @@ bool status_paused(const cJSON *obj, const cJSON *cl);
 struct status_sts {
     bool exists;
     int replicas; /* spec.replicas (1 when absent) */
-    int status_replicas, ready, updated;
+    int status_replicas, ready, updated, available;
     const char *template_hash; /* the pod template's config-hash annotation (borrowed) */
     const char *certs;         /* the certs Secret the pod template mounts (borrowed) */
     /* Rolled out completely at `hash`: observedGeneration current, status replicas, ready

@@ -157,6 +157,21 @@ log "Cluster t1 Available after $(elapsed "$t0") s"
     fail "Cluster t1 is in phase $(cluster_field '{.status.phase}'), not Provisioned"
 [ "$(cluster_field '{.status.conditions[?(@.type=="RemoteConnectionProbe")].status}')" = True ] ||
     fail "Cluster API's remote connection probe did not reach the tenant"
+# The control plane's replica counters (v1beta2 names), read by Cluster API from nestcp's status.
+cp_replicas() {
+    [ "$(cluster_field '{.status.controlPlane.replicas}/{.status.controlPlane.readyReplicas}/{.status.controlPlane.availableReplicas}/{.status.controlPlane.upToDateReplicas}')" = 1/1/1/1 ]
+}
+until_true 60 cp_replicas ||
+    fail "Cluster t1's control-plane replicas are $(cluster_field '{.status.controlPlane}'), not 1 everywhere"
+# Cluster API mirrors the objects' own conditions (Ready, Available) with nestcp's messages.
+[ "$(cluster_field '{.status.conditions[?(@.type=="ControlPlaneAvailable")].message}')" = \
+    "$(kubectl -n "$ns" get ncp t1-control-plane -o jsonpath='{.status.conditions[?(@.type=="Available")].message}')" ] ||
+    fail "ControlPlaneAvailable does not mirror the NestedControlPlane's Available condition"
+[ "$(cluster_field '{.status.conditions[?(@.type=="InfrastructureReady")].message}')" = \
+    "$(kubectl -n "$ns" get nc t1 -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')" ] ||
+    fail "InfrastructureReady does not mirror the NestedCluster's Ready condition"
+[ "$(kubectl -n "$ns" get ncp t1-control-plane -o jsonpath='{.status.version}')" = v1.36.3 ] ||
+    fail "the NestedControlPlane's status.version is not v1.36.3"
 for c in InfrastructureReady ControlPlaneAvailable ControlPlaneInitialized; do
     [ "$(cluster_field "{.status.conditions[?(@.type==\"$c\")].status}")" = True ] ||
         fail "Cluster t1's $c is not True: $(cluster_field "{.status.conditions[?(@.type==\"$c\")]}")"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # clusterctl's artifacts:
 #   - metadata.yaml is clusterctl's Metadata and its release series is the version in
-#     CMakeLists.txt, for contract v1beta1;
+#     CMakeLists.txt, for contract v1beta2 (the contract test_capi_clusterctl.sh proves);
 #   - templates/cluster-template.yaml, its variables substituted as clusterctl does (defaults
 #     for the optional ones, lib.sh template_subst), is accepted by the real apiserver with the
 #     CRDs installed (`kubectl apply --dry-run=server`), with only the required variables and
@@ -33,8 +33,8 @@ grep -qx 'kind: Metadata' "$meta" || fail "metadata.yaml: kind"
 series=$(grep -A2 -x -- "- major: $major" "$meta")
 grep -qx "  minor: $minor" <<<"$series" ||
     fail "metadata.yaml has no release series $major.$minor (CMakeLists.txt)"
-grep -qx "  contract: v1beta1" <<<"$series" ||
-    fail "metadata.yaml: series $major.$minor is not for contract v1beta1"
+grep -qx "  contract: v1beta2" <<<"$series" ||
+    fail "metadata.yaml: series $major.$minor is not for contract v1beta2"
 
 # --- the template ---
 # Every variable is clusterctl's form, and every optional one is documented in the header.

@@ -46,6 +46,8 @@ static void test_status__control_plane_json_is_deterministic(void **state)
     st.replicas = 1;
     st.ready_replicas = 1;
     st.updated_replicas = 1;
+    st.available_replicas = 1;
+    st.up_to_date_replicas = 1;
     st.observed_generation = 4;
     st.phase = strdup("Ready");
     st.rollout.etcd.version = strdup("3.4.13");
@@ -61,7 +63,8 @@ static void test_status__control_plane_json_is_deterministic(void **state)
         s, "{\"ready\":true,\"initialized\":true,"
            "\"initialization\":{\"controlPlaneInitialized\":true},"
            "\"externalManagedControlPlane\":true,\"version\":\"v1.20.2\",\"replicas\":1,"
-           "\"readyReplicas\":1,\"updatedReplicas\":1,\"observedGeneration\":4,"
+           "\"readyReplicas\":1,\"updatedReplicas\":1,\"availableReplicas\":1,"
+           "\"upToDateReplicas\":1,\"observedGeneration\":4,"
            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"AsExpected\","
            "\"lastTransitionTime\":\"2021-06-09T10:00:00Z\",\"observedGeneration\":4},"
            "{\"type\":\"Available\",\"status\":\"True\",\"reason\":\"AsExpected\","
