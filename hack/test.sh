@@ -40,12 +40,13 @@ else
     hack/install-deps.sh
 fi
 if [ "$quick" = 0 ]; then
-    # Every release the tests start: the super cluster's, and every tenant line shipped.
+    # Every release the tests start: the super cluster's, every tenant line shipped, and
+    # Cluster API's core manager and clusterctl (test/e2e/test_capi_clusterctl.sh).
     t_kube=$(date +%s)
     hack/kube-build.sh
     # Kubernetes' own e2e.test for the conformance test (test/e2e/test_conformance.sh).
     hack/kube-build.sh conformance 1.36.3 >/dev/null
-    echo "Kubernetes, etcd and e2e.test binaries ready in $(($(date +%s) - t_kube)) s"
+    echo "Kubernetes, etcd, Cluster API and e2e.test binaries ready in $(($(date +%s) - t_kube)) s"
     # The image's build base (test/integration/deploy/test_deploy_image_run.sh builds on it):
     # made once with mmdebstrap where no registry answers, then cached.
     hack/image-build.sh --base-only
