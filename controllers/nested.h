@@ -73,6 +73,7 @@ struct nested_ctx {
 /* A roll let start: the control plane's resourceVersion when it was, and until when it counts
  * while the cache still shows that version. */
 struct nested_admitted {
+    char key[2 * RENDER_CLUSTER_NAME_MAX + 2]; /* "ns/name", the map's key */
     char resource_version[64];
     double until;
 };

@@ -486,17 +486,16 @@ static bool renews_urgently(const struct cp *x, const struct desired_all *da,
 /* Notes a roll let start, so that it counts until the cache shows it. */
 static int note_admitted(struct cp *x)
 {
-    char key[2 * RENDER_CLUSTER_NAME_MAX + 2];
     const char *rv = kube_obj_resource_version(x->obj);
     struct nested_admitted *a = calloc(1, sizeof(*a));
 
     if (!a)
         return -ENOMEM;
-    snprintf(key, sizeof(key), "%s/%s", x->ns, x->name);
+    snprintf(a->key, sizeof(a->key), "%s/%s", x->ns, x->name);
     snprintf(a->resource_version, sizeof(a->resource_version), "%s", rv ? rv : "");
     a->until = x->view->now + NESTED_ADMITTED_TTL;
-    free(strmap_remove(&x->ctx->admitted, key));
-    if (strmap_put(&x->ctx->admitted, key, a) < 0) {
+    free(strmap_remove(&x->ctx->admitted, a->key));
+    if (strmap_put(&x->ctx->admitted, a->key, a) < 0) {
         free(a);
         return -ENOMEM;
     }

@@ -7,9 +7,11 @@
 #     its old and new value (text and -o json), with the current packages nothing, and it
 #     changes no object;
 #   - a manager with the new packages and a limit of 1 rolls one control plane while the
-#     other shows Upgrading True, reason RolloutQueued, saying 1 rolls and 1 is allowed; the
-#     manager is killed then, and the one that starts after it counts from the objects' status:
-#     the second API server changes only after the first has rolled out completely;
+#     other shows Upgrading True, reason RolloutQueued, saying 1 rolls and 1 is allowed (the
+#     stand-in kubelet is stopped meanwhile, so that the first roll cannot end); the manager is
+#     killed then, and the one that starts after it counts from the objects' status: the
+#     second still waits, and its API server changes only after the first has rolled out
+#     completely;
 #   - afterwards `nestcp plan` with the new packages reports nothing to roll.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -86,42 +88,64 @@ PY
 [ "$(versions "$ns")" = "$before" ] || fail "nestcp plan changed an object"
 
 # --- the manager upgraded to the new packages, limit 1 ---
-kill -9 "$mgr_pid"
-wait "$mgr_pid" 2>/dev/null || true
+# The stand-in kubelet stops first, so that the first roll cannot end before it is looked at:
+# its new API server pod is created but not marked Ready until the stand-in starts again.
+kill -9 "$mgr_pid" "$kubelet_pid"
+wait "$mgr_pid" "$kubelet_pid" 2>/dev/null || true
 mark=$(wc -l <"$work/sts-watch.txt")
 t0=$(now)
 start_manager mgr2 "$ns" --max-concurrent-rollouts 1 --templates "$work/templates-new"
-queued() {
-    for c in a b; do
-        [ "$(upgrading $c)" = RolloutQueued ] && { waiting=$c; return 0; }
-    done
-    return 1
-}
-until_true 60 queued || fail "neither waits: a $(upgrading a), b $(upgrading b)"
+# The first watch line after the restart that shows one waiting.
+queued_line() { tail -n +"$((qmark + 1))" "$work/upgrading.txt" | grep -m1 ' True RolloutQueued: ' || true; }
+qmark=$(wc -l <"$work/upgrading.txt")
+has_queued() { [ -n "$(queued_line)" ]; }
+until_true 60 has_queued || fail "neither waits: $(tail -n +"$((qmark + 1))" "$work/upgrading.txt")"
+line=$(queued_line)
+waiting=${line%% *}
 first=$([ "$waiting" = a ] && echo b || echo a)
-msg=$(cond "$ns" "ncp/$waiting" Upgrading)
-echo "$waiting waits while $first rolls: $msg"
-case "$msg" in
-True*"waiting for a rollout slot: 1 control plane rolling, 1 allowed at once (--max-concurrent-rollouts)"*) ;;
-*) fail "the waiting one's Upgrading condition: $msg" ;;
+echo "watch: $line"
+case "$line" in
+"$waiting True RolloutQueued: waiting for a rollout slot: 1 control plane rolling, 1 allowed at once (--max-concurrent-rollouts); 0 waiting ahead of this one") ;;
+*) fail "the waiting one's Upgrading condition: $line" ;;
 esac
+rolling_first() { [ "$(upgrading "$first")" = RollingOut ]; }
+until_true 30 rolling_first || fail "$first: Upgrading $(cond "$ns" "ncp/$first" Upgrading)"
 is_ready "$ns" "ncp/$waiting" || fail "$waiting is not Ready while it waits"
-[ "$(upgrading "$first")" = RollingOut ] || [ "$(upgrading "$first")" = UpToDate ] ||
-    fail "$first: Upgrading $(cond "$ns" "ncp/$first" Upgrading)"
+[ "$(upgrading "$waiting")" = RolloutQueued ] || fail "$waiting: $(cond "$ns" "ncp/$waiting" Upgrading)"
+target() { kubectl -n "$ns" get ncp "$1" -o jsonpath='{.status.rollout.apiserver.configHash}'; }
+generation() { kubectl -n "$ns" get sts "$1-apiserver" -o jsonpath='{.metadata.generation}'; }
+held_target=$(target "$waiting")
+held_generation=$(generation "$waiting")
 
-# A restart while one waits: the new manager counts what rolls from the objects' status.
+# A restart while one rolls and one waits: the new manager counts what rolls from the objects'
+# status, not from what it started itself (nothing).
 kill -9 "$mgr_pid"
 wait "$mgr_pid" 2>/dev/null || true
-echo "manager killed while $waiting waited ($first's Upgrading: $(upgrading "$first"))"
 start_manager mgr3 "$ns" --max-concurrent-rollouts 1 --templates "$work/templates-new"
+ncp_reconciles() {
+    curl -s --max-time 5 "http://127.0.0.1:$mgr_metrics/metrics" |
+        awk '/^controller_runtime_reconcile_total\{controller="nestedcontrolplane"/ { s += $2 } END { printf "%d", s }'
+}
+reconciled_both() { [ "$(ncp_reconciles)" -ge 2 ]; }
+until_true 60 reconciled_both || fail "the new manager did not reconcile the control planes"
+[ "$(upgrading "$waiting")" = RolloutQueued ] ||
+    fail "after the restart $waiting: $(cond "$ns" "ncp/$waiting" Upgrading)"
+[ "$(target "$waiting")" = "$held_target" ] || fail "after the restart $waiting's target moved"
+[ "$(generation "$waiting")" = "$held_generation" ] || fail "after the restart $waiting's API server changed"
+[ "$(upgrading "$first")" = RollingOut ] || fail "after the restart $first: $(cond "$ns" "ncp/$first" Upgrading)"
+echo "after a manager restart ($(ncp_reconciles) control-plane reconciles): $first still rolls, $waiting still waits"
 
+# The stand-in kubelet again: the first roll ends, then the second starts.
+"$NESTCP_FAKE_KUBELET" --kubeconfig "$KUBECONFIG" --namespace "$ns" \
+    --selector 'app.kubernetes.io/component!=etcd' >>"$work/kubelet-$ns.log" 2>&1 &
+pids+=($!)
 rolled() {
     kubectl -n "$ns" get sts "$1-apiserver" -o jsonpath='{.spec.template.spec.containers[0].args}' |
         grep -q 'enable-admission-plugins=NodeRestriction,AlwaysPullImages' && uptodate "$1"
 }
 until_true 180 rolled "$first" || fail "$first did not roll: $(cond "$ns" "ncp/$first" Upgrading)"
 until_true 180 rolled "$waiting" || fail "$waiting did not roll after $first: $(cond "$ns" "ncp/$waiting" Upgrading)"
-echo "both rolled, one at a time, in $(elapsed "$t0") s"
+echo "both rolled, one at a time, in $(elapsed "$t0") s (the stand-in kubelet stopped for part of it)"
 
 # The order, from the StatefulSet watch: the second API server changed only after the first
 # had rolled out completely; nothing else changed.
@@ -142,7 +166,6 @@ print("changed: " + ", ".join("%s (line %d, rolled out at line %s)" % (n, change
 assert sorted(changed) == sorted([first, second]), changed
 assert first in done and done[first] < changed[second], "%s changed before %s had rolled out" % (second, first)
 PY
-grep -q "^$waiting True RolloutQueued" "$work/upgrading.txt" || fail "the watch never saw $waiting queued"
 
 # --- the preview after the roll: nothing left ---
 plan --templates "$work/templates-new" >"$work/plan-after.txt" || fail "nestcp plan: $(cat "$work/plan-after.txt")"
