@@ -46,6 +46,28 @@ static bool ahead_of(const struct brake_peer *p, double since, const char *ns, c
     return c < 0;
 }
 
+/* The message of a roll that waits, naming the first rolling control planes. */
+static void waiting_message(const struct brake_input *in, struct brake_output *out)
+{
+    char names[256] = "";
+    size_t n = 0;
+    int shown = 0;
+
+    for (size_t i = 0; i < in->n_peers && shown < BRAKE_NAMES_SHOWN; i++) {
+        const struct brake_peer *p = &in->peers[i];
+        if (!p->rolling || n >= sizeof(names))
+            continue;
+        n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s/%s", shown ? ", " : "",
+                              p->ns ? p->ns : "", p->name ? p->name : "");
+        shown++;
+    }
+    snprintf(out->message, sizeof(out->message),
+             "waiting for a rollout slot: %d control plane%s rolling (%s%s), %d allowed at once "
+             "(--max-concurrent-rollouts); %d waiting ahead of this one",
+             out->rolling, out->rolling == 1 ? "" : "s", names,
+             out->rolling > shown ? ", ..." : "", in->limit, out->ahead);
+}
+
 void brake_decide(const struct brake_input *in, struct brake_output *out)
 {
     memset(out, 0, sizeof(*out));
@@ -74,8 +96,5 @@ void brake_decide(const struct brake_input *in, struct brake_output *out)
         snprintf(out->message, sizeof(out->message), "%d of %d allowed at once rolling",
                  out->rolling, in->limit);
     else
-        snprintf(out->message, sizeof(out->message),
-                 "waiting for a rollout slot: %d control plane%s rolling, %d allowed at once "
-                 "(--max-concurrent-rollouts); %d waiting ahead of this one",
-                 out->rolling, out->rolling == 1 ? "" : "s", in->limit, out->ahead);
+        waiting_message(in, out);
 }

@@ -63,8 +63,12 @@ struct brake_output {
     bool go;     /* the roll may start */
     int rolling; /* peers holding a slot */
     int ahead;   /* peers waiting ahead of this one */
-    char message[256];
+    /* "waiting for a rollout slot: 1 control plane rolling (ns/a), 1 allowed at once ...":
+     * the first BRAKE_NAMES_SHOWN rolling ones are named. */
+    char message[448];
 };
+
+#define BRAKE_NAMES_SHOWN 3
 
 /* Decides whether the roll may start now. Never fails. */
 void brake_decide(const struct brake_input *in, struct brake_output *out);

@@ -105,7 +105,7 @@ waiting=${line%% *}
 first=$([ "$waiting" = a ] && echo b || echo a)
 echo "watch: $line"
 case "$line" in
-"$waiting True RolloutQueued: waiting for a rollout slot: 1 control plane rolling, 1 allowed at once (--max-concurrent-rollouts); 0 waiting ahead of this one") ;;
+"$waiting True RolloutQueued: waiting for a rollout slot: 1 control plane rolling ($ns/$first), 1 allowed at once (--max-concurrent-rollouts); 0 waiting ahead of this one") ;;
 *) fail "the waiting one's Upgrading condition: $line" ;;
 esac
 rolling_first() { [ "$(upgrading "$first")" = RollingOut ]; }

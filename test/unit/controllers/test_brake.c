@@ -70,8 +70,25 @@ static void test_brake__no_free_slot_waits_and_says_how_many_roll(void **state)
     brake_decide(&in, &out);
     assert_false(out.go);
     assert_int_equal(out.rolling, 1);
-    assert_non_null(strstr(out.message, "1 control plane rolling, 1 allowed at once"));
+    assert_non_null(strstr(out.message, "1 control plane rolling (ns/a), 1 allowed at once"));
     assert_non_null(strstr(out.message, "--max-concurrent-rollouts"));
+}
+
+static void test_brake__the_message_names_the_first_rolling_ones(void **state)
+{
+    struct brake_peer peers[] = {{"n1", "a", true, false, 0}, {"n1", "b", false, true, NOW - 1},
+                                 {"n2", "c", true, false, 0}, {"n2", "d", true, false, 0},
+                                 {"n3", "e", true, false, 0}};
+    struct brake_input in = request(peers, 5, 4);
+    struct brake_output out;
+    (void)state;
+
+    brake_decide(&in, &out);
+    assert_false(out.go);
+    assert_string_equal(out.message,
+                        "waiting for a rollout slot: 4 control planes rolling (n1/a, n2/c, n2/d, "
+                        "...), 4 allowed at once (--max-concurrent-rollouts); 1 waiting ahead of "
+                        "this one");
 }
 
 static void test_brake__the_oldest_request_goes_first(void **state)
@@ -165,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_brake__percentage_rounds_down_to_at_least_one),
         cmocka_unit_test(test_brake__a_free_slot_lets_the_roll_start),
         cmocka_unit_test(test_brake__no_free_slot_waits_and_says_how_many_roll),
+        cmocka_unit_test(test_brake__the_message_names_the_first_rolling_ones),
         cmocka_unit_test(test_brake__the_oldest_request_goes_first),
         cmocka_unit_test(test_brake__a_tie_goes_by_namespace_then_name),
         cmocka_unit_test(test_brake__a_new_request_waits_behind_every_queued_one),
