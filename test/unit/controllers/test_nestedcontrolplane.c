@@ -667,6 +667,38 @@ static void test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_n
     sim_done(&s);
 }
 
+/* A roll that renews certificates waits for a slot like any other while they have more than 7
+ * days left, and goes at once, past the limit, once they have less. */
+static void test_nestedcontrolplane__an_urgent_renewal_never_waits(void **state)
+{
+    struct sim s;
+    char before[RENDER_CLUSTER_HASH_MAX];
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    s.ctx.max_rollouts = (struct brake_limit){1, false};
+    put_peer(&s, "other", "True", "RollingOut");
+    snprintf(before, sizeof(before), "%s",
+             fx_str(ncp_status(&s), "rollout.components.etcd.configHash"));
+    /* 340 days on, the leaves (365 days) are within renewBeforeDays (30): 25 days left */
+    s.f.view.now += 340 * 86400.0;
+    sim_converge(&s, 40);
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "RolloutQueued");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.etcd.configHash"), before);
+    /* 20 days later, 5 days left: the renewal rolls although the other one still rolls */
+    s.f.view.now += 20 * 86400.0;
+    sim_converge(&s, 60);
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "UpToDate");
+    assert_string_not_equal(fx_str(ncp_status(&s), "rollout.components.etcd.configHash"),
+                            before);
+    assert_string_equal(fx_str(fx_condition(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, "other"),
+                                                    "status"),
+                                            "Upgrading"),
+                               "reason"),
+                        "RollingOut");
+    sim_done(&s);
+}
+
 /* nestcp renews leaves, never a CA: a CA in its last year is named in CertificatesAvailable
  * (still True) with a Warning Event, once; before then the control plane is asked back for the
  * moment the first CA enters its last year. */
@@ -956,6 +988,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
         cmocka_unit_test(test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_write),
         cmocka_unit_test(test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_not),
+        cmocka_unit_test(test_nestedcontrolplane__an_urgent_renewal_never_waits),
         cmocka_unit_test(test_nestedcontrolplane__a_ca_in_its_last_year_is_told_once),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
