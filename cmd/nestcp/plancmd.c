@@ -212,8 +212,10 @@ static int plan_component(const struct render_catalog *cat, const struct render_
     r = 0;
     goto out;
 fail:
-    r = cJSON_AddStringToObject(comp, "error", e.msg[0] ? e.msg : err_code_name(r)) ? -EINVAL
-                                                                                   : -ENOMEM;
+    if (r != -ENOMEM)
+        r = cJSON_AddStringToObject(comp, "error", e.msg[0] ? e.msg : err_code_name(r))
+                ? -EINVAL
+                : -ENOMEM;
 out:
     free(d);
     cJSON_Delete(objs);
