@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "controllers/brake.h"
 #include "lib/util/err.h"
 
 struct controllers;
@@ -28,6 +29,9 @@ struct controllers_opts {
     /* The admission policy's parameters ConfigMap the manager keeps equal to the catalog
      * (controllers/admissionparams.h); NULL name: none. */
     const char *admission_params_namespace, *admission_params_name;
+    /* How many control planes may roll at once (controllers/brake.h); a value of 0: no
+     * limit. */
+    struct brake_limit max_rollouts;
 };
 
 /* Adds nestcp's controllers to m; opts and its strings are borrowed for m's lifetime. What

@@ -11,6 +11,9 @@
 #include "lib/kube/store.h"
 #include "lib/pki/base64.h"
 #include "lib/pki/cert.h"
+#include "lib/pki/key.h"
+#include "lib/pki/kubeconfig.h"
+#include "lib/util/strutil.h"
 
 struct checked {
     char digest[RENDER_CLUSTER_HASH_MAX];
@@ -80,6 +83,7 @@ void nested_ctx_done(struct nested_ctx *ctx)
     for (int i = 0; i < RENDER_PART__COUNT; i++)
         strmap_done(&ctx->parts[i].issued, free);
     strmap_done(&ctx->checked, free);
+    strmap_done(&ctx->admitted, free);
     etcd_membership_free(ctx->members);
     ctx->members = NULL;
 }
@@ -161,4 +165,52 @@ void nested_etcd_safety(const struct cache_view *view, const struct render_sourc
     if (certs_expire(src, render_cluster_namespace(rc), ss.certs, name, expire, sizeof(expire)))
         in.certs_expire = expire;
     etcd_safety_check(&in, out);
+}
+
+int nested_secret_not_after(const cJSON *secret, int64_t *ret_not_after)
+{
+    const cJSON *v;
+    int64_t earliest = 0;
+    bool found = false;
+
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(secret, "data"))
+    {
+        const char *key = v->string;
+        bool cert = str_has_suffix(key, ".crt"), conf = str_has_suffix(key, ".conf");
+        struct pki_kubeconfig_creds *creds = NULL;
+        unsigned char *data = NULL;
+        size_t len = 0;
+        int64_t not_after = 0;
+        struct err e;
+        int r;
+
+        if ((!cert && !conf) || !cJSON_IsString(v))
+            continue; /* private keys are never read */
+        err_clear(&e);
+        r = pki_base64_decode(v->valuestring, strlen(v->valuestring),
+                              cert ? PKI_PEM_MAX : PKI_KUBECONFIG_MAX, &data, &len);
+        if (r == 0 && cert)
+            r = pki_cert_not_after((const char *)data, key, &not_after, &e);
+        if (r == 0 && conf) {
+            r = pki_kubeconfig_read((const char *)data, len, key, &creds, &e);
+            if (r == 0 && creds->client_cert_pem)
+                r = pki_cert_not_after(creds->client_cert_pem, key, &not_after, &e);
+            else if (r == 0)
+                r = 1; /* no client certificate: nothing expires */
+            pki_kubeconfig_creds_free(creds);
+        }
+        if (data)
+            explicit_bzero(data, len);
+        free(data);
+        if (r < 0)
+            return r == -ENOMEM ? r : -EINVAL;
+        if (r == 0 && (!found || not_after < earliest)) {
+            earliest = not_after;
+            found = true;
+        }
+    }
+    if (!found)
+        return -ENOENT;
+    *ret_not_after = earliest;
+    return 0;
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "api/catalog.h"
+#include "controllers/brake.h"
 #include "controllers/etcdsafety.h"
 #include "lib/util/strmap.h"
 #include "controllers/runtime.h"
@@ -61,7 +62,34 @@ struct nested_ctx {
     struct render_check_memo memo;
     /* What the tenants' etcd members last answered (made on first use). */
     struct etcd_membership *members;
+    /* The fleet-wide brake (controllers/brake.h); a value of 0: no limit. */
+    struct brake_limit max_rollouts;
+    /* Rolls let start whose status write the cache does not show yet, by "ns/name" (struct
+     * nested_admitted): a reconcile of another control plane before the watch delivers it
+     * counts them too. */
+    struct strmap admitted;
 };
+
+/* A roll let start: the control plane's resourceVersion when it was, and until when it counts
+ * while the cache still shows that version. */
+struct nested_admitted {
+    char key[2 * RENDER_CLUSTER_NAME_MAX + 2]; /* "ns/name", the map's key */
+    char resource_version[64];
+    double until;
+};
+
+/* How long a roll let start counts before the cache shows it, seconds. */
+#define NESTED_ADMITTED_TTL 30.0
+
+/* How often a control plane whose roll waits for a slot looks again, seconds, besides being
+ * woken when a roll ends (nestedcontrolplane_map). */
+#define NESTED_QUEUED_RECHECK 60.0
+
+/* The earliest NotAfter (seconds since the epoch) of the certificates of a Secret: every key
+ * ending in .crt and the client certificate of every kubeconfig (keys ending in .conf). Private
+ * keys are not read. Returns 0, -ENOENT (no certificate), -EINVAL (one does not parse),
+ * -ENOMEM. */
+int nested_secret_not_after(const cJSON *secret, int64_t *ret_not_after);
 
 /* Bound on the remembered checks; past it the memo starts again empty. */
 #define NESTED_MEMO_MAX 16384

@@ -27,6 +27,7 @@
 #include "api/status.h"
 #include "api/types.h"
 #include "api/version.h"
+#include "controllers/brake.h"
 #include "controllers/etcdmembership.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
@@ -370,7 +371,183 @@ static int etcd_learners(const cJSON *etcd)
     return n;
 }
 
-/* Runs the state machine and writes the targets into status.rollout; returns its output. */
+
+/* ---- the brake (controllers/brake.h) ---- */
+
+/* The Upgrading condition of a cached control plane: status, reason, lastTransitionTime. */
+static void upgrading_of(const cJSON *ncp, const char **ret_status, const char **ret_reason,
+                         const char **ret_since)
+{
+    const cJSON *c;
+
+    *ret_status = *ret_reason = *ret_since = NULL;
+    cJSON_ArrayForEach(c, get(get(ncp, "status"), "conditions"))
+    {
+        const cJSON *t = get(c, "type");
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, "Upgrading") != 0)
+            continue;
+        *ret_status = cJSON_IsString(get(c, "status")) ? get(c, "status")->valuestring : NULL;
+        *ret_reason = cJSON_IsString(get(c, "reason")) ? get(c, "reason")->valuestring : NULL;
+        *ret_since = cJSON_IsString(get(c, "lastTransitionTime"))
+                         ? get(c, "lastTransitionTime")->valuestring
+                         : NULL;
+        return;
+    }
+}
+
+static bool str_is(const char *a, const char *b)
+{
+    return a && strcmp(a, b) == 0;
+}
+
+/* What the brake reads of one cached control plane: rolling (Upgrading True, RollingOut, or
+ * let start by this process and not yet shown by the cache), waiting (Upgrading True,
+ * RolloutQueued, neither paused nor being deleted) and since when. */
+static void peer_of(const struct nested_ctx *ctx, const struct cache_view *view,
+                    const cJSON *ncp, struct brake_peer *ret)
+{
+    const char *status, *reason, *since;
+    char key[2 * RENDER_CLUSTER_NAME_MAX + 2];
+    const struct nested_admitted *a;
+    const char *rv = kube_obj_resource_version(ncp);
+    double t = view->now;
+
+    *ret = (struct brake_peer){kube_obj_namespace(ncp), kube_obj_name(ncp), false, false, 0};
+    if (status_deleting(ncp))
+        return;
+    upgrading_of(ncp, &status, &reason, &since);
+    ret->rolling = str_is(status, API_CONDITION_TRUE) && str_is(reason, BRAKE_REASON_ROLLING);
+    snprintf(key, sizeof(key), "%s/%s", ret->ns ? ret->ns : "", ret->name ? ret->name : "");
+    a = strmap_get(&ctx->admitted, key);
+    if (a && a->until > view->now && rv && strcmp(a->resource_version, rv) == 0)
+        ret->rolling = true;
+    if (ret->rolling || !str_is(status, API_CONDITION_TRUE) ||
+        !str_is(reason, BRAKE_REASON_QUEUED) ||
+        status_paused(ncp, lookup_capi_cluster(view, ncp, API_KIND_NESTED_CONTROL_PLANE, NULL)))
+        return;
+    ret->queued = true;
+    if (since && time_parse_rfc3339(since, &t) == 0)
+        ret->queued_since = t;
+    else
+        ret->queued_since = view->now;
+}
+
+struct peers {
+    const struct nested_ctx *ctx;
+    const struct cache_view *view;
+    const char *ns, *name; /* the one to leave out, or NULL */
+    struct brake_peer *items;
+    size_t n, cap;
+    int r;
+};
+
+static bool collect_peer(void *userdata, const cJSON *ncp)
+{
+    struct peers *p = userdata;
+    const char *ns = kube_obj_namespace(ncp), *name = kube_obj_name(ncp);
+
+    if (p->name && ns && name && strcmp(ns, p->ns) == 0 && strcmp(name, p->name) == 0)
+        return true;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        struct brake_peer *items = realloc(p->items, cap * sizeof(*items));
+        if (!items) {
+            p->r = -ENOMEM;
+            return false;
+        }
+        p->items = items;
+        p->cap = cap;
+    }
+    peer_of(p->ctx, p->view, ncp, &p->items[p->n++]);
+    return true;
+}
+
+/* Whether the roll renews, for a component it moves, the certificates of a Secret the running
+ * StatefulSet mounts that expire within BRAKE_URGENT_SECONDS (or cannot be read). */
+static bool renews_urgently(const struct cp *x, const struct desired_all *da,
+                            const struct rollout_output *out)
+{
+    for (int i = 0; i < ROLLOUT__COUNT; i++) {
+        const char *mounted = da->ss[i].certs;
+        const cJSON *secret;
+        int64_t not_after;
+
+        if (!out->target_changed[i] || !mounted || !da->d[i].known ||
+            strcmp(mounted, da->d[i].certs_name) == 0)
+            continue;
+        secret = kube_store_get(x->view->secrets, x->ns, mounted);
+        if (!secret || nested_secret_not_after(secret, &not_after) < 0 ||
+            (double)not_after - x->view->now < BRAKE_URGENT_SECONDS)
+            return true;
+    }
+    return false;
+}
+
+/* Notes a roll let start, so that it counts until the cache shows it. */
+static int note_admitted(struct cp *x)
+{
+    const char *rv = kube_obj_resource_version(x->obj);
+    struct nested_admitted *a = calloc(1, sizeof(*a));
+
+    if (!a)
+        return -ENOMEM;
+    snprintf(a->key, sizeof(a->key), "%s/%s", x->ns, x->name);
+    snprintf(a->resource_version, sizeof(a->resource_version), "%s", rv ? rv : "");
+    a->until = x->view->now + NESTED_ADMITTED_TTL;
+    free(strmap_remove(&x->ctx->admitted, a->key));
+    if (strmap_put(&x->ctx->admitted, a->key, a) < 0) {
+        free(a);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Holds a roll the state machine would start while the fleet has no slot for it: no target
+ * moves, and the control plane says that it waits (ROLLOUT_PHASE_QUEUED). */
+static int apply_brake(struct cp *x, const struct rollout_input *in, const struct desired_all *da,
+                       struct rollout_output *out)
+{
+    struct peers p = {x->ctx, x->view, x->ns, x->name, NULL, 0, 0, 0};
+    struct brake_input bi = {.ns = x->ns, .name = x->name, .queued_since = x->view->now};
+    struct brake_output bo;
+    const char *status, *reason, *since;
+    bool starts = false;
+
+    for (int i = 0; i < ROLLOUT__COUNT; i++)
+        starts = starts || out->target_changed[i];
+    /* Creation is not a roll. */
+    if (!starts || !in->initialized || x->ctx->max_rollouts.value <= 0)
+        return 0;
+    upgrading_of(x->obj, &status, &reason, &since);
+    bi.rolling = str_is(status, API_CONDITION_TRUE) && str_is(reason, BRAKE_REASON_ROLLING);
+    if (str_is(status, API_CONDITION_TRUE) && str_is(reason, BRAKE_REASON_QUEUED) && since)
+        time_parse_rfc3339(since, &bi.queued_since);
+    bi.urgent = !bi.rolling && renews_urgently(x, da, out);
+    kube_store_foreach(x->view->control_planes, collect_peer, &p);
+    if (p.r < 0) {
+        free(p.items);
+        return p.r;
+    }
+    bi.peers = p.items;
+    bi.n_peers = p.n;
+    bi.limit = brake_limit_resolve(&x->ctx->max_rollouts, kube_store_count(x->view->control_planes));
+    brake_decide(&bi, &bo);
+    free(p.items);
+    if (bo.go)
+        return bi.rolling ? 0 : note_admitted(x);
+    for (int i = 0; i < ROLLOUT__COUNT; i++) {
+        out->target[i] = in->c[i].target;
+        out->target_changed[i] = false;
+    }
+    out->phase = ROLLOUT_PHASE_QUEUED;
+    out->reason = BRAKE_REASON_QUEUED;
+    snprintf(out->message, sizeof(out->message), "%s", bo.message);
+    plan_requeue_after(x->plan, NESTED_QUEUED_RECHECK);
+    return 0;
+}
+
+/* Runs the state machine, with the brake, and writes the targets into status.rollout; returns
+ * its output. */
 static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
                         struct rollout_output *out)
 {
@@ -401,6 +578,8 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
     rollout_step(&in, out);
     if (frozen || out->phase == ROLLOUT_PHASE_REFUSED)
         return 0;
+    if ((r = apply_brake(x, &in, da, out)) < 0)
+        return r;
     x->step_events = x->plan->n_events;
     for (int i = 0; i < ROLLOUT__COUNT; i++) {
         struct api_rollout_target *t = target_of(ro, i);
@@ -566,8 +745,10 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
                  refusal_reason);
     else if (st->ready)
         r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", "%s",
-                 out->phase == ROLLOUT_PHASE_READY ? "every component is ready"
-                                                   : "serving while a rollout runs");
+                 out->phase == ROLLOUT_PHASE_READY    ? "every component is ready"
+                 : out->phase == ROLLOUT_PHASE_QUEUED ? "serving; a rollout waits for a slot "
+                                                        "(Upgrading: RolloutQueued)"
+                                                      : "serving while a rollout runs");
     else
         r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, out->reason, "%s",
                  out->message);
@@ -583,7 +764,7 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
     if (refusal_reason)
         return cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, refusal_reason,
                     "%s", refusal_message);
-    if (out->phase == ROLLOUT_PHASE_UPGRADING)
+    if (out->phase == ROLLOUT_PHASE_UPGRADING || out->phase == ROLLOUT_PHASE_QUEUED)
         return cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s", out->message);
     if (!st->initialized)
         return api_conditions_remove(&st->conditions, "Upgrading") >= 0 ? 0 : -ENOMEM;
@@ -1046,6 +1227,45 @@ static void enqueue_ncp(void *userdata, const cJSON *ncp)
     m->enqueue(m->q, kube_obj_namespace(ncp), kube_obj_name(ncp));
 }
 
+static int by_queue_order(const void *a, const void *b)
+{
+    const struct brake_peer *x = a, *y = b;
+    int c;
+
+    if (x->queued_since != y->queued_since)
+        return x->queued_since < y->queued_since ? -1 : 1;
+    c = strcmp(x->ns ? x->ns : "", y->ns ? y->ns : "");
+    return c ? c : strcmp(x->name ? x->name : "", y->name ? y->name : "");
+}
+
+/* A control plane that is not rolling (a roll ended, or it went) may free a slot: the first
+ * waiting ones, as many as there are free slots, are reconciled again. */
+static void wake_queued(struct nested_ctx *ctx, const struct cache_view *view, const cJSON *obj,
+                        enqueue_fn enqueue, void *q)
+{
+    struct peers p = {ctx, view, NULL, NULL, NULL, 0, 0, 0};
+    struct brake_peer self;
+    size_t waiting = 0;
+    int limit, rolling = 0;
+
+    if (ctx->max_rollouts.value <= 0)
+        return;
+    peer_of(ctx, view, obj, &self);
+    if ((self.rolling || self.queued) && kube_store_get(view->control_planes, self.ns, self.name))
+        return;
+    kube_store_foreach(view->control_planes, collect_peer, &p);
+    limit = brake_limit_resolve(&ctx->max_rollouts, kube_store_count(view->control_planes));
+    for (size_t i = 0; i < p.n; i++) {
+        rolling += p.items[i].rolling;
+        if (p.items[i].queued)
+            p.items[waiting++] = p.items[i];
+    }
+    qsort(p.items, waiting, sizeof(*p.items), by_queue_order);
+    for (size_t i = 0; i < waiting && (int)i < limit - rolling; i++)
+        enqueue(q, p.items[i].ns, p.items[i].name);
+    free(p.items);
+}
+
 void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
                             const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
                             void *q)
@@ -1053,6 +1273,8 @@ void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
     struct map_ctx m = {enqueue, q};
 
     lookup_control_planes_for(view, res, obj, enqueue_ncp, &m);
+    if (res == &NESTCP_CONTROL_PLANES && ctx)
+        wake_queued(ctx, view, obj, enqueue, q);
 }
 
 void nestedcontrolplane_def(struct nested_ctx *ctx, struct controller_def *ret_def)

@@ -56,6 +56,7 @@ int controllers_register(struct manager *m, const struct controllers_opts *opts,
     ctl->ctx.allow_privileged = opts->allow_privileged;
     ctl->ctx.cert_validity = opts->cert_validity;
     ctl->ctx.manager_namespace = opts->manager_namespace;
+    ctl->ctx.max_rollouts = opts->max_rollouts;
     nestedcontrolplane_def(&ctl->ctx, &defs[0]);
     for (int i = 0; i < RENDER_PART__COUNT; i++)
         nestedcomponent_def(&ctl->ctx, (enum render_part)i, &defs[1 + i]);

@@ -28,6 +28,8 @@ const char *rollout_phase_name(enum rollout_phase p)
         return "Refused";
     case ROLLOUT_PHASE_WAITING:
         return "Waiting";
+    case ROLLOUT_PHASE_QUEUED:
+        return "Queued";
     }
     return "Unknown";
 }

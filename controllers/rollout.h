@@ -58,6 +58,7 @@ enum rollout_phase {
     ROLLOUT_PHASE_UPGRADING,    /* a later wave running */
     ROLLOUT_PHASE_REFUSED,      /* a change was refused; nothing moves until it is undone */
     ROLLOUT_PHASE_WAITING,      /* waiting for a desired state to become known */
+    ROLLOUT_PHASE_QUEUED,       /* a roll waits for a slot (controllers/brake.h) */
 };
 
 struct rollout_output {

@@ -28,6 +28,10 @@ int cmd_describe(int argc, char **argv);
 extern const char cmd_describe_help[];
 int cmd_describe_flags(struct flag *out, int cap);
 
+int cmd_plan(int argc, char **argv);
+extern const char cmd_plan_help[];
+int cmd_plan_flags(struct flag *out, int cap);
+
 int cmd_completion(int argc, char **argv);
 extern const char cmd_completion_help[];
 

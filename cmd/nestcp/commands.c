@@ -30,6 +30,8 @@ static const struct command commands[] = {
      cmd_get_kubeconfig_help, cmd_get_kubeconfig, cmd_get_kubeconfig_flags, NULL},
     {"describe", "NAME", "show a tenant control plane and its objects as a tree",
      cmd_describe_help, cmd_describe, cmd_describe_flags, NULL},
+    {"plan", NULL, "list which components of which control planes would roll with this nestcp, and why",
+     cmd_plan_help, cmd_plan, cmd_plan_flags, NULL},
     {"completion", "bash|zsh", "print a shell completion script", cmd_completion_help,
      cmd_completion, NULL, "bash zsh"},
     {"help", "[COMMAND]", "print help, or the man page with --man", cmd_help_help, cmd_help,

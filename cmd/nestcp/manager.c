@@ -138,6 +138,7 @@ struct settings {
     const char *cert_renew_before, *cert_validity, *shutdown_timeout, *sync_period;
     bool allow_privileged;
     const char *admission_params;
+    const char *max_rollouts;
     char pod_namespace[256]; /* where this manager's pod runs, or "" */
     char admission_ns[256], admission_name[256];
 };
@@ -238,6 +239,13 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
         return -EINVAL;
     }
     co->templates_dir = s->templates;
+    if (brake_limit_parse(s->max_rollouts, &co->max_rollouts) < 0) {
+        fprintf(stderr,
+                "nestcp manager: --max-concurrent-rollouts: \"%s\" is not a count of 1 or more "
+                "or a percentage of 1%% to 100%% (e.g. 10 or 10%%)\n",
+                s->max_rollouts);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -344,6 +352,7 @@ static void settings_defaults(struct settings *s)
         .shutdown_timeout = "15s",
         .sync_period = "10h",
         .admission_params = "",
+        .max_rollouts = "10%",
     };
 }
 
@@ -404,6 +413,11 @@ static int manager_flags(struct settings *s, struct flag *out, int cap)
          "let components' patches and extraArgs use host namespaces, hostPath, privileged "
          "containers, other placement and security-relevant flags (docs/security.md); never "
          "other clusters' objects or namespaces"},
+        {"max-concurrent-rollouts", 0, FLAG_STRING, &s->max_rollouts, "N|P%",
+         "how many control planes may roll at once, a count or a percentage of the control "
+         "planes (rounded down, at least 1); the others wait (Upgrading True, reason "
+         "RolloutQueued), oldest request first. Creating a control plane, and a roll that renews "
+         "a certificate expiring within 7 days, never wait (docs/upgrades.md)"},
         {"admission-params", 0, FLAG_STRING, &s->admission_params, "NS/NAME",
          "keep this ConfigMap, the parameters of config/admission's ValidatingAdmissionPolicy, "
          "equal to the package catalog; \"none\" turns it off (default: the pod's "

@@ -582,6 +582,123 @@ static void test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_wri
     sim_done(&s);
 }
 
+/* Another control plane as the cache shows it, with its Upgrading condition. */
+static void put_peer(struct sim *s, const char *name, const char *status, const char *reason)
+{
+    char yaml[1024];
+
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+             "kind: NestedControlPlane\n"
+             "metadata: {name: %s, uid: peer-%s, generation: 1, resourceVersion: '7'}\n"
+             "spec: {version: 1.36.3}\n"
+             "status:\n"
+             "  initialized: true\n"
+             "  conditions:\n"
+             "  - {type: Upgrading, status: '%s', reason: %s, lastTransitionTime: "
+             "'2026-01-01T00:00:00Z'}\n",
+             name, name, status, reason);
+    fx_put(&s->f, yaml);
+}
+
+/* Collects the names enqueued as " a b ...". */
+static void enqueue_name(void *q, const char *ns, const char *name)
+{
+    size_t n = strlen(q);
+
+    (void)ns;
+    snprintf((char *)q + n, 256 - n, " %s", name);
+}
+
+/* The brake: under --max-concurrent-rollouts 1, a version change waits while another control
+ * plane rolls (no target moves, Upgrading True RolloutQueued naming it), and goes once that
+ * roll has ended; the end of a roll wakes it. Creation never waits. */
+static void test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_not(void **state)
+{
+    char yaml[sizeof(capn) + 64], woken[256] = "";
+    const struct plan_action *last;
+    struct sim s;
+    struct plan p;
+
+    capn_with(yaml, sizeof(yaml), "  version: 1.36.3\n", "  version: 1.35.4\n");
+    sim_init(&s, yaml);
+    s.ctx.max_rollouts = (struct brake_limit){1, false};
+    put_peer(&s, "other", "True", "RollingOut");
+    /* creation is not a roll: it completes while the other one rolls */
+    assert_true(sim_converge(&s, 40) >= 0);
+    assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
+
+    set_version(&s, FX_CONTROL_PLANES, NCP, "1.36.3");
+    reconcile_ncp(&s, &p);
+    assert_null(fx_event(&p, "RolloutStep"));
+    last = &p.actions[p.n_actions - 1];
+    assert_string_equal(last->subresource, "status");
+    assert_string_equal(fx_str(last->body, "status.rollout.components.etcd.version"), "3.5.36");
+    assert_string_equal(fx_str(fx_condition(fx_path(last->body, "status"), "Upgrading"), "reason"),
+                        "RolloutQueued");
+    assert_non_null(strstr(fx_str(fx_condition(fx_path(last->body, "status"), "Upgrading"),
+                                  "message"),
+                           "1 control plane rolling (default/other), 1 allowed at once"));
+    assert_string_equal(fx_str(fx_condition(fx_path(last->body, "status"), "Ready"), "status"),
+                        "True");
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+
+    /* the other roll ends: its change of status wakes the waiting one, which goes */
+    put_peer(&s, "other", "False", "UpToDate");
+    nestedcontrolplane_map(&s.ctx, &s.f.view, &NESTCP_CONTROL_PLANES,
+                           fx_get(&s.f, FX_CONTROL_PLANES, "other"), enqueue_name, woken);
+    assert_string_equal(woken, " other " NCP); /* itself, and the waiting one */
+    reconcile_ncp(&s, &p);
+    assert_non_null(fx_event(&p, "RolloutStep"));
+    last = &p.actions[p.n_actions - 1];
+    assert_string_equal(fx_str(last->body, "status.rollout.components.etcd.version"), "3.6.17");
+    assert_string_equal(fx_str(fx_condition(fx_path(last->body, "status"), "Upgrading"), "reason"),
+                        "RollingOut");
+    plan_done(&p);
+
+    /* the one let start holds its slot even before the cache shows its status write: the
+     * end of another roll wakes no waiting one */
+    put_peer(&s, "third", "True", "RolloutQueued");
+    woken[0] = '\0';
+    nestedcontrolplane_map(&s.ctx, &s.f.view, &NESTCP_CONTROL_PLANES,
+                           fx_get(&s.f, FX_CONTROL_PLANES, "other"), enqueue_name, woken);
+    assert_string_equal(woken, " other"); /* itself only: no slot is free */
+    sim_done(&s);
+}
+
+/* A roll that renews certificates waits for a slot like any other while they have more than 7
+ * days left, and goes at once, past the limit, once they have less. */
+static void test_nestedcontrolplane__an_urgent_renewal_never_waits(void **state)
+{
+    struct sim s;
+    char before[RENDER_CLUSTER_HASH_MAX];
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    s.ctx.max_rollouts = (struct brake_limit){1, false};
+    put_peer(&s, "other", "True", "RollingOut");
+    snprintf(before, sizeof(before), "%s",
+             fx_str(ncp_status(&s), "rollout.components.etcd.configHash"));
+    /* 340 days on, the leaves (365 days) are within renewBeforeDays (30): 25 days left */
+    s.f.view.now += 340 * 86400.0;
+    sim_converge(&s, 40);
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "RolloutQueued");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.etcd.configHash"), before);
+    /* 20 days later, 5 days left: the renewal rolls although the other one still rolls */
+    s.f.view.now += 20 * 86400.0;
+    sim_converge(&s, 60);
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "UpToDate");
+    assert_string_not_equal(fx_str(ncp_status(&s), "rollout.components.etcd.configHash"),
+                            before);
+    assert_string_equal(fx_str(fx_condition(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, "other"),
+                                                    "status"),
+                                            "Upgrading"),
+                               "reason"),
+                        "RollingOut");
+    sim_done(&s);
+}
+
 /* nestcp renews leaves, never a CA: a CA in its last year is named in CertificatesAvailable
  * (still True) with a Warning Event, once; before then the control plane is asked back for the
  * moment the first CA enters its last year. */
@@ -870,6 +987,8 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__a_service_cidr_change_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
         cmocka_unit_test(test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_write),
+        cmocka_unit_test(test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_not),
+        cmocka_unit_test(test_nestedcontrolplane__an_urgent_renewal_never_waits),
         cmocka_unit_test(test_nestedcontrolplane__a_ca_in_its_last_year_is_told_once),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
