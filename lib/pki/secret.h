@@ -30,6 +30,11 @@
 #define PKI_SECRET_SA_NEXT_PUB "next.pub"
 #define PKI_SECRET_SA_NEXT_KEY "next.key"
 #define PKI_SECRET_SA_PREVIOUS_PUB "previous.pub"
+/* Annotations of <cluster>-sa: when its signing key, and the next one, was made (RFC 3339);
+ * the rotation request that made it. Absent: the Secret's creationTimestamp. */
+#define PKI_SA_KEY_CREATED_ANNOTATION "nestcp.x-k8s.io/key-created-at"
+#define PKI_SA_NEXT_KEY_CREATED_ANNOTATION "nestcp.x-k8s.io/next-key-created-at"
+#define PKI_SA_ROTATION_ANNOTATION "nestcp.x-k8s.io/rotation"
 
 /* Cluster API's purposes. */
 #define PKI_PURPOSE_CA "ca"
