@@ -147,8 +147,10 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
         return;
     }
 
-    /* Rule 4, phase 3: complete once the API servers run without the old key. */
-    if (is(in->phase, SAKEY_PHASE_DROPPING)) {
+    /* Rule 4, phase 3: complete once the API servers run without the old key. A phase other
+     * than Complete without rotation keys is this one too: the drop was written and the
+     * status write after it was not. */
+    if (in->phase && in->phase[0] && !is(in->phase, SAKEY_PHASE_COMPLETE)) {
         if (in->rolled) {
             out->action = SAKEY_COMPLETE;
             out->phase = SAKEY_PHASE_COMPLETE;

@@ -222,6 +222,10 @@ static void test_sakeyrotation__phase_three_completes_once_the_api_servers_rolle
     assert_false(out.rotating);
     assert_string_equal(out.reason, SAKEY_PHASE_COMPLETE);
     assert_string_equal(out.event_reason, "ServiceAccountKeyRotated");
+    /* The drop was written but the status after it was not: the same. */
+    in.phase = SAKEY_PHASE_OVERLAP;
+    sakey_rotation_step(&in, &out);
+    assert_int_equal(out.action, SAKEY_COMPLETE);
 }
 
 static void test_sakeyrotation__a_second_request_waits_for_the_running_rotation(void **state)
