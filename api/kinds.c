@@ -352,6 +352,36 @@ static const struct api_schema cluster_network_props[] = {
 static const char *const key_algorithm_enum[] = {"ECDSA-P256", "ECDSA-P384", "RSA-2048",
                                                  "RSA-3072", "RSA-4096", NULL};
 
+static const struct api_schema sa_key_props[] = {
+    {.name = "maxTokenExpirationSeconds", .type = API_SCHEMA_INTEGER,
+     .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 3600, .max = 31536000,
+     .def = "86400",
+     .description = "The longest life of a service-account token the API servers issue "
+                    "(kube-apiserver --service-account-max-token-expiration; tokens asked for "
+                    "longer are cut to it, and --service-account-extend-token-expiration is "
+                    "false so that no token outlives it): 3600 (the API server's minimum) to "
+                    "31536000. Changing it rolls the API servers. Default: 86400 (a day)."},
+    {.name = "rotationOverlapSeconds", .type = API_SCHEMA_INTEGER,
+     .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 0, .max = 31536000,
+     .description = "How long, after every component signs with a new service-account key, "
+                    "the API servers still accept tokens signed by the old one before it is "
+                    "dropped: 0 to 31536000. Shorter than maxTokenExpirationSeconds cuts the "
+                    "life of tokens issued before the rotation short. Default: "
+                    "maxTokenExpirationSeconds."},
+    END,
+};
+
+static const struct api_schema rotate_props[] = {
+    {.name = "serviceAccountKey", .type = API_SCHEMA_STRING, .max_length = 63,
+     .description = "Set to a new value (any string of at most 63 characters, e.g. a date) to "
+                    "rotate the service-account signing key: the API servers first verify with "
+                    "the old and a new key, then sign with the new one, and drop the old one "
+                    "rotationOverlapSeconds later (docs/certificates.md). Refused while the "
+                    "control plane upgrades or another rotation runs (condition "
+                    "CertificatesRotating); taken up once that has finished. Default: none."},
+    END,
+};
+
 static const struct api_schema certificates_props[] = {
     {.name = "keyAlgorithm", .type = API_SCHEMA_STRING, .enums = key_algorithm_enum,
      .def = "\"ECDSA-P256\"",
@@ -375,6 +405,11 @@ static const struct api_schema certificates_props[] = {
     ARR("extraSANs", &string_item,
         "Extra subject alternative names for the kube-apiserver serving certificate: DNS "
         "names (a leading *. allowed) or IP addresses. Default: none."),
+    {.name = "serviceAccountKey", .type = API_SCHEMA_OBJECT, .props = sa_key_props, .def = "{}",
+     .description = "Service-account tokens and the rotation of their signing key. Default: "
+                    "every field at its default."},
+    OBJ("rotate", rotate_props,
+        "Requests a rotation of a key: changing a field's value starts one. Default: none."),
     END,
 };
 
@@ -490,6 +525,26 @@ static const struct api_schema ncp_apiserver_status_props[] = {
     END,
 };
 
+static const struct api_schema sa_key_status_props[] = {
+    STR("rotation", "The spec.certificates.rotate.serviceAccountKey value last taken up."),
+    STR("phase", "Where that rotation is: TrustingNewKey (1 of 3: the API servers roll to "
+                 "verify tokens with the old and the new key), SigningWithNewKey (2 of 3: the "
+                 "API servers, then the controller manager, roll to sign with the new key), "
+                 "Overlap (tokens signed by the old key are still accepted until dropAfter), "
+                 "DroppingOldKey (3 of 3: the API servers roll without the old key) or "
+                 "Complete. The CertificatesRotating condition says what it waits for."),
+    STR("signingSince", "When every component had rolled to sign with the new key (RFC 3339)."),
+    STR("dropAfter", "When the old public key is dropped: signingSince plus "
+                     "spec.certificates.serviceAccountKey.rotationOverlapSeconds (RFC 3339)."),
+    END,
+};
+
+static const struct api_schema ncp_certificates_status_props[] = {
+    OBJ("serviceAccountKey", sa_key_status_props,
+        "The rotation of the service-account signing key."),
+    END,
+};
+
 static const struct api_schema initialization_ncp_props[] = {
     BOOL("controlPlaneInitialized",
          "The same as status.initialized (Cluster API v1beta2 contract)."),
@@ -532,6 +587,7 @@ static const struct api_schema ncp_status_props[] = {
         "The control plane's state machine: the current step and each component's target."),
     OBJ("etcd", etcd_addresses_props, "The etcd members the kube-apiserver uses (CAPN)."),
     OBJ("apiserver", ncp_apiserver_status_props, "Observed kube-apiserver settings (CAPN)."),
+    OBJ("certificates", ncp_certificates_status_props, "Key rotations."),
     END,
 };
 

@@ -349,7 +349,7 @@ found:
 static void get_certificates(struct px *x, const cJSON *spec, struct api_certificates *c)
 {
     const cJSON *cert = child_obj(spec, "certificates");
-    const cJSON *alg = child(cert, "keyAlgorithm");
+    const cJSON *alg = child(cert, "keyAlgorithm"), *sa;
 
     if (cJSON_IsString(alg))
         api_key_algorithm_parse(alg->valuestring, &c->key_algorithm);
@@ -357,6 +357,12 @@ static void get_certificates(struct px *x, const cJSON *spec, struct api_certifi
     c->ca_validity_days = (int32_t)get_int(cert, "caValidityDays", 3650);
     c->renew_before_days = (int32_t)get_int(cert, "renewBeforeDays", 30);
     get_strlist(x, cert, "extraSANs", &c->extra_sans);
+    sa = child_obj(cert, "serviceAccountKey");
+    c->sa_max_token_expiration = (int32_t)get_int(sa, "maxTokenExpirationSeconds",
+                                                  API_SA_MAX_TOKEN_EXPIRATION_DEFAULT);
+    c->sa_rotation_overlap =
+        (int32_t)get_int(sa, "rotationOverlapSeconds", c->sa_max_token_expiration);
+    c->rotate_sa_key = get_str(x, child_obj(cert, "rotate"), "serviceAccountKey");
 }
 
 static void get_network_policy(struct px *x, const cJSON *spec, struct api_network_policy *np)
@@ -433,6 +439,13 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
     get_addresses(&x, child_obj(st, "etcd"), &ncp->status.etcd_addresses,
                   &ncp->status.n_etcd_addresses);
     ncp->status.service_cidr = get_str(&x, child_obj(st, "apiserver"), "serviceCidr");
+    {
+        const cJSON *sk = child_obj(child_obj(st, "certificates"), "serviceAccountKey");
+        ncp->status.sa_key.rotation = get_str(&x, sk, "rotation");
+        ncp->status.sa_key.phase = get_str(&x, sk, "phase");
+        ncp->status.sa_key.signing_since = get_str(&x, sk, "signingSince");
+        ncp->status.sa_key.drop_after = get_str(&x, sk, "dropAfter");
+    }
 
     cJSON_Delete(copy);
     if (x.oom) {

@@ -177,6 +177,14 @@ cJSON *api_control_plane_status_to_json(const struct api_control_plane_status *s
         j = add(&b, o, "apiserver", cJSON_CreateObject());
         add_str(&b, j, "serviceCidr", st->service_cidr);
     }
+    if (st->sa_key.rotation || st->sa_key.phase) {
+        j = add(&b, add(&b, o, "certificates", cJSON_CreateObject()), "serviceAccountKey",
+                cJSON_CreateObject());
+        add_str(&b, j, "rotation", st->sa_key.rotation);
+        add_str(&b, j, "phase", st->sa_key.phase);
+        add_str(&b, j, "signingSince", st->sa_key.signing_since);
+        add_str(&b, j, "dropAfter", st->sa_key.drop_after);
+    }
     return finish(&b, o);
 }
 

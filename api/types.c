@@ -238,6 +238,7 @@ void api_control_plane_free(struct api_control_plane *ncp)
     network_done(&ncp->spec.cluster_network);
     api_gates_done(&ncp->spec.feature_gates);
     api_strlist_done(&ncp->spec.certificates.extra_sans);
+    free(ncp->spec.certificates.rotate_sa_key);
     api_strlist_done(&ncp->spec.network_policy.apiserver_cidrs);
     free(ncp->status.version);
     api_conditions_done(&ncp->status.conditions);
@@ -247,6 +248,10 @@ void api_control_plane_free(struct api_control_plane *ncp)
     api_rollout_done(&ncp->status.rollout);
     addresses_free(ncp->status.etcd_addresses, ncp->status.n_etcd_addresses);
     free(ncp->status.service_cidr);
+    free(ncp->status.sa_key.rotation);
+    free(ncp->status.sa_key.phase);
+    free(ncp->status.sa_key.signing_since);
+    free(ncp->status.sa_key.drop_after);
     free(ncp);
 }
 

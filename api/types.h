@@ -103,10 +103,30 @@ enum api_key_algorithm {
     API_KEY_RSA_4096,
 };
 
+/* The longest life of a service-account token the API servers issue
+ * (--service-account-max-token-expiration), and its bounds: the API server's minimum and a
+ * year. */
+#define API_SA_MAX_TOKEN_EXPIRATION_DEFAULT 86400
+#define API_SA_MAX_TOKEN_EXPIRATION_MIN 3600
+#define API_SA_MAX_TOKEN_EXPIRATION_MAX 31536000
+
 struct api_certificates {
     enum api_key_algorithm key_algorithm;
     int32_t validity_days, ca_validity_days, renew_before_days;
     struct api_strlist extra_sans;
+    /* serviceAccountKey.maxTokenExpirationSeconds and .rotationOverlapSeconds (default: the
+     * former) */
+    int32_t sa_max_token_expiration, sa_rotation_overlap;
+    char *rotate_sa_key; /* rotate.serviceAccountKey: a new value requests a rotation */
+};
+
+/* status.certificates.serviceAccountKey: the service-account key rotation
+ * (controllers/sakeyrotation.h). */
+struct api_sa_key_status {
+    char *rotation;      /* the rotate.serviceAccountKey value last taken up */
+    char *phase;         /* TrustingNewKey, SigningWithNewKey, Overlap, DroppingOldKey, Complete */
+    char *signing_since; /* RFC 3339: every component signs with the new key since */
+    char *drop_after;    /* RFC 3339: the old public key is dropped after */
 };
 
 struct api_etcd_address {
@@ -162,6 +182,7 @@ struct api_control_plane_status {
     struct api_etcd_address *etcd_addresses; /* status.etcd.addresses */
     size_t n_etcd_addresses;
     char *service_cidr; /* status.apiserver.serviceCidr */
+    struct api_sa_key_status sa_key; /* status.certificates.serviceAccountKey */
 };
 
 struct api_control_plane {

@@ -78,8 +78,9 @@ int clustermetrics_new(struct metrics *r, struct clustermetrics **ret_cm)
                                 ca, NULL, 0, &cm->ca_expiry)) < 0 ||
         (ret = metrics_register(r, METRIC_GAUGE, "nestcp_service_account_key_age_seconds",
                                 "Seconds since the service-account signing key of a cluster "
-                                "was made (the creationTimestamp of its Secret <c>-sa): the "
-                                "key has no expiry of its own.",
+                                "was made (the creationTimestamp of its Secret <c>-sa, or the "
+                                "annotation nestcp.x-k8s.io/key-created-at once it was "
+                                "rotated): the key has no expiry of its own.",
                                 cluster, NULL, 0, &cm->sa_key_age)) < 0) {
         free(cm);
         return ret;
@@ -306,8 +307,12 @@ static int cluster_expiry(struct pass *p, const char *ns, const char *cluster)
     }
     if (pki_secret_name(cluster, PKI_PURPOSE_SA, name, sizeof(name)) == 0) {
         const cJSON *sa = kube_store_get(p->view->secrets, ns, name);
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(sa, "metadata");
+        /* A rotated key was made when its rotation started, after the Secret. */
         const cJSON *created = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(sa, "metadata"), "creationTimestamp");
+            cJSON_GetObjectItemCaseSensitive(md, "annotations"), PKI_SA_KEY_CREATED_ANNOTATION);
+        if (!cJSON_IsString(created))
+            created = cJSON_GetObjectItemCaseSensitive(md, "creationTimestamp");
         double at;
         if (cJSON_IsString(created) && time_parse_rfc3339(created->valuestring, &at) == 0 &&
             (r = metric_set(p->cm->sa_key_age, (const char *[]){ns, cluster},

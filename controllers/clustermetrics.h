@@ -24,7 +24,9 @@
  *                                    a year ahead.
  *   nestcp_service_account_key_age_seconds{namespace,cluster}
  *                                    seconds since the Secret <c>-sa (the service-account
- *                                    signing key, which has no expiry) was created.
+ *                                    signing key, which has no expiry) was created, or since
+ *                                    the rotation that made its key started (its annotation
+ *                                    nestcp.x-k8s.io/key-created-at).
  *
  * In those Secrets every `*.crt` key is read as PEM certificates and every `*.conf` key (and
  * `value` of the kubeconfig Secret) as a kubeconfig whose users' client-certificate-data

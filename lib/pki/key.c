@@ -202,3 +202,15 @@ out:
     EVP_PKEY_free(pub);
     return r;
 }
+
+int pki_key_public_check(const char *pub_pem, const char *what, struct err *e)
+{
+    EVP_PKEY *k = NULL;
+    int r;
+
+    if (!pub_pem || !strstr(pub_pem, "-----BEGIN PUBLIC KEY-----"))
+        return err_set(e, -EINVAL, "%s: no PEM public key", what);
+    r = load_public(pub_pem, what, &k, e);
+    EVP_PKEY_free(k);
+    return r;
+}

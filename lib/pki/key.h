@@ -53,4 +53,8 @@ int pki_key_public_pem(const char *key_pem, char **ret_pub_pem, struct err *e);
 int pki_key_check_match(const char *key_pem, const char *pub_or_cert_pem, const char *key_what,
                         const char *cert_what, struct err *e);
 
+/* Checks that pub_pem is a readable "PUBLIC KEY" PEM (`what` names it in messages). Returns
+ * 0, -EINVAL, -ENOBUFS, -ENOMEM. */
+int pki_key_public_check(const char *pub_pem, const char *what, struct err *e);
+
 #endif

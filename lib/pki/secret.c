@@ -226,3 +226,55 @@ int pki_secret_check_sa(const cJSON *secret, struct err *e)
     free_key_text(key);
     return r;
 }
+
+/* read_key for a key that may be absent: 0 with *ret NULL then. */
+static int read_optional(const cJSON *secret, const char *ref, const char *key, char **ret,
+                         struct err *e)
+{
+    *ret = NULL;
+    if (!cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"), key))
+        return 0;
+    return read_key(secret, ref, key, PKI_PEM_MAX, ret, NULL, e);
+}
+
+int pki_secret_read_sa_rotation(const cJSON *secret, char **ret_next_pub, char **ret_next_key,
+                                char **ret_previous_pub, struct err *e)
+{
+    char ref[512];
+    char *next_pub = NULL, *next_key = NULL, *prev = NULL;
+    int r;
+
+    if (!cJSON_IsObject(secret))
+        return err_set(e, -EINVAL, "not a Secret object");
+    secret_ref(secret, ref, sizeof(ref));
+    if ((r = read_optional(secret, ref, PKI_SECRET_SA_NEXT_PUB, &next_pub, e)) < 0 ||
+        (r = read_optional(secret, ref, PKI_SECRET_SA_NEXT_KEY, &next_key, e)) < 0 ||
+        (r = read_optional(secret, ref, PKI_SECRET_SA_PREVIOUS_PUB, &prev, e)) < 0)
+        goto out;
+    if (!next_pub != !next_key) {
+        r = err_set(e, -EINVAL, "Secret %s: %s is present without %s", ref,
+                    next_pub ? PKI_SECRET_SA_NEXT_PUB : PKI_SECRET_SA_NEXT_KEY,
+                    next_pub ? PKI_SECRET_SA_NEXT_KEY : PKI_SECRET_SA_NEXT_PUB);
+        goto out;
+    }
+    if (next_key && (r = pki_key_check_match(next_key, next_pub, PKI_SECRET_SA_NEXT_KEY,
+                                             PKI_SECRET_SA_NEXT_PUB, e)) < 0) {
+        err_prefix(e, "Secret %s: ", ref);
+        r = -EINVAL;
+        goto out;
+    }
+    if (prev && pki_key_public_check(prev, PKI_SECRET_SA_PREVIOUS_PUB, e) < 0) {
+        err_prefix(e, "Secret %s: ", ref);
+        r = -EINVAL;
+        goto out;
+    }
+    *ret_next_pub = next_pub;
+    *ret_next_key = next_key;
+    *ret_previous_pub = prev;
+    return 0;
+out:
+    free(next_pub);
+    free_key_text(next_key);
+    free(prev);
+    return r;
+}

@@ -25,6 +25,16 @@
 #define PKI_SECRET_TLS_CRT "tls.crt"
 #define PKI_SECRET_TLS_KEY "tls.key"
 #define PKI_SECRET_KUBECONFIG_KEY "value"
+/* The keys <cluster>-sa holds besides tls.crt and tls.key while its key rotates
+ * (docs/certificates.md): the new pair before it signs, the old public key after. */
+#define PKI_SECRET_SA_NEXT_PUB "next.pub"
+#define PKI_SECRET_SA_NEXT_KEY "next.key"
+#define PKI_SECRET_SA_PREVIOUS_PUB "previous.pub"
+/* Annotations of <cluster>-sa: when its signing key, and the next one, was made (RFC 3339);
+ * the rotation request that made it. Absent: the Secret's creationTimestamp. */
+#define PKI_SA_KEY_CREATED_ANNOTATION "nestcp.x-k8s.io/key-created-at"
+#define PKI_SA_NEXT_KEY_CREATED_ANNOTATION "nestcp.x-k8s.io/next-key-created-at"
+#define PKI_SA_ROTATION_ANNOTATION "nestcp.x-k8s.io/rotation"
 
 /* Cluster API's purposes. */
 #define PKI_PURPOSE_CA "ca"
@@ -66,5 +76,13 @@ int pki_secret_check_ca(const cJSON *secret, int64_t now, struct err *e);
 
 /* Validates a service-account Secret: tls.key parses and tls.crt is its public key. */
 int pki_secret_check_sa(const cJSON *secret, struct err *e);
+
+/* Reads the rotation keys of a service-account Secret: next.pub and next.key (both or
+ * neither; the key must match), previous.pub (a public key). An absent key leaves its
+ * out-parameter NULL; each present one is a PEM string the caller frees. Returns 0, -EINVAL
+ * ("Secret ns/c-sa: next.key does not match next.pub", "...: next.pub is present without
+ * next.key"), -ENOBUFS, -ENOMEM. */
+int pki_secret_read_sa_rotation(const cJSON *secret, char **ret_next_pub, char **ret_next_key,
+                                char **ret_previous_pub, struct err *e);
 
 #endif

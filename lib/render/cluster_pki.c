@@ -39,6 +39,10 @@ static const struct {
 struct render_cluster_pki {
     const struct render_cluster *rc;
     struct pki_pem_pair ca[CA__COUNT]; /* CA_SA: cert_pem is the public key */
+    /* <c>-sa while its key rotates: the new pair before it signs, the old public key after;
+     * sa_verify is every public key tokens are verified with (the API servers' sa.pub): the
+     * signing key's first, then the other one. */
+    char *sa_next_pub, *sa_next_key, *sa_previous_pub, *sa_verify;
     cJSON *created;
     int64_t now, renew_before;
     struct pki_cluster pc;
@@ -262,12 +266,50 @@ static int generate_ca(struct render_cluster_pki *pki, int i, struct err *e)
     return r;
 }
 
+/* The rotation keys of <c>-sa read and checked (pki_secret_read_sa_rotation), then dropped:
+ * a check the memo can remember. */
+static int check_sa_rotation(const cJSON *secret, struct err *e)
+{
+    char *np = NULL, *nk = NULL, *pp = NULL;
+    int r = pki_secret_read_sa_rotation(secret, &np, &nk, &pp, e);
+
+    free(np);
+    free_secret_text(nk);
+    free(pp);
+    return r;
+}
+
+/* sa_verify: the signing key's public key, then the next or the previous one when it is
+ * another key. kube-apiserver reads every PUBLIC KEY block of a --service-account-key-file. */
+static int sa_verify_bundle(struct render_cluster_pki *pki)
+{
+    const char *sign = pki->ca[CA_SA].cert_pem;
+    const char *other = pki->sa_next_pub ? pki->sa_next_pub : pki->sa_previous_pub;
+    size_t n;
+    bool nl;
+
+    if (!sign)
+        return 0;
+    if (!other || strcmp(other, sign) == 0)
+        return (pki->sa_verify = strdup(sign)) ? 0 : -ENOMEM;
+    nl = sign[0] && sign[strlen(sign) - 1] == '\n';
+    n = strlen(sign) + strlen(other) + 2;
+    if (!(pki->sa_verify = malloc(n)))
+        return -ENOMEM;
+    snprintf(pki->sa_verify, n, "%s%s%s", sign, nl ? "" : "\n", other);
+    return 0;
+}
+
 void render_cluster_pki_free(struct render_cluster_pki *pki)
 {
     if (!pki)
         return;
     for (int i = 0; i < CA__COUNT; i++)
         pki_pem_pair_done(&pki->ca[i]);
+    free(pki->sa_next_pub);
+    free_secret_text(pki->sa_next_key);
+    free(pki->sa_previous_pub);
+    free(pki->sa_verify);
     cJSON_Delete(pki->created);
     free(pki);
 }
@@ -334,17 +376,31 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
             if (digest_begin(pki, &d, i == CA_SA ? "sa" : "ca")) {
                 digest_str(&d, cJSON_IsString(c) ? c->valuestring : NULL);
                 digest_str(&d, cJSON_IsString(k) ? k->valuestring : NULL);
+                if (i == CA_SA) {
+                    static const char *const rot[] = {PKI_SECRET_SA_NEXT_PUB,
+                                                      PKI_SECRET_SA_NEXT_KEY,
+                                                      PKI_SECRET_SA_PREVIOUS_PUB};
+                    for (int j = 0; j < 3; j++) {
+                        const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, rot[j]);
+                        digest_str(&d, cJSON_IsString(v) ? v->valuestring : NULL);
+                    }
+                }
                 digest_end(&d, digest);
             }
             q = 0;
             if (!memo_passed(pki, digest, NULL)) {
                 q = i == CA_SA ? pki_secret_check_sa(secret, &e)
                                : pki_secret_check_ca(secret, pki->now, &e);
+                if (q == 0 && i == CA_SA)
+                    q = check_sa_rotation(secret, &e);
                 if (q == 0)
                     memo_remember(pki, digest, 0);
             }
             if (q == 0)
                 q = pki_secret_read_tls(secret, &pki->ca[i].cert_pem, &pki->ca[i].key_pem, &e);
+            if (q == 0 && i == CA_SA)
+                q = pki_secret_read_sa_rotation(secret, &pki->sa_next_pub, &pki->sa_next_key,
+                                                &pki->sa_previous_pub, &e);
             if (q == 0 && i != CA_SA)
                 q = check_ca_outlives_window(pki, name, pki->ca[i].cert_pem, &e);
         } else if (generate_missing) {
@@ -380,6 +436,8 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
         r = -ENOMEM;
     if (r == 0 && errs && api_errors_count(errs) > before)
         r = -EINVAL;
+    if (r == 0)
+        r = sa_verify_bundle(pki);
     if (r < 0) {
         render_cluster_pki_free(pki);
         return r;
@@ -609,6 +667,15 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
     return r;
 }
 
+/* What a P_COPY_* piece copies: a CA's certificate or key; for the service-account key's
+ * public half, every public key tokens are verified with. */
+static const char *copied(const struct render_cluster_pki *pki, const struct piece *p)
+{
+    if (p->kind == P_COPY_CERT)
+        return p->ca == CA_SA && pki->sa_verify ? pki->sa_verify : pki->ca[p->ca].cert_pem;
+    return pki->ca[p->ca].key_pem;
+}
+
 /* Checks one piece against an existing Secret; 0 when it can be kept. */
 static int check_piece(const struct render_cluster_pki *pki, const struct piece *p,
                        const cJSON *secret, int64_t *renew_at, struct err *e)
@@ -621,8 +688,7 @@ static int check_piece(const struct render_cluster_pki *pki, const struct piece 
     case P_COPY_CERT:
     case P_COPY_KEY:
         a = secret_value(secret, p->key);
-        r = a && strcmp(a, p->kind == P_COPY_CERT ? pki->ca[p->ca].cert_pem
-                                                  : pki->ca[p->ca].key_pem) == 0
+        r = a && strcmp(a, copied(pki, p)) == 0
                 ? 0
                 : err_set(e, -ESTALE, "not the current %s", p->key);
         break;
@@ -698,9 +764,8 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
     }
     switch (p->kind) {
     case P_COPY_CERT:
-        return entries_add(es, p->key, dup_text(pki->ca[p->ca].cert_pem));
     case P_COPY_KEY:
-        return entries_add(es, p->key, dup_text(pki->ca[p->ca].key_pem));
+        return entries_add(es, p->key, dup_text(copied(pki, p)));
     default:
         break;
     }

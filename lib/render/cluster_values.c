@@ -148,6 +148,11 @@ int render_cluster_values(const struct render_cluster *rc, enum render_part part
                                                             ? rc->manager_namespace
                                                             : RENDER_CLUSTER_MANAGER_NAMESPACE))
         goto oom;
+    if (part == RENDER_PART_APISERVER &&
+        (!(o = cJSON_AddObjectToObject(v, "serviceAccount")) ||
+         !cJSON_AddNumberToObject(o, "maxTokenExpirationSeconds",
+                                  rc->ncp->spec.certificates.sa_max_token_expiration)))
+        goto oom;
     if (rc->allow_privileged && (!(o = cJSON_AddObjectToObject(v, "security")) ||
                                  !cJSON_AddTrueToObject(o, "allowPrivileged")))
         goto oom;

@@ -436,7 +436,7 @@ int render_context(const struct render_catalog *c, const cJSON *values,
         *stype, *ihash;
     char resolved[RENDER_VERSION_MAX], img[512], objname[128];
     cJSON *ctx = NULL, *o;
-    int replicas, r;
+    int replicas, sa_max, r;
 
     if (!cJSON_IsObject(values))
         return err_set(e, -EINVAL, "values: must be an object");
@@ -514,6 +514,10 @@ int render_context(const struct render_catalog *c, const cJSON *values,
     if ((r = get_string(values, "serviceAccountIssuer", "serviceAccountIssuer", NULL, &issuer, e)) <
         0)
         goto fail;
+    if ((r = get_int(get(values, "serviceAccount"), "maxTokenExpirationSeconds",
+                     "serviceAccount.maxTokenExpirationSeconds", RENDER_SA_MAX_TOKEN_EXPIRATION,
+                     3600, 31536000, &sa_max, e)) < 0)
+        goto fail;
     if ((r = get_string(get(values, "apiserver"), "serviceType", "apiserver.serviceType",
                         "ClusterIP", &stype, e)) < 0)
         goto fail;
@@ -530,7 +534,9 @@ int render_context(const struct render_catalog *c, const cJSON *values,
                 : put_fmt(ctx, "serviceAccountIssuer", "https://kubernetes.default.svc.%s",
                           get(get(ctx, "network"), "serviceDomain")->valuestring)) < 0 ||
         !(o = cJSON_CreateObject()) || put(ctx, "apiserver", o) < 0 ||
-        put_str(o, "serviceType", stype) < 0) {
+        put_str(o, "serviceType", stype) < 0 || !(o = cJSON_CreateObject()) ||
+        put(ctx, "serviceAccount", o) < 0 ||
+        put(o, "maxTokenExpirationSeconds", cJSON_CreateNumber(sa_max)) < 0) {
         r = oom(e);
         goto fail;
     }

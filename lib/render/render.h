@@ -35,6 +35,9 @@
  *                  keys, kubeconfig; lib/render/cluster.h builds it)}, default
  *                  "<cluster>-<short name>-certs"
  *   serviceAccountIssuer: default "https://kubernetes.default.svc.<serviceDomain>"
+ *   serviceAccount: {maxTokenExpirationSeconds: 3600..31536000, default
+ *                  RENDER_SA_MAX_TOKEN_EXPIRATION}: kube-apiserver's
+ *                  --service-account-max-token-expiration                  optional
  *   superClusterDomain: DNS domain of the hosting cluster; "" (default) makes etcd member
  *                  names end in ".svc", otherwise ".svc.<domain>"
  *   apiserver:     {serviceType: ClusterIP | NodePort | LoadBalancer}      optional
@@ -47,6 +50,9 @@
 #include "lib/render/catalog.h"
 #include "lib/util/buf.h"
 #include "lib/util/err.h"
+
+/* The longest life of a service-account token, seconds, when the values do not say. */
+#define RENDER_SA_MAX_TOKEN_EXPIRATION 86400
 
 /* Bound on the number of objects one component renders to. */
 #define RENDER_MAX_OBJECTS 64

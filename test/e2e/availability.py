@@ -10,6 +10,8 @@ certificate CERT/KEY, each on a new connection:
   readyz     GET /readyz (the default);
   readwrite  a real read, GET of ConfigMap default/avail-probe, then a real write, a merge
              patch of its data.n to a counter (the ConfigMap must exist before).
+CERT may instead be token:FILE (KEY is then ignored): the requests carry the bearer token in
+FILE, read once at the start, and no client certificate.
 Each request is one line of OUT: "<unix time> ok|fail <address> <op> <detail>", where op is
 readyz, read or write.
 """
@@ -37,7 +39,12 @@ signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
 
 ctx = ssl.create_default_context(cafile=ca)
-ctx.load_cert_chain(cert, key)
+token = None
+if cert.startswith("token:"):
+    with open(cert[len("token:"):]) as f:
+        token = f.read().strip()
+else:
+    ctx.load_cert_chain(cert, key)
 
 
 def lookup():
@@ -57,6 +64,8 @@ def request(addr, method, path, body=b"", ctype=None):
         method.encode(), path.encode(), name.encode(), port.encode())
     if ctype:
         head += b"Content-Type: %s\r\n" % ctype.encode()
+    if token:
+        head += b"Authorization: Bearer %s\r\n" % token.encode()
     head += b"Content-Length: %d\r\n\r\n" % len(body)
     with socket.create_connection((addr, int(port)), timeout=2) as raw:
         raw.settimeout(2)

@@ -362,6 +362,21 @@ static void test_clustermetrics__the_service_account_key_age_is_its_secrets(void
     assert_true(sample(x.text.data, series) == age + 30 * DAY);
     assert_false(has_sample(x.text.data, "nestcp_service_account_key_age_seconds{namespace="
                                          "\"elsewhere\",cluster=\"standalone\"}"));
+    /* A rotated key was made when its rotation started, long after its Secret. */
+    {
+        cJSON *sa = cJSON_Duplicate(fx_get(&x.s.f, FX_SECRETS, "standalone-sa"), true);
+        cJSON *md = cJSON_GetObjectItemCaseSensitive(sa, "metadata"), *ann;
+        char when[32];
+        if (!(ann = cJSON_GetObjectItemCaseSensitive(md, "annotations")))
+            ann = cJSON_AddObjectToObject(md, "annotations");
+        time_format_rfc3339(x.s.f.view.now - 2 * DAY, when);
+        cJSON_AddStringToObject(ann, PKI_SA_KEY_CREATED_ANNOTATION, when);
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "resourceVersion");
+        cJSON_AddStringToObject(md, "resourceVersion", "rotated");
+        fx_put_json(&x.s.f, sa);
+    }
+    scrape(&x);
+    assert_true(sample(x.text.data, series) == 2 * DAY);
     fx_teardown(&x);
 }
 

@@ -928,6 +928,96 @@ static void test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_cr
     }
 }
 
+/* data[key] of Secret sample-sa as stored (base64), or NULL. */
+static const char *sa_data(struct sim *s, const char *key)
+{
+    const cJSON *v = fx_path(fx_get(&s->f, FX_SECRETS, "sample-sa"), "data");
+
+    v = cJSON_GetObjectItemCaseSensitive(v, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void request_rotation(struct sim *s, const char *value)
+{
+    cJSON *ncp = cJSON_Duplicate(fx_get(&s->f, FX_CONTROL_PLANES, NCP), true);
+    cJSON *cert = (cJSON *)fx_path(ncp, "spec.certificates"), *gen;
+
+    cJSON_DeleteItemFromObjectCaseSensitive(cert, "rotate");
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(cert, "rotate"), "serviceAccountKey",
+                          cJSON_CreateString(value));
+    gen = (cJSON *)fx_path(ncp, "metadata.generation");
+    cJSON_SetNumberValue(gen, gen->valuedouble + 1);
+    fx_put_json(&s->f, ncp);
+}
+
+static void test_nestedcontrolplane__a_service_account_key_rotation_runs_its_phases(void **state)
+{
+    char yaml[sizeof(capn) + 256], old_pub[1024], old_key[1024];
+    const struct plan_action *a;
+    struct sim s;
+    struct plan p;
+
+    capn_with(yaml, sizeof(yaml), "renewBeforeDays: 30}",
+              "renewBeforeDays: 30, serviceAccountKey: {rotationOverlapSeconds: 600}}");
+    sim_init(&s, yaml);
+    sim_converge(&s, 40);
+    snprintf(old_pub, sizeof(old_pub), "%s", sa_data(&s, "tls.crt"));
+    snprintf(old_key, sizeof(old_key), "%s", sa_data(&s, "tls.key"));
+    assert_null(ncp_condition(&s, "CertificatesRotating", "reason"));
+
+    /* The request: one conditional patch of <c>-sa with the new pair, then its Event. */
+    request_rotation(&s, "r1");
+    reconcile_ncp(&s, &p);
+    a = fx_action(&p, KUBE_PATCH, "secrets", "sample-sa");
+    assert_non_null(a);
+    assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
+    assert_non_null(fx_str(a->body, "metadata.resourceVersion"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(fx_path(a->body, "data"), "next.pub"));
+    assert_non_null(fx_event(&p, "ServiceAccountKeyRotationStarted"));
+    assert_true(fx_event(&p, "ServiceAccountKeyRotationStarted")->after > (size_t)fx_index(&p, a));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "status"), "True");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "TrustingNewKey");
+    assert_string_equal(fx_str(ncp_status(&s), "certificates.serviceAccountKey.rotation"), "r1");
+    assert_string_equal(sa_data(&s, "tls.crt"), old_pub);
+
+    /* Phases 1 and 2 roll; the old public key then waits out the overlap. */
+    sim_converge(&s, 80);
+    assert_string_equal(fx_str(ncp_status(&s), "certificates.serviceAccountKey.phase"),
+                        "Overlap");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "Overlap");
+    assert_string_not_equal(sa_data(&s, "tls.crt"), old_pub);
+    assert_string_not_equal(sa_data(&s, "tls.key"), old_key);
+    assert_string_equal(sa_data(&s, "previous.pub"), old_pub);
+    assert_null(sa_data(&s, "next.pub"));
+    assert_null(sa_data(&s, "next.key"));
+    assert_non_null(fx_str(ncp_status(&s), "certificates.serviceAccountKey.dropAfter"));
+
+    /* A second request meanwhile is refused with the reason. */
+    request_rotation(&s, "r2");
+    reconcile_ncp(&s, &p);
+    assert_non_null(fx_event(&p, "RotationInProgress"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"),
+                        "RotationInProgress");
+    request_rotation(&s, "r1");
+
+    /* After the overlap, the old key goes and the API servers roll without it. */
+    s.f.view.now += 600;
+    sim_converge(&s, 80);
+    assert_string_equal(fx_str(ncp_status(&s), "certificates.serviceAccountKey.phase"),
+                        "Complete");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "status"), "False");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "Complete");
+    assert_null(sa_data(&s, "previous.pub"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(
+        fx_path(fx_get(&s.f, FX_SECRETS, "sample-sa"), "metadata.annotations"),
+        "nestcp.x-k8s.io/key-created-at"));
+    sim_done(&s);
+}
+
 static void tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
 }
@@ -993,6 +1083,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__paused_only_shows_paused),
+        cmocka_unit_test(test_nestedcontrolplane__a_service_account_key_rotation_runs_its_phases),
         cmocka_unit_test(test_nestedcontrolplane__deletion_removes_children_then_the_finalizer),
         cmocka_unit_test(test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_create_nothing),
         cmocka_unit_test(test_nestedcontrolplane__rsa_keys_come_from_the_pool_without_blocking),

@@ -13,8 +13,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #include "lib/pki/base64.h"
 #include "lib/pki/cert.h"
+#include "lib/pki/key.h"
 #include "lib/pki/kubeadm.h"
 #include "lib/pki/kubeconfig.h"
 #include "lib/pki/secret.h"
@@ -1214,6 +1217,142 @@ static void test_cluster__all_in_apply_order_and_owned(void **state)
     cJSON_Delete(objs);
 }
 
+/* The newest certs Secret of a component among objs (name prefix), or NULL. */
+static const cJSON *new_certs(const cJSON *out, const char *prefix)
+{
+    const cJSON *o, *found = NULL;
+
+    cJSON_ArrayForEach(o, out)
+    {
+        if (strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, "Secret") == 0 &&
+            strncmp(name_of(o), prefix, strlen(prefix)) == 0)
+            found = o;
+    }
+    return found;
+}
+
+static void set_b64(cJSON *data, const char *key, const char *text)
+{
+    char *b = NULL;
+
+    assert_int_equal(pki_base64_encode(text, strlen(text), &b), 0);
+    cJSON_DeleteItemFromObject(data, key);
+    cJSON_AddStringToObject(data, key, b);
+    free(b);
+}
+
+/* Renders objs and keeps what it made in objs, as a cluster would; returns the output. */
+static cJSON *render_into(const struct render_cluster *rc, cJSON *objs)
+{
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_source src;
+    cJSON *out = NULL;
+    const cJSON *o;
+
+    render_source_from_objects(objs, &src);
+    if (render_cluster_all(catalog, rc, &src, T0, &out, &errs) < 0) {
+        struct buf b = BUF_INIT;
+        api_errors_format(&errs, &b);
+        print_error("render: %s\n", b.data);
+        fail();
+    }
+    api_errors_done(&errs);
+    cJSON_ArrayForEach(o, out)
+    {
+        if (strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, "Secret") == 0 &&
+            !find(objs, "Secret", name_of(o)))
+            cJSON_AddItemToArray(objs, cJSON_Duplicate(o, true));
+    }
+    return out;
+}
+
+static void test_cluster__a_rotating_service_account_key_renders_its_phase(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *out, *data;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    char *old_pub, *old_key, *new_key = NULL, *new_pub = NULL, *v;
+    const cJSON *certs;
+    struct err e = {0};
+
+    (void)state;
+    cJSON_Delete(render_into(rc, objs));
+    data = cJSON_GetObjectItem((cJSON *)find(objs, "Secret", "c-sa"), "data");
+    old_pub = secret_data(find(objs, "Secret", "c-sa"), "tls.crt");
+    old_key = secret_data(find(objs, "Secret", "c-sa"), "tls.key");
+    assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &new_key, &e), 0);
+    assert_int_equal(pki_key_public_pem(new_key, &new_pub, &e), 0);
+
+    /* Phase 1: the API servers verify with both keys and sign with the old one; the
+     * controller manager is untouched. */
+    set_b64(data, PKI_SECRET_SA_NEXT_PUB, new_pub);
+    set_b64(data, PKI_SECRET_SA_NEXT_KEY, new_key);
+    out = render_into(rc, objs);
+    certs = new_certs(out, "c-apiserver-certs-");
+    assert_non_null(certs);
+    assert_null(new_certs(out, "c-controller-manager-certs-"));
+    v = secret_data(certs, "sa.pub");
+    assert_true(strncmp(v, old_pub, strlen(old_pub)) == 0);
+    assert_string_equal(v + strlen(old_pub), new_pub);
+    free(v);
+    v = secret_data(certs, "sa.key");
+    assert_string_equal(v, old_key);
+    free(v);
+    assert_string_equal(container_flag(find(out, "StatefulSet", "c-apiserver"),
+                                       "service-account-max-token-expiration"),
+                        "86400s");
+    assert_string_equal(container_flag(find(out, "StatefulSet", "c-apiserver"),
+                                       "service-account-extend-token-expiration"),
+                        "false");
+    cJSON_Delete(out);
+
+    /* Phase 2: both sign with the new key; the old one still verifies. */
+    set_b64(data, "tls.crt", new_pub);
+    set_b64(data, "tls.key", new_key);
+    set_b64(data, PKI_SECRET_SA_PREVIOUS_PUB, old_pub);
+    cJSON_DeleteItemFromObject(data, PKI_SECRET_SA_NEXT_PUB);
+    cJSON_DeleteItemFromObject(data, PKI_SECRET_SA_NEXT_KEY);
+    out = render_into(rc, objs);
+    v = secret_data(new_certs(out, "c-apiserver-certs-"), "sa.pub");
+    assert_true(strncmp(v, new_pub, strlen(new_pub)) == 0);
+    assert_string_equal(v + strlen(new_pub), old_pub);
+    free(v);
+    v = secret_data(new_certs(out, "c-apiserver-certs-"), "sa.key");
+    assert_string_equal(v, new_key);
+    free(v);
+    v = secret_data(new_certs(out, "c-controller-manager-certs-"), "sa.key");
+    assert_string_equal(v, new_key);
+    free(v);
+    cJSON_Delete(out);
+
+    /* Phase 3: the old public key is gone. */
+    cJSON_DeleteItemFromObject(data, PKI_SECRET_SA_PREVIOUS_PUB);
+    out = render_into(rc, objs);
+    assert_null(new_certs(out, "c-controller-manager-certs-"));
+    v = secret_data(new_certs(out, "c-apiserver-certs-"), "sa.pub");
+    assert_string_equal(v, new_pub);
+    free(v);
+    cJSON_Delete(out);
+
+    /* A next key that is not the next public key's half is refused by name. */
+    set_b64(data, PKI_SECRET_SA_NEXT_PUB, old_pub);
+    set_b64(data, PKI_SECRET_SA_NEXT_KEY, new_key);
+    {
+        struct api_errors errs = API_ERRORS_INIT;
+        struct render_source src;
+        cJSON *bad = NULL;
+        render_source_from_objects(objs, &src);
+        assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &bad, &errs), -EINVAL);
+        assert_true(api_errors_contains(&errs, "Secret ns1/c-sa: next.key does not match next.pub"));
+        api_errors_done(&errs);
+    }
+    free(old_pub);
+    OPENSSL_clear_free(old_key, strlen(old_key));
+    OPENSSL_clear_free(new_key, strlen(new_key));
+    free(new_pub);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
 static void test_cluster__control_plane_of_a_component(void **state)
 {
     cJSON *objs = docs(CAPN "---\n" NCP_HEAD "spec: {}\n" COMPONENTS);
@@ -1257,6 +1396,7 @@ int main(void)
         cmocka_unit_test(test_cluster__config_hash_tracks_what_pods_run),
         cmocka_unit_test(test_cluster__desired_needs_a_certs_secret),
         cmocka_unit_test(test_cluster__all_in_apply_order_and_owned),
+        cmocka_unit_test(test_cluster__a_rotating_service_account_key_renders_its_phase),
         cmocka_unit_test(test_cluster__control_plane_of_a_component),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,214 @@
+#include "controllers/sakeyrotation.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/util/strutil.h"
+
+static void say(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *out, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(out, size, fmt, ap);
+    va_end(ap);
+}
+
+static bool is(const char *a, const char *b)
+{
+    return a && strcmp(a, b) == 0;
+}
+
+/* A request not yet taken up. */
+static bool pending(const struct sakey_input *in)
+{
+    return in->requested && in->requested[0] && (!in->taken || strcmp(in->requested, in->taken));
+}
+
+static void waiting(struct sakey_output *out, const char *phase, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A rotation waits: the condition says for what. */
+static void waiting(struct sakey_output *out, const char *phase, const char *fmt, ...)
+{
+    va_list ap;
+
+    out->rotating = true;
+    out->reason = phase;
+    out->phase = phase;
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof(out->message), fmt, ap);
+    va_end(ap);
+}
+
+/* A request made while a rotation runs waits for it; the condition says so. */
+static void refuse_second(const struct sakey_input *in, struct sakey_output *out)
+{
+    char progress[sizeof(out->message)];
+
+    if (!pending(in))
+        return;
+    snprintf(progress, sizeof(progress), "%s", out->message);
+    out->refusal = out->reason = "RotationInProgress";
+    say(out->message, sizeof(out->message),
+        "rotation \"%.63s\" is refused while rotation \"%.63s\" runs; it starts when that one "
+        "is complete. %s",
+        in->requested, in->taken ? in->taken : "", progress);
+}
+
+void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
+{
+    char when[32], since[32];
+
+    memset(out, 0, sizeof(*out));
+    if (in->signing_since)
+        out->drop_after = in->signing_since + in->overlap;
+
+    /* Rule 1: nestcp never writes a <c>-sa it did not make, so it rotates none. */
+    if (!in->owned && (pending(in) || in->has_next || in->has_previous)) {
+        out->refusal = out->reason = "ServiceAccountKeySupplied";
+        say(out->message, sizeof(out->message),
+            "the service-account key Secret was supplied, not made by nestcp: nestcp does not "
+            "rotate it (replace it yourself, docs/certificates.md)");
+        return;
+    }
+
+    /* Rule 2, phase 1: the new key is trusted once every API server has rolled to verify with
+     * both; then it signs. */
+    if (in->has_next) {
+        if (in->rolled) {
+            out->action = SAKEY_SWITCH;
+            out->phase = SAKEY_PHASE_SIGNING;
+            out->rotating = true;
+            out->reason = SAKEY_PHASE_SIGNING;
+            say(out->message, sizeof(out->message),
+                "phase 2 of 3: the API servers, then the controller manager, roll to sign "
+                "service-account tokens with the new key");
+            out->event_reason = "ServiceAccountKeyTrusted";
+            say(out->event_message, sizeof(out->event_message),
+                "rotation \"%.63s\", phase 1 of 3 done: every API server verifies tokens with the "
+                "old and the new key; the new key now signs (phase 2)",
+                in->taken ? in->taken : "");
+        } else {
+            waiting(out, SAKEY_PHASE_TRUSTING,
+                    "phase 1 of 3: waiting for the API servers to roll to verify "
+                    "service-account tokens with the old and the new key (still signing with "
+                    "the old one)");
+        }
+        refuse_second(in, out);
+        return;
+    }
+
+    /* Rule 3, phase 2 and the overlap: the old public key is kept until the overlap has
+     * passed since every component signs with the new key. */
+    if (in->has_previous) {
+        if (!in->signing_since) {
+            if (in->rolled) {
+                out->action = SAKEY_SIGNED;
+                out->drop_after = in->now + in->overlap;
+                time_format_rfc3339((double)out->drop_after, when);
+                waiting(out, SAKEY_PHASE_OVERLAP,
+                        "every component signs with the new key; tokens signed by the old key "
+                        "are accepted until %s, then it is dropped (phase 3)",
+                        when);
+                out->event_reason = "ServiceAccountKeySigning";
+                say(out->event_message, sizeof(out->event_message),
+                    "rotation \"%.63s\", phase 2 of 3 done: every API server and controller "
+                    "manager signs with the new key; the old key is dropped after %s",
+                    in->taken ? in->taken : "", when);
+                out->requeue_after = (double)in->overlap;
+            } else {
+                waiting(out, SAKEY_PHASE_SIGNING,
+                        "phase 2 of 3: waiting for the API servers, then the controller "
+                        "manager, to roll to sign service-account tokens with the new key");
+            }
+        } else if (in->now >= out->drop_after) {
+            out->action = SAKEY_DROP;
+            waiting(out, SAKEY_PHASE_DROPPING,
+                    "phase 3 of 3: waiting for the API servers to roll without the old key");
+            time_format_rfc3339((double)in->signing_since, since);
+            out->event_reason = "ServiceAccountKeyDropped";
+            say(out->event_message, sizeof(out->event_message),
+                "rotation \"%.63s\": the old public key was removed, %lld s after every "
+                "component signed with the new key (%s); the API servers roll without it",
+                in->taken ? in->taken : "", (long long)in->overlap, since);
+        } else {
+            time_format_rfc3339((double)out->drop_after, when);
+            waiting(out, SAKEY_PHASE_OVERLAP,
+                    "every component signs with the new key; tokens signed by the old key "
+                    "are accepted until %s, then it is dropped (phase 3)",
+                    when);
+            out->requeue_after = (double)(out->drop_after - in->now);
+        }
+        refuse_second(in, out);
+        return;
+    }
+
+    /* Rule 4, phase 3: complete once the API servers run without the old key. A phase other
+     * than Complete without rotation keys is this one too: the drop was written and the
+     * status write after it was not. */
+    if (in->phase && in->phase[0] && !is(in->phase, SAKEY_PHASE_COMPLETE)) {
+        if (in->rolled) {
+            out->action = SAKEY_COMPLETE;
+            out->phase = SAKEY_PHASE_COMPLETE;
+            out->reason = SAKEY_PHASE_COMPLETE;
+            say(out->message, sizeof(out->message),
+                "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
+                in->taken ? in->taken : "");
+            out->event_reason = "ServiceAccountKeyRotated";
+            say(out->event_message, sizeof(out->event_message),
+                "rotation \"%.63s\", phase 3 of 3 done: no API server accepts tokens signed by "
+                "the old key",
+                in->taken ? in->taken : "");
+        } else {
+            waiting(out, SAKEY_PHASE_DROPPING,
+                    "phase 3 of 3: waiting for the API servers to roll without the old key");
+        }
+        refuse_second(in, out);
+        return;
+    }
+
+    /* Rule 5: no rotation runs. */
+    if (!pending(in)) {
+        if (in->taken) {
+            out->reason = SAKEY_PHASE_COMPLETE;
+            say(out->message, sizeof(out->message),
+                "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
+                in->taken);
+        }
+        return;
+    }
+    /* Rule 6: a control plane not yet set up has a new key: nothing to rotate. */
+    if (!in->initialized && !in->taken) {
+        out->action = SAKEY_TAKE;
+        return;
+    }
+    /* Rule 7: one change at a time. */
+    if (in->upgrading) {
+        out->refusal = out->reason = "UpgradeInProgress";
+        say(out->message, sizeof(out->message),
+            "rotation \"%.63s\" is refused while a version change rolls out; it starts when "
+            "every component runs its desired version",
+            in->requested);
+        return;
+    }
+    if (!in->rolled) {
+        out->reason = "WaitingForRollout";
+        say(out->message, sizeof(out->message),
+            "rotation \"%.63s\" waits for the rollout in progress to complete", in->requested);
+        return;
+    }
+    /* Rule 8: start. */
+    out->action = SAKEY_START;
+    waiting(out, SAKEY_PHASE_TRUSTING,
+            "phase 1 of 3: waiting for the API servers to roll to verify service-account "
+            "tokens with the old and the new key (still signing with the old one)");
+    out->event_reason = "ServiceAccountKeyRotationStarted";
+    say(out->event_message, sizeof(out->event_message),
+        "rotation \"%.63s\" started: a new service-account key was made; phase 1 of 3: the API "
+        "servers roll to verify tokens with the old and the new key",
+        in->requested);
+}
