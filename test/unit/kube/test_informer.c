@@ -219,6 +219,42 @@ static void test_informer__store_indexes(void **state)
     kube_store_done(&s);
 }
 
+/* What nestcp_informer_bytes reports: the heap of what is cached, and nothing once it is gone. */
+static void test_informer__store_counts_the_bytes_it_holds(void **state)
+{
+    struct kube_store s;
+    cJSON *old = NULL, *big = obj("a", "x", "2", "owner-1");
+    char data[4096];
+    size_t small_bytes, big_bytes;
+
+    kube_store_init(&s);
+    assert_int_equal(kube_store_bytes(&s), 0);
+    assert_int_equal(kube_store_put(&s, obj("a", "x", "1", NULL), &old), 0);
+    small_bytes = kube_store_bytes(&s);
+    /* At least the JSON text of the object: every key and string is held. */
+    assert_true(small_bytes > 120);
+
+    /* Replacing an object counts the new one instead of the old. */
+    memset(data, 'k', sizeof(data) - 1);
+    data[sizeof(data) - 1] = '\0';
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(big, "data"), "key", data);
+    assert_int_equal(kube_store_put(&s, big, &old), 0);
+    cJSON_Delete(old);
+    big_bytes = kube_store_bytes(&s);
+    assert_true(big_bytes >= small_bytes + sizeof(data));
+    assert_true(big_bytes < small_bytes + 2 * sizeof(data));
+
+    assert_int_equal(kube_store_put(&s, obj("b", "y", "1", NULL), &old), 0);
+    assert_int_equal(kube_store_bytes(&s), big_bytes + small_bytes);
+    assert_int_equal(kube_store_remove(&s, "a", "x", &old), 0);
+    cJSON_Delete(old);
+    assert_int_equal(kube_store_bytes(&s), small_bytes);
+    kube_store_mark_begin(&s);
+    assert_int_equal(kube_store_sweep(&s, NULL, NULL), 1);
+    assert_int_equal(kube_store_bytes(&s), 0);
+    kube_store_done(&s);
+}
+
 static void test_informer__backoff_grows_to_30s_with_jitter(void **state)
 {
     assert_true(kube_informer_backoff(0, 0.3) == 0.0);
@@ -236,6 +272,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_informer__relist_diff_delivers_missed_deletes),
         cmocka_unit_test(test_informer__store_indexes),
+        cmocka_unit_test(test_informer__store_counts_the_bytes_it_holds),
         cmocka_unit_test(test_informer__backoff_grows_to_30s_with_jitter),
     };
 
