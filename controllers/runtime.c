@@ -11,6 +11,7 @@
 
 #include "api/kinds.h"
 #include "controllers/access.h"
+#include "controllers/cachekeep.h"
 #include "controllers/metrics.h"
 #include "lib/kube/informer.h"
 #include "lib/kube/leader.h"
@@ -909,6 +910,7 @@ static int cache_start_informer(struct cache *cache)
         .resource = cache->spec->res,
         .namespace_ = m->namespace_,
         .label_selector = cache->spec->selector,
+        .transform = cachekeep_transform(cache->spec->res->kind),
     };
     int r = kube_informer_new(m->client, &o, &handlers, cache, &cache->inf);
 

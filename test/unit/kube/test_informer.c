@@ -219,6 +219,60 @@ static void test_informer__store_indexes(void **state)
     kube_store_done(&s);
 }
 
+/* Leaves out objects named x* and those at resourceVersion 9; keeps the rest without uid. */
+static bool keep_some(void *ctx, cJSON *o)
+{
+    (*(int *)ctx)++;
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "uid");
+    return kube_obj_name(o)[0] != 'x' && strcmp(kube_obj_resource_version(o), "9") != 0;
+}
+
+static void test_informer__transform_shapes_and_leaves_out_what_is_cached(void **state)
+{
+    struct fixture *f = *state;
+    int calls = 0;
+    struct kube_informer_opts o = {
+        .resource = &KUBE_CONFIGMAPS, .transform = keep_some, .transform_ctx = &calls};
+    struct kube_informer *inf = NULL;
+    struct kube_informer_stats st;
+    struct seen s = {0};
+    cJSON *items[3], *l;
+
+    assert_int_equal(kube_informer_new(f->c, &o, &handlers, &s, &inf), 0);
+    items[0] = obj("a", "k1", "1", NULL);
+    items[1] = obj("a", "x1", "2", NULL);
+    items[2] = obj("a", "k2", "3", NULL);
+    l = list("3", 3, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    /* Handlers see what the cache holds, and nothing of what it leaves out. */
+    assert_string_equal(s.log, "add a/k1@1;add a/k2@3;");
+    assert_int_equal(calls, 3);
+    assert_int_equal(kube_informer_count(inf), 2);
+    assert_null(kube_informer_get(inf, "a", "x1"));
+    assert_null(kube_obj_uid(kube_informer_get(inf, "a", "k1")));
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(kube_informer_get(inf, "a", "k1"),
+                                                        "metadata"),
+                                    "managedFields"));
+
+    /* An object the transform no longer keeps leaves the cache as a deletion (of what was
+     * cached), not as one missed. */
+    s.log[0] = '\0';
+    items[0] = obj("a", "k1", "9", NULL);
+    items[1] = obj("a", "x1", "2", NULL);
+    items[2] = obj("a", "k2", "3", NULL);
+    l = list("9", 3, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    assert_string_equal(s.log, "delete a/k1@1;");
+    assert_int_equal(kube_informer_count(inf), 1);
+    assert_null(kube_informer_get(inf, "a", "k1"));
+    kube_informer_get_stats(inf, &st);
+    assert_int_equal(st.left_out, 3);
+    assert_int_equal(st.missed_deletes, 0);
+    kube_informer_free(inf);
+}
+
 /* What nestcp_informer_bytes reports: the heap of what is cached, and nothing once it is gone. */
 static void test_informer__store_counts_the_bytes_it_holds(void **state)
 {
@@ -272,6 +326,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_informer__relist_diff_delivers_missed_deletes),
         cmocka_unit_test(test_informer__store_indexes),
+        cmocka_unit_test(test_informer__transform_shapes_and_leaves_out_what_is_cached),
         cmocka_unit_test(test_informer__store_counts_the_bytes_it_holds),
         cmocka_unit_test(test_informer__backoff_grows_to_30s_with_jitter),
     };
