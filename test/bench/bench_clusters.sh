@@ -76,12 +76,26 @@ ready_count() {
         grep -c '^true$' || true
 }
 # metric SAMPLE: one sample of the running manager, e.g. 'nestcp_informer_objects{resource="secrets"}'.
+# A busy manager on a loaded machine may not answer within the timeout: then 0.
 metric() {
-    curl -s --max-time 5 "http://127.0.0.1:$mgr_metrics/metrics" |
+    { curl -s --max-time 5 "http://127.0.0.1:$mgr_metrics/metrics" || true; } |
         awk -v k="$1" '$1 == k { v = $2 } END { printf "%d", v }'
 }
 cached() { metric "nestcp_informer_objects{resource=\"$1\"}"; }
-cached_bytes() { metric "nestcp_informer_bytes{resource=\"$1\"}"; }
+# The figures at the end come from one scrape, retried until the manager answers;
+# final KEY and final_sum FAMILY read it.
+scrape_final() {
+    local i
+    for i in 1 2 3 4 5 6; do
+        curl -s --max-time 10 "http://127.0.0.1:$mgr_metrics/metrics" >"$work/final.txt" && return 0
+    done
+    echo "N=$n: the manager's metrics did not answer" >&2
+}
+final() { awk -v k="$1" '$1 == k { v = $2 } END { printf "%d", v }' "$work/final.txt"; }
+final_sum() {
+    awk -v k="$1" '$1 == k || index($1, k "{") == 1 { s += $2 } END { printf "%d", s }' \
+        "$work/final.txt"
+}
 # The resources the manager caches, as its metrics label them.
 kinds="nestedcontrolplanes nestedetcds nestedapiservers nestedcontrollermanagers nestedclusters
 clusters secrets services statefulsets pods persistentvolumeclaims configmaps networkpolicies"
@@ -138,13 +152,14 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     done
     [ "$(ready_count "$ns")" -ge "$n" ] || echo "N=$n: only $(ready_count "$ns") Ready on the server" >&2
     sleep 2
-    actions=$(($(metric_sum nestcp_api_requests_total) - actions0))
-    http=$(($(metric_sum nestcp_kube_client_requests_total) - http0))
+    scrape_final
+    actions=$(($(final_sum nestcp_api_requests_total) - actions0))
+    http=$(($(final_sum nestcp_kube_client_requests_total) - http0))
     hwm=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$mgr_pid/status")
     cache_total=0
     for kind in $kinds; do
-        objs=$(cached "$kind")
-        bytes=$(cached_bytes "$kind")
+        objs=$(final "nestcp_informer_objects{resource=\"$kind\"}")
+        bytes=$(final "nestcp_informer_bytes{resource=\"$kind\"}")
         cache_total=$((cache_total + bytes))
         [ "$objs" -gt 0 ] || continue
         printf '%-6s %-26s %8d %10d %10.2f\n' "$n" "$kind" "$objs" $((bytes / objs)) \
