@@ -5,7 +5,8 @@
  *   kubectl -n NS get secrets -o json --show-managed-fields >secrets.json   (one per kind)
  *   bench_cachekeep secrets.json statefulsets.json pods.json ...
  *
- * Counted as nestcp_informer_bytes counts (kube_store_bytes). Prints figures; asserts nothing.
+ * Counted as nestcp_informer_bytes counts (kube_store_bytes); also the JSON text of each object
+ * as sent and as kept. Prints figures; asserts nothing.
  */
 
 #include <errno.h>
@@ -40,10 +41,10 @@ int main(int argc, char **argv)
 {
     size_t total_before = 0, total_after = 0;
 
-    printf("%-24s %8s %12s %12s %12s %8s\n", "kind", "objects", "JSON/obj", "before/obj",
-           "after/obj", "after");
+    printf("%-24s %8s %10s %12s %12s %8s %10s\n", "kind", "objects", "JSON/obj", "before/obj",
+           "after/obj", "after", "JSON kept");
     for (int i = 1; i < argc; i++) {
-        size_t len = 0, n = 0, sent = 0;
+        size_t len = 0, n = 0, sent = 0, kept = 0;
         char *text = read_file(argv[i], &len);
         cJSON *list = text ? cJSON_Parse(text) : NULL, *it;
         const cJSON *kind = NULL;
@@ -78,6 +79,12 @@ int main(int argc, char **argv)
             cJSON_Delete(old);
             keep = cachekeep_transform(cJSON_IsString(kind) ? kind->valuestring : "");
             if (keep(NULL, b)) {
+                if (!(t = cJSON_PrintUnformatted(b))) {
+                    fprintf(stderr, "out of memory\n");
+                    return 1;
+                }
+                kept += strlen(t);
+                free(t);
                 kube_store_put(&after, b, &old);
                 cJSON_Delete(old);
             } else {
@@ -85,10 +92,11 @@ int main(int argc, char **argv)
             }
         }
         if (n > 0)
-            printf("%-24s %8zu %12zu %12zu %12zu %7.0f%%\n",
+            printf("%-24s %8zu %10zu %12zu %12zu %7.0f%% %10zu\n",
                    cJSON_IsString(kind) ? kind->valuestring : "?", n, sent / n,
                    kube_store_bytes(&before) / n, kube_store_bytes(&after) / n,
-                   100.0 * (double)kube_store_bytes(&after) / (double)kube_store_bytes(&before));
+                   100.0 * (double)kube_store_bytes(&after) / (double)kube_store_bytes(&before),
+                   kept / n);
         total_before += kube_store_bytes(&before);
         total_after += kube_store_bytes(&after);
         kube_store_done(&before);
