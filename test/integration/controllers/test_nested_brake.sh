@@ -94,10 +94,11 @@ kill -9 "$mgr_pid" "$kubelet_pid"
 wait "$mgr_pid" "$kubelet_pid" 2>/dev/null || true
 mark=$(wc -l <"$work/sts-watch.txt")
 t0=$(now)
-start_manager mgr2 "$ns" --max-concurrent-rollouts 1 --templates "$work/templates-new"
-# The first watch line after the restart that shows one waiting.
+# The first watch line after the restart that shows one waiting: counted from before the
+# manager starts, since it may write that line within milliseconds of starting.
 queued_line() { tail -n +"$((qmark + 1))" "$work/upgrading.txt" | grep -m1 ' True RolloutQueued: ' || true; }
 qmark=$(wc -l <"$work/upgrading.txt")
+start_manager mgr2 "$ns" --max-concurrent-rollouts 1 --templates "$work/templates-new"
 has_queued() { [ -n "$(queued_line)" ]; }
 until_true 60 has_queued || fail "neither waits: $(tail -n +"$((qmark + 1))" "$work/upgrading.txt")"
 line=$(queued_line)
