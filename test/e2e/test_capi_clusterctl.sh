@@ -107,6 +107,11 @@ agent_pid=$!
 until_true 30 node_ready || fail "the node agent's Node $node is not Ready"
 
 # --- clusterctl init ---
+# Tests that ran before this one may have left the stand-in Cluster CRD (config/crd/capi,
+# v1beta1 only); clusterctl would take this for a v1beta1 management cluster and refuse it.
+# This test runs alone, so no Cluster of another test is in use.
+kubectl delete crd clusters.cluster.x-k8s.io --ignore-not-found --wait=true --timeout=60s \
+    >/dev/null || fail "the stand-in Cluster CRD cannot be removed"
 t0=$(now)
 clusterctl init --core "cluster-api:v$capi_version" --bootstrap "kubeadm:v$capi_version" \
     --control-plane "nested:$nestcp_release" --infrastructure "nested:$nestcp_release" \
