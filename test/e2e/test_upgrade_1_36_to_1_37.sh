@@ -4,14 +4,20 @@
 #   1. a feature gate rolled out (spec.featureGates on the control plane);
 #   2. the upgrade to 1.37.2: the node agent runs each image's own release, so the new pods
 #      really run the 1.37 binaries (checked through /version of every API server pod);
-#   3. a downgrade to 1.36.3, which is refused with the reason on the object.
+#   3. every certificate renewed (spec.certificates: a renewal window longer than what the
+#      certificates have left), which rolls every etcd member, API server and controller
+#      manager;
+#   4. a downgrade to 1.36.3, which is refused with the reason on the object.
 # For each roll: every API server pod is replaced and Ready before any controller-manager pod
 # is replaced (from a recorded pod watch and from the pods' timestamps), etcd is left alone
 # (both lines pin etcd 3.6.17) and keeps its data (a ConfigMap written in the tenant before is
-# read after), the new processes run the new flags, and the tenant's availability during the
-# roll is measured as a client sees it: a real read and a real write through the API server
-# Service's name every 200 ms, printed as failed/total. (/readyz would be the wrong probe: an
-# API server fails it on purpose while it drains.)
+# read after), the new processes run the new flags, and the roll has zero downtime: two
+# clients each make a real read and a real write every 200 ms, and not one of them fails. One is
+# inside the tenant's namespace and goes through the API server Service's name; the other is on
+# the host and picks among the ready, not terminating API server pods itself, as a client of the
+# Service's EndpointSlice would. Each behaves as client-go does (availability.py): a request
+# fails when it gets no 2xx within 10 s. (/readyz would be the wrong probe: an API server fails
+# it on purpose while it drains.)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -90,8 +96,17 @@ python3 "$(dirname "$0")/availability.py" "$agent_state/pods/${ns}_roll-etcd-0/h
     roll-apiserver 6443 "$work/admin/ca.crt" "$work/admin/client.crt" "$work/admin/client.key" \
     "$work/avail.log" 0.2 readwrite &
 pids+=($!)
-probing() { [ "$(grep -c ' ok .* write ' "$work/avail.log" 2>/dev/null)" -ge 3 ]; }
-until_true 30 probing || fail "the availability probe does not get through: $(tail -n 3 "$work/avail.log" 2>/dev/null)"
+# ... and as a client on the host that picks the API server pods itself.
+python3 "$(dirname "$0")/availability.py" \
+    "pods:$ns:app.kubernetes.io/component=apiserver,cluster.x-k8s.io/cluster-name=roll" \
+    roll-apiserver 6443 "$work/admin/ca.crt" "$work/admin/client.crt" "$work/admin/client.key" \
+    "$work/avail-host.log" 0.2 readwrite &
+pids+=($!)
+probing() {
+    [ "$(grep -c ' ok .* write ' "$work/avail.log" 2>/dev/null)" -ge 3 ] &&
+        [ "$(grep -c ' ok .* write ' "$work/avail-host.log" 2>/dev/null)" -ge 3 ]
+}
+until_true 30 probing || fail "the availability probes do not get through: $(tail -n 2 "$work/avail.log" "$work/avail-host.log" 2>/dev/null)"
 watching() { [ -s "$work/pods.watch" ]; }
 until_true 30 watching || fail "the pod watch does not run"
 
@@ -119,18 +134,23 @@ for s in sts:
 sys.exit(0 if ok else 1)'
 }
 
-# check_roll WHAT T_START UIDS_BEFORE: the order of the roll that started at T_START, from the
-# watch log and from the pods' timestamps; availability in the window.
+# check_roll WHAT T_START UIDS_BEFORE [ETCD_ROLLS [AVAILABILITY]]: the order of the roll that
+# started at T_START, from the watch log and from the pods' timestamps; availability in the
+# window, where no request may fail (or, with AVAILABILITY=measure, only measured). etcd's
+# members must be left alone, or with ETCD_ROLLS=yes, replaced too.
 check_roll() {
-    local what=$1 ts=$2 before=$3 te
+    local what=$1 ts=$2 before=$3 etcd_rolls=${4:-no} avail=${5:-strict} te
     te=$(now)
-    python3 - "$work/pods.watch" "$ts" "$before" "$(uids)" <<'PY' || fail "$what: rollout order"
+    python3 - "$work/pods.watch" "$ts" "$before" "$(uids)" "$etcd_rolls" <<'PY' || fail "$what: rollout order"
 import sys
 watch, start, before, after = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+etcd_rolls = sys.argv[5] == "yes"
 before = dict(kv.split("=") for kv in before.split())
 after = dict(kv.split("=") for kv in after.split())
 for name in before:
-    if name.startswith("roll-etcd"):
+    if name.startswith("roll-etcd") and etcd_rolls:
+        assert before[name] != after.get(name), "%s was not replaced" % name
+    elif name.startswith("roll-etcd"):
         assert before[name] == after.get(name), "%s was replaced" % name
     else:
         assert before[name] != after.get(name), "%s was not replaced" % name
@@ -167,12 +187,48 @@ PY
     cm_created=$(kubectl -n "$ns" get pod roll-controller-manager-0 -o jsonpath='{.metadata.creationTimestamp}')
     log "$what: last API server Ready at $api_last, controller-manager pod created at $cm_created"
     [[ ! "$cm_created" < "$api_last" ]] || fail "$what: controller manager created before the API servers were Ready"
-    awk -v s="$ts" -v e="$te" -v w="$what" '$1 >= s && $1 <= e { n[$4]++; if ($2 != "ok") f[$4]++ }
-        END { printf "%s: tenant availability during the roll (%.0f s): %d/%d reads and %d/%d writes failed\n",
-              w, e - s, f["read"], n["read"], f["write"], n["write"] }' "$work/avail.log"
-    awk -v s="$ts" -v e="$te" '$1 >= s && $1 <= e && $2 != "ok"' "$work/avail.log" | head -n 5
-    [ "$(awk -v s="$ts" -v e="$te" '$1 >= s && $1 <= e && $4 == "write"' "$work/avail.log" | wc -l)" -gt 10 ] ||
-        fail "$what: the availability probe did not run"
+    check_availability "$what" "$ts" "$te" "through the Service name" "$work/avail.log" "$avail"
+    check_availability "$what" "$ts" "$te" "picking pods from the host" "$work/avail-host.log" "$avail"
+}
+
+# check_availability WHAT T_START T_END CLIENT LOG [measure]: prints failed/total reads and
+# writes of LOG between the times, how many needed more than one attempt, the longest an
+# operation took and the longest time with no operation completing successfully; fails on any
+# failed operation, unless told only to measure.
+check_availability() {
+    local what=$1 ts=$2 te=$3 client=$4 f=$5 mode=${6:-strict}
+    [ "$(awk -v s="$ts" -v e="$te" '$1 >= s && $1 <= e && $4 == "write"' "$f" | wc -l)" -gt 10 ] ||
+        fail "$what: the availability probe ($client) did not run"
+    python3 - "$f" "$ts" "$te" "$what" "$client" "$mode" <<'PY' || fail "$what: requests failed ($client)"
+import re, sys
+path, start, end, what, client, mode = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), *sys.argv[4:]
+n, failed, retried, longest, done, bad = {}, {}, 0, 0.0, [start], []
+for line in open(path):
+    f = line.split(None, 4)
+    if len(f) < 5 or not start <= float(f[0]) <= end:
+        continue
+    t, op = float(f[0]), f[3]
+    n[op] = n.get(op, 0) + 1
+    m = re.search(r" attempts in ([0-9.]+) s; first: ", f[4])
+    took = float(m.group(1)) if m else 0.0
+    retried += bool(m)
+    if f[1] != "ok":
+        failed[op] = failed.get(op, 0) + 1
+        bad.append(line.rstrip())
+        continue
+    longest = max(longest, took)
+    done.append(t + took)
+done.append(end)
+done.sort()
+gap = max(b - a for a, b in zip(done, done[1:]))
+print("%s: availability %s during the roll (%.0f s): %d/%d reads and %d/%d writes failed, "
+      "%d retried, longest successful operation %.1f s, longest time without a success %.1f s" % (
+          what, client, end - start, failed.get("read", 0), n.get("read", 0),
+          failed.get("write", 0), n.get("write", 0), retried, longest, gap))
+for line in bad[:5]:
+    print("    " + line)
+sys.exit(1 if bad and mode == "strict" else 0)
+PY
 }
 
 # --- 1. a feature gate (a beta gate of both 1.36 and 1.37, so it survives the upgrade) ---
@@ -225,7 +281,28 @@ log "upgrade: the ConfigMap written at 1.36.3 reads back at 1.37.2"
 members=$(kubectl -n "$ns" get statefulset roll-etcd -o jsonpath='{.status.readyReplicas}')
 [ "$members" = 3 ] || fail "etcd has $members ready members"
 
-# --- 3. a downgrade is refused, and nothing rolls ---
+# --- 3. every certificate renewed ---
+# A renewal window (366 days) longer than what the certificates have left (a year), for new
+# certificates that outlive it (400 days): every one of them is renewed, once.
+mounted() {
+    kubectl -n "$ns" get sts roll-apiserver \
+        -o jsonpath='{.spec.template.spec.volumes[?(@.name=="certs")].secret.secretName}'
+}
+certs_before=$(mounted)
+before=$(uids)
+ts=$(now)
+kubectl -n "$ns" patch ncp roll --type merge \
+    -p '{"spec":{"certificates":{"validityDays":400,"renewBeforeDays":366}}}' >/dev/null
+renewed() { [ "$(mounted)" != "$certs_before" ] && rolled; }
+until_true 300 renewed || fail "renewal: the roll did not finish ($(kubectl -n "$ns" get pods --no-headers | tr '\n' ';'))"
+log "renewal: the API servers mount $(mounted) (was $certs_before); rolled in $(elapsed "$ts") s"
+check_roll "certificate renewal" "$ts" "$before" yes
+record_pids
+tenant_kubeconfig roll "$kc"
+[ "$(tkubectl "$kc" get configmap before-upgrade -o jsonpath='{.data.written}')" = at-1.36 ] ||
+    fail "the ConfigMap written at 1.36 is gone after the renewal"
+
+# --- 4. a downgrade is refused, and nothing rolls ---
 before=$(uids)
 kubectl -n "$ns" patch ncp roll --type merge -p '{"spec":{"version":"1.36.3"}}' >/dev/null
 refused() {
@@ -236,4 +313,18 @@ log "downgrade: $(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.conditions
 [ "$(uids)" = "$before" ] || fail "a pod was replaced after the refused downgrade"
 v=$(versions_of_apiservers)
 [ "$(tr ' ' '\n' <<<"$v" | grep -c '=v1.37.2$')" = 2 ] || fail "after the refused downgrade the API servers report $v"
+
+# --- 5. with one API server, the outage of a roll, measured ---
+# Nothing can serve while the only API server is replaced: the roll's outage is what the
+# clients see between the old pod leaving the endpoints and the new one becoming Ready.
+kubectl -n "$ns" patch ncp roll --type merge -p '{"spec":{"version":"1.37.2"}}' >/dev/null
+kubectl -n "$ns" patch nkas roll-apiserver --type merge -p '{"spec":{"replicas":1}}' >/dev/null
+one_apiserver() { [ "$(uids | tr ' ' '\n' | grep -c '^roll-apiserver-')" = 1 ] && rolled; }
+until_true 120 one_apiserver || fail "the API servers were not scaled to one: $(uids)"
+before=$(uids)
+ts=$(now)
+kubectl -n "$ns" patch ncp roll --type merge -p "{\"spec\":{\"featureGates\":{\"$gate\":false}}}" >/dev/null
+until_true 300 rolled || fail "one API server: the roll did not finish ($(kubectl -n "$ns" get pods --no-headers | tr '\n' ';'))"
+log "one API server: rolled in $(elapsed "$ts") s"
+check_roll "feature gate, one API server" "$ts" "$before" no measure
 finish
