@@ -11,6 +11,7 @@
 
 #include "api/kinds.h"
 #include "controllers/access.h"
+#include "controllers/cachekeep.h"
 #include "controllers/metrics.h"
 #include "lib/kube/informer.h"
 #include "lib/kube/leader.h"
@@ -160,7 +161,7 @@ struct manager_metrics {
     struct metric *api_requests, *client_requests, *client_retries, *client_watches;
     struct metric *client_in_flight;
     struct metric *inf_lists, *inf_relists, *inf_list_failures, *inf_restarts, *inf_objects;
-    struct metric *inf_synced, *inf_missed_deletes;
+    struct metric *inf_synced, *inf_missed_deletes, *inf_bytes;
     struct metric *leader_status, *events;
 };
 
@@ -909,6 +910,7 @@ static int cache_start_informer(struct cache *cache)
         .resource = cache->spec->res,
         .namespace_ = m->namespace_,
         .label_selector = cache->spec->selector,
+        .transform = cachekeep_transform(cache->spec->res->kind),
     };
     int r = kube_informer_new(m->client, &o, &handlers, cache, &cache->inf);
 
@@ -1450,6 +1452,9 @@ static int register_metrics(struct manager *m)
          "Deletions found by a relist.", resource},
         {&m->mx.inf_objects, METRIC_GAUGE, "nestcp_informer_objects", "Objects in a cache.",
          resource},
+        {&m->mx.inf_bytes, METRIC_GAUGE, "nestcp_informer_bytes",
+         "Heap bytes the objects of a cache take, as cached.",
+         resource},
         {&m->mx.inf_synced, METRIC_GAUGE, "nestcp_informer_synced",
          "1 once a cache has synced (or its CRD is absent).", resource},
         {&m->mx.leader_status, METRIC_GAUGE, "leader_election_master_status",
@@ -1511,6 +1516,7 @@ static void collect(void *userdata, struct metrics *r)
         metric_set(x->inf_restarts, (const char *[]){l[0], "expired"}, (double)st.watch_expired);
         metric_set(x->inf_restarts, (const char *[]){l[0], "error"}, (double)st.watch_errors);
         metric_set(x->inf_objects, l, cache->inf ? (double)kube_informer_count(cache->inf) : 0);
+        metric_set(x->inf_bytes, l, (double)kube_store_bytes(cache_store(m, cache)));
         metric_set(x->inf_synced, l, cache->synced ? 1 : 0);
     }
     if (m->client) {

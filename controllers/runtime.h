@@ -40,7 +40,9 @@ struct cache_view {
     const struct kube_store *controller_managers; /* NestedControllerManager */
     const struct kube_store *nested_clusters;     /* NestedCluster */
     const struct kube_store *clusters;            /* Cluster API Cluster (empty if no CRD) */
-    const struct kube_store *secrets;             /* label cluster.x-k8s.io/cluster-name */
+    /* Each cache holds what controllers/cachekeep.h keeps of its objects. */
+    const struct kube_store *secrets;             /* label cluster.x-k8s.io/cluster-name, and
+                                                   * only nestcp's or named like them */
     const struct kube_store *services;            /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *statefulsets;        /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *pods;                /* etcd members: MANAGER_POD_SELECTOR */

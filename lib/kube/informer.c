@@ -39,6 +39,8 @@ struct kube_informer {
     size_t max_line;
     struct kube_informer_handlers h;
     void *userdata;
+    bool (*transform)(void *ctx, cJSON *obj);
+    void *transform_ctx;
     struct kube_store store;
     char *rv;
     bool synced;
@@ -84,11 +86,13 @@ static double random01(struct kube_informer *inf)
     return (double)((inf->rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
 }
 
-static void drop_managed_fields(cJSON *obj)
+/* Makes obj what the cache holds; false: it is not to be cached. */
+static bool transform(struct kube_informer *inf, cJSON *obj)
 {
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "managedFields");
+    return !inf->transform || inf->transform(inf->transform_ctx, obj);
 }
 
 static void set_rv(struct kube_informer *inf, const char *rv)
@@ -116,7 +120,17 @@ static void upsert(struct kube_informer *inf, cJSON *obj, bool from_list)
 {
     cJSON *old = NULL;
 
-    drop_managed_fields(obj);
+    if (!transform(inf, obj)) {
+        /* Not ours (any more): what was cached of it goes, as if deleted. */
+        inf->stats.left_out++;
+        if (kube_store_remove(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj) ?: "",
+                              &old) == 0 &&
+            inf->h.on_delete)
+            inf->h.on_delete(inf->userdata, old, false);
+        cJSON_Delete(old);
+        cJSON_Delete(obj);
+        return;
+    }
     if (kube_store_put(&inf->store, obj, &old) < 0)
         return;
     if (!old) {
@@ -329,7 +343,7 @@ static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *
     case KUBE_WATCH_DELETED:
         if (kube_store_remove(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj) ?: "",
                               &old) == 0) {
-            drop_managed_fields(obj);
+            transform(inf, obj);
             if (inf->h.on_delete)
                 inf->h.on_delete(inf->userdata, obj, false);
             cJSON_Delete(old);
@@ -465,6 +479,8 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *op
     if (handlers)
         inf->h = *handlers;
     inf->userdata = userdata;
+    inf->transform = opts->transform;
+    inf->transform_ctx = opts->transform_ctx;
     inf->rng = (uint64_t)(time_wall() * 1e6) ^ (uint64_t)(uintptr_t)inf;
     if (!inf->rng)
         inf->rng = 88172645463325252ull;

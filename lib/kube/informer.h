@@ -27,7 +27,8 @@
  *   have been a change.
  * - Failures back off exponentially with jitter, from about 0.8 s up to 30 s; so do watches
  *   that end in under a second without an event.
- * - metadata.managedFields is dropped from cached objects.
+ * - metadata.managedFields is dropped from cached objects, and each object goes through the
+ *   transform of the options, if any, before it is cached or handed to a handler.
  *
  * Handlers run on the loop; objects passed to them are borrowed for the duration of the call.
  * Lookups return borrowed pointers that stay valid until control returns to the loop (the next
@@ -54,6 +55,14 @@ struct kube_informer_opts {
     size_t max_line;             /* bound on one watch event; 0: KUBE_WATCH_LINE_MAX */
     bool disable_bookmarks;      /* do not ask for BOOKMARK events */
     long watch_idle_seconds;     /* with bookmarks: end a watch silent this long; 0: 90 */
+    /* As client-go's TransformFunc: called with every object the server sends (listed,
+     * added, modified, deleted) before it is cached or handed to a handler; it may remove in
+     * place what the program never reads (lib/kube/transform.h). Returns false for an object
+     * that is not to be cached at all: one cached under its name before is then removed and
+     * handed to on_delete (final_state_unknown false), and no handler sees the object itself.
+     * NULL: everything is cached as it came, but metadata.managedFields. */
+    bool (*transform)(void *ctx, cJSON *obj);
+    void *transform_ctx;
 };
 
 struct kube_informer_handlers {
@@ -80,6 +89,7 @@ struct kube_informer_stats {
     unsigned long silent_watches; /* watches with bookmarks that ended without an event */
     unsigned long rv_checks;      /* one-item reads after a silent watch */
     unsigned long bad_events;     /* watch lines skipped: not events, or of unknown types */
+    unsigned long left_out;       /* objects the transform left out of the cache */
     double last_backoff;          /* seconds of the last wait before a retry */
 };
 

@@ -1,6 +1,7 @@
 #include "lib/kube/store.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +28,35 @@ struct kube_store_entry {
     struct kube_store_entry *ns_prev, *ns_next;
     struct kube_store_entry *owner_prev, *owner_next;
     unsigned mark;
+    size_t bytes; /* of obj and this entry */
 };
+
+/* Heap bytes of a cJSON tree: each node, and the key and string it owns. */
+static size_t json_bytes(const cJSON *o)
+{
+    size_t n = 0;
+
+    for (; o; o = o->next) {
+        n += malloc_usable_size((void *)o);
+        if (o->string && !(o->type & cJSON_StringIsConst))
+            n += malloc_usable_size(o->string);
+        if (o->valuestring && !(o->type & cJSON_IsReference))
+            n += malloc_usable_size(o->valuestring);
+        if (o->child && !(o->type & cJSON_IsReference))
+            n += json_bytes(o->child);
+    }
+    return n;
+}
+
+static size_t entry_bytes(const struct kube_store_entry *e)
+{
+    const cJSON *o = e->obj;
+    size_t n = malloc_usable_size((void *)e) + malloc_usable_size((void *)o);
+
+    if (o->valuestring)
+        n += malloc_usable_size(o->valuestring);
+    return n + json_bytes(o->child);
+}
 
 static uint32_t hash_str(uint32_t h, const char *s)
 {
@@ -268,6 +297,9 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
         e->ns = ns;
         e->name = name;
         e->mark = s->mark;
+        s->bytes -= e->bytes;
+        e->bytes = entry_bytes(e);
+        s->bytes += e->bytes;
         return entry_index(s, e);
     }
     e = calloc(1, sizeof(*e));
@@ -289,14 +321,18 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
         owner_unlink(s, e);
         cJSON_Delete(obj);
         free(e);
+        return r;
     }
-    return r;
+    e->bytes = entry_bytes(e);
+    s->bytes += e->bytes;
+    return 0;
 }
 
 static cJSON *entry_remove(struct kube_store *s, struct kube_store_entry *e)
 {
     cJSON *obj = e->obj;
 
+    s->bytes -= e->bytes;
     table_unlink(&s->by_key, &e->h);
     ns_unlink(s, e);
     owner_unlink(s, e);
@@ -324,6 +360,11 @@ const cJSON *kube_store_get(const struct kube_store *s, const char *ns, const ch
 size_t kube_store_count(const struct kube_store *s)
 {
     return s->by_key.count;
+}
+
+size_t kube_store_bytes(const struct kube_store *s)
+{
+    return s->bytes;
 }
 
 void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void *userdata)

@@ -30,6 +30,7 @@ struct kube_store {
     struct kube_store_table by_ns;    /* struct kube_store_group */
     struct kube_store_table by_owner; /* struct kube_store_group */
     unsigned mark;
+    size_t bytes; /* heap held by the objects and their entries */
 };
 
 /* Return false to stop an iteration early. Objects are borrowed. */
@@ -40,6 +41,10 @@ void kube_store_init(struct kube_store *s);
 void kube_store_done(struct kube_store *s);
 
 size_t kube_store_count(const struct kube_store *s);
+
+/* Heap bytes the cached objects take (every cJSON node, key and string as malloc sized them,
+ * plus each object's entry); the indexes' tables are not counted. */
+size_t kube_store_bytes(const struct kube_store *s);
 
 /* The object at ns/name (ns NULL or "" for cluster-scoped), or NULL. Borrowed. */
 const cJSON *kube_store_get(const struct kube_store *s, const char *ns, const char *name);

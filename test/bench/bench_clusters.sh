@@ -13,7 +13,9 @@
 #   - ready:   seconds until every NestedControlPlane is Ready;
 #   - requests per cluster the manager made (its plan actions, and every HTTP request of its
 #     client including lists and watches), from its /metrics;
-#   - the manager's peak RSS (VmHWM);
+#   - the manager's peak RSS (VmHWM), and what its caches hold once every control plane is
+#     Ready: heap MiB of all cached objects, and per kind the objects and bytes per object
+#     (nestcp_informer_objects and nestcp_informer_bytes), printed after the table;
 #   - raw: `nestcp render` of the same clusters piped to `kubectl apply` in another namespace
 #     (no readiness gates, no status, no key generation while applying), and the ratio.
 # Progress is read from the manager's /metrics (its caches' object counts and
@@ -74,11 +76,29 @@ ready_count() {
         grep -c '^true$' || true
 }
 # metric SAMPLE: one sample of the running manager, e.g. 'nestcp_informer_objects{resource="secrets"}'.
+# A busy manager on a loaded machine may not answer within the timeout: then 0.
 metric() {
-    curl -s --max-time 5 "http://127.0.0.1:$mgr_metrics/metrics" |
+    { curl -s --max-time 5 "http://127.0.0.1:$mgr_metrics/metrics" || true; } |
         awk -v k="$1" '$1 == k { v = $2 } END { printf "%d", v }'
 }
 cached() { metric "nestcp_informer_objects{resource=\"$1\"}"; }
+# The figures at the end come from one scrape, retried until the manager answers;
+# final KEY and final_sum FAMILY read it.
+scrape_final() {
+    local i
+    for i in 1 2 3 4 5 6; do
+        curl -s --max-time 10 "http://127.0.0.1:$mgr_metrics/metrics" >"$work/final.txt" && return 0
+    done
+    echo "N=$n: the manager's metrics did not answer" >&2
+}
+final() { awk -v k="$1" '$1 == k { v = $2 } END { printf "%d", v }' "$work/final.txt"; }
+final_sum() {
+    awk -v k="$1" '$1 == k || index($1, k "{") == 1 { s += $2 } END { printf "%d", s }' \
+        "$work/final.txt"
+}
+# The resources the manager caches, as its metrics label them.
+kinds="nestedcontrolplanes nestedetcds nestedapiservers nestedcontrollermanagers nestedclusters
+clusters secrets services statefulsets pods persistentvolumeclaims configmaps networkpolicies"
 
 # teardown NS...: with the manager gone, frees the control planes' finalizers in one kubectl
 # call, then deletes the namespaces and waits until they are gone.
@@ -96,8 +116,9 @@ json.dump(l, sys.stdout)' | kubectl replace -f - >/dev/null 2>&1 || true
         echo "namespaces $* still terminating" >&2
 }
 
-printf '%-6s %10s %10s %14s %14s %10s %10s %8s %10s\n' N objects_s ready_s actions/clust \
-    http/cluster peak_MiB raw_s ratio load1
+printf '%-6s %10s %10s %14s %14s %10s %10s %10s %8s %10s\n' N objects_s ready_s actions/clust \
+    http/cluster peak_MiB cache_MiB raw_s ratio load1
+: >"$work/caches.txt"
 for n in ${BENCH_CLUSTERS:-10 100 500}; do
     ns=bench-$n-$$
     raw=bench-raw-$n-$$
@@ -131,9 +152,19 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     done
     [ "$(ready_count "$ns")" -ge "$n" ] || echo "N=$n: only $(ready_count "$ns") Ready on the server" >&2
     sleep 2
-    actions=$(($(metric_sum nestcp_api_requests_total) - actions0))
-    http=$(($(metric_sum nestcp_kube_client_requests_total) - http0))
+    scrape_final
+    actions=$(($(final_sum nestcp_api_requests_total) - actions0))
+    http=$(($(final_sum nestcp_kube_client_requests_total) - http0))
     hwm=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$mgr_pid/status")
+    cache_total=0
+    for kind in $kinds; do
+        objs=$(final "nestcp_informer_objects{resource=\"$kind\"}")
+        bytes=$(final "nestcp_informer_bytes{resource=\"$kind\"}")
+        cache_total=$((cache_total + bytes))
+        [ "$objs" -gt 0 ] || continue
+        printf '%-6s %-26s %8d %10d %10.2f\n' "$n" "$kind" "$objs" $((bytes / objs)) \
+            "$(awk -v b="$bytes" 'BEGIN { print b / 1048576 }')" >>"$work/caches.txt"
+    done
     kill -TERM "$mgr_pid" "$kubelet_pid"
     wait "$mgr_pid" "$kubelet_pid" 2>/dev/null || true
 
@@ -152,15 +183,22 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     kubectl -n "$raw" apply "${files[@]}" >/dev/null
     t_raw=$(elapsed "$t1")
 
-    printf '%-6s %10s %10s %14s %14s %10s %10s %8s %10s\n' "$n" "$t_objects" "$t_ready" \
+    printf '%-6s %10s %10s %14s %14s %10s %10s %10s %8s %10s\n' "$n" "$t_objects" "$t_ready" \
         "$(awk -v a="$actions" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" \
-        "$(awk -v a="$http" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" "$hwm" "$t_raw" \
+        "$(awk -v a="$http" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" "$hwm" \
+        "$(awk -v b="$cache_total" 'BEGIN { printf "%.1f", b / 1048576 }')" "$t_raw" \
         "$(awk -v a="$t_objects" -v b="$t_raw" 'BEGIN { printf "%.1fx", (b > 0 ? a / b : 0) }')" \
         "$load0-$load1"
     teardown "$ns" "$raw"
 done
+echo
+printf '%-6s %-26s %8s %10s %10s\n' N cache objects bytes/obj MiB
+cat "$work/caches.txt"
+echo
 echo "objects_s: until every cluster has all 14 objects; ready_s: until every control plane is"
 echo "Ready; actions: the plan actions the controllers sent; http: every request of the"
-echo "manager's client (lists, watches, events included); raw_s: kubectl apply of nestcp"
-echo "render's output for the same clusters; ratio = objects_s / raw_s; load1: the 1-minute"
-echo "load average when the manager's clock started and when every control plane was Ready."
+echo "manager's client (lists, watches, events included); peak_MiB: the manager's peak RSS;"
+echo "cache_MiB: heap of every cached object once all are Ready (per cache below); raw_s:"
+echo "kubectl apply of nestcp render's output for the same clusters; ratio = objects_s / raw_s;"
+echo "load1: the 1-minute load average when the manager's clock started and when every control"
+echo "plane was Ready."

@@ -219,6 +219,96 @@ static void test_informer__store_indexes(void **state)
     kube_store_done(&s);
 }
 
+/* Leaves out objects named x* and those at resourceVersion 9; keeps the rest without uid. */
+static bool keep_some(void *ctx, cJSON *o)
+{
+    (*(int *)ctx)++;
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "uid");
+    return kube_obj_name(o)[0] != 'x' && strcmp(kube_obj_resource_version(o), "9") != 0;
+}
+
+static void test_informer__transform_shapes_and_leaves_out_what_is_cached(void **state)
+{
+    struct fixture *f = *state;
+    int calls = 0;
+    struct kube_informer_opts o = {
+        .resource = &KUBE_CONFIGMAPS, .transform = keep_some, .transform_ctx = &calls};
+    struct kube_informer *inf = NULL;
+    struct kube_informer_stats st;
+    struct seen s = {0};
+    cJSON *items[3], *l;
+
+    assert_int_equal(kube_informer_new(f->c, &o, &handlers, &s, &inf), 0);
+    items[0] = obj("a", "k1", "1", NULL);
+    items[1] = obj("a", "x1", "2", NULL);
+    items[2] = obj("a", "k2", "3", NULL);
+    l = list("3", 3, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    /* Handlers see what the cache holds, and nothing of what it leaves out. */
+    assert_string_equal(s.log, "add a/k1@1;add a/k2@3;");
+    assert_int_equal(calls, 3);
+    assert_int_equal(kube_informer_count(inf), 2);
+    assert_null(kube_informer_get(inf, "a", "x1"));
+    assert_null(kube_obj_uid(kube_informer_get(inf, "a", "k1")));
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(kube_informer_get(inf, "a", "k1"),
+                                                        "metadata"),
+                                    "managedFields"));
+
+    /* An object the transform no longer keeps leaves the cache as a deletion (of what was
+     * cached), not as one missed. */
+    s.log[0] = '\0';
+    items[0] = obj("a", "k1", "9", NULL);
+    items[1] = obj("a", "x1", "2", NULL);
+    items[2] = obj("a", "k2", "3", NULL);
+    l = list("9", 3, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    assert_string_equal(s.log, "delete a/k1@1;");
+    assert_int_equal(kube_informer_count(inf), 1);
+    assert_null(kube_informer_get(inf, "a", "k1"));
+    kube_informer_get_stats(inf, &st);
+    assert_int_equal(st.left_out, 3);
+    assert_int_equal(st.missed_deletes, 0);
+    kube_informer_free(inf);
+}
+
+/* What nestcp_informer_bytes reports: the heap of what is cached, and nothing once it is gone. */
+static void test_informer__store_counts_the_bytes_it_holds(void **state)
+{
+    struct kube_store s;
+    cJSON *old = NULL, *big = obj("a", "x", "2", "owner-1");
+    char data[4096];
+    size_t small_bytes, big_bytes;
+
+    kube_store_init(&s);
+    assert_int_equal(kube_store_bytes(&s), 0);
+    assert_int_equal(kube_store_put(&s, obj("a", "x", "1", NULL), &old), 0);
+    small_bytes = kube_store_bytes(&s);
+    /* At least the JSON text of the object: every key and string is held. */
+    assert_true(small_bytes > 120);
+
+    /* Replacing an object counts the new one instead of the old. */
+    memset(data, 'k', sizeof(data) - 1);
+    data[sizeof(data) - 1] = '\0';
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(big, "data"), "key", data);
+    assert_int_equal(kube_store_put(&s, big, &old), 0);
+    cJSON_Delete(old);
+    big_bytes = kube_store_bytes(&s);
+    assert_true(big_bytes >= small_bytes + sizeof(data));
+    assert_true(big_bytes < small_bytes + 2 * sizeof(data));
+
+    assert_int_equal(kube_store_put(&s, obj("b", "y", "1", NULL), &old), 0);
+    assert_int_equal(kube_store_bytes(&s), big_bytes + small_bytes);
+    assert_int_equal(kube_store_remove(&s, "a", "x", &old), 0);
+    cJSON_Delete(old);
+    assert_int_equal(kube_store_bytes(&s), small_bytes);
+    kube_store_mark_begin(&s);
+    assert_int_equal(kube_store_sweep(&s, NULL, NULL), 1);
+    assert_int_equal(kube_store_bytes(&s), 0);
+    kube_store_done(&s);
+}
+
 static void test_informer__backoff_grows_to_30s_with_jitter(void **state)
 {
     assert_true(kube_informer_backoff(0, 0.3) == 0.0);
@@ -236,6 +326,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_informer__relist_diff_delivers_missed_deletes),
         cmocka_unit_test(test_informer__store_indexes),
+        cmocka_unit_test(test_informer__transform_shapes_and_leaves_out_what_is_cached),
+        cmocka_unit_test(test_informer__store_counts_the_bytes_it_holds),
         cmocka_unit_test(test_informer__backoff_grows_to_30s_with_jitter),
     };
 
