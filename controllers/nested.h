@@ -32,6 +32,11 @@ struct keypool;
 /* CAPN's finalizer on NestedControlPlane. */
 #define NESTED_FINALIZER "nested.controlplane.cluster.x-k8s.io"
 
+/* Cluster API's annotation that makes `clusterctl move` wait, on every NestedControlPlane:
+ * a move copies Cluster API objects but not the tenant's StatefulSets and etcd data, which the
+ * source cluster's garbage collector would then delete (docs/clusterctl.md). */
+#define NESTED_BLOCK_MOVE "clusterctl.cluster.x-k8s.io/block-move"
+
 /* How long a reconcile waits for an RSA key from the pool before it looks again, seconds. */
 #define NESTED_KEY_WAIT 0.5
 

@@ -1,7 +1,8 @@
 /*
  * NestedControlPlane: the control-plane side of the Cluster API contract.
  *
- *   finalizer and spec.controlPlaneEndpoint (one merge patch, carrying resourceVersion)
+ *   finalizer, the block-move annotation and spec.controlPlaneEndpoint (one merge patch,
+ *   carrying resourceVersion)
  *   -> render_cluster_resolve: invalid input stops here with a condition and an event
  *   -> the CA Secrets <c>-ca, <c>-etcd, <c>-proxy, <c>-sa: created (never overwritten) when
  *      missing, checked and used as they are when present
@@ -101,11 +102,17 @@ static bool has_finalizer(const struct api_control_plane *ncp)
     return false;
 }
 
-/* A merge patch of the control plane's metadata.finalizers (with or without ours) and, when
- * endpoint is given, spec.controlPlaneEndpoint; resourceVersion makes it conditional. */
+static bool has_block_move(const struct api_control_plane *ncp)
+{
+    return api_strmap_get(&ncp->meta.annotations, NESTED_BLOCK_MOVE) != NULL;
+}
+
+/* A merge patch of the control plane's metadata.finalizers (with or without ours), with ours
+ * the block-move annotation too, and, when endpoint is given, spec.controlPlaneEndpoint;
+ * resourceVersion makes it conditional. */
 static int patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint *endpoint)
 {
-    cJSON *patch = cJSON_CreateObject(), *meta, *fins, *ep;
+    cJSON *patch = cJSON_CreateObject(), *meta, *fins, *ep, *ann;
     const struct api_strlist *f = &x->ncp->meta.finalizers;
 
     meta = cJSON_AddObjectToObject(patch, "metadata");
@@ -114,6 +121,11 @@ static int patch_self(struct cp *x, bool with_finalizer, const struct api_endpoi
                                                                        ? x->ncp->meta.resource_version
                                                                        : ""))
         goto oom;
+    if (with_finalizer && !has_block_move(x->ncp)) {
+        ann = cJSON_AddObjectToObject(meta, "annotations");
+        if (!ann || !cJSON_AddStringToObject(ann, NESTED_BLOCK_MOVE, ""))
+            goto oom;
+    }
     for (size_t i = 0; i < f->n; i++)
         if (strcmp(f->items[i], NESTED_FINALIZER) != 0 &&
             !cJSON_AddItemToArray(fins, cJSON_CreateString(f->items[i])))
@@ -130,7 +142,9 @@ static int patch_self(struct cp *x, bool with_finalizer, const struct api_endpoi
     x->spec_patched = true;
     return plan_merge_patch(x->plan, &NESTCP_CONTROL_PLANES, x->ns, x->name, NULL, patch,
                             "NestedControlPlane %s/%s: %s%s", x->ns, x->name,
-                            with_finalizer ? "finalizer" : "finalizer removed",
+                            !with_finalizer         ? "finalizer removed"
+                            : has_block_move(x->ncp) ? "finalizer"
+                                                     : "finalizer, block-move annotation",
                             endpoint ? " and controlPlaneEndpoint" : "");
 oom:
     cJSON_Delete(patch);
@@ -1257,11 +1271,17 @@ static int reconcile_normal(struct cp *x)
     {
         const struct api_endpoint *ep = &render_cluster_control_plane(rc)->spec.control_plane_endpoint;
         bool need_ep = !x->ncp->spec.control_plane_endpoint.host && ep->host;
-        if (!has_finalizer(x->ncp) || need_ep) {
+        if (!has_finalizer(x->ncp) || !has_block_move(x->ncp) || need_ep) {
             r = patch_self(x, true, need_ep ? ep : NULL);
             goto out;
         }
     }
+    r = cond(x, "MoveBlocked", API_CONDITION_TRUE, NULL, "TenantDataNotMovable", "%s",
+             "clusterctl move would copy the Cluster API objects but not the tenant's "
+             "StatefulSets and etcd data, which this cluster would then delete; the annotation "
+             NESTED_BLOCK_MOVE " makes it wait");
+    if (r < 0)
+        goto out;
 
     /* CAs first: when one is created, the rest waits for it to be read back. */
     if (ctx->keys)

@@ -199,15 +199,16 @@ static void test_nestedcomponent__paused_or_deleting_changes_nothing_else(void *
 {
     struct sim s;
     struct plan p;
-    cJSON *ncp;
+    cJSON *ncp, *meta, *ann;
 
     sim_init(&s, solo);
     set_up_cas_and_adopt(&s);
     /* paused control plane: only the Paused condition */
     ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, "c"), true);
-    cJSON_AddStringToObject(
-        cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"), "annotations"),
-        "cluster.x-k8s.io/paused", "");
+    meta = cJSON_GetObjectItemCaseSensitive(ncp, "metadata");
+    ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations"); /* block-move is there */
+    assert_non_null(ann);
+    cJSON_AddStringToObject(ann, "cluster.x-k8s.io/paused", "");
     fx_put_json(&s.f, ncp);
     reconcile(&s, RENDER_PART_ETCD, &p);
     assert_int_equal(p.n_actions, 1);

@@ -102,6 +102,9 @@ static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing
         cJSON_GetArrayItem(fx_path(a->body, "metadata.finalizers"), 0)->valuestring,
         NESTED_FINALIZER);
     assert_string_equal(fx_str(a->body, "spec.controlPlaneEndpoint.host"), "sample-apiserver");
+    assert_string_equal(
+        cJSON_GetObjectItem(fx_path(a->body, "metadata.annotations"), NESTED_BLOCK_MOVE)->valuestring,
+        "");
     fx_apply_plan(&s.f, &p);
     plan_done(&p);
     /* then the four CA Secrets, created (never applied over an existing one) */
@@ -823,6 +826,55 @@ static void test_nestedcontrolplane__controller_manager_override_newer_is_refuse
     sim_done(&s);
 }
 
+/* clusterctl move would copy the Cluster API objects and leave the tenant's StatefulSets and
+ * etcd data to this cluster's garbage collector: every control plane carries the annotation
+ * that makes clusterctl wait, and says why in MoveBlocked; one a user strips is put back
+ * alone, and a pause (clusterctl pauses before it waits) keeps the condition. */
+static void test_nestedcontrolplane__clusterctl_move_is_blocked_and_says_why(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const struct plan_action *a;
+    const cJSON *ann;
+    cJSON *obj;
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    assert_string_equal(
+        kube_obj_annotation(fx_get(&s.f, FX_CONTROL_PLANES, NCP), NESTED_BLOCK_MOVE), "");
+    assert_string_equal(ncp_condition(&s, "MoveBlocked", "status"), "True");
+    assert_string_equal(ncp_condition(&s, "MoveBlocked", "reason"), "TenantDataNotMovable");
+    assert_non_null(strstr(ncp_condition(&s, "MoveBlocked", "message"), "etcd data"));
+
+    obj = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), "annotations");
+    fx_put_json(&s.f, obj);
+    reconcile_ncp(&s, &p);
+    assert_int_equal(p.n_actions, 1);
+    a = &p.actions[0];
+    assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
+    assert_non_null(fx_path(a->body, "metadata.resourceVersion"));
+    ann = fx_path(a->body, "metadata.annotations");
+    assert_int_equal(cJSON_GetArraySize(ann), 1);
+    assert_non_null(cJSON_GetObjectItem(ann, NESTED_BLOCK_MOVE));
+    assert_null(fx_path(a->body, "spec"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_non_null(kube_obj_annotation(fx_get(&s.f, FX_CONTROL_PLANES, NCP), NESTED_BLOCK_MOVE));
+
+    obj = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
+    assert_non_null(cJSON_AddStringToObject(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "annotations"),
+        "cluster.x-k8s.io/paused", "true"));
+    fx_put_json(&s.f, obj);
+    reconcile_ncp(&s, &p);
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "Paused", "status"), "True");
+    assert_string_equal(ncp_condition(&s, "MoveBlocked", "status"), "True");
+    sim_done(&s);
+}
+
 static void test_nestedcontrolplane__paused_only_shows_paused(void **state)
 {
     struct sim s;
@@ -1069,6 +1121,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__adopts_its_components_with_optimistic_concurrency),
         cmocka_unit_test(test_nestedcontrolplane__steady_state_writes_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back),
+        cmocka_unit_test(test_nestedcontrolplane__clusterctl_move_is_blocked_and_says_why),
         cmocka_unit_test(test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
         cmocka_unit_test(test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled),
