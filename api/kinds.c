@@ -491,6 +491,10 @@ static const struct api_schema rollout_component_props[] = {
     STR("version", "The version the component is being moved to, or runs (no leading v)."),
     STR("configHash", "SHA-256 (hex) of the component's rendered configuration at that "
                       "target."),
+    STR("rolledBack", "Set while a roll to this target failed and is held back: which pod "
+                      "failed and how. Every pod runs the last good revision again (the "
+                      "StatefulSet's partition holds the update back); a change of the spec "
+                      "rolls again."),
     END,
 };
 

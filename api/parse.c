@@ -379,6 +379,7 @@ static void get_target(struct px *x, const cJSON *o, const char *key, struct api
 
     t->version = get_str(x, tv, "version");
     t->config_hash = get_str(x, tv, "configHash");
+    t->rolled_back = get_str(x, tv, "rolledBack");
 }
 
 int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret,

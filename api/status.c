@@ -123,6 +123,7 @@ static void add_target(struct jb *b, cJSON *o, const char *key, const struct api
     j = add(b, o, key, cJSON_CreateObject());
     add_str(b, j, "version", t->version);
     add_str(b, j, "configHash", t->config_hash);
+    add_str(b, j, "rolledBack", t->rolled_back);
 }
 
 static cJSON *finish(struct jb *b, cJSON *o)

@@ -204,7 +204,8 @@ static void target_done(struct api_rollout_target *t)
 {
     free(t->version);
     free(t->config_hash);
-    t->version = t->config_hash = NULL;
+    free(t->rolled_back);
+    t->version = t->config_hash = t->rolled_back = NULL;
 }
 
 void api_rollout_done(struct api_rollout *r)

@@ -144,6 +144,7 @@ struct api_etcd_member_status {
 
 struct api_rollout_target {
     char *version, *config_hash;
+    char *rolled_back; /* what failed, while a failed roll to config_hash is held back */
 };
 
 struct api_rollout {

@@ -491,6 +491,17 @@ void lookup_control_planes_for(const struct cache_view *view, const struct kube_
             control_planes_of_cluster(view, obj, fn, userdata);
         else if (lookup_part_of_kind(kind, &part) == 0)
             ncp = lookup_control_plane_of_component(view, obj, part);
+    } else if (res == &KUBE_PODS) {
+        /* A pod of a component's StatefulSet: the health of a roll is read from it. */
+        const cJSON *ref = kube_obj_controller_ref(obj);
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(ref, "kind");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
+        const cJSON *sts = cJSON_IsString(k) && strcmp(k->valuestring, "StatefulSet") == 0 &&
+                                   cJSON_IsString(n)
+                               ? kube_store_get(view->statefulsets, ns, n->valuestring)
+                               : NULL;
+        if (sts)
+            ncp = control_plane_of_owner(view, sts);
     } else {
         ncp = control_plane_of_owner(view, obj);
         if (!ncp && !kube_obj_controller_ref(obj) && eq(res->resource, "secrets"))

@@ -27,6 +27,7 @@
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
 #include "controllers/nested.h"
+#include "controllers/rollhealth.h"
 #include "controllers/status.h"
 #include "lib/kube/store.h"
 #include "lib/pki/secret.h"
@@ -49,6 +50,7 @@ struct comp {
     struct api_component_status *st;
     int64_t gen;
     const char *target_hash, *target_version; /* from the control plane, or NULL */
+    const char *rolled_back; /* the roll to the target failed and is held back: what failed */
     bool moving_to_claims; /* etcd: its members move from emptyDir to claims */
     bool members_settled;  /* etcd: every member votes and its pod is Ready */
     char key[RENDER_CLUSTER_NAME_MAX * 2];
@@ -448,6 +450,12 @@ static int observe(struct comp *x, const struct render_cluster *rc, const char *
     } else if (!ss.exists) {
         r = not_ready(x, STATUS_SEVERITY_INFO, "Creating", "StatefulSet %s is being created",
                       name);
+    } else if (x->rolled_back && x->part != RENDER_PART_ETCD) {
+        snprintf(msg, sizeof(msg), "%d/%d replicas ready at the last good revision", ss.ready,
+                 ss.replicas);
+        r = ss.ready >= ss.replicas
+                ? cond(x, "Ready", API_CONDITION_TRUE, NULL, "RolledBack", msg)
+                : not_ready(x, STATUS_SEVERITY_INFO, "RollingBack", "%s", msg);
     } else {
         r = not_ready(x, STATUS_SEVERITY_INFO, "RollingOut", "%d/%d updated, %d/%d ready",
                       ss.updated, ss.replicas, ss.ready, ss.replicas);
@@ -460,6 +468,12 @@ static int observe(struct comp *x, const struct render_cluster *rc, const char *
     if (!x->target_hash || (hash && strcmp(hash, x->target_hash) != 0))
         return cond(x, "Progressing", API_CONDITION_TRUE, NULL, "WaitingForRollout",
                     "a changed configuration waits for its turn in the control plane's rollout");
+    if (x->rolled_back && x->part != RENDER_PART_ETCD) {
+        snprintf(msg, sizeof(msg), "the roll to this configuration failed and was rolled back: %s",
+                 x->rolled_back);
+        return cond(x, "Progressing", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, "RolledBack",
+                    msg);
+    }
     return cond(x, "Progressing", API_CONDITION_TRUE, NULL, "RollingOut",
                 "the StatefulSet is rolling out");
 }
@@ -524,6 +538,63 @@ static int reconcile_members(struct comp *x, const struct render_cluster *rc, co
     return cond(x, ETCD_MEMBERSHIP_CONDITION, API_CONDITION_FALSE,
                 out.refused ? STATUS_SEVERITY_ERROR : STATUS_SEVERITY_INFO, out.reason,
                 out.message);
+}
+
+/* ---- a failed roll, held back ---- */
+
+struct rollback {
+    struct comp *x;
+    const char *current; /* the StatefulSet's currentRevision: the last good one */
+    int r;
+};
+
+static bool delete_failed_pod(void *userdata, const cJSON *pod)
+{
+    struct rollback *rb = userdata;
+    struct comp *x = rb->x;
+    const char *name = kube_obj_name(pod);
+
+    if (status_deleting(pod))
+        return true;
+    if (plan_delete(x->plan, &KUBE_PODS, x->ns, name, kube_obj_uid(pod),
+                    "Pod %s/%s: it runs a failed revision", x->ns, name) < 0 ||
+        plan_event(x->plan, KUBE_EVENT_NORMAL, "RolledBack",
+                   "Pod %s deleted: it ran the revision of a failed roll (%s); the StatefulSet "
+                   "recreates it at revision %s",
+                   name, x->rolled_back, rb->current) < 0) {
+        rb->r = -ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+/* A roll to the target failed (the control plane's status.rollout says how): the StatefulSet
+ * keeps the failed template but its partition, at its replicas, holds the update back, and
+ * once the cache shows that partition, the pods of the failed revision are deleted; the
+ * StatefulSet controller recreates them at currentRevision, the last good one. */
+static int hold_back(struct comp *x, cJSON *objs, const char *stsname)
+{
+    const cJSON *sts = kube_store_get(x->view->statefulsets, x->ns, stsname), *o;
+    struct rollback rb = {x, NULL, 0};
+    int replicas = 1;
+    struct err e;
+    int r;
+
+    cJSON_ArrayForEach(o, objs)
+    {
+        const cJSON *kind = get(o, "kind"), *n = get(get(o, "spec"), "replicas");
+        if (cJSON_IsString(kind) && strcmp(kind->valuestring, "StatefulSet") == 0 &&
+            cJSON_IsNumber(n))
+            replicas = n->valueint;
+    }
+    err_clear(&e);
+    if ((r = render_transform_statefulset_scale(objs, -1, replicas, &e)) < 0)
+        return r;
+    if (!sts || rollhealth_partition(sts) < replicas)
+        return 0;
+    rb.current = str(get(sts, "status"), "currentRevision");
+    rollhealth_foreach_updated(sts, x->view->pods, delete_failed_pod, &rb);
+    return rb.r;
 }
 
 /* ---- the component's objects ---- */
@@ -634,6 +705,9 @@ static int reconcile_children(struct comp *x)
     if ((r = report_persistence(x, rc, hash)) < 0 ||
         (r = reconcile_members(x, rc, certs, hash, objs)) < 0)
         goto out;
+    if (x->part != RENDER_PART_ETCD && x->rolled_back && x->target_hash &&
+        strcmp(hash, x->target_hash) == 0 && (r = hold_back(x, objs, stsname)) < 0)
+        goto out;
     if (x->target_hash && strcmp(hash, x->target_hash) == 0) {
         if ((r = delete_unrendered_all(x, objs)) < 0 || (r = apply_changed(x, objs)) < 0)
             goto out;
@@ -674,6 +748,7 @@ static void read_target(struct comp *x)
 
     x->target_hash = str(t, "configHash");
     x->target_version = str(t, "version");
+    x->rolled_back = str(t, "rolledBack");
     if (x->target_hash && !x->target_hash[0])
         x->target_hash = NULL;
 }
@@ -819,16 +894,19 @@ void nestedcomponent_map(void *ctx, const struct cache_view *view,
         return;
     }
     if (res == &KUBE_PODS || res == &KUBE_PVCS) {
-        /* An etcd member's pod or claim: the NestedEtcd of its StatefulSet <cluster>-etcd. */
+        /* A pod or claim of the component: the component of its StatefulSet
+         * <cluster>-<short>. */
         const char *cluster = kube_obj_label(obj, "cluster.x-k8s.io/cluster-name");
-        char sts[RENDER_CLUSTER_NAME_MAX + 8];
+        const char *which = kube_obj_label(obj, "app.kubernetes.io/component");
+        const char *part_short = render_part_short(pc->part);
+        char sts[RENDER_CLUSTER_NAME_MAX + 32];
         const cJSON *set;
 
-        if (pc->part != RENDER_PART_ETCD || !cluster)
+        if (!cluster || !which || strcmp(which, part_short) != 0)
             return;
-        snprintf(sts, sizeof(sts), "%s-etcd", cluster);
+        snprintf(sts, sizeof(sts), "%s-%s", cluster, part_short);
         set = kube_store_get(view->statefulsets, kube_obj_namespace(obj), sts);
-        if (set && lookup_controlled_by_kind(set, API_KIND_NESTED_ETCD, &owner))
+        if (set && lookup_controlled_by_kind(set, render_part_kind(pc->part), &owner))
             enqueue(q, kube_obj_namespace(obj), owner);
         return;
     }

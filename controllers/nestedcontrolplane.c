@@ -37,6 +37,7 @@
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
 #include "controllers/nested.h"
+#include "controllers/rollhealth.h"
 #include "controllers/rollout.h"
 #include "controllers/sakeyrotation.h"
 #include "controllers/status.h"
@@ -345,6 +346,7 @@ static void service_cidrs(const struct render_cluster *rc, char *out, size_t siz
 struct desired_all {
     struct render_cluster_desired d[RENDER_PART__COUNT];
     struct status_sts ss[RENDER_PART__COUNT];
+    const cJSON *sts[RENDER_PART__COUNT]; /* the cached StatefulSets, or NULL */
 };
 
 static int compute_desired(struct cp *x, const struct render_cluster *rc,
@@ -361,6 +363,7 @@ static int compute_desired(struct cp *x, const struct render_cluster *rc,
         snprintf(name, sizeof(name), "%s-%s", render_cluster_name(rc),
                  render_part_short((enum render_part)i));
         sts = kube_store_get(x->view->statefulsets, x->ns, name);
+        da->sts[i] = sts;
         status_statefulset(sts, target_of(ro, i)->config_hash, &da->ss[i]);
         /* etcd is complete once its membership is, too: the API servers roll to a new member
          * list only when every member in it votes. */
@@ -567,6 +570,28 @@ static int apply_brake(struct cp *x, const struct rollout_input *in, const struc
     return 0;
 }
 
+/* A roll of the API servers or controller managers to their target whose pods fail
+ * (controllers/rollhealth.h) is held back: status.rollout records what failed, the component
+ * rolls its pods back, and the rollout stops until the desired state changes. etcd is never
+ * rolled back this way: its data format may have moved on. */
+static int check_roll_health(struct cp *x, const struct desired_all *da, int i)
+{
+    struct api_rollout_target *t = target_of(&x->st->rollout, i);
+    char msg[512];
+    double recheck;
+
+    if (i == ROLLOUT_ETCD || !x->st->initialized || t->rolled_back || !t->config_hash ||
+        da->ss[i].complete || !da->ss[i].template_hash ||
+        strcmp(da->ss[i].template_hash, t->config_hash) != 0)
+        return 0;
+    if (!rollhealth_failed(da->sts[i], x->view->pods, x->view->now, msg, sizeof(msg), &recheck)) {
+        if (recheck > 0)
+            plan_requeue_after(x->plan, recheck);
+        return 0;
+    }
+    return set_str(&t->rolled_back, msg);
+}
+
 /* Runs the state machine, with the brake, and writes the targets into status.rollout; returns
  * its output. */
 static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
@@ -595,6 +620,9 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
                 c->ready_replicas > learners ? c->ready_replicas - learners : c->ready_replicas;
         }
         c->updated_replicas = da->ss[i].updated;
+        if ((r = check_roll_health(x, da, i)) < 0)
+            return r;
+        c->held = t->rolled_back;
     }
     rollout_step(&in, out);
     if (frozen || out->phase == ROLLOUT_PHASE_REFUSED)
@@ -607,7 +635,8 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
         if (!out->target_changed[i])
             continue;
         if ((r = set_str(&t->version, out->target[i].version)) < 0 ||
-            (r = set_str(&t->config_hash, out->target[i].hash)) < 0)
+            (r = set_str(&t->config_hash, out->target[i].hash)) < 0 ||
+            (r = set_str(&t->rolled_back, NULL)) < 0)
             return r;
         if (plan_event(x->plan, KUBE_EVENT_NORMAL, "RolloutStep", "%s: target %s (config %.12s)",
                        rollout_component_name((enum rollout_component)i),
@@ -973,7 +1002,11 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
     }
     if ((r = set_str(&st->phase, phase_of(x, out, da))) < 0 || (r = copy_etcd_addresses(x)) < 0)
         return r;
-    if (st->ready && refusal_reason)
+    if (st->ready && out->phase == ROLLOUT_PHASE_STALLED)
+        r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
+                 "serving the configuration it ran before; a roll failed and was rolled back "
+                 "(Upgrading: RolloutStalled)");
+    else if (st->ready && refusal_reason)
         /* Nothing rolls while a change is refused: say so, not that a rollout runs. */
         r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
                  "serving the configuration it runs; a change was refused and nothing rolls "
@@ -1002,6 +1035,9 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
                     "%s", refusal_message);
     if (out->phase == ROLLOUT_PHASE_UPGRADING || out->phase == ROLLOUT_PHASE_QUEUED)
         return cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s", out->message);
+    if (out->phase == ROLLOUT_PHASE_STALLED)
+        return cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, out->reason,
+                    "%s", out->message);
     if (!st->initialized)
         return api_conditions_remove(&st->conditions, "Upgrading") >= 0 ? 0 : -ENOMEM;
     return cond(x, "Upgrading", API_CONDITION_FALSE, NULL, "UpToDate", "%s",

@@ -30,6 +30,8 @@ const char *rollout_phase_name(enum rollout_phase p)
         return "Waiting";
     case ROLLOUT_PHASE_QUEUED:
         return "Queued";
+    case ROLLOUT_PHASE_STALLED:
+        return "Stalled";
     }
     return "Unknown";
 }
@@ -174,6 +176,16 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
             active = i;
             break;
         }
+        if (s->held && at_desired(s)) {
+            active = i;
+            out->phase = ROLLOUT_PHASE_STALLED;
+            out->reason = "RolloutStalled";
+            append(out->message, sizeof(out->message),
+                   "%s: the roll to config %.12s failed and was rolled back (%s); change the "
+                   "spec to roll again",
+                   rollout_component_name((enum rollout_component)i), s->target.hash, s->held);
+            break;
+        }
         if (!at_desired(s)) {
             int busy = -1;
             /* Only one component rolls at a time: a change to an earlier component waits for
@@ -217,7 +229,7 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
     for (i = active + 1; tail && i < ROLLOUT__COUNT; i++)
         append(out->message, sizeof(out->message), "%s waiting",
                rollout_component_name((enum rollout_component)i));
-    if (out->phase != ROLLOUT_PHASE_WAITING) {
+    if (out->phase != ROLLOUT_PHASE_WAITING && out->phase != ROLLOUT_PHASE_STALLED) {
         out->phase = in->initialized ? ROLLOUT_PHASE_UPGRADING : ROLLOUT_PHASE_PROVISIONING;
         out->reason = in->initialized ? "RollingOut" : "Provisioning";
     }

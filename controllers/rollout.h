@@ -19,6 +19,8 @@
  *     while the API servers roll. A refused change moves no target and says why.
  *   - A target never moves while the desired state of that component is unknown (e.g. its
  *     certificates are not issued yet).
+ *   - A component whose roll failed (held) stops the rollout while its desired state is the
+ *     target that failed; a new desired state rolls again.
  */
 
 #include <stdbool.h>
@@ -45,6 +47,9 @@ struct rollout_component_state {
      * template carries target.hash. */
     bool complete;
     int replicas, ready_replicas, updated_replicas;
+    /* The roll to target failed and is held back (status.rollout rolledBack): what failed.
+     * Nothing moves until the desired state changes; NULL: not held. */
+    const char *held;
 };
 
 struct rollout_input {
@@ -59,6 +64,7 @@ enum rollout_phase {
     ROLLOUT_PHASE_REFUSED,      /* a change was refused; nothing moves until it is undone */
     ROLLOUT_PHASE_WAITING,      /* waiting for a desired state to become known */
     ROLLOUT_PHASE_QUEUED,       /* a roll waits for a slot (controllers/brake.h) */
+    ROLLOUT_PHASE_STALLED,      /* a roll failed and is held back (controllers/rollhealth.h) */
 };
 
 struct rollout_output {
@@ -70,7 +76,7 @@ struct rollout_output {
     /* For conditions and events: */
     const char *reason; /* CamelCase: "Provisioning", "RollingOut", "Ready",
                            "DowngradeRefused", "MinorSkipRefused", "VersionSkewRefused",
-                           "WaitingForCertificates" */
+                           "WaitingForCertificates", "RolloutStalled" */
     char message[512];  /* e.g. "kube-apiserver 1/3 updated; controller-manager waiting" */
 };
 

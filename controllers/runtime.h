@@ -45,7 +45,7 @@ struct cache_view {
                                                    * only nestcp's or named like them */
     const struct kube_store *services;            /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *statefulsets;        /* label app.kubernetes.io/managed-by=nestcp */
-    const struct kube_store *pods;                /* etcd members: MANAGER_POD_SELECTOR */
+    const struct kube_store *pods;                /* control-plane pods: MANAGER_POD_SELECTOR */
     const struct kube_store *claims;              /* their claims: MANAGER_CLAIM_SELECTOR */
     const struct kube_store *configmaps;          /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *networkpolicies;     /* label app.kubernetes.io/managed-by=nestcp */
@@ -132,9 +132,10 @@ const struct kube_resource *manager_cached_resource(size_t i);
  * (Services, StatefulSets, ConfigMaps, NetworkPolicies). */
 #define MANAGER_SECRET_SELECTOR "cluster.x-k8s.io/cluster-name"
 #define MANAGER_OWNED_SELECTOR "app.kubernetes.io/managed-by=nestcp"
-/* The pods of tenants' etcd members, and their PersistentVolumeClaims (whose labels are the
- * StatefulSet's selector, made before nestcp labelled claims itself). */
-#define MANAGER_POD_SELECTOR "app.kubernetes.io/managed-by=nestcp,app.kubernetes.io/component=etcd"
+/* The pods of tenants' control planes (etcd membership, the health of a roll), and the etcd
+ * members' PersistentVolumeClaims (whose labels are the StatefulSet's selector, made before
+ * nestcp labelled claims itself). */
+#define MANAGER_POD_SELECTOR "app.kubernetes.io/managed-by=nestcp"
 #define MANAGER_CLAIM_SELECTOR "app.kubernetes.io/component=etcd,cluster.x-k8s.io/cluster-name"
 /* The Lease of leader election. */
 #define MANAGER_LEASE_NAME "nestcp-manager"

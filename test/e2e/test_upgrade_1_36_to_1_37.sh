@@ -7,7 +7,10 @@
 #   3. every certificate renewed (spec.certificates: a renewal window longer than what the
 #      certificates have left), which rolls every etcd member, API server and controller
 #      manager;
-#   4. a downgrade to 1.36.3, which is refused with the reason on the object.
+#   4. a flag the API server rejects at start: the roll stops after the first pod, which is
+#      rolled back to the last good revision while the other keeps serving; restoring the spec
+#      then rolls nothing;
+#   5. a downgrade to 1.36.3, which is refused with the reason on the object.
 # For each roll: every API server pod is replaced and Ready before any controller-manager pod
 # is replaced (from a recorded pod watch and from the pods' timestamps), etcd is left alone
 # (both lines pin etcd 3.6.17) and keeps its data (a ConfigMap written in the tenant before is
@@ -306,7 +309,66 @@ tenant_kubeconfig roll "$kc"
 [ "$(tkubectl "$kc" get configmap before-upgrade -o jsonpath='{.data.written}')" = at-1.36 ] ||
     fail "the ConfigMap written at 1.36 is gone after the renewal"
 
-# --- 4. a downgrade is refused, and nothing rolls ---
+# --- 4. a flag the API server rejects at start: stopped after the first pod, rolled back ---
+bad='max-requests-inflight=not-a-number'
+uid0=$(kubectl -n "$ns" get pod roll-apiserver-0 -o jsonpath='{.metadata.uid}')
+ts=$(now)
+kubectl -n "$ns" patch nkas roll-apiserver --type merge \
+    -p '{"spec":{"extraArgs":{"max-requests-inflight":"not-a-number"}}}' >/dev/null
+upgrading() {
+    kubectl -n "$ns" get ncp roll -o jsonpath="{.status.conditions[?(@.type==\"Upgrading\")].$1}"
+}
+stalled() { [ "$(upgrading reason)" = RolloutStalled ]; }
+until_true 180 stalled || fail "broken flag: the roll did not stall: $(upgrading reason): $(upgrading message)"
+log "broken flag: stalled after $(elapsed "$ts") s: $(upgrading message)"
+grep -q "kube-apiserver: the roll to config .* failed and was rolled back (pod roll-apiserver-1: container kube-apiserver restarted [0-9]* times, last exit code" <<<"$(upgrading message)" ||
+    fail "broken flag: the Upgrading message does not name the pod and what failed"
+[ "$(upgrading status)" = False ] || fail "broken flag: Upgrading is $(upgrading status)"
+# Rolled back: the StatefulSet's partition holds the failed template back, and roll-apiserver-1
+# is back, Ready, at the last good revision (the StatefulSet's currentRevision).
+rolled_back() {
+    kubectl -n "$ns" get statefulset/roll-apiserver pod/roll-apiserver-1 -o json | python3 -c '
+import json, sys
+sts, pod = json.load(sys.stdin)["items"]
+st = sts.get("status", {})
+ready = [c for c in pod.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+ok = (sts["spec"].get("updateStrategy", {}).get("rollingUpdate", {}).get("partition") == 2 and
+      st.get("currentRevision") != st.get("updateRevision") and st.get("readyReplicas") == 2 and
+      pod["metadata"]["labels"].get("controller-revision-hash") == st.get("currentRevision") and
+      not pod["metadata"].get("deletionTimestamp") and ready and ready[0]["status"] == "True")
+sys.exit(0 if ok else 1)'
+}
+until_true 120 rolled_back || fail "broken flag: not rolled back: $(kubectl -n "$ns" get pods --no-headers | tr '\n' ';')"
+te=$(now)
+log "broken flag: rolled back after $(elapsed "$ts") s"
+[ "$(kubectl -n "$ns" get pod roll-apiserver-0 -o jsonpath='{.metadata.uid}')" = "$uid0" ] ||
+    fail "broken flag: roll-apiserver-0 was replaced; the roll should have stopped after the first pod"
+record_pids
+for pod in roll-apiserver-0 roll-apiserver-1; do
+    ! grep -qx -- "--$bad" <<<"$(pod_cmdline "$pod" kube-apiserver)" ||
+        fail "broken flag: $pod runs --$bad"
+done
+[ "$(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] ||
+    fail "broken flag: the control plane is not Ready while it serves the last good revision"
+kubectl -n "$ns" get events --field-selector reason=RolledBack -o jsonpath='{.items[*].message}' |
+    grep -q "Pod roll-apiserver-1 deleted: it ran the revision of a failed roll" ||
+    fail "broken flag: no RolledBack Event for roll-apiserver-1"
+check_availability "broken flag" "$ts" "$te" "through the Service name" "$work/avail.log"
+check_availability "broken flag" "$ts" "$te" "picking pods from the host" "$work/avail-host.log"
+# The spec as it was: the StatefulSet's template is the running revision again, nothing is
+# replaced, and the hold is gone.
+before=$(uids)
+kubectl -n "$ns" patch nkas roll-apiserver --type merge \
+    -p '{"spec":{"extraArgs":{"max-requests-inflight":null}}}' >/dev/null
+until_true 120 rolled || fail "broken flag: restoring the spec did not end the hold: $(upgrading reason): $(upgrading message)"
+[ "$(uids)" = "$before" ] || fail "broken flag: restoring the spec replaced a pod"
+[ -z "$(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.rollout.components.apiserver.rolledBack}')" ] ||
+    fail "broken flag: status.rollout still says rolled back"
+partition=$(kubectl -n "$ns" get sts roll-apiserver -o jsonpath='{.spec.updateStrategy.rollingUpdate.partition}')
+[ "${partition:-0}" = 0 ] || fail "broken flag: the StatefulSet keeps its partition $partition"
+log "broken flag: the spec restored, Upgrading $(upgrading reason), no pod replaced"
+
+# --- 5. a downgrade is refused, and nothing rolls ---
 before=$(uids)
 kubectl -n "$ns" patch ncp roll --type merge -p '{"spec":{"version":"1.36.3"}}' >/dev/null
 refused() {
@@ -318,7 +380,7 @@ log "downgrade: $(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.conditions
 v=$(versions_of_apiservers)
 [ "$(tr ' ' '\n' <<<"$v" | grep -c '=v1.37.2$')" = 2 ] || fail "after the refused downgrade the API servers report $v"
 
-# --- 5. with one API server, the outage of a roll, measured ---
+# --- 6. with one API server, the outage of a roll, measured ---
 # Nothing can serve while the only API server is replaced: the roll's outage is what the
 # clients see between the old pod leaving the endpoints and the new one becoming Ready.
 kubectl -n "$ns" patch ncp roll --type merge -p '{"spec":{"version":"1.37.2"}}' >/dev/null

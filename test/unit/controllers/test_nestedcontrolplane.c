@@ -5,6 +5,7 @@
 #include "api/conditions.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
+#include "lib/util/strutil.h"
 
 /* CAPN's cluster template shape (config/samples/capn-cluster.yaml) with Cluster API's
  * controllers absent: no owner references anywhere. */
@@ -585,6 +586,127 @@ static void test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_wri
     sim_done(&s);
 }
 
+/* The API server's extraArgs: one flag, or none. */
+static void set_api_flag(struct sim *s, const char *value)
+{
+    cJSON *o = cJSON_Duplicate(fx_get(&s->f, FX_APISERVERS, "sample-nestedapiserver"), true);
+    cJSON *spec = (cJSON *)fx_path(o, "spec"), *meta = (cJSON *)fx_path(o, "metadata");
+    const cJSON *g = fx_path(o, "metadata.generation");
+    double gen = g->valuedouble + 1;
+
+    cJSON_DeleteItemFromObject(spec, "extraArgs");
+    if (value)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "extraArgs"),
+                                "max-requests-inflight", value);
+    cJSON_DeleteItemFromObject(meta, "generation");
+    cJSON_AddNumberToObject(meta, "generation", gen);
+    fx_put_json(&s->f, o);
+}
+
+/* The API servers' StatefulSet rolling from r1 to r2, with its pod at r2 crash-looping. */
+static void crash_loop(struct sim *s)
+{
+    cJSON *sts = cJSON_Duplicate(fx_get(&s->f, FX_STATEFULSETS, "sample-apiserver"), true);
+    cJSON *st;
+    char created[32], yaml[1024];
+
+    cJSON_DeleteItemFromObject(sts, "status");
+    st = cJSON_AddObjectToObject(sts, "status");
+    cJSON_AddNumberToObject(st, "observedGeneration", fx_path(sts, "metadata.generation")->valuedouble);
+    cJSON_AddNumberToObject(st, "replicas", 1);
+    cJSON_AddNumberToObject(st, "readyReplicas", 0);
+    cJSON_AddNumberToObject(st, "updatedReplicas", 1);
+    cJSON_AddStringToObject(st, "currentRevision", "sample-apiserver-r1");
+    cJSON_AddStringToObject(st, "updateRevision", "sample-apiserver-r2");
+    fx_put_json(&s->f, sts);
+    time_format_rfc3339(s->f.view.now - 20, created);
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: v1\nkind: Pod\n"
+             "metadata: {name: sample-apiserver-0, uid: pod-r2, creationTimestamp: '%s', "
+             "labels: {controller-revision-hash: sample-apiserver-r2}}\n"
+             "status:\n"
+             "  conditions: [{type: Ready, status: 'False'}]\n"
+             "  containerStatuses:\n"
+             "  - name: kube-apiserver\n"
+             "    restartCount: 3\n"
+             "    lastState: {terminated: {exitCode: 1, reason: Error}}\n",
+             created);
+    fx_put(&s->f, yaml);
+}
+
+/* A roll whose new API server pod keeps crashing is held: the control plane records what
+ * failed and stops (Upgrading False, RolloutStalled); the component sets the StatefulSet's
+ * partition to its replicas and, once the cache shows it, deletes the pod of the failed
+ * revision; the spec as it was ends the hold. */
+static void test_nestedcontrolplane__a_crashing_roll_is_held_and_rolled_back(void **state)
+{
+    struct sim s;
+    struct plan p;
+    const struct plan_action *a;
+    const char *good;
+    cJSON *sts;
+    struct err e;
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    good = fx_str(ncp_status(&s), "rollout.components.apiserver.configHash");
+    assert_non_null(good);
+    good = strdup(good);
+    set_api_flag(&s, "not-a-number");
+    sim_one(&s, -1, "default", NCP);
+    assert_string_not_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"),
+                            good);
+    sim_one(&s, RENDER_PART_APISERVER, "default", "sample-nestedapiserver");
+    crash_loop(&s);
+
+    sim_one(&s, -1, "default", NCP);
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.rolledBack"),
+                        "pod sample-apiserver-0: container kube-apiserver restarted 3 times, "
+                        "last exit code 1 (Error)");
+    assert_string_equal(ncp_condition(&s, "Upgrading", "status"), "False");
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "RolloutStalled");
+    assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"), "rolled back (pod "
+                                                                        "sample-apiserver-0"));
+
+    /* The partition first; no pod goes while the cache does not show it. */
+    plan_init(&p);
+    err_clear(&e);
+    assert_int_equal(nestedcomponent_reconcile(&s.ctx.parts[RENDER_PART_APISERVER], &s.f.view,
+                                               "default", "sample-nestedapiserver", &p, &e),
+                     0);
+    a = fx_action(&p, KUBE_PATCH, "statefulsets", "sample-apiserver");
+    assert_non_null(a);
+    assert_int_equal(fx_path(a->body, "spec.updateStrategy.rollingUpdate.partition")->valueint, 1);
+    assert_null(fx_action(&p, KUBE_DELETE, "pods", NULL));
+    plan_done(&p);
+    sts = cJSON_Duplicate(fx_get(&s.f, FX_STATEFULSETS, "sample-apiserver"), true);
+    cJSON_AddNumberToObject(
+        cJSON_AddObjectToObject(cJSON_AddObjectToObject((cJSON *)fx_path(sts, "spec"),
+                                                        "updateStrategy"),
+                                "rollingUpdate"),
+        "partition", 1);
+    fx_put_json(&s.f, sts);
+    plan_init(&p);
+    assert_int_equal(nestedcomponent_reconcile(&s.ctx.parts[RENDER_PART_APISERVER], &s.f.view,
+                                               "default", "sample-nestedapiserver", &p, &e),
+                     0);
+    a = fx_action(&p, KUBE_DELETE, "pods", "sample-apiserver-0");
+    assert_non_null(a);
+    assert_string_equal(a->precondition_uid, "pod-r2");
+    assert_non_null(fx_event(&p, "RolledBack"));
+    assert_non_null(strstr(fx_event(&p, "RolledBack")->message, "recreates it at revision "
+                                                                  "sample-apiserver-r1"));
+    plan_done(&p);
+
+    /* The spec as it was: the target moves back, the hold ends. */
+    set_api_flag(&s, NULL);
+    sim_one(&s, -1, "default", NCP);
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"), good);
+    assert_null(fx_path(ncp_status(&s), "rollout.components.apiserver.rolledBack"));
+    free((char *)good);
+    sim_done(&s);
+}
+
 /* Another control plane as the cache shows it, with its Upgrading condition. */
 static void put_peer(struct sim *s, const char *name, const char *status, const char *reason)
 {
@@ -1122,6 +1244,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__steady_state_writes_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back),
         cmocka_unit_test(test_nestedcontrolplane__clusterctl_move_is_blocked_and_says_why),
+        cmocka_unit_test(test_nestedcontrolplane__a_crashing_roll_is_held_and_rolled_back),
         cmocka_unit_test(test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
         cmocka_unit_test(test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled),

@@ -379,6 +379,34 @@ static void test_rollout__apiserver_may_not_leave_running_controller_manager_beh
     assert_moved(&out, M);
 }
 
+/* A failed roll of the API servers, held back: nothing moves, the controller managers wait,
+ * the message says what failed; a new desired state rolls again. */
+static void test_rollout__a_held_roll_stops_until_the_spec_changes(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[A].target.hash = in.c[A].desired.hash = "a2";
+    in.c[A].complete = false;
+    in.c[A].held = "pod c-apiserver-2: container kube-apiserver restarted 3 times";
+    in.c[M].desired.hash = "m2";
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_STALLED);
+    assert_string_equal(out.reason, "RolloutStalled");
+    assert_string_equal(out.message,
+                        "kube-apiserver: the roll to config a2 failed and was rolled back (pod "
+                        "c-apiserver-2: container kube-apiserver restarted 3 times); change the "
+                        "spec to roll again; kube-controller-manager waiting");
+    assert_true(out.serving);
+
+    in.c[A].desired.hash = "a3";
+    rollout_step(&in, &out);
+    assert_moved(&out, A);
+    assert_string_equal(out.target[A].hash, "a3");
+    assert_int_equal(out.phase, ROLLOUT_PHASE_UPGRADING);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_rollout__controller_manager_override_newer_than_apiserver_is_refused),
         cmocka_unit_test(test_rollout__override_below_the_running_version_is_a_downgrade),
         cmocka_unit_test(test_rollout__apiserver_may_not_leave_running_controller_manager_behind),
+        cmocka_unit_test(test_rollout__a_held_roll_stops_until_the_spec_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
