@@ -233,6 +233,16 @@ static void test_lookup__changes_of_related_objects_concern_their_control_plane(
         "  name: sample-etcd\n"
         "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, name: sample-nestedetcd, uid: etcd-1, controller: true}]\n"
         "---\n"
+        "apiVersion: v1\nkind: Pod\n"
+        "metadata:\n"
+        "  name: sample-etcd-0\n"
+        "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: sample-etcd, uid: sts-1, controller: true}]\n"
+        "---\n"
+        "apiVersion: v1\nkind: Pod\n"
+        "metadata:\n"
+        "  name: stray-0\n"
+        "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: stray, uid: sts-2, controller: true}]\n"
+        "---\n"
         "apiVersion: v1\nkind: Secret\n"
         "metadata: {name: unrelated, labels: {cluster.x-k8s.io/cluster-name: other}}\n";
     struct {
@@ -244,6 +254,8 @@ static void test_lookup__changes_of_related_objects_concern_their_control_plane(
         {&KUBE_SECRETS, FX_SECRETS, "sample-etcd-certs-abc", "sample-control-plane"},
         {&KUBE_SECRETS, FX_SECRETS, "sample-ca", "sample-control-plane"},
         {&KUBE_STATEFULSETS, FX_STATEFULSETS, "sample-etcd", "sample-control-plane"},
+        {&KUBE_PODS, FX_PODS, "sample-etcd-0", "sample-control-plane"},
+        {&KUBE_PODS, FX_PODS, "stray-0", NULL},
         {&KUBE_SECRETS, FX_SECRETS, "unrelated", NULL},
         {&CAPI_CLUSTERS, FX_CLUSTERS, "sample", "sample-control-plane"},
         {&NESTCP_NESTED_CLUSTERS, FX_NESTED_CLUSTERS, "sample", "sample-control-plane"},
