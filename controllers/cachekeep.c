@@ -71,12 +71,13 @@ bool cachekeep_secret(void *ctx, cJSON *obj)
 bool cachekeep_statefulset(void *ctx, cJSON *obj)
 {
     /* status_statefulset, render_cluster_certs_mounted, nested_etcd_safety,
-     * resolve_etcd_storage and the etcd membership read these. */
+     * resolve_etcd_storage, the etcd membership and a held roll (its partition) read these. */
     static const char *const keep[] = {
         "apiVersion",
         "kind",
         "metadata",
         "spec.replicas",
+        "spec.updateStrategy",
         "spec.volumeClaimTemplates",
         "spec.template.metadata",
         "spec.template.spec.volumes",

@@ -246,6 +246,7 @@ diff "$work/before-move.txt" "$work/during-move.txt" >&2 ||
 # does; a user then unpauses it (docs/clusterctl.md).
 kill "$move_pid"
 wait "$move_pid" 2>/dev/null || true
+sed 's/^/    clusterctl: /' "$work/move.log"
 log "clusterctl move waited on the block-move annotation: $(grep -c . "$work/before-move.txt") objects unchanged"
 kubectl -n "$ns" patch clusters.cluster.x-k8s.io t1 --type merge -p '{"spec":{"paused":false}}' >/dev/null
 ncp_unpaused() {
