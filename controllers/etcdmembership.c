@@ -368,19 +368,6 @@ static const char *str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static bool pod_ready(const cJSON *pod)
-{
-    const cJSON *c;
-
-    cJSON_ArrayForEach(c, get(get(pod, "status"), "conditions"))
-    {
-        const char *type = str(c, "type"), *status = str(c, "status");
-        if (type && status && strcmp(type, "Ready") == 0)
-            return strcmp(status, "True") == 0;
-    }
-    return false;
-}
-
 static bool pod_gated(const cJSON *pod)
 {
     return cJSON_GetArraySize(get(get(pod, "spec"), "schedulingGates")) > 0;
@@ -461,7 +448,7 @@ static void read_pods(struct step *s)
             continue;
         p->exists = true;
         p->gated = pod_gated(pod);
-        p->ready = pod_ready(pod);
+        p->ready = status_pod_ready(pod);
         p->deleting = status_deleting(pod);
         if (s->mi.storage == API_STORAGE_PVC) {
             char claim[NAME_LEN + 8];

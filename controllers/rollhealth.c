@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "controllers/status.h"
 #include "lib/kube/client.h"
 #include "lib/kube/store.h"
 #include "lib/util/strutil.h"
@@ -26,19 +27,6 @@ static int num(const cJSON *o, const char *key, int def)
     const cJSON *v = get(o, key);
 
     return cJSON_IsNumber(v) ? v->valueint : def;
-}
-
-static bool pod_ready(const cJSON *pod)
-{
-    const cJSON *c;
-
-    cJSON_ArrayForEach(c, get(get(pod, "status"), "conditions"))
-    {
-        const char *type = str(c, "type"), *status = str(c, "status");
-        if (type && status && strcmp(type, "Ready") == 0)
-            return strcmp(status, "True") == 0;
-    }
-    return false;
 }
 
 int rollhealth_partition(const cJSON *sts)
@@ -119,7 +107,7 @@ static bool check_pod(void *userdata, const cJSON *pod)
     char why[400];
     double t, left;
 
-    if (pod_ready(pod) || get(get(pod, "metadata"), "deletionTimestamp"))
+    if (status_pod_ready(pod) || get(get(pod, "metadata"), "deletionTimestamp"))
         return true;
     if (restarted(pod, why, sizeof(why))) {
         snprintf(c->msg, c->size, "pod %s: %s", kube_obj_name(pod), why);

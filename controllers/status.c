@@ -142,6 +142,22 @@ bool status_deleting(const cJSON *obj)
     return ts && !cJSON_IsNull(ts);
 }
 
+bool status_pod_ready(const cJSON *pod)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(pod, "status"), "conditions"))
+    {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+        const cJSON *status = cJSON_GetObjectItemCaseSensitive(c, "status");
+        if (cJSON_IsString(type) && cJSON_IsString(status) &&
+            strcmp(type->valuestring, "Ready") == 0)
+            return strcmp(status->valuestring, "True") == 0;
+    }
+    return false;
+}
+
 /* ---- objects that do not parse ---- */
 
 static int conditions_from_json(const cJSON *arr, struct api_conditions *ret)

@@ -69,4 +69,7 @@ void status_statefulset(const cJSON *sts, const char *hash, struct status_sts *r
 /* True when obj has metadata.deletionTimestamp. */
 bool status_deleting(const cJSON *obj);
 
+/* True when a Pod's Ready condition is True. */
+bool status_pod_ready(const cJSON *pod);
+
 #endif

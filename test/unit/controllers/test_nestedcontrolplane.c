@@ -223,6 +223,24 @@ static void test_nestedcontrolplane__steady_state_writes_nothing(void **state)
     sim_done(&s);
 }
 
+/* The control plane without its metadata.<field>, reconciled: the plan is one merge patch,
+ * conditional on the resourceVersion, which is returned. */
+static const struct plan_action *strip_and_reconcile(struct sim *s, const char *field,
+                                                     struct plan *p)
+{
+    cJSON *obj = cJSON_Duplicate(fx_get(&s->f, FX_CONTROL_PLANES, NCP), true);
+    const struct plan_action *a;
+
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), field);
+    fx_put_json(&s->f, obj);
+    reconcile_ncp(s, p);
+    assert_int_equal(p->n_actions, 1);
+    a = &p->actions[0];
+    assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
+    assert_non_null(fx_path(a->body, "metadata.resourceVersion"));
+    return a;
+}
+
 /* Someone strips what ties the cluster together: the control plane's finalizer is put back
  * (alone, conditional on the resourceVersion), and a component that lost its controller
  * ownerReference is adopted again; nothing else is written meanwhile. */
@@ -235,14 +253,7 @@ static void test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back(v
 
     sim_init(&s, capn);
     sim_converge(&s, 40);
-    obj = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
-    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), "finalizers");
-    fx_put_json(&s.f, obj);
-    reconcile_ncp(&s, &p);
-    assert_int_equal(p.n_actions, 1);
-    a = &p.actions[0];
-    assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
-    assert_non_null(fx_path(a->body, "metadata.resourceVersion"));
+    a = strip_and_reconcile(&s, "finalizers", &p);
     assert_string_equal(
         cJSON_GetArrayItem(fx_path(a->body, "metadata.finalizers"), 0)->valuestring,
         NESTED_FINALIZER);
@@ -968,14 +979,7 @@ static void test_nestedcontrolplane__clusterctl_move_is_blocked_and_says_why(voi
     assert_string_equal(ncp_condition(&s, "MoveBlocked", "reason"), "TenantDataNotMovable");
     assert_non_null(strstr(ncp_condition(&s, "MoveBlocked", "message"), "etcd data"));
 
-    obj = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
-    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), "annotations");
-    fx_put_json(&s.f, obj);
-    reconcile_ncp(&s, &p);
-    assert_int_equal(p.n_actions, 1);
-    a = &p.actions[0];
-    assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
-    assert_non_null(fx_path(a->body, "metadata.resourceVersion"));
+    a = strip_and_reconcile(&s, "annotations", &p);
     ann = fx_path(a->body, "metadata.annotations");
     assert_int_equal(cJSON_GetArraySize(ann), 1);
     assert_non_null(cJSON_GetObjectItem(ann, NESTED_BLOCK_MOVE));
