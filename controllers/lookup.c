@@ -230,20 +230,10 @@ const char *lookup_cluster_name(const struct cache_view *view, const cJSON *obj,
 
 /* ---- components and control planes ---- */
 
-static const enum api_kind part_kinds[RENDER_PART__COUNT] = {
-    API_KIND_NESTED_ETCD, API_KIND_NESTED_APISERVER, API_KIND_NESTED_CONTROLLER_MANAGER};
-static const char *const part_fields[RENDER_PART__COUNT] = {"etcd", "apiserver",
-                                                            "controllerManager"};
-
-const char *lookup_part_field(enum render_part part)
-{
-    return part < RENDER_PART__COUNT ? part_fields[part] : "";
-}
-
 int lookup_part_of_kind(enum api_kind kind, enum render_part *ret_part)
 {
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
-        if (part_kinds[i] == kind) {
+        if (render_part_kind((enum render_part)i) == kind) {
             *ret_part = (enum render_part)i;
             return 0;
         }
@@ -254,12 +244,12 @@ int lookup_part_of_kind(enum api_kind kind, enum render_part *ret_part)
 const cJSON *lookup_component(const struct cache_view *view, const cJSON *ncp,
                               enum render_part part)
 {
-    const cJSON *ref = get(get(ncp, "spec"), lookup_part_field(part));
+    const cJSON *ref = get(get(ncp, "spec"), render_part_field(part));
     const char *name = str(ref, "name");
 
-    if (!name || (str(ref, "kind") && !ref_is(ref, part_kinds[part])))
+    if (!name || (str(ref, "kind") && !ref_is(ref, render_part_kind(part))))
         return NULL;
-    return kube_store_get(lookup_store(view, part_kinds[part]), kube_obj_namespace(ncp), name);
+    return kube_store_get(lookup_store(view, render_part_kind(part)), kube_obj_namespace(ncp), name);
 }
 
 struct component_search {
@@ -271,9 +261,9 @@ struct component_search {
 static bool find_referring_ncp(void *userdata, const cJSON *ncp)
 {
     struct component_search *s = userdata;
-    const cJSON *ref = get(get(ncp, "spec"), lookup_part_field(s->part));
+    const cJSON *ref = get(get(ncp, "spec"), render_part_field(s->part));
 
-    if (!eq(str(ref, "name"), s->name) || (str(ref, "kind") && !ref_is(ref, part_kinds[s->part])))
+    if (!eq(str(ref, "name"), s->name) || (str(ref, "kind") && !ref_is(ref, render_part_kind(s->part))))
         return true;
     s->found = ncp;
     return false;
@@ -303,7 +293,7 @@ const cJSON *lookup_control_plane_of_component(const struct cache_view *view,
      * no component of this kind takes the one labelled with its cluster name. */
     ncp = control_plane_of_cluster_name(view, ns,
                                         kube_obj_label(component, PKI_CLUSTER_NAME_LABEL));
-    if (ncp && !str(get(get(ncp, "spec"), lookup_part_field(part)), "name"))
+    if (ncp && !str(get(get(ncp, "spec"), render_part_field(part)), "name"))
         return ncp;
     return NULL;
 }
@@ -450,9 +440,9 @@ static const cJSON *control_plane_of_owner(const struct cache_view *view, const 
     if (lookup_controlled_by_kind(obj, API_KIND_NESTED_CONTROL_PLANE, &owner))
         return kube_store_get(view->control_planes, ns, owner);
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
-        if (!lookup_controlled_by_kind(obj, part_kinds[i], &owner))
+        if (!lookup_controlled_by_kind(obj, render_part_kind((enum render_part)i), &owner))
             continue;
-        comp = kube_store_get(lookup_store(view, part_kinds[i]), ns, owner);
+        comp = kube_store_get(lookup_store(view, render_part_kind((enum render_part)i)), ns, owner);
         return comp ? lookup_control_plane_of_component(view, comp, (enum render_part)i) : NULL;
     }
     return NULL;

@@ -53,10 +53,6 @@ const char *lookup_cluster_name(const struct cache_view *view, const cJSON *obj,
 const cJSON *lookup_component(const struct cache_view *view, const cJSON *ncp,
                               enum render_part part);
 
-/* The spec field of the control plane that names part: "etcd", "apiserver",
- * "controllerManager". */
-const char *lookup_part_field(enum render_part part);
-
 /* The part of a component kind; -EINVAL for another kind. */
 int lookup_part_of_kind(enum api_kind kind, enum render_part *ret_part);
 

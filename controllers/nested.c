@@ -214,3 +214,11 @@ int nested_secret_not_after(const cJSON *secret, int64_t *ret_not_after)
     *ret_not_after = earliest;
     return 0;
 }
+
+const struct kube_resource *nested_part_resource(enum render_part part)
+{
+    static const struct kube_resource *const resources[RENDER_PART__COUNT] = {
+        &NESTCP_ETCDS, &NESTCP_APISERVERS, &NESTCP_CONTROLLER_MANAGERS};
+
+    return part < RENDER_PART__COUNT ? resources[part] : NULL;
+}

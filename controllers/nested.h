@@ -132,6 +132,10 @@ void nested_etcd_safety(const struct cache_view *view, const struct render_sourc
 #define NESTED_ISSUE_WAIT 30.0
 
 /* The controller definitions, ready for manager_add_controller(). ctx is borrowed. */
+/* The resource of a component kind: NESTCP_ETCDS, NESTCP_APISERVERS,
+ * NESTCP_CONTROLLER_MANAGERS. */
+const struct kube_resource *nested_part_resource(enum render_part part);
+
 void nestedcluster_def(struct nested_ctx *ctx, struct controller_def *ret_def);
 void nestedcontrolplane_def(struct nested_ctx *ctx, struct controller_def *ret_def);
 void nestedcomponent_def(struct nested_ctx *ctx, enum render_part part,

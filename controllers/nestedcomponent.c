@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "api/conditions.h"
+#include "api/kinds.h"
 #include "api/status.h"
 #include "api/types.h"
 #include "controllers/etcdmembership.h"
@@ -32,9 +33,6 @@
 #include "lib/kube/store.h"
 #include "lib/pki/secret.h"
 #include "lib/render/transform.h"
-
-static const struct kube_resource *const part_resources[RENDER_PART__COUNT] = {
-    &NESTCP_ETCDS, &NESTCP_APISERVERS, &NESTCP_CONTROLLER_MANAGERS};
 
 /* One reconcile in progress. */
 struct comp {
@@ -71,7 +69,7 @@ static const char *str(const cJSON *o, const char *key)
 
 static const char *kind_name(const struct comp *x)
 {
-    return part_resources[x->part]->kind;
+    return nested_part_resource(x->part)->kind;
 }
 
 /* Sets a condition of the component, and records a Warning event when an error one changed. */
@@ -744,7 +742,7 @@ out:
 static void read_target(struct comp *x)
 {
     const cJSON *t = get(get(get(get(x->ncp, "status"), "rollout"), "components"),
-                         lookup_part_field(x->part));
+                         render_part_field(x->part));
 
     x->target_hash = str(t, "configHash");
     x->target_version = str(t, "version");
@@ -817,7 +815,7 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
     if (r == -EINVAL) {
         err_clear(&msg);
         api_errors_to_err(&errs, NULL, &msg);
-        r = status_plan_invalid(plan, part_resources[pc->part], x.obj, "InvalidSpec", msg.msg,
+        r = status_plan_invalid(plan, nested_part_resource(pc->part), x.obj, "InvalidSpec", msg.msg,
                                 "Unready", view->now);
         goto out;
     }
@@ -833,7 +831,7 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
     r = reconcile_parsed(&x);
     /* A write of the last plan was refused (the runtime's Event said so): Ready tells why
      * until a plan goes through. */
-    rejected = cache_view_rejected(view, part_resources[pc->part], ns, name);
+    rejected = cache_view_rejected(view, nested_part_resource(pc->part), ns, name);
     if (r >= 0 && rejected)
         r = status_condition(&x.st->conditions, "Ready", API_CONDITION_FALSE,
                              STATUS_SEVERITY_ERROR, "WriteRejected", x.gen, view->now, "%s",
@@ -843,7 +841,7 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
         free(x.st->phase);
         x.st->phase = strdup(ready && !strcmp(ready->status, API_CONDITION_TRUE) ? "Ready"
                                                                                  : "Unready");
-        r = x.st->phase ? status_plan_write(plan, part_resources[pc->part], x.obj,
+        r = x.st->phase ? status_plan_write(plan, nested_part_resource(pc->part), x.obj,
                                             api_component_status_to_json(x.c->kind, x.st), old)
                         : -ENOMEM;
         if (r >= 0)
@@ -854,7 +852,7 @@ out:
     if (r > 0)
         r = 0;
     if (r < 0)
-        err_set(e, r, "%s %s/%s: %s", part_resources[pc->part]->kind, ns, name,
+        err_set(e, r, "%s %s/%s: %s", nested_part_resource(pc->part)->kind, ns, name,
                 r == -ENOMEM ? "out of memory" : err_code_name(r));
     cJSON_Delete(old);
     api_component_free(x.c);
@@ -885,7 +883,7 @@ void nestedcomponent_map(void *ctx, const struct cache_view *view,
                          void *q)
 {
     struct nested_part_ctx *pc = ctx;
-    const struct kube_resource *own = part_resources[pc->part];
+    const struct kube_resource *own = nested_part_resource(pc->part);
     struct map_ctx m = {pc, view, enqueue, q};
     const char *owner;
 
@@ -920,12 +918,9 @@ void nestedcomponent_map(void *ctx, const struct cache_view *view,
 void nestedcomponent_def(struct nested_ctx *ctx, enum render_part part,
                          struct controller_def *ret_def)
 {
-    static const char *const names[RENDER_PART__COUNT] = {"nestedetcd", "nestedapiserver",
-                                                          "nestedcontrollermanager"};
-
     *ret_def = (struct controller_def){
-        .name = names[part],
-        .primary = part_resources[part],
+        .name = api_kind_info(render_part_kind(part))->singular, /* "nestedetcd", ... */
+        .primary = nested_part_resource(part),
         .reconcile = nestedcomponent_reconcile,
         .map = nestedcomponent_map,
         .ctx = &ctx->parts[part],

@@ -50,9 +50,6 @@
 /* How often a deletion that waits for children looks again, seconds. */
 #define DELETE_POLL 2.0
 
-static const struct kube_resource *const part_resources[RENDER_PART__COUNT] = {
-    &NESTCP_ETCDS, &NESTCP_APISERVERS, &NESTCP_CONTROLLER_MANAGERS};
-
 /* One reconcile in progress. */
 struct cp {
     struct nested_ctx *ctx;
@@ -210,9 +207,9 @@ static int reconcile_delete(struct cp *x)
         c.uids[i] = kube_obj_uid(comp);
         c.left++;
         if (!status_deleting(comp) &&
-            plan_delete(x->plan, part_resources[i], x->ns, kube_obj_name(comp),
+            plan_delete(x->plan, nested_part_resource((enum render_part)i), x->ns, kube_obj_name(comp),
                         kube_obj_uid(comp), "%s %s/%s: the control plane is being deleted",
-                        part_resources[i]->kind, x->ns, kube_obj_name(comp)) < 0)
+                        nested_part_resource((enum render_part)i)->kind, x->ns, kube_obj_name(comp)) < 0)
             return -ENOMEM;
     }
     /* What the components own goes now too, so nothing runs on without them. */
@@ -274,9 +271,9 @@ static int adopt(struct cp *x, enum render_part part, const cJSON *comp)
         !cJSON_AddTrueToObject(mine, "controller") ||
         !cJSON_AddTrueToObject(mine, "blockOwnerDeletion"))
         goto oom;
-    return plan_merge_patch(x->plan, part_resources[part], x->ns, kube_obj_name(comp), NULL,
+    return plan_merge_patch(x->plan, nested_part_resource(part), x->ns, kube_obj_name(comp), NULL,
                             patch, "%s %s/%s: adopted by NestedControlPlane %s",
-                            part_resources[part]->kind, x->ns, kube_obj_name(comp), x->name);
+                            nested_part_resource(part)->kind, x->ns, kube_obj_name(comp), x->name);
 oom:
     cJSON_Delete(patch);
     return -ENOMEM;
@@ -299,7 +296,7 @@ static int adopt_components(struct cp *x)
             r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
                      "ComponentControlledElsewhere", "%s %s is controlled by %s %s, not by this "
                      "control plane",
-                     part_resources[i]->kind, kube_obj_name(comp),
+                     nested_part_resource((enum render_part)i)->kind, kube_obj_name(comp),
                      cJSON_IsString(k) ? k->valuestring : "?",
                      cJSON_IsString(n) ? n->valuestring : "?");
             return r < 0 ? r : -EPERM;
@@ -599,7 +596,6 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
 {
     struct api_rollout *ro = &x->st->rollout;
     struct rollout_input in = {.initialized = x->st->initialized};
-    static const char *const steps[ROLLOUT__COUNT] = {"etcd", "apiserver", "controllerManager"};
     int r, active = -1;
 
     for (int i = 0; i < ROLLOUT__COUNT; i++) {
@@ -652,7 +648,7 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
             !in.c[i].complete)
             active = i;
     }
-    if ((r = set_str(&ro->step, active >= 0 ? steps[active] : NULL)) < 0)
+    if ((r = set_str(&ro->step, active >= 0 ? render_part_field((enum render_part)active) : NULL)) < 0)
         return r;
     return set_str(&ro->target_version, in.c[ROLLOUT_APISERVER].desired.version);
 }

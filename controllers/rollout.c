@@ -7,12 +7,15 @@
 #include "api/version.h"
 #include "lib/render/cluster.h"
 
-static const char *const component_names[ROLLOUT__COUNT] = {"etcd", "kube-apiserver",
-                                                            "kube-controller-manager"};
+/* A component is indexed alike here and in lib/render (render_part). */
+_Static_assert(ROLLOUT_ETCD == (int)RENDER_PART_ETCD && ROLLOUT_APISERVER == (int)RENDER_PART_APISERVER &&
+                   ROLLOUT_CONTROLLER_MANAGER == (int)RENDER_PART_CONTROLLER_MANAGER &&
+                   ROLLOUT__COUNT == (int)RENDER_PART__COUNT,
+               "rollout_component and render_part differ");
 
 const char *rollout_component_name(enum rollout_component c)
 {
-    return c < ROLLOUT__COUNT ? component_names[c] : "unknown";
+    return c < ROLLOUT__COUNT ? render_part_component((enum render_part)c) : "unknown";
 }
 
 const char *rollout_phase_name(enum rollout_phase p)

@@ -305,7 +305,7 @@ static int add_component(struct builder *b, int parent, enum render_part part)
     if (describe_object_status(c->obj, &b->line) < 0)
         return -ENOMEM;
     target = string_at(field(field(b->in->ncp, "status", "rollout"), "components",
-                             lookup_part_field(part)),
+                             render_part_field(part)),
                        "version", NULL);
     if (target && buf_printf(&b->line, ", target %s", target) < 0)
         return -ENOMEM;

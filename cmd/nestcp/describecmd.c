@@ -231,7 +231,7 @@ static int fetch_all(struct fetch *f, const char *name, struct describe_input *i
         struct describe_component *c = &in->comps[part];
         const cJSON *p;
 
-        c->ref_name = ref_name(in->ncp, lookup_part_field((enum render_part)part), NULL);
+        c->ref_name = ref_name(in->ncp, render_part_field((enum render_part)part), NULL);
         if (c->ref_name) {
             c->obj = get(f, part_resources[part], c->ref_name, &code);
         } else {

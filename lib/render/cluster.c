@@ -19,15 +19,17 @@
 
 #define CLUSTER_NAME_LABEL "cluster.x-k8s.io/cluster-name"
 
+/* The one table of the components' names. */
 static const struct {
     const char *component, *short_name;
     enum api_kind kind;
+    const char *field;    /* the NestedControlPlane's spec field, status.rollout's key */
     const char *ref_path; /* the NestedControlPlane's reference */
 } parts[RENDER_PART__COUNT] = {
-    {"etcd", "etcd", API_KIND_NESTED_ETCD, "spec.etcd"},
-    {"kube-apiserver", "apiserver", API_KIND_NESTED_APISERVER, "spec.apiserver"},
+    {"etcd", "etcd", API_KIND_NESTED_ETCD, "etcd", "spec.etcd"},
+    {"kube-apiserver", "apiserver", API_KIND_NESTED_APISERVER, "apiserver", "spec.apiserver"},
     {"kube-controller-manager", "controller-manager", API_KIND_NESTED_CONTROLLER_MANAGER,
-     "spec.controllerManager"},
+     "controllerManager", "spec.controllerManager"},
 };
 
 const char *render_part_component(enum render_part part)
@@ -43,6 +45,11 @@ const char *render_part_short(enum render_part part)
 enum api_kind render_part_kind(enum render_part part)
 {
     return part < RENDER_PART__COUNT ? parts[part].kind : API_KIND_COUNT;
+}
+
+const char *render_part_field(enum render_part part)
+{
+    return part < RENDER_PART__COUNT ? parts[part].field : "";
 }
 
 static const char *kind_name(enum api_kind kind)
@@ -920,12 +927,11 @@ struct owner_match {
 static bool match_owner_ncp(void *ud, const cJSON *ncp)
 {
     struct owner_match *m = ud;
-    static const char *const refs[] = {"etcd", "apiserver", "controllerManager"};
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(ncp, "spec");
     const char *name = render_cluster_meta_str(ncp, "name");
 
-    for (size_t i = 0; i < 3 && name; i++) {
-        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(spec, refs[i]);
+    for (int i = 0; i < RENDER_PART__COUNT && name; i++) {
+        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(spec, parts[i].field);
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(ref, "name"),
                     *k = cJSON_GetObjectItemCaseSensitive(ref, "kind");
         if (cJSON_IsString(n) && strcmp(n->valuestring, m->cname) == 0 &&

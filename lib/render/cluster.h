@@ -65,6 +65,9 @@ const char *render_part_component(enum render_part part);
 const char *render_part_short(enum render_part part);
 /* API_KIND_NESTED_ETCD, _APISERVER, _CONTROLLER_MANAGER. */
 enum api_kind render_part_kind(enum render_part part);
+/* "etcd", "apiserver", "controllerManager": the NestedControlPlane's spec field that names
+ * the component, and its key in status.rollout.components; "" for an unknown one. */
+const char *render_part_field(enum render_part part);
 
 /* ---- where objects come from ---- */
 
