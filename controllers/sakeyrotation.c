@@ -6,17 +6,6 @@
 
 #include "lib/util/strutil.h"
 
-static void say(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void say(char *out, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(out, size, fmt, ap);
-    va_end(ap);
-}
-
 static bool is(const char *a, const char *b)
 {
     return a && strcmp(a, b) == 0;
@@ -53,7 +42,7 @@ static void refuse_second(const struct sakey_input *in, struct sakey_output *out
         return;
     snprintf(progress, sizeof(progress), "%s", out->message);
     out->refusal = out->reason = "RotationInProgress";
-    say(out->message, sizeof(out->message),
+    str_printf(out->message, sizeof(out->message),
         "rotation \"%.63s\" is refused while rotation \"%.63s\" runs; it starts when that one "
         "is complete. %s",
         in->requested, in->taken ? in->taken : "", progress);
@@ -70,7 +59,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
     /* Rule 1: nestcp never writes a <c>-sa it did not make, so it rotates none. */
     if (!in->owned && (pending(in) || in->has_next || in->has_previous)) {
         out->refusal = out->reason = "ServiceAccountKeySupplied";
-        say(out->message, sizeof(out->message),
+        str_printf(out->message, sizeof(out->message),
             "the service-account key Secret was supplied, not made by nestcp: nestcp does not "
             "rotate it (replace it yourself, docs/certificates.md)");
         return;
@@ -84,11 +73,11 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
             out->phase = SAKEY_PHASE_SIGNING;
             out->rotating = true;
             out->reason = SAKEY_PHASE_SIGNING;
-            say(out->message, sizeof(out->message),
+            str_printf(out->message, sizeof(out->message),
                 "phase 2 of 3: the API servers, then the controller manager, roll to sign "
                 "service-account tokens with the new key");
             out->event_reason = "ServiceAccountKeyTrusted";
-            say(out->event_message, sizeof(out->event_message),
+            str_printf(out->event_message, sizeof(out->event_message),
                 "rotation \"%.63s\", phase 1 of 3 done: every API server verifies tokens with the "
                 "old and the new key; the new key now signs (phase 2)",
                 in->taken ? in->taken : "");
@@ -115,7 +104,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
                         "are accepted until %s, then it is dropped (phase 3)",
                         when);
                 out->event_reason = "ServiceAccountKeySigning";
-                say(out->event_message, sizeof(out->event_message),
+                str_printf(out->event_message, sizeof(out->event_message),
                     "rotation \"%.63s\", phase 2 of 3 done: every API server and controller "
                     "manager signs with the new key; the old key is dropped after %s",
                     in->taken ? in->taken : "", when);
@@ -131,7 +120,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
                     "phase 3 of 3: waiting for the API servers to roll without the old key");
             time_format_rfc3339((double)in->signing_since, since);
             out->event_reason = "ServiceAccountKeyDropped";
-            say(out->event_message, sizeof(out->event_message),
+            str_printf(out->event_message, sizeof(out->event_message),
                 "rotation \"%.63s\": the old public key was removed, %lld s after every "
                 "component signed with the new key (%s); the API servers roll without it",
                 in->taken ? in->taken : "", (long long)in->overlap, since);
@@ -155,11 +144,11 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
             out->action = SAKEY_COMPLETE;
             out->phase = SAKEY_PHASE_COMPLETE;
             out->reason = SAKEY_PHASE_COMPLETE;
-            say(out->message, sizeof(out->message),
+            str_printf(out->message, sizeof(out->message),
                 "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
                 in->taken ? in->taken : "");
             out->event_reason = "ServiceAccountKeyRotated";
-            say(out->event_message, sizeof(out->event_message),
+            str_printf(out->event_message, sizeof(out->event_message),
                 "rotation \"%.63s\", phase 3 of 3 done: no API server accepts tokens signed by "
                 "the old key",
                 in->taken ? in->taken : "");
@@ -175,7 +164,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
     if (!pending(in)) {
         if (in->taken) {
             out->reason = SAKEY_PHASE_COMPLETE;
-            say(out->message, sizeof(out->message),
+            str_printf(out->message, sizeof(out->message),
                 "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
                 in->taken);
         }
@@ -189,7 +178,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
     /* Rule 7: one change at a time. */
     if (in->upgrading) {
         out->refusal = out->reason = "UpgradeInProgress";
-        say(out->message, sizeof(out->message),
+        str_printf(out->message, sizeof(out->message),
             "rotation \"%.63s\" is refused while a version change rolls out; it starts when "
             "every component runs its desired version",
             in->requested);
@@ -197,7 +186,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
     }
     if (!in->rolled) {
         out->reason = "WaitingForRollout";
-        say(out->message, sizeof(out->message),
+        str_printf(out->message, sizeof(out->message),
             "rotation \"%.63s\" waits for the rollout in progress to complete", in->requested);
         return;
     }
@@ -207,7 +196,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
             "phase 1 of 3: waiting for the API servers to roll to verify service-account "
             "tokens with the old and the new key (still signing with the old one)");
     out->event_reason = "ServiceAccountKeyRotationStarted";
-    say(out->event_message, sizeof(out->event_message),
+    str_printf(out->event_message, sizeof(out->event_message),
         "rotation \"%.63s\" started: a new service-account key was made; phase 1 of 3: the API "
         "servers roll to verify tokens with the old and the new key",
         in->requested);

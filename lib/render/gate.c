@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/render/patch.h"
+#include "lib/util/strutil.h"
 
 /* What an object is called in messages: "StatefulSet ns/name". */
 struct what {
@@ -64,18 +65,6 @@ static int refuse(struct gate *g, const char *path, const char *fmt, ...)
 }
 
 /* A field path for messages; a path too long for the buffer is cut. */
-static void pathf(char *out, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void pathf(char *out, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(out, size, fmt, ap);
-    va_end(ap);
-}
-
 static void what_of(const cJSON *obj, struct what *w)
 {
     const cJSON *m = get(obj, "metadata");
@@ -121,7 +110,7 @@ static int each_container_ref(const cJSON *c, const char *cpath, ref_fn fn, void
     cJSON_ArrayForEach(env, get(c, "env"))
     {
         const cJSON *vf = get(env, "valueFrom");
-        pathf(path, sizeof(path), "%s.env[%d].valueFrom", cpath, i++);
+        str_printf(path, sizeof(path), "%s.env[%d].valueFrom", cpath, i++);
         if (get(vf, "secretKeyRef") &&
             (r = fn(ud, REF_SECRET, str(get(vf, "secretKeyRef"), "name"), path)) < 0)
             return r;
@@ -132,7 +121,7 @@ static int each_container_ref(const cJSON *c, const char *cpath, ref_fn fn, void
     i = 0;
     cJSON_ArrayForEach(from, get(c, "envFrom"))
     {
-        pathf(path, sizeof(path), "%s.envFrom[%d]", cpath, i++);
+        str_printf(path, sizeof(path), "%s.envFrom[%d]", cpath, i++);
         if (get(from, "secretRef") &&
             (r = fn(ud, REF_SECRET, str(get(from, "secretRef"), "name"), path)) < 0)
             return r;
@@ -156,7 +145,7 @@ static int each_ref(const cJSON *pod, const char *ppath, ref_fn fn, void *ud)
 
     cJSON_ArrayForEach(v, get(pod, "volumes"))
     {
-        pathf(path, sizeof(path), "%s.volumes[%d]", ppath, i++);
+        str_printf(path, sizeof(path), "%s.volumes[%d]", ppath, i++);
         if (get(v, "secret") &&
             (r = fn(ud, REF_SECRET, str(get(v, "secret"), "secretName"), path)) < 0)
             return r;
@@ -180,7 +169,7 @@ static int each_ref(const cJSON *pod, const char *ppath, ref_fn fn, void *ud)
         i = 0;
         cJSON_ArrayForEach(c, get(pod, container_lists[l]))
         {
-            pathf(path, sizeof(path), "%s.%s[%d]", ppath, container_lists[l], i++);
+            str_printf(path, sizeof(path), "%s.%s[%d]", ppath, container_lists[l], i++);
             if ((r = each_container_ref(c, path, fn, ud)) < 0)
                 return r;
         }
@@ -240,35 +229,35 @@ static int check_security_context(struct gate *g, const cJSON *sc, const char *p
     const cJSON *caps = get(get(sc, "capabilities"), "add");
 
     if (cJSON_IsTrue(get(sc, "privileged"))) {
-        pathf(p, sizeof(p), "%s.privileged", path);
+        str_printf(p, sizeof(p), "%s.privileged", path);
         return refuse(g, p, "true is not allowed (privileged containers)");
     }
     if (cJSON_IsTrue(get(sc, "allowPrivilegeEscalation"))) {
-        pathf(p, sizeof(p), "%s.allowPrivilegeEscalation", path);
+        str_printf(p, sizeof(p), "%s.allowPrivilegeEscalation", path);
         return refuse(g, p, "true is not allowed");
     }
     if (cJSON_GetArraySize(caps) > 0) {
-        pathf(p, sizeof(p), "%s.capabilities.add", path);
+        str_printf(p, sizeof(p), "%s.capabilities.add", path);
         return refuse(g, p, "adding capabilities is not allowed");
     }
     if (same_str(str(get(sc, "seccompProfile"), "type"), "Unconfined")) {
-        pathf(p, sizeof(p), "%s.seccompProfile.type", path);
+        str_printf(p, sizeof(p), "%s.seccompProfile.type", path);
         return refuse(g, p, "Unconfined is not allowed");
     }
     if (same_str(str(get(sc, "appArmorProfile"), "type"), "Unconfined")) {
-        pathf(p, sizeof(p), "%s.appArmorProfile.type", path);
+        str_printf(p, sizeof(p), "%s.appArmorProfile.type", path);
         return refuse(g, p, "Unconfined is not allowed");
     }
     if (get(sc, "seLinuxOptions")) {
-        pathf(p, sizeof(p), "%s.seLinuxOptions", path);
+        str_printf(p, sizeof(p), "%s.seLinuxOptions", path);
         return refuse(g, p, "SELinux options are not allowed");
     }
     if (get(sc, "procMount") && !same_str(str(sc, "procMount"), "Default")) {
-        pathf(p, sizeof(p), "%s.procMount", path);
+        str_printf(p, sizeof(p), "%s.procMount", path);
         return refuse(g, p, "only Default is allowed");
     }
     if (get(sc, "sysctls")) {
-        pathf(p, sizeof(p), "%s.sysctls", path);
+        str_printf(p, sizeof(p), "%s.sysctls", path);
         return refuse(g, p, "sysctls are not allowed");
     }
     return 0;
@@ -283,10 +272,10 @@ static int check_privilege(struct gate *g, const cJSON *pod, const char *ppath)
 
     for (size_t k = 0; k < 3; k++)
         if (cJSON_IsTrue(get(pod, host_ns[k]))) {
-            pathf(path, sizeof(path), "%s.%s", ppath, host_ns[k]);
+            str_printf(path, sizeof(path), "%s.%s", ppath, host_ns[k]);
             return refuse(g, path, "true is not allowed (host namespaces)");
         }
-    pathf(path, sizeof(path), "%s.securityContext", ppath);
+    str_printf(path, sizeof(path), "%s.securityContext", ppath);
     if ((r = check_security_context(g, get(pod, "securityContext"), path)) < 0)
         return r;
     cJSON_ArrayForEach(v, get(pod, "volumes"))
@@ -296,7 +285,7 @@ static int check_privilege(struct gate *g, const cJSON *pod, const char *ppath)
         {
             if (volume_type_allowed(f->string))
                 continue;
-            pathf(path, sizeof(path), "%s.volumes[%d].%s", ppath, i, f->string);
+            str_printf(path, sizeof(path), "%s.volumes[%d].%s", ppath, i, f->string);
             return refuse(g, path, "%s volumes are not allowed",
                           strcmp(f->string, "hostPath") == 0 ? "hostPath" : "these");
         }
@@ -307,14 +296,14 @@ static int check_privilege(struct gate *g, const cJSON *pod, const char *ppath)
         cJSON_ArrayForEach(c, get(pod, container_lists[l]))
         {
             int j = 0;
-            pathf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l], i);
+            str_printf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l], i);
             if ((r = check_security_context(g, get(c, "securityContext"), path)) < 0)
                 return r;
             cJSON_ArrayForEach(port, get(c, "ports"))
             {
                 const cJSON *hp = get(port, "hostPort");
                 if (cJSON_IsNumber(hp) && hp->valueint != 0) {
-                    pathf(path, sizeof(path), "%s.%s[%d].ports[%d].hostPort", ppath,
+                    str_printf(path, sizeof(path), "%s.%s[%d].ports[%d].hostPort", ppath,
                           container_lists[l], i, j);
                     return refuse(g, path, "host ports are not allowed");
                 }
@@ -372,7 +361,7 @@ static int check_restricted(struct gate *g, const cJSON *bpod, const cJSON *pod,
             const cJSON *uid = effective(pod, c, "runAsUser");
             const cJSON *sc = get(c, "securityContext");
 
-            pathf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l], i++);
+            str_printf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l], i++);
             if (cJSON_IsNumber(uid) && uid->valuedouble == 0)
                 return refuse(g, path, "runAsUser 0 is not allowed (the pod runs as non-root)");
             if (!bc)
@@ -417,7 +406,7 @@ static int check_placement(struct gate *g, const cJSON *base, const cJSON *pod, 
 
     for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
         if (!same_json(get(base, fields[i]), get(pod, fields[i]))) {
-            pathf(path, sizeof(path), "%s.%s", ppath, fields[i]);
+            str_printf(path, sizeof(path), "%s.%s", ppath, fields[i]);
             return refuse(g, path, "may not be changed from what the package renders");
         }
     return 0;
@@ -567,7 +556,7 @@ static int check_flags(struct gate *g, const cJSON *base, const cJSON *pod, cons
     {
         const cJSON *bc = container_named(base, "containers", str(c, "name"));
         const char *was, *is;
-        pathf(path, sizeof(path), "%s.containers[%d]", ppath, i++);
+        str_printf(path, sizeof(path), "%s.containers[%d]", ppath, i++);
         if (!bc)
             continue; /* a container the package does not have runs none of its binaries */
         was = flag_value(bc, "enable-admission-plugins");
@@ -608,7 +597,7 @@ static int check_labels(struct gate *g, const cJSON *base, const cJSON *labels, 
 
     for (int i = 0; nestcp_label_keys[i]; i++)
         if (!same_str(str(base, nestcp_label_keys[i]), str(labels, nestcp_label_keys[i]))) {
-            pathf(p, sizeof(p), "%s[%s]", path, nestcp_label_keys[i]);
+            str_printf(p, sizeof(p), "%s[%s]", path, nestcp_label_keys[i]);
             return refuse(g, p, "nestcp's label may not be changed");
         }
     return 0;

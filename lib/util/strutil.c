@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,15 @@ bool str_has_suffix(const char *s, const char *suffix)
 char *str_dup(const char *s)
 {
     return s ? strdup(s) : NULL;
+}
+
+void str_printf(char *out, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(out, size, fmt, ap);
+    va_end(ap);
 }
 
 double time_mono(void)

@@ -17,6 +17,10 @@ bool str_has_suffix(const char *s, const char *suffix);
 /* strdup that accepts NULL (returns NULL). */
 char *str_dup(const char *s);
 
+/* snprintf into out for a text that may be cut short on purpose (a message, a path in one):
+ * the compiler's truncation warning does not apply. */
+void str_printf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Monotonic seconds (CLOCK_MONOTONIC) and wall-clock seconds. */
 double time_mono(void);
 double time_wall(void);
