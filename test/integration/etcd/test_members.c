@@ -39,6 +39,7 @@
 #include "lib/kube/transport.h"
 #include "lib/pki/cert.h"
 #include "lib/util/strutil.h"
+#include "test/support/proc.h"
 
 #define ETCD_VERSION "3.6.17"
 #define N_MEMBERS 3
@@ -67,35 +68,6 @@ struct env {
 static struct env *ENV; /* for the exit handler */
 
 /* ---- processes ---- */
-
-/* Whether *pid still runs; reaps it (and clears *pid) when it has exited. */
-static bool alive(pid_t *pid)
-{
-    if (*pid <= 0)
-        return false;
-    if (waitpid(*pid, NULL, WNOHANG) == 0)
-        return true;
-    *pid = 0;
-    return false;
-}
-
-/* SIGTERM, then SIGKILL after 10 s; polls waitpid (a bounded wait for the exit, not a delay). */
-static void stop(pid_t *pid)
-{
-    if (*pid <= 0)
-        return;
-    kill(*pid, SIGTERM);
-    for (int i = 0; i < 200; i++) {
-        if (waitpid(*pid, NULL, WNOHANG) == *pid) {
-            *pid = 0;
-            return;
-        }
-        usleep(50 * 1000);
-    }
-    kill(*pid, SIGKILL);
-    waitpid(*pid, NULL, 0);
-    *pid = 0;
-}
 
 static void kill_all(void)
 {
@@ -424,7 +396,7 @@ static void retry_done(void *userdata, const struct etcd_result *res)
 
     on_done(&r->o, res);
     r->o.done = false;
-    if (again && time_mono() < r->deadline && alive(&r->env->m[r->member].pid)) {
+    if (again && time_mono() < r->deadline && proc_alive(&r->env->m[r->member].pid)) {
         ev_timer_set(&r->timer, 0.1, 0.);
         ev_timer_start(r->env->loop, &r->timer);
         return;
@@ -686,7 +658,7 @@ static int teardown(void **state)
     if (!env)
         return 0;
     for (int i = 0; i < N_MEMBERS; i++)
-        stop(&env->m[i].pid);
+        proc_stop(&env->m[i].pid, 10);
     etcd_client_free(env->c);
     if (env->t)
         kube_transport_free(env->t);
@@ -829,7 +801,7 @@ static void test_members__grow_to_three_and_shrink(void **state)
     assert_true(index_of(&o, env->m[0].id) >= 0 && index_of(&o, env->m[1].id) >= 0);
     assert_int_equal(remove_member(env, 1, env->m[2].id, &o), -ENOENT);
     assert_string_equal(o.msg, "etcdserver: member not found");
-    stop(&env->m[2].pid);
+    proc_stop(&env->m[2].pid, 10);
 
     /* A voting member that never starts is accepted while two of three run; removing a running
      * member then would leave one started member of two: refused for quorum. */

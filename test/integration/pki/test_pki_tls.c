@@ -29,8 +29,8 @@
 #include "lib/pki/kubeadm.h"
 #include "lib/pki/kubeconfig.h"
 #include "lib/util/strutil.h"
+#include "test/support/proc.h"
 
-extern char **environ;
 
 struct env {
     char dir[64];
@@ -126,35 +126,13 @@ static int run(char *out, size_t size, const char *fmt, ...)
 /* Starts argv with stdout and stderr appended to <dir>/<log>. */
 static pid_t spawn(const struct env *env, const char *log, char *const argv[])
 {
-    posix_spawn_file_actions_t fa;
     char path[256];
     pid_t pid;
 
     snprintf(path, sizeof(path), "%s/%s", env->dir, log);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    pid = proc_spawn(path, argv);
+    assert_true(pid > 0);
     return pid;
-}
-
-static void stop(pid_t *pid)
-{
-    if (*pid <= 0)
-        return;
-    kill(*pid, SIGTERM);
-    for (int i = 0; i < 100; i++) {
-        if (waitpid(*pid, NULL, WNOHANG) == *pid) {
-            *pid = 0;
-            return;
-        }
-        usleep(100 * 1000);
-    }
-    kill(*pid, SIGKILL);
-    waitpid(*pid, NULL, 0);
-    *pid = 0;
 }
 
 static void show_log(const struct env *env, const char *log)
@@ -216,8 +194,8 @@ static int teardown(void **state)
     struct env *env = *state;
     char out[64];
 
-    stop(&env->apiserver);
-    stop(&env->etcd);
+    proc_stop(&env->apiserver, 10);
+    proc_stop(&env->etcd, 10);
     run(out, sizeof(out), "rm -rf %s", env->dir);
     pki_kubeadm_set_free(env->set);
     free(env);
@@ -301,11 +279,6 @@ static void start_apiserver(struct env *env)
     env->apiserver = spawn(env, "apiserver.log", argv);
 }
 
-static bool alive(pid_t pid)
-{
-    return pid > 0 && waitpid(pid, NULL, WNOHANG) == 0;
-}
-
 /* etcd serves TLS with the generated server certificate and admits the healthcheck client. */
 static void test_pki_tls__etcd_accepts_generated_certificates(void **state)
 {
@@ -316,7 +289,7 @@ static void test_pki_tls__etcd_accepts_generated_certificates(void **state)
     start_etcd(env);
     for (int i = 0; i < 100 && !ok; i++) {
         usleep(200 * 1000);
-        if (!alive(env->etcd))
+        if (!proc_alive(&env->etcd))
             break;
         ok = run(out, sizeof(out),
                  "cd %s && ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:%d "
@@ -348,7 +321,7 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
     struct err e;
     bool ready = false;
 
-    assert_true(alive(env->etcd));
+    assert_true(proc_alive(&env->etcd));
     start_apiserver(env);
     for (const char *host = "127.0.0.1", *file = "admin.conf"; host;
          host = strcmp(host, "127.0.0.1") == 0 ? "localhost" : NULL,
@@ -376,7 +349,7 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
 
     for (int i = 0; i < 300 && !ready; i++) {
         usleep(200 * 1000);
-        if (!alive(env->apiserver))
+        if (!proc_alive(&env->apiserver))
             break;
         ready = run(out, sizeof(out), "kubectl --kubeconfig %s/admin.conf get --raw /readyz 2>&1",
                     env->dir) == 0 &&

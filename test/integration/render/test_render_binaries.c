@@ -39,8 +39,8 @@
 #include "lib/render/patch.h"
 #include "lib/util/buf.h"
 #include "lib/util/yamlconv.h"
+#include "test/support/proc.h"
 
-extern char **environ;
 
 #define NS "rbns"
 
@@ -184,7 +184,6 @@ static pid_t start(const struct env *env, const cJSON *sts, const char *binary,
 {
     const cJSON *c = cJSON_GetObjectItem(render_pod_spec(sts), "containers")->child, *a;
     char *argv[128], hosts[128], logpath[128];
-    posix_spawn_file_actions_t fa;
     int argc = 0;
     pid_t pid;
 
@@ -209,37 +208,11 @@ static pid_t start(const struct env *env, const cJSON *sts, const char *binary,
     }
     argv[argc] = NULL;
     snprintf(logpath, sizeof(logpath), "%s/%s", env->dir, log);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    pid = proc_spawn(logpath, argv);
+    assert_true(pid > 0);
     for (int i = 0; i < argc; i++)
         free(argv[i]);
     return pid;
-}
-
-static void stop(pid_t *pid)
-{
-    if (*pid <= 0)
-        return;
-    kill(*pid, SIGTERM);
-    for (int i = 0; i < 100; i++) {
-        if (waitpid(*pid, NULL, WNOHANG) == *pid) {
-            *pid = 0;
-            return;
-        }
-        usleep(100 * 1000);
-    }
-    kill(*pid, SIGKILL);
-    waitpid(*pid, NULL, 0);
-    *pid = 0;
-}
-
-static bool alive(pid_t pid)
-{
-    return pid > 0 && waitpid(pid, NULL, WNOHANG) == 0;
 }
 
 static void show_log(const struct env *env, const char *log)
@@ -320,9 +293,9 @@ static int teardown(void **state)
 
     if (!env)
         return 0;
-    stop(&env->cm);
-    stop(&env->apiserver);
-    stop(&env->etcd);
+    proc_stop(&env->cm, 10);
+    proc_stop(&env->apiserver, 10);
+    proc_stop(&env->etcd, 10);
     run(out, sizeof(out), "rm -rf %s", env->dir);
     cJSON_Delete(env->objs);
     free(env);
@@ -355,7 +328,7 @@ static void etcd_serves_the_rendered_certificates(struct env *env)
              env->etcd_bin);
     for (int i = 0; i < 100 && !ok; i++) {
         usleep(200 * 1000);
-        if (!alive(env->etcd))
+        if (!proc_alive(&env->etcd))
             break;
         snprintf(cmd, sizeof(cmd),
                  "%s --cert=etcd-pki/healthcheck-client.crt --key=etcd-pki/healthcheck-client.key "
@@ -413,7 +386,7 @@ static void apiserver_serves_the_admin_kubeconfig(struct env *env)
     size_t len = 0;
     bool ready = false;
 
-    assert_true(alive(env->etcd));
+    assert_true(proc_alive(&env->etcd));
     snprintf(pki, sizeof(pki), "%s/kube-pki", env->dir);
     snprintf(bin, sizeof(bin), "%s/kube-apiserver", env->kube_bin);
     lay_out(find(env->objs, "Secret", "rb-apiserver-certs-"), pki);
@@ -441,7 +414,7 @@ static void apiserver_serves_the_admin_kubeconfig(struct env *env)
                      0);
     for (int i = 0; i < 300 && !ready; i++) {
         usleep(200 * 1000);
-        if (!alive(env->apiserver))
+        if (!proc_alive(&env->apiserver))
             break;
         ready = run(out, sizeof(out), "%s get --raw /readyz 2>&1", kubectl) == 0 &&
                 strcmp(out, "ok") == 0;
@@ -469,7 +442,7 @@ static void controller_manager_works_through_its_kubeconfig(struct env *env)
     char pki[128], bin[1200], kubectl[1400], out[4096];
     bool done = false;
 
-    assert_true(alive(env->apiserver));
+    assert_true(proc_alive(&env->apiserver));
     snprintf(pki, sizeof(pki), "%s/cm-pki", env->dir);
     snprintf(bin, sizeof(bin), "%s/kube-controller-manager", env->kube_bin);
     lay_out(find(env->objs, "Secret", "rb-controller-manager-certs-"), pki);
@@ -483,7 +456,7 @@ static void controller_manager_works_through_its_kubeconfig(struct env *env)
      * manager reached the API server with its own credentials and holds the lease. */
     for (int i = 0; i < 300 && !done; i++) {
         usleep(200 * 1000);
-        if (!alive(env->cm))
+        if (!proc_alive(&env->cm))
             break;
         done = run(out, sizeof(out), "%s -n rb-probe get serviceaccount default -o name 2>&1",
                    kubectl) == 0;
