@@ -591,6 +591,8 @@ static int hold_back(struct comp *x, cJSON *objs, const char *stsname)
     if (!sts || rollhealth_partition(sts) < replicas)
         return 0;
     rb.current = str(get(sts, "status"), "currentRevision");
+    if (!rb.current)
+        return 0;
     rollhealth_foreach_updated(sts, x->view->pods, delete_failed_pod, &rb);
     return rb.r;
 }
