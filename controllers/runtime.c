@@ -535,6 +535,23 @@ static void read_done(void *userdata, const struct kube_result *res)
     job_finish(j, OUTCOME_CONFLICT);
 }
 
+/* A write of one of nestcp's own objects (their caches select nothing out) goes into the cache
+ * at once: the key's next reconcile, which may come before the watch event, then writes with
+ * the current resourceVersion instead of meeting a 409. */
+static void observe_write(struct manager *m, const struct plan_action *a,
+                          const struct kube_result *res)
+{
+    struct cache *c;
+
+    if ((a->verb != KUBE_UPDATE && a->verb != KUBE_PATCH) || !res->body ||
+        !(c = cache_of(m, a->resource)) || c->spec->selector || !c->inf)
+        return;
+    if (kube_informer_observe_write(c->inf, res->body) < 0)
+        log_warn("a written object could not be cached", "resource=%s object=%s/%s",
+                 a->resource->resource, a->namespace_ ? a->namespace_ : "",
+                 a->name ? a->name : "");
+}
+
 static void action_done(void *userdata, const struct kube_result *res)
 {
     struct job *j = userdata;
@@ -547,6 +564,8 @@ static void action_done(void *userdata, const struct kube_result *res)
     if (res->code == 0 || (a->verb == KUBE_DELETE && res->code == -ENOENT)) {
         log_debug("action done", "controller=%s key=%s verb=%s why=%s status=%ld", j->c->def.name,
                   j->key, verb_name(a), a->why, res->http_status);
+        if (res->code == 0)
+            observe_write(m, a, res);
         if (j->rejected) { /* the status that shows the rejection is written; the key fails */
             job_finish(j, OUTCOME_ERROR);
             return;

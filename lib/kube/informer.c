@@ -115,6 +115,42 @@ static bool same_rv(const cJSON *a, const cJSON *b)
     return ra && rb && strcmp(ra, rb) == 0;
 }
 
+/* A resourceVersion as a number, or 0 when it is not one. */
+static unsigned long long rv_number(const cJSON *obj)
+{
+    const char *rv = kube_obj_resource_version(obj);
+    unsigned long long n = 0;
+
+    if (!rv || !rv[0] || strlen(rv) > 19)
+        return 0;
+    for (; *rv; rv++) {
+        if (*rv < '0' || *rv > '9')
+            return 0;
+        n = n * 10 + (unsigned long long)(*rv - '0');
+    }
+    return n;
+}
+
+int kube_informer_observe_write(struct kube_informer *inf, const cJSON *obj)
+{
+    const cJSON *cur = kube_store_get(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj));
+    unsigned long long have = cur ? rv_number(cur) : 0, got = rv_number(obj);
+    cJSON *copy, *old = NULL;
+    int r;
+
+    if (!cur || !have || got <= have)
+        return 0;
+    if (!(copy = cJSON_Duplicate(obj, true)))
+        return -ENOMEM;
+    if (!transform(inf, copy)) {
+        cJSON_Delete(copy);
+        return 0;
+    }
+    r = kube_store_put(&inf->store, copy, &old);
+    cJSON_Delete(old);
+    return r < 0 ? r : 1;
+}
+
 /* Stores obj (owned) and tells the handlers. */
 static void upsert(struct kube_informer *inf, cJSON *obj, bool from_list)
 {

@@ -111,6 +111,14 @@ bool kube_informer_synced(const struct kube_informer *inf);
 const char *kube_informer_resource_version(const struct kube_informer *inf);
 void kube_informer_get_stats(const struct kube_informer *inf, struct kube_informer_stats *ret);
 
+/* An object this program has just written, as the server answered the write: it replaces the
+ * cached one at once when both resourceVersions are numbers and its is greater, as client-go's
+ * MutationCache does, so that a reconcile before the watch event reads what was written (and
+ * its next write carries the current resourceVersion). It goes through the transform; no
+ * handler runs (the watch event that follows tells them). An object not cached is left out
+ * (it may not match the selector). Returns 1 when stored, 0 when not, -ENOMEM. */
+int kube_informer_observe_write(struct kube_informer *inf, const cJSON *obj);
+
 /* Cached object at ns/name (ns NULL for cluster-scoped), or NULL. */
 const cJSON *kube_informer_get(const struct kube_informer *inf, const char *ns, const char *name);
 size_t kube_informer_count(const struct kube_informer *inf);

@@ -273,6 +273,46 @@ static void test_informer__transform_shapes_and_leaves_out_what_is_cached(void *
     kube_informer_free(inf);
 }
 
+/* What the program wrote replaces the cached object when it is newer, through the transform
+ * and without a handler; an older or foreign write, or an object not cached, changes nothing. */
+static void test_informer__a_write_is_cached_before_its_watch_event(void **state)
+{
+    struct fixture *f = *state;
+    int calls = 0;
+    struct kube_informer_opts o = {
+        .resource = &KUBE_CONFIGMAPS, .transform = keep_some, .transform_ctx = &calls};
+    struct kube_informer *inf = NULL;
+    struct seen s = {0};
+    cJSON *items[1], *l, *w;
+
+    assert_int_equal(kube_informer_new(f->c, &o, &handlers, &s, &inf), 0);
+    items[0] = obj("a", "k1", "10", NULL);
+    l = list("10", 1, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    s.log[0] = '\0';
+
+    w = obj("a", "k1", "12", NULL);
+    assert_int_equal(kube_informer_observe_write(inf, w), 1);
+    cJSON_Delete(w);
+    assert_string_equal(kube_obj_resource_version(kube_informer_get(inf, "a", "k1")), "12");
+    assert_null(kube_obj_uid(kube_informer_get(inf, "a", "k1"))); /* transformed */
+    assert_string_equal(s.log, "");                                 /* no handler */
+
+    w = obj("a", "k1", "11", NULL); /* older than what is cached */
+    assert_int_equal(kube_informer_observe_write(inf, w), 0);
+    cJSON_Delete(w);
+    w = obj("a", "k2", "13", NULL); /* not cached: it may not match the selector */
+    assert_int_equal(kube_informer_observe_write(inf, w), 0);
+    cJSON_Delete(w);
+    w = obj("a", "k1", "x14", NULL); /* not a number */
+    assert_int_equal(kube_informer_observe_write(inf, w), 0);
+    cJSON_Delete(w);
+    assert_string_equal(kube_obj_resource_version(kube_informer_get(inf, "a", "k1")), "12");
+    assert_null(kube_informer_get(inf, "a", "k2"));
+    kube_informer_free(inf);
+}
+
 /* What nestcp_informer_bytes reports: the heap of what is cached, and nothing once it is gone. */
 static void test_informer__store_counts_the_bytes_it_holds(void **state)
 {
@@ -327,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_informer__relist_diff_delivers_missed_deletes),
         cmocka_unit_test(test_informer__store_indexes),
         cmocka_unit_test(test_informer__transform_shapes_and_leaves_out_what_is_cached),
+        cmocka_unit_test(test_informer__a_write_is_cached_before_its_watch_event),
         cmocka_unit_test(test_informer__store_counts_the_bytes_it_holds),
         cmocka_unit_test(test_informer__backoff_grows_to_30s_with_jitter),
     };
