@@ -614,6 +614,20 @@ static void test_nestedcomponent__changes_map_to_the_right_component(void **stat
     nestedcomponent_map(&s.ctx.parts[RENDER_PART_APISERVER], &s.f.view, &KUBE_SECRETS,
                         fx_get(&s.f, FX_SECRETS, "c-ca"), enqueued, key);
     assert_string_equal(key, "default/c-kas");
+    /* a pod concerns the component of its StatefulSet, and no other */
+    fx_put(&s.f, "apiVersion: v1\nkind: Pod\n"
+                 "metadata:\n"
+                 "  name: c-apiserver-0\n"
+                 "  labels: {app.kubernetes.io/component: apiserver, "
+                 "cluster.x-k8s.io/cluster-name: c}\n");
+    key[0] = '\0';
+    nestedcomponent_map(&s.ctx.parts[RENDER_PART_APISERVER], &s.f.view, &KUBE_PODS,
+                        fx_get(&s.f, FX_PODS, "c-apiserver-0"), enqueued, key);
+    assert_string_equal(key, "default/c-kas");
+    key[0] = '\0';
+    nestedcomponent_map(&s.ctx.parts[RENDER_PART_ETCD], &s.f.view, &KUBE_PODS,
+                        fx_get(&s.f, FX_PODS, "c-apiserver-0"), enqueued, key);
+    assert_string_equal(key, "");
     sim_done(&s);
 }
 
