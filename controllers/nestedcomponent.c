@@ -467,7 +467,7 @@ static int observe(struct comp *x, const struct render_cluster *rc, const char *
         return cond(x, "Progressing", API_CONDITION_TRUE, NULL, "WaitingForRollout",
                     "a changed configuration waits for its turn in the control plane's rollout");
     if (x->rolled_back && x->part != RENDER_PART_ETCD) {
-        snprintf(msg, sizeof(msg), "the roll to this configuration failed and was rolled back: %s",
+        snprintf(msg, sizeof(msg), "the roll to this configuration failed and is held back: %s",
                  x->rolled_back);
         return cond(x, "Progressing", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, "RolledBack",
                     msg);

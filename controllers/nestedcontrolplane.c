@@ -1000,7 +1000,7 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
         return r;
     if (st->ready && out->phase == ROLLOUT_PHASE_STALLED)
         r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
-                 "serving the configuration it ran before; a roll failed and was rolled back "
+                 "serving the configuration it ran before; a roll failed and is held back "
                  "(Upgrading: RolloutStalled)");
     else if (st->ready && refusal_reason)
         /* Nothing rolls while a change is refused: say so, not that a rollout runs. */

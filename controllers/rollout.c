@@ -184,8 +184,8 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
             out->phase = ROLLOUT_PHASE_STALLED;
             out->reason = "RolloutStalled";
             append(out->message, sizeof(out->message),
-                   "%s: the roll to config %.12s failed and was rolled back (%s); change the "
-                   "spec to roll again",
+                   "%s: the roll to config %.12s failed and is held back (%s): its pods go back "
+                   "to the last good revision; change the spec to roll again",
                    rollout_component_name((enum rollout_component)i), s->target.hash, s->held);
             break;
         }

@@ -321,7 +321,7 @@ upgrading() {
 stalled() { [ "$(upgrading reason)" = RolloutStalled ]; }
 until_true 180 stalled || fail "broken flag: the roll did not stall: $(upgrading reason): $(upgrading message)"
 log "broken flag: stalled after $(elapsed "$ts") s: $(upgrading message)"
-grep -q "kube-apiserver: the roll to config .* failed and was rolled back (pod roll-apiserver-1: container kube-apiserver restarted [0-9]* times, last exit code" <<<"$(upgrading message)" ||
+grep -q "kube-apiserver: the roll to config .* failed and is held back (pod roll-apiserver-1: container kube-apiserver restarted [0-9]* times, last exit code" <<<"$(upgrading message)" ||
     fail "broken flag: the Upgrading message does not name the pod and what failed"
 [ "$(upgrading status)" = False ] || fail "broken flag: Upgrading is $(upgrading status)"
 # Rolled back: the StatefulSet's partition holds the failed template back, and roll-apiserver-1

@@ -676,7 +676,7 @@ static void test_nestedcontrolplane__a_crashing_roll_is_held_and_rolled_back(voi
                         "last exit code 1 (Error)");
     assert_string_equal(ncp_condition(&s, "Upgrading", "status"), "False");
     assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "RolloutStalled");
-    assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"), "rolled back (pod "
+    assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"), "is held back (pod "
                                                                         "sample-apiserver-0"));
 
     /* The partition first; no pod goes while the cache does not show it. */

@@ -395,9 +395,10 @@ static void test_rollout__a_held_roll_stops_until_the_spec_changes(void **state)
     assert_int_equal(out.phase, ROLLOUT_PHASE_STALLED);
     assert_string_equal(out.reason, "RolloutStalled");
     assert_string_equal(out.message,
-                        "kube-apiserver: the roll to config a2 failed and was rolled back (pod "
-                        "c-apiserver-2: container kube-apiserver restarted 3 times); change the "
-                        "spec to roll again; kube-controller-manager waiting");
+                        "kube-apiserver: the roll to config a2 failed and is held back (pod "
+                        "c-apiserver-2: container kube-apiserver restarted 3 times): its pods go "
+                        "back to the last good revision; change the spec to roll again; "
+                        "kube-controller-manager waiting");
     assert_true(out.serving);
 
     in.c[A].desired.hash = "a3";
