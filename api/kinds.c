@@ -226,6 +226,19 @@ static const struct api_schema etcd_storage_props[] = {
     END,
 };
 
+static const struct api_schema snapshot_claim_props[] = {
+    STR("claimName", "Name of a PersistentVolumeClaim in the control plane's namespace, a DNS "
+                     "subdomain, that the user provides."),
+    END,
+};
+
+static const struct api_schema etcd_snapshots_props[] = {
+    OBJ("persistentVolumeClaim", snapshot_claim_props,
+        "Write snapshots to this claim: one file <name>.db per upgrade, named in the control "
+        "plane's status.rollout.snapshot."),
+    END,
+};
+
 static const struct api_schema etcd_spec_props[] = {
     COMPONENT_COMMON_SPEC,
     {.name = "replicas", .type = API_SCHEMA_INTEGER,
@@ -239,6 +252,10 @@ static const struct api_schema etcd_spec_props[] = {
          "Where etcd keeps its data: persistentVolumeClaim or emptyDir, not both. Default: "
          "persistentVolumeClaim, 1Gi per member in the default StorageClass (an etcd "
          "StatefulSet created earlier on emptyDir keeps it)."},
+    OBJ("snapshots", etcd_snapshots_props,
+        "Where nestcp writes an etcd snapshot before every etcd or API server version change; "
+        "the change waits until the snapshot is complete. Default: no snapshots, and the "
+        "control plane's status.rollout.snapshot says that none was taken."),
     END,
 };
 
@@ -506,6 +523,17 @@ static const struct api_schema rollout_components_props[] = {
     END,
 };
 
+static const struct api_schema rollout_snapshot_props[] = {
+    STR("name", "The snapshot's name: its file is <name>.db on the claim, written by the Job of "
+                "that name."),
+    STR("claimName", "The PersistentVolumeClaim it was written to; unset when none was taken."),
+    STR("takenAt", "When the snapshot completed (RFC 3339)."),
+    STR("before", "The version change it was taken before, e.g. \"kube-apiserver 1.36.3 -> "
+                  "1.37.2\"."),
+    STR("message", "Why no snapshot was taken, when none was."),
+    END,
+};
+
 static const struct api_schema rollout_props[] = {
     STR("step", "The component the control plane is waiting on now: etcd, apiserver, "
                 "controllerManager, or empty when nothing is rolling out."),
@@ -513,6 +541,9 @@ static const struct api_schema rollout_props[] = {
     OBJ("components", rollout_components_props,
         "Per component: the target version and config hash. Only the control plane's state "
         "machine changes a component's target."),
+    OBJ("snapshot", rollout_snapshot_props,
+        "The etcd snapshot taken before the last etcd or API server version change (NestedEtcd "
+        "spec.snapshots), or why none was."),
     END,
 };
 

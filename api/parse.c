@@ -437,6 +437,15 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
     get_target(&x, child_obj(ro, "components"), "apiserver", &ncp->status.rollout.apiserver);
     get_target(&x, child_obj(ro, "components"), "controllerManager",
                &ncp->status.rollout.controller_manager);
+    {
+        const cJSON *sn = child_obj(ro, "snapshot");
+        struct api_rollout_snapshot *s = &ncp->status.rollout.snapshot;
+        s->name = get_str(&x, sn, "name");
+        s->claim_name = get_str(&x, sn, "claimName");
+        s->taken_at = get_str(&x, sn, "takenAt");
+        s->before = get_str(&x, sn, "before");
+        s->message = get_str(&x, sn, "message");
+    }
     get_addresses(&x, child_obj(st, "etcd"), &ncp->status.etcd_addresses,
                   &ncp->status.n_etcd_addresses);
     ncp->status.service_cidr = get_str(&x, child_obj(st, "apiserver"), "serviceCidr");
@@ -508,6 +517,10 @@ int api_component_from_json(const cJSON *obj, struct api_component **ret, struct
         if (ed)
             c->spec.storage.size_limit = scalar_text(&x, child(ed, "sizeLimit"));
     }
+    if (kind == API_KIND_NESTED_ETCD)
+        c->spec.snapshot_claim =
+            get_str(&x, child_obj(child_obj(spec, "snapshots"), "persistentVolumeClaim"),
+                    "claimName");
 
     st = child_obj(copy, "status");
     c->status.phase = get_str(&x, st, "phase");

@@ -161,7 +161,7 @@ cJSON *api_control_plane_status_to_json(const struct api_control_plane_status *s
     add_str(&b, o, "failureMessage", st->failure_message);
     if (ro->step || ro->target_version || ro->etcd.version || ro->etcd.config_hash ||
         ro->apiserver.version || ro->apiserver.config_hash || ro->controller_manager.version ||
-        ro->controller_manager.config_hash) {
+        ro->controller_manager.config_hash || ro->snapshot.before) {
         cJSON *r = add(&b, o, "rollout", cJSON_CreateObject());
         add_str(&b, r, "step", ro->step);
         add_str(&b, r, "targetVersion", ro->target_version);
@@ -169,6 +169,14 @@ cJSON *api_control_plane_status_to_json(const struct api_control_plane_status *s
         add_target(&b, c, "etcd", &ro->etcd);
         add_target(&b, c, "apiserver", &ro->apiserver);
         add_target(&b, c, "controllerManager", &ro->controller_manager);
+        if (ro->snapshot.before) {
+            cJSON *s = add(&b, r, "snapshot", cJSON_CreateObject());
+            add_str(&b, s, "name", ro->snapshot.name);
+            add_str(&b, s, "claimName", ro->snapshot.claim_name);
+            add_str(&b, s, "takenAt", ro->snapshot.taken_at);
+            add_str(&b, s, "before", ro->snapshot.before);
+            add_str(&b, s, "message", ro->snapshot.message);
+        }
     }
     if (st->n_etcd_addresses) {
         j = add(&b, o, "etcd", cJSON_CreateObject());

@@ -215,6 +215,12 @@ void api_rollout_done(struct api_rollout *r)
     target_done(&r->etcd);
     target_done(&r->apiserver);
     target_done(&r->controller_manager);
+    free(r->snapshot.name);
+    free(r->snapshot.claim_name);
+    free(r->snapshot.taken_at);
+    free(r->snapshot.before);
+    free(r->snapshot.message);
+    memset(&r->snapshot, 0, sizeof(r->snapshot));
     r->step = r->target_version = NULL;
 }
 
@@ -272,6 +278,7 @@ void api_component_free(struct api_component *c)
     free(c->spec.storage.size_limit);
     free(c->spec.storage.size);
     free(c->spec.storage.storage_class_name);
+    free(c->spec.snapshot_claim);
     free(c->status.phase);
     api_strlist_done(&c->status.errors);
     api_conditions_done(&c->status.conditions);

@@ -147,9 +147,20 @@ struct api_rollout_target {
     char *rolled_back; /* what failed, while a failed roll to config_hash is held back */
 };
 
+/* The etcd snapshot taken before the last etcd or API server version change
+ * (controllers/snapshot.h); all NULL before the first such change. */
+struct api_rollout_snapshot {
+    char *name;       /* the snapshot Job's name; the file is <name>.db on the claim */
+    char *claim_name; /* the PersistentVolumeClaim it was written to; NULL: none taken */
+    char *taken_at;   /* RFC 3339: when its Job completed */
+    char *before;     /* the change it precedes, e.g. "kube-apiserver 1.36.3 -> 1.37.2" */
+    char *message;    /* why none was taken; NULL when one was */
+};
+
 struct api_rollout {
     char *step, *target_version;
     struct api_rollout_target etcd, apiserver, controller_manager;
+    struct api_rollout_snapshot snapshot;
 };
 
 /* ---- NestedControlPlane ---- */
@@ -218,6 +229,9 @@ struct api_component_spec {
     struct api_gates feature_gates;
     char *image;
     struct api_etcd_storage storage; /* NestedEtcd only */
+    /* NestedEtcd only: spec.snapshots.persistentVolumeClaim.claimName, the claim etcd
+     * snapshots are written to before an upgrade; NULL: none are taken. */
+    char *snapshot_claim;
 };
 
 struct api_component_status {

@@ -600,6 +600,9 @@ int api_component_validate(const struct api_component *c, const struct api_contr
             api_errors_add_value(errs, "spec.replicas", v,
                                  "is even; etcd needs an odd number of members (1, 3, 5 or 7)");
         check_storage(&s->storage, errs);
+        if (s->snapshot_claim && !api_is_dns1123_subdomain(s->snapshot_claim))
+            api_errors_add_str(errs, "spec.snapshots.persistentVolumeClaim.claimName",
+                               s->snapshot_claim, "is not a valid PersistentVolumeClaim name");
         check_etcd_extra_args(&s->extra_args, errs);
     } else if (s->replicas < 1) {
         api_errors_add_value(errs, "spec.replicas", v, "is less than 1");

@@ -24,7 +24,9 @@ const struct access_rule access_rules[] = {
     {"", "configmaps", "list watch", NULL, ACCESS_CACHE, "cache of what nestcp manages"},
     {"networking.k8s.io", "networkpolicies", "list watch", NULL, ACCESS_CACHE,
      "cache of what nestcp manages"},
-    {"", "pods", "list watch", NULL, ACCESS_CACHE, "cache of the tenants' etcd member pods"},
+    {"", "pods", "list watch", NULL, ACCESS_CACHE, "cache of the tenants' control-plane pods"},
+    {"batch", "jobs", "list watch", NULL, ACCESS_CACHE,
+     "cache of the etcd snapshot Jobs nestcp made"},
     {"", "persistentvolumeclaims", "list watch", NULL, ACCESS_CACHE,
      "cache of the etcd members' claims: where a member's data lives"},
 
@@ -63,6 +65,8 @@ const struct access_rule access_rules[] = {
      "gate lifted (merge patch); deleted to move its member from emptyDir to a claim (the "
      "StatefulSet controller does not replace a pod whose volumes differ from its claim "
      "templates)"},
+    {"batch", "jobs", "create", NULL, ACCESS_PLAN,
+     "an etcd snapshot before a version change (controllers/snapshot.h)"},
     {"networking.k8s.io", "networkpolicies", "get create patch delete", NULL, ACCESS_PLAN,
      "rendered (etcd's and the API server's): server-side applied (which creates; read first "
      "when the cache does not hold it), deleted with their control plane or when no longer "

@@ -91,6 +91,17 @@ bool cachekeep_statefulset(void *ctx, cJSON *obj)
     return true;
 }
 
+bool cachekeep_job(void *ctx, cJSON *obj)
+{
+    /* A snapshot's state is read from the status alone (snapshot_job_state). */
+    static const char *const keep[] = {"apiVersion", "kind", "metadata", "status", NULL};
+
+    (void)ctx;
+    kube_transform_trim_metadata(obj);
+    kube_transform_keep(obj, keep);
+    return true;
+}
+
 bool cachekeep_pod(void *ctx, cJSON *obj)
 {
     /* The etcd membership reads these of its members' pods, the health of a roll
@@ -115,5 +126,7 @@ cachekeep_fn *cachekeep_transform(const char *kind)
         return cachekeep_statefulset;
     if (strcmp(kind, "Pod") == 0)
         return cachekeep_pod;
+    if (strcmp(kind, "Job") == 0)
+        return cachekeep_job;
     return cachekeep_object;
 }

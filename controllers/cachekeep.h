@@ -20,7 +20,8 @@
  *                   spec.template.spec.volumes (the certificates Secret it mounts) of the spec,
  *                   and the whole status; the containers go;
  *   Pod             spec.schedulingGates and spec.volumes of the spec, and the status' phase,
- *                   conditions and pod IPs; the containers and their statuses go.
+ *                   conditions, pod IPs and container statuses; the containers go;
+ *   Job             the status; the spec goes.
  *
  * A controller that starts reading another field of a StatefulSet or a Pod adds it here
  * (test_cachekeep.c holds the lists).
@@ -37,6 +38,7 @@ bool cachekeep_object(void *ctx, cJSON *obj);
 bool cachekeep_secret(void *ctx, cJSON *obj);
 bool cachekeep_statefulset(void *ctx, cJSON *obj);
 bool cachekeep_pod(void *ctx, cJSON *obj);
+bool cachekeep_job(void *ctx, cJSON *obj);
 
 /* The transform of the caches of kind ("Secret", "Pod", ...): one of the above. */
 cachekeep_fn *cachekeep_transform(const char *kind);

@@ -40,6 +40,7 @@
 #include "controllers/rollhealth.h"
 #include "controllers/rollout.h"
 #include "controllers/sakeyrotation.h"
+#include "controllers/snapshot.h"
 #include "controllers/status.h"
 #include "lib/kube/store.h"
 #include "lib/pki/base64.h"
@@ -57,6 +58,7 @@ struct cp {
     struct render_source src;
     struct plan *plan;
     const char *ns, *name;
+    const char *cluster; /* the cluster name its objects are named after, once resolved */
     const cJSON *obj;
     struct api_control_plane *ncp;
     struct api_control_plane_status *st;
@@ -589,6 +591,174 @@ static int check_roll_health(struct cp *x, const struct desired_all *da, int i)
     return set_str(&t->rolled_back, msg);
 }
 
+static long long generation_of(const cJSON *obj)
+{
+    const cJSON *g = get(get(obj, "metadata"), "generation");
+
+    return cJSON_IsNumber(g) ? (long long)g->valuedouble : 0;
+}
+
+static const char *text_of(const cJSON *obj, const char *key)
+{
+    const cJSON *v = get(obj, key);
+
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Keeps every target where it is: the roll waits, and says why in message. */
+static void hold_targets(const struct rollout_input *in, struct rollout_output *out,
+                         enum rollout_phase phase, const char *reason)
+{
+    for (int i = 0; i < ROLLOUT__COUNT; i++) {
+        out->target[i] = in->c[i].target;
+        out->target_changed[i] = false;
+    }
+    out->phase = phase;
+    out->reason = reason;
+}
+
+static bool version_moves(const char *from, const char *to)
+{
+    return from && to && !api_version_equal(from, to);
+}
+
+/* When moving the targets starts an etcd or API server version change: the whole change
+ * still to come, as "etcd 3.5.36 -> 3.6.17, kube-apiserver 1.36.3 -> 1.37.2" (the API
+ * servers' part moves later, once etcd is done); "" when the targets start none. */
+static void version_changes(const struct rollout_input *in, const struct rollout_output *out,
+                            char *buf, size_t size)
+{
+    static const enum rollout_component parts[] = {ROLLOUT_ETCD, ROLLOUT_APISERVER};
+    size_t len = 0;
+    bool starts = false;
+
+    buf[0] = '\0';
+    for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+        starts = starts || (out->target_changed[parts[k]] &&
+                            version_moves(in->c[parts[k]].target.version,
+                                          out->target[parts[k]].version));
+    for (size_t k = 0; starts && k < sizeof(parts) / sizeof(parts[0]); k++) {
+        const char *from = in->c[parts[k]].target.version, *to = in->c[parts[k]].desired.version;
+        int n;
+
+        if (!version_moves(from, to))
+            continue;
+        n = snprintf(buf + len, size - len, "%s%s %s -> %s", len ? ", " : "",
+                     rollout_component_name(parts[k]), from, to);
+        if (n < 0 || (size_t)n >= size - len)
+            return;
+        len += (size_t)n;
+    }
+}
+
+static int record_snapshot(struct api_rollout_snapshot *s, const char *name, const char *claim,
+                           const char *taken_at, const char *before, const char *message)
+{
+    int r;
+
+    if ((r = set_str(&s->name, name)) < 0 || (r = set_str(&s->claim_name, claim)) < 0 ||
+        (r = set_str(&s->taken_at, taken_at)) < 0 || (r = set_str(&s->before, before)) < 0)
+        return r;
+    return set_str(&s->message, message);
+}
+
+/* Before the targets move to another etcd or API server version of a control plane that was
+ * complete once, etcd is snapshotted to the claim its NestedEtcd names (controllers/snapshot.h):
+ * nothing moves until the snapshot Job has completed; a failed one stops the roll. Where no
+ * claim is named the roll goes on, and status.rollout.snapshot says no snapshot was taken. */
+static int snapshot_gate(struct cp *x, const struct rollout_input *in,
+                         const struct desired_all *da, struct rollout_output *out)
+{
+    struct api_rollout_snapshot *sn = &x->st->rollout.snapshot;
+    const cJSON *etcd = lookup_component(x->view, x->obj, RENDER_PART_ETCD), *job;
+    const cJSON *claim_v = get(get(get(get(etcd, "spec"), "snapshots"), "persistentVolumeClaim"),
+                               "claimName");
+    const char *claim = cJSON_IsString(claim_v) && claim_v->valuestring[0] ? claim_v->valuestring
+                                                                           : NULL;
+    const char *done_at, *host, *image;
+    char before[256], key[512], name[SNAPSHOT_NAME_MAX], why[512], msg[1024];
+    int r;
+
+    if (!in->initialized)
+        return 0;
+    version_changes(in, out, before, sizeof(before));
+    if (!before[0])
+        return 0;
+    if (!claim) {
+        if (sn->name && str_is(sn->before, before))
+            return 0;
+        str_printf(msg, sizeof(msg),
+                 "no etcd snapshot was taken before %s: NestedEtcd %s/%s names no "
+                 "spec.snapshots.persistentVolumeClaim",
+                 before, x->ns, kube_obj_name(etcd));
+        return record_snapshot(sn, NULL, NULL, NULL, before, msg);
+    }
+    /* One snapshot per requested change: the versions it goes to and the generations that
+     * asked for them (a change asked again later is snapshotted again). */
+    str_printf(key, sizeof(key), "%s/%s etcd=%s apiserver=%s gen=%lld,%lld,%lld", x->ns, x->name,
+             in->c[ROLLOUT_ETCD].desired.version ? in->c[ROLLOUT_ETCD].desired.version : "",
+             in->c[ROLLOUT_APISERVER].desired.version ? in->c[ROLLOUT_APISERVER].desired.version
+                                                      : "",
+             (long long)x->gen, generation_of(etcd),
+             generation_of(lookup_component(x->view, x->obj, RENDER_PART_APISERVER)));
+    snapshot_name(x->cluster, key, name);
+    if (str_is(sn->name, name) && str_is(sn->claim_name, claim) && sn->taken_at)
+        return 0;
+    job = kube_store_get(x->view->jobs, x->ns, name);
+    if (!job) {
+        struct snapshot_job_input ji = {
+            .ns = x->ns, .cluster = x->cluster, .owner_name = x->name,
+            .owner_api_version = text_of(x->obj, "apiVersion"), .owner_uid = kube_obj_uid(x->obj),
+            .name = name, .claim = claim, .certs_secret = da->ss[ROLLOUT_ETCD].certs};
+        cJSON *obj;
+
+        hold_targets(in, out, ROLLOUT_PHASE_UPGRADING, BRAKE_REASON_ROLLING);
+        if (!ji.certs_secret ||
+            snapshot_source(x->view->pods, da->sts[ROLLOUT_ETCD], etcd, &host, &image) < 0) {
+            str_printf(out->message, sizeof(out->message),
+                     "waiting for a ready etcd member to snapshot before %s", before);
+            return 0;
+        }
+        ji.endpoint_host = host;
+        ji.image = image;
+        str_printf(out->message, sizeof(out->message),
+                 "taking etcd snapshot %s.db on claim %s before %s (Job %s)", name, claim,
+                 before, name);
+        if (!(obj = snapshot_job(&ji)) ||
+            plan_create(x->plan, &KUBE_JOBS, obj, "Job %s/%s: etcd snapshot before %s", x->ns,
+                        name, before) < 0 ||
+            plan_event(x->plan, KUBE_EVENT_NORMAL, "TakingSnapshot",
+                       "Job %s writes etcd snapshot %s.db from %s to claim %s before %s", name,
+                       name, host, claim, before) < 0)
+            return -ENOMEM;
+        return 0;
+    }
+    switch (snapshot_job_state(job, why, sizeof(why), &done_at)) {
+    case SNAPSHOT_RUNNING:
+        hold_targets(in, out, ROLLOUT_PHASE_UPGRADING, BRAKE_REASON_ROLLING);
+        str_printf(out->message, sizeof(out->message),
+                 "taking etcd snapshot %s.db on claim %s before %s (Job %s)", name, claim,
+                 before, name);
+        return 0;
+    case SNAPSHOT_FAILED:
+        hold_targets(in, out, ROLLOUT_PHASE_STALLED, "SnapshotFailed");
+        str_printf(out->message, sizeof(out->message),
+                 "etcd snapshot Job %s failed (%s); %s waits. Delete the Job to take the "
+                 "snapshot again, or remove spec.snapshots from NestedEtcd %s to go on without "
+                 "one",
+                 name, why, before, kube_obj_name(etcd));
+        return 0;
+    case SNAPSHOT_COMPLETE:
+        break;
+    }
+    if ((r = record_snapshot(sn, name, claim, done_at ? done_at : "", before, NULL)) < 0)
+        return r;
+    if (plan_event(x->plan, KUBE_EVENT_NORMAL, "SnapshotTaken",
+                   "etcd snapshot %s.db is on claim %s; %s starts", name, claim, before) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 /* Runs the state machine, with the brake, and writes the targets into status.rollout; returns
  * its output. */
 static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
@@ -623,7 +793,7 @@ static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
     rollout_step(&in, out);
     if (frozen || out->phase == ROLLOUT_PHASE_REFUSED)
         return 0;
-    if ((r = apply_brake(x, &in, da, out)) < 0)
+    if ((r = apply_brake(x, &in, da, out)) < 0 || (r = snapshot_gate(x, &in, da, out)) < 0)
         return r;
     x->step_events = x->plan->n_events;
     for (int i = 0; i < ROLLOUT__COUNT; i++) {
@@ -907,11 +1077,12 @@ static int rotate_sa_key(struct cp *x, const struct render_cluster *rc, bool rol
 
 /* ---- status ---- */
 
-/* Whether an API server or controller manager is to run another version than it reports
- * running (its status.version): each may run its own override of the control plane's. */
-static bool version_changing(const struct cp *x, const struct desired_all *da)
+/* Whether a component from first to last is to run another version than it reports running
+ * (its status.version): each may run its own override of the control plane's. */
+static bool versions_changing(const struct cp *x, const struct desired_all *da, int first,
+                              int last)
 {
-    for (int i = RENDER_PART_APISERVER; i <= RENDER_PART_CONTROLLER_MANAGER; i++) {
+    for (int i = first; i <= last; i++) {
         const cJSON *comp = lookup_component(x->view, x->obj, (enum render_part)i);
         const cJSON *running = get(get(comp, "status"), "version");
         if (cJSON_IsString(running) && da->d[i].version[0] &&
@@ -919,6 +1090,12 @@ static bool version_changing(const struct cp *x, const struct desired_all *da)
             return true;
     }
     return false;
+}
+
+/* Whether an API server or controller manager is. */
+static bool version_changing(const struct cp *x, const struct desired_all *da)
+{
+    return versions_changing(x, da, RENDER_PART_APISERVER, RENDER_PART_CONTROLLER_MANAGER);
 }
 
 static const char *phase_of(const struct cp *x, const struct rollout_output *out,
@@ -1000,8 +1177,8 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
         return r;
     if (st->ready && out->phase == ROLLOUT_PHASE_STALLED)
         r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
-                 "serving the configuration it ran before; a roll failed and is held back "
-                 "(Upgrading: RolloutStalled)");
+                 "serving the configuration it ran before; a roll is held back (Upgrading: %s)",
+                 out->reason);
     else if (st->ready && refusal_reason)
         /* Nothing rolls while a change is refused: say so, not that a rollout runs. */
         r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
@@ -1029,6 +1206,11 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
     if (refusal_reason)
         return cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, refusal_reason,
                     "%s", refusal_message);
+    if (out->phase == ROLLOUT_PHASE_UPGRADING && st->rollout.snapshot.message &&
+        versions_changing(x, da, RENDER_PART_ETCD, RENDER_PART_APISERVER))
+        /* An upgrade says, while it runs, that it runs without a snapshot. */
+        return cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s; %s",
+                    out->message, st->rollout.snapshot.message);
     if (out->phase == ROLLOUT_PHASE_UPGRADING || out->phase == ROLLOUT_PHASE_QUEUED)
         return cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s", out->message);
     if (out->phase == ROLLOUT_PHASE_STALLED)
@@ -1284,6 +1466,7 @@ static int reconcile_normal(struct cp *x)
             goto out;
         }
     }
+    x->cluster = render_cluster_name(rc);
     r = nested_check_render(ctx->cat, rc, RENDER_PART__COUNT, &e);
     if (r == -EINVAL) {
         r = invalid(x, "InvalidSpec", e.msg);

@@ -59,6 +59,7 @@ enum cache_id {
     CACHE_CLAIMS,
     CACHE_CONFIGMAPS,
     CACHE_NETWORKPOLICIES,
+    CACHE_JOBS,
     CACHE_COUNT,
 };
 
@@ -80,6 +81,7 @@ static const struct cache_spec {
     [CACHE_CLAIMS] = {&KUBE_PVCS, MANAGER_CLAIM_SELECTOR, false},
     [CACHE_CONFIGMAPS] = {&KUBE_CONFIGMAPS, MANAGER_OWNED_SELECTOR, false},
     [CACHE_NETWORKPOLICIES] = {&KUBE_NETWORKPOLICIES, MANAGER_OWNED_SELECTOR, false},
+    [CACHE_JOBS] = {&KUBE_JOBS, MANAGER_OWNED_SELECTOR, false},
 };
 
 const struct kube_resource *manager_cached_resource(size_t i)
@@ -255,6 +257,7 @@ void manager_view(const struct manager *m, struct cache_view *ret_view)
         .claims = cache_store(m, &m->caches[CACHE_CLAIMS]),
         .configmaps = cache_store(m, &m->caches[CACHE_CONFIGMAPS]),
         .networkpolicies = cache_store(m, &m->caches[CACHE_NETWORKPOLICIES]),
+        .jobs = cache_store(m, &m->caches[CACHE_JOBS]),
         .now = time_wall(),
         .conflicts = &m->conflicts,
         .found = &m->found,

@@ -49,6 +49,7 @@ struct cache_view {
     const struct kube_store *claims;              /* their claims: MANAGER_CLAIM_SELECTOR */
     const struct kube_store *configmaps;          /* label app.kubernetes.io/managed-by=nestcp */
     const struct kube_store *networkpolicies;     /* label app.kubernetes.io/managed-by=nestcp */
+    const struct kube_store *jobs;                /* etcd snapshots (controllers/snapshot.h) */
     double now;                                   /* wall clock, seconds since the epoch */
     /* Objects of a name nestcp would write that someone else controls, found by a
      * plan_apply_claimed; read with cache_view_conflict. NULL: none. */

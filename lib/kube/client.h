@@ -72,6 +72,7 @@ extern const struct kube_resource KUBE_NODES;
 extern const struct kube_resource KUBE_STATEFULSETS;
 extern const struct kube_resource KUBE_LEASES;
 extern const struct kube_resource KUBE_CRDS;
+extern const struct kube_resource KUBE_JOBS;
 extern const struct kube_resource KUBE_NETWORKPOLICIES;
 extern const struct kube_resource KUBE_TOKENREVIEWS;
 extern const struct kube_resource KUBE_SUBJECTACCESSREVIEWS;

@@ -19,6 +19,7 @@ const struct kube_resource KUBE_STATEFULSETS = {"apps", "v1", "statefulsets", "S
 const struct kube_resource KUBE_LEASES = {"coordination.k8s.io", "v1", "leases", "Lease", true};
 const struct kube_resource KUBE_CRDS = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                         "CustomResourceDefinition", false};
+const struct kube_resource KUBE_JOBS = {"batch", "v1", "jobs", "Job", true};
 const struct kube_resource KUBE_NETWORKPOLICIES = {"networking.k8s.io", "v1", "networkpolicies",
                                                    "NetworkPolicy", true};
 const struct kube_resource KUBE_TOKENREVIEWS = {"authentication.k8s.io", "v1", "tokenreviews",

@@ -424,6 +424,12 @@ static void test_validate__etcd_replicas_storage_and_version(void **state)
                      "size\n"
                      "spec.storage.persistentVolumeClaim.storageClassName: \"Fast_SSD\" is not a "
                      "valid StorageClass name\n");
+    EXPECT_COMPONENT("NestedEtcd", "  snapshots: {persistentVolumeClaim: {claimName: My_Snaps}}\n",
+                     NULL, NULL,
+                     "spec.snapshots.persistentVolumeClaim.claimName: \"My_Snaps\" is not a "
+                     "valid PersistentVolumeClaim name\n");
+    EXPECT_COMPONENT("NestedEtcd", "  snapshots: {persistentVolumeClaim: {claimName: snaps}}\n",
+                     NULL, NULL, "");
     EXPECT_COMPONENT("NestedEtcd", "  version: 3.4.3\n", "1.20.2", &catalog,
                      "spec.version: \"3.4.3\" is older than 3.4.13, the etcd version Kubernetes "
                      "1.20.2 needs\n");

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "controllers/access.h"
@@ -36,6 +37,7 @@ enum fx_store {
     FX_CLAIMS,
     FX_CONFIGMAPS,
     FX_NETWORKPOLICIES,
+    FX_JOBS,
     FX__COUNT
 };
 
@@ -63,6 +65,7 @@ static inline void fx_init(struct fixture *f)
         .claims = &f->stores[FX_CLAIMS],
         .configmaps = &f->stores[FX_CONFIGMAPS],
         .networkpolicies = &f->stores[FX_NETWORKPOLICIES],
+        .jobs = &f->stores[FX_JOBS],
         .now = 1800000000.0,
     };
 }
@@ -92,6 +95,7 @@ static inline enum fx_store fx_store_of(const cJSON *obj)
         {"PersistentVolumeClaim", FX_CLAIMS},
         {"ConfigMap", FX_CONFIGMAPS},
         {"NetworkPolicy", FX_NETWORKPOLICIES},
+        {"Job", FX_JOBS},
     };
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
 
@@ -170,7 +174,9 @@ static inline const cJSON *fx_path(const cJSON *o, const char *path)
     while (o && *path) {
         size_t n = strcspn(path, ".");
         snprintf(key, sizeof(key), "%.*s", (int)n, path);
-        o = cJSON_GetObjectItemCaseSensitive(o, key);
+        /* "containers.0.image": an index into an array */
+        o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(key))
+                             : cJSON_GetObjectItemCaseSensitive(o, key);
         path += n + (path[n] == '.');
     }
     return o;
@@ -239,7 +245,7 @@ static inline void fx_apply_action(struct fixture *f, const struct plan_action *
             "nestedcontrolplanes", "nestedetcds", "nestedapiservers",
             "nestedcontrollermanagers", "nestedclusters", "clusters", "secrets",
             "services", "statefulsets", "pods", "persistentvolumeclaims", "configmaps",
-            "networkpolicies"};
+            "networkpolicies", "jobs"};
         if (strcmp(a->resource->resource, plurals[k]) == 0)
             s = (enum fx_store)k;
     }

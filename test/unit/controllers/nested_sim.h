@@ -27,6 +27,7 @@ struct sim {
     struct sim_etcds etcds; /* etcd members, their pods and claims */
     const char *watch;      /* an Event reason to count; NULL: none */
     int watch_hits;
+    enum { SIM_JOBS_COMPLETE, SIM_JOBS_RUN, SIM_JOBS_FAIL } jobs; /* what Jobs do */
     char watch_msg[512]; /* the last such Event's message */
     /* Called with every action applied, when set. */
     void (*on_action)(void *ud, const struct plan_action *a);
@@ -208,12 +209,41 @@ static inline bool sim_collect_sts(void *ud, const cJSON *obj)
     return sim_collect(ud, obj);
 }
 
-/* Rolls out every StatefulSet whose status is behind. */
-/* Returns whether anything changed. */
+/* Finishes a Job as s->jobs says: Complete, as the Job controller marks it once its pod
+ * succeeded, or Failed. */
+static inline void sim_job(struct sim *s, const char *name)
+{
+    cJSON *job = cJSON_Duplicate(fx_get(&s->f, FX_JOBS, name), true), *st, *c;
+
+    cJSON_DeleteItemFromObjectCaseSensitive(job, "status");
+    st = cJSON_AddObjectToObject(job, "status");
+    c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", s->jobs == SIM_JOBS_FAIL ? "Failed" : "Complete");
+    cJSON_AddStringToObject(c, "status", "True");
+    if (s->jobs == SIM_JOBS_FAIL) {
+        cJSON_AddStringToObject(c, "reason", "BackoffLimitExceeded");
+        cJSON_AddStringToObject(c, "message", "Job has reached the specified backoff limit");
+    } else {
+        cJSON_AddStringToObject(st, "completionTime", "2027-01-15T08:00:00Z");
+    }
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(st, "conditions"), c);
+    fx_put_json(&s->f, job);
+}
+
+/* Rolls out every StatefulSet whose status is behind, and finishes every Job. Returns whether
+ * anything changed. */
 static inline bool sim_kubelet(struct sim *s)
 {
-    struct sim_keys k = {.n = 0};
+    struct sim_keys k = {.n = 0}, jobs = {.n = 0};
     unsigned long before = s->etcds.changes;
+
+    kube_store_foreach(&s->f.stores[FX_JOBS], sim_collect, &jobs);
+    for (int i = 0; i < jobs.n; i++)
+        if (s->jobs != SIM_JOBS_RUN &&
+            !fx_path(fx_get(&s->f, FX_JOBS, jobs.keys[i]), "status.conditions")) {
+            sim_job(s, jobs.keys[i]);
+            s->etcds.changes++;
+        }
 
     kube_store_foreach(&s->f.stores[FX_STATEFULSETS], sim_collect_sts, &k);
     for (int i = 0; i < k.n; i++) {

@@ -299,8 +299,12 @@ static inline void sim_pod_status(struct fixture *f, const cJSON *pod, bool runn
     st = cJSON_AddObjectToObject(np, "status");
     cJSON_AddStringToObject(st, "phase", running ? "Running" : "Pending");
     if (running) {
+        cJSON *cs = cJSON_CreateObject();
         snprintf(ip, sizeof(ip), "10.0.0.%d", ordinal + 10);
         cJSON_AddStringToObject(st, "podIP", ip);
+        cJSON_AddStringToObject(cs, "name", "etcd");
+        cJSON_AddStringToObject(cs, "image", "registry.k8s.io/etcd:3.6.17-0");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(st, "containerStatuses"), cs);
     }
     conds = cJSON_AddArrayToObject(st, "conditions");
     c = cJSON_CreateObject();

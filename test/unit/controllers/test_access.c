@@ -215,7 +215,10 @@ static const char capn[] =
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
     "kind: NestedEtcd\n"
     "metadata: {name: sample-etcd, uid: etcd-1, generation: 1, resourceVersion: '1'}\n"
-    "spec: {replicas: 3, storage: {emptyDir: {}}}\n"
+    "spec:\n"
+    "  replicas: 3\n"
+    "  storage: {emptyDir: {}}\n"
+    "  snapshots: {persistentVolumeClaim: {claimName: sample-snapshots}}\n"
     "---\n"
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
     "kind: NestedAPIServer\n"
@@ -265,7 +268,7 @@ static void delete_it(cJSON *ncp)
 }
 
 /* A control plane's life in the simulation (nested_sim.h): created from CAPN's shape (with 3
- * etcd members on emptyDir), upgraded one minor, its etcd moved to claims, its certificates
+ * etcd members on emptyDir), upgraded one minor after an etcd snapshot, its etcd moved to claims, its certificates
  * renewed 340 days on, then deleted. Every action applied is a
  * right the table grants (nested_fixture.h checks each one), and every plan verb of the table
  * is used on the way. */

@@ -239,6 +239,24 @@ static void test_cachekeep__other_kinds_lose_only_server_bookkeeping(void **stat
     cJSON_Delete(want);
 }
 
+/* A snapshot Job keeps what its state is read from (snapshot_job_state): its status. */
+static void test_cachekeep__a_job_keeps_its_status_only(void **state)
+{
+    cJSON *o = cJSON_Parse(
+        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"c-etcd-snapshot-1\","
+        "\"managedFields\":[{}]},\"spec\":{\"template\":{\"spec\":{\"containers\":[{}]}}},"
+        "\"status\":{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}}");
+    cJSON *want = cJSON_Parse(
+        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"c-etcd-snapshot-1\"},"
+        "\"status\":{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}}");
+
+    assert_true(cachekeep_transform("Job") == cachekeep_job);
+    assert_true(cachekeep_job(NULL, o));
+    assert_true(cJSON_Compare(o, want, true));
+    cJSON_Delete(o);
+    cJSON_Delete(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_cachekeep__a_pod_keeps_its_gates_volumes_conditions_ip_and_restarts),
         cmocka_unit_test(test_cachekeep__secrets_are_cached_when_ours_or_named_like_ours),
         cmocka_unit_test(test_cachekeep__other_kinds_lose_only_server_bookkeeping),
+        cmocka_unit_test(test_cachekeep__a_job_keeps_its_status_only),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

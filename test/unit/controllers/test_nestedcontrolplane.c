@@ -803,6 +803,126 @@ static void test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_n
     sim_done(&s);
 }
 
+static const char *target_of(struct sim *s, const char *component)
+{
+    char path[128];
+
+    snprintf(path, sizeof(path), "rollout.components.%s.version", component);
+    return fx_str(ncp_status(s), path);
+}
+
+/* The snapshot Job of the control plane: the one Job there is. */
+static bool first_job(void *ud, const cJSON *job)
+{
+    *(const cJSON **)ud = job;
+    return false;
+}
+
+/* Before etcd and the API servers move to new versions, etcd is snapshotted to the claim the
+ * NestedEtcd names: nothing moves while the Job runs, and the status names the file once it
+ * is written. A change of flags alone takes none. */
+static void test_nestedcontrolplane__a_version_change_waits_for_its_etcd_snapshot(void **state)
+{
+    char yaml[sizeof(capn) + 256], name[64];
+    const cJSON *job = NULL, *args;
+    struct sim s;
+
+    /* the etcd's spec is the first of its kind in capn */
+    capn_with(yaml, sizeof(yaml), "spec: {replicas: 1}\n",
+              "spec: {replicas: 1, snapshots: {persistentVolumeClaim: {claimName: "
+              "tenant-snapshots}}}\n");
+    sim_init(&s, yaml);
+    set_version(&s, FX_CONTROL_PLANES, NCP, "1.35.4");
+    assert_true(sim_converge(&s, 40) >= 0);
+    assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
+    /* creation takes no snapshot: there is nothing to keep yet */
+    assert_int_equal(kube_store_count(&s.f.stores[FX_JOBS]), 0);
+
+    s.jobs = SIM_JOBS_RUN;
+    s.watch = "RolloutStep";
+    set_version(&s, FX_CONTROL_PLANES, NCP, "1.36.3");
+    assert_true(sim_converge(&s, 40) >= 0);
+    assert_int_equal(s.watch_hits, 0);
+    assert_string_equal(target_of(&s, "etcd"), "3.5.36");
+    assert_string_equal(target_of(&s, "apiserver"), "1.35.4");
+    assert_int_equal(kube_store_count(&s.f.stores[FX_JOBS]), 1);
+    kube_store_foreach(&s.f.stores[FX_JOBS], first_job, &job);
+    snprintf(name, sizeof(name), "%s", kube_obj_name(job));
+    assert_non_null(strstr(name, "sample-etcd-snapshot-"));
+    assert_string_equal(fx_str(job, "metadata.ownerReferences.0.kind"), "NestedControlPlane");
+    assert_string_equal(fx_str(job, "spec.template.spec.volumes.0.persistentVolumeClaim.claimName"),
+                        "tenant-snapshots");
+    assert_string_equal(fx_str(job, "spec.template.spec.containers.0.image"),
+                        "registry.k8s.io/etcd:3.6.17-0");
+    args = fx_path(job, "spec.template.spec.containers.0.args");
+    assert_string_equal(cJSON_GetArrayItem(args, 0)->valuestring,
+                        "--endpoints=https://sample-etcd-0.sample-etcd.default.svc:2379");
+    assert_non_null(strstr(cJSON_GetArrayItem(args, cJSON_GetArraySize(args) - 1)->valuestring,
+                           kube_obj_name(job)));
+    assert_string_equal(ncp_condition(&s, "Upgrading", "status"), "True");
+    assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"), "taking etcd snapshot"));
+    assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"),
+                           "etcd 3.5.36 -> 3.6.17, kube-apiserver 1.35.4 -> 1.36.3"));
+
+    /* the Job completes: the roll goes, and the status names the file */
+    s.jobs = SIM_JOBS_COMPLETE;
+    s.watch = "SnapshotTaken";
+    assert_true(sim_converge(&s, 80) >= 0);
+    assert_int_equal(s.watch_hits, 1);
+    assert_string_equal(target_of(&s, "apiserver"), "1.36.3");
+    assert_string_equal(fx_str(ncp_status(&s), "version"), "v1.36.3");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.name"), name);
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.claimName"), "tenant-snapshots");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.takenAt"),
+                        "2027-01-15T08:00:00Z");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.before"),
+                        "etcd 3.5.36 -> 3.6.17, kube-apiserver 1.35.4 -> 1.36.3");
+    assert_null(fx_path(ncp_status(&s), "rollout.snapshot.message"));
+    /* one snapshot for the whole change: none again before the API servers' step */
+    assert_int_equal(kube_store_count(&s.f.stores[FX_JOBS]), 1);
+    sim_done(&s);
+}
+
+/* A failed snapshot stops the change and says how to go on; without a claim the change goes
+ * and says that no snapshot was taken. */
+static void test_nestedcontrolplane__a_failed_or_unasked_snapshot_is_told(void **state)
+{
+    char yaml[sizeof(capn) + 256];
+    struct sim s;
+
+    capn_with(yaml, sizeof(yaml), "spec: {replicas: 1}\n",
+              "spec: {replicas: 1, snapshots: {persistentVolumeClaim: {claimName: snaps}}}\n");
+    sim_init(&s, yaml);
+    assert_true(sim_converge(&s, 40) >= 0);
+    s.jobs = SIM_JOBS_FAIL;
+    set_version(&s, FX_CONTROL_PLANES, NCP, "1.37.2");
+    assert_true(sim_converge(&s, 40) >= 0);
+    assert_string_equal(target_of(&s, "apiserver"), "1.36.3");
+    assert_string_equal(ncp_condition(&s, "Upgrading", "status"), "False");
+    assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "SnapshotFailed");
+    assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"),
+                           "(BackoffLimitExceeded: Job has reached the specified backoff limit); "
+                           "kube-apiserver 1.36.3 -> 1.37.2 waits. Delete the Job"));
+    assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
+    sim_done(&s);
+
+    sim_init(&s, capn);
+    assert_true(sim_converge(&s, 40) >= 0);
+    set_version(&s, FX_CONTROL_PLANES, NCP, "1.37.2");
+    s.jobs = SIM_JOBS_RUN;
+    sim_pass(&s); /* the API servers' step starts at once */
+    assert_string_equal(target_of(&s, "apiserver"), "1.37.2");
+    assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"),
+                           "no etcd snapshot was taken before kube-apiserver 1.36.3 -> 1.37.2: "
+                           "NestedEtcd default/sample-nestedetcd names no "
+                           "spec.snapshots.persistentVolumeClaim"));
+    assert_true(sim_converge(&s, 80) >= 0);
+    assert_int_equal(kube_store_count(&s.f.stores[FX_JOBS]), 0);
+    assert_string_equal(fx_str(ncp_status(&s), "version"), "v1.37.2");
+    assert_non_null(fx_path(ncp_status(&s), "rollout.snapshot.message"));
+    sim_done(&s);
+}
+
 /* A roll that renews certificates waits for a slot like any other while they have more than 7
  * days left, and goes at once, past the limit, once they have less. */
 static void test_nestedcontrolplane__an_urgent_renewal_never_waits(void **state)
@@ -1258,6 +1378,8 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__two_minors_and_downgrades_are_refused),
         cmocka_unit_test(test_nestedcontrolplane__a_rollout_step_is_told_after_its_status_write),
         cmocka_unit_test(test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_not),
+        cmocka_unit_test(test_nestedcontrolplane__a_version_change_waits_for_its_etcd_snapshot),
+        cmocka_unit_test(test_nestedcontrolplane__a_failed_or_unasked_snapshot_is_told),
         cmocka_unit_test(test_nestedcontrolplane__an_urgent_renewal_never_waits),
         cmocka_unit_test(test_nestedcontrolplane__a_ca_in_its_last_year_is_told_once),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),

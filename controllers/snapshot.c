@@ -1,0 +1,290 @@
+/* The etcd snapshot taken before a version change (controllers/snapshot.h). */
+
+#include "controllers/snapshot.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "api/kinds.h"
+#include "controllers/status.h"
+#include "lib/kube/client.h"
+#include "lib/kube/store.h"
+
+void snapshot_name(const char *cluster, const char *key, char out[SNAPSHOT_NAME_MAX])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    size_t mdlen = 0;
+    char hex[11] = "0000000000";
+    int n = (int)strlen(cluster);
+
+    if (EVP_Q_digest(NULL, "SHA256", NULL, key, strlen(key), md, &mdlen) == 1 && mdlen >= 5)
+        for (int i = 0; i < 5; i++)
+            snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    /* A name that ends in '-' before the suffix is still a DNS label; 36 + 15 + 10 < 63, the
+     * longest label value a Job's pods carry its name in. */
+    snprintf(out, SNAPSHOT_NAME_MAX, "%.*s-etcd-snapshot-%s", n > 36 ? 36 : n, cluster, hex);
+}
+
+/* The helpers below note a failed allocation in *oom and carry on; the caller checks once. */
+
+static cJSON *obj_in(cJSON *parent, const char *key, bool *oom)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!o || (parent && !cJSON_AddItemToObject(parent, key, o))) {
+        cJSON_Delete(o);
+        *oom = true;
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *arr_in(cJSON *parent, const char *key, bool *oom)
+{
+    cJSON *a = cJSON_CreateArray();
+
+    if (!a || !parent || !cJSON_AddItemToObject(parent, key, a)) {
+        cJSON_Delete(a);
+        *oom = true;
+        return NULL;
+    }
+    return a;
+}
+
+static cJSON *item_in(cJSON *arr, bool *oom)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!o || !arr || !cJSON_AddItemToArray(arr, o)) {
+        cJSON_Delete(o);
+        *oom = true;
+        return NULL;
+    }
+    return o;
+}
+
+static void str(cJSON *o, const char *key, const char *v, bool *oom)
+{
+    if (!o || !cJSON_AddStringToObject(o, key, v))
+        *oom = true;
+}
+
+static void num(cJSON *o, const char *key, double v, bool *oom)
+{
+    if (!o || !cJSON_AddNumberToObject(o, key, v))
+        *oom = true;
+}
+
+static void boolean(cJSON *o, const char *key, bool v, bool *oom)
+{
+    if (!o || !cJSON_AddBoolToObject(o, key, v))
+        *oom = true;
+}
+
+static void push_str(cJSON *arr, const char *v, bool *oom)
+{
+    cJSON *s = cJSON_CreateString(v);
+
+    if (!s || !arr || !cJSON_AddItemToArray(arr, s)) {
+        cJSON_Delete(s);
+        *oom = true;
+    }
+}
+
+static void labels(cJSON *meta, const struct snapshot_job_input *in, bool managed, bool *oom)
+{
+    cJSON *l = obj_in(meta, "labels", oom);
+
+    str(l, "cluster.x-k8s.io/cluster-name", in->cluster, oom);
+    str(l, "app.kubernetes.io/component", SNAPSHOT_COMPONENT, oom);
+    str(l, "app.kubernetes.io/part-of", in->cluster, oom);
+    /* The Job is nestcp's and cached; its pod is the Job controller's and is not. */
+    if (managed)
+        str(l, "app.kubernetes.io/managed-by", "nestcp", oom);
+}
+
+static void pod_spec(cJSON *spec, const struct snapshot_job_input *in, bool *oom)
+{
+    char endpoint[512], file[SNAPSHOT_NAME_MAX + 32];
+    cJSON *sc, *c, *csc, *args, *mounts, *m, *vols, *v, *src;
+
+    snprintf(endpoint, sizeof(endpoint), "--endpoints=https://%s:2379", in->endpoint_host);
+    snprintf(file, sizeof(file), "%s/%s.db", SNAPSHOT_DIR, in->name);
+    str(spec, "restartPolicy", "Never", oom);
+    boolean(spec, "automountServiceAccountToken", false, oom);
+    boolean(spec, "enableServiceLinks", false, oom);
+    /* The restricted Pod Security Standard, as etcd's own pods: the claim is made writable
+     * through fsGroup. */
+    sc = obj_in(spec, "securityContext", oom);
+    boolean(sc, "runAsNonRoot", true, oom);
+    num(sc, "runAsUser", 65532, oom);
+    num(sc, "runAsGroup", 65532, oom);
+    num(sc, "fsGroup", 65532, oom);
+    str(sc, "fsGroupChangePolicy", "OnRootMismatch", oom);
+    str(obj_in(sc, "seccompProfile", oom), "type", "RuntimeDefault", oom);
+
+    c = item_in(arr_in(spec, "containers", oom), oom);
+    str(c, "name", "snapshot", oom);
+    str(c, "image", in->image, oom);
+    push_str(arr_in(c, "command", oom), "etcdctl", oom);
+    args = arr_in(c, "args", oom);
+    push_str(args, endpoint, oom);
+    push_str(args, "--cacert=/etc/etcd/pki/ca.crt", oom);
+    push_str(args, "--cert=/etc/etcd/pki/healthcheck-client.crt", oom);
+    push_str(args, "--key=/etc/etcd/pki/healthcheck-client.key", oom);
+    push_str(args, "--dial-timeout=10s", oom);
+    push_str(args, "--command-timeout=300s", oom);
+    push_str(args, "snapshot", oom);
+    push_str(args, "save", oom);
+    push_str(args, file, oom);
+    csc = obj_in(c, "securityContext", oom);
+    boolean(csc, "allowPrivilegeEscalation", false, oom);
+    boolean(csc, "readOnlyRootFilesystem", true, oom);
+    push_str(arr_in(obj_in(csc, "capabilities", oom), "drop", oom), "ALL", oom);
+    mounts = arr_in(c, "volumeMounts", oom);
+    m = item_in(mounts, oom);
+    str(m, "name", "snapshots", oom);
+    str(m, "mountPath", SNAPSHOT_DIR, oom);
+    m = item_in(mounts, oom);
+    str(m, "name", "certs", oom);
+    str(m, "mountPath", "/etc/etcd/pki", oom);
+    boolean(m, "readOnly", true, oom);
+
+    vols = arr_in(spec, "volumes", oom);
+    v = item_in(vols, oom);
+    str(v, "name", "snapshots", oom);
+    str(obj_in(v, "persistentVolumeClaim", oom), "claimName", in->claim, oom);
+    v = item_in(vols, oom);
+    str(v, "name", "certs", oom);
+    src = obj_in(v, "secret", oom);
+    str(src, "secretName", in->certs_secret, oom);
+    num(src, "defaultMode", 0400, oom);
+}
+
+cJSON *snapshot_job(const struct snapshot_job_input *in)
+{
+    bool oom = false;
+    cJSON *job = obj_in(NULL, NULL, &oom), *meta, *ref, *spec, *tmpl;
+
+    if (!job)
+        return NULL;
+    str(job, "apiVersion", "batch/v1", &oom);
+    str(job, "kind", "Job", &oom);
+    meta = obj_in(job, "metadata", &oom);
+    str(meta, "name", in->name, &oom);
+    str(meta, "namespace", in->ns, &oom);
+    labels(meta, in, true, &oom);
+    ref = item_in(arr_in(meta, "ownerReferences", &oom), &oom);
+    str(ref, "apiVersion", in->owner_api_version, &oom);
+    str(ref, "kind", api_kind_info(API_KIND_NESTED_CONTROL_PLANE)->name, &oom);
+    str(ref, "name", in->owner_name, &oom);
+    str(ref, "uid", in->owner_uid, &oom);
+    boolean(ref, "controller", true, &oom);
+    boolean(ref, "blockOwnerDeletion", true, &oom);
+
+    spec = obj_in(job, "spec", &oom);
+    num(spec, "backoffLimit", SNAPSHOT_BACKOFF_LIMIT, &oom);
+    num(spec, "activeDeadlineSeconds", SNAPSHOT_DEADLINE_SECONDS, &oom);
+    num(spec, "ttlSecondsAfterFinished", SNAPSHOT_TTL_SECONDS, &oom);
+    tmpl = obj_in(spec, "template", &oom);
+    labels(obj_in(tmpl, "metadata", &oom), in, false, &oom);
+    pod_spec(obj_in(tmpl, "spec", &oom), in, &oom);
+    if (oom) {
+        cJSON_Delete(job);
+        return NULL;
+    }
+    return job;
+}
+
+static const cJSON *condition(const cJSON *job, const char *type)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(job, "status"), "conditions"))
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "status");
+        if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0 && cJSON_IsString(s) &&
+            strcmp(s->valuestring, "True") == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static const char *text(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+enum snapshot_state snapshot_job_state(const cJSON *job, char *why, size_t size,
+                                       const char **completed_at)
+{
+    const cJSON *c;
+
+    if (size)
+        why[0] = '\0';
+    *completed_at = NULL;
+    if (condition(job, "Complete")) {
+        *completed_at = text(cJSON_GetObjectItemCaseSensitive(job, "status"), "completionTime");
+        return SNAPSHOT_COMPLETE;
+    }
+    if ((c = condition(job, "Failed"))) {
+        const char *reason = text(c, "reason"), *message = text(c, "message");
+        snprintf(why, size, "%s%s%s", reason ? reason : "Failed", message ? ": " : "",
+                 message ? message : "");
+        return SNAPSHOT_FAILED;
+    }
+    return SNAPSHOT_RUNNING;
+}
+
+int snapshot_source(const struct kube_store *pods, const cJSON *sts, const cJSON *etcd,
+                    const char **ret_host, const char **ret_image)
+{
+    const cJSON *replicas = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(sts, "spec"), "replicas");
+    const cJSON *addresses = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(etcd, "status"), "addresses");
+    const char *ns = kube_obj_namespace(sts), *name = kube_obj_name(sts);
+    int n = cJSON_IsNumber(replicas) ? replicas->valueint : 0;
+
+    if (!ns || !name)
+        return -ENOENT;
+    for (int i = 0; i < n; i++) {
+        char pod_name[320];
+        const cJSON *pod, *cs, *a;
+        const char *host = NULL, *image = NULL;
+        size_t len;
+
+        snprintf(pod_name, sizeof(pod_name), "%s-%d", name, i);
+        len = strlen(pod_name);
+        pod = kube_store_get(pods, ns, pod_name);
+        if (!pod || !status_pod_ready(pod))
+            continue;
+        cJSON_ArrayForEach(cs, cJSON_GetObjectItemCaseSensitive(
+                                   cJSON_GetObjectItemCaseSensitive(pod, "status"),
+                                   "containerStatuses"))
+        {
+            const char *c = text(cs, "name");
+            if (c && strcmp(c, "etcd") == 0)
+                image = text(cs, "image");
+        }
+        cJSON_ArrayForEach(a, addresses)
+        {
+            const char *h = text(a, "hostname");
+            if (h && strncmp(h, pod_name, len) == 0 && h[len] == '.')
+                host = h;
+        }
+        if (host && image) {
+            *ret_host = host;
+            *ret_image = image;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
