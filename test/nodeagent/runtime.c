@@ -446,6 +446,19 @@ static void child_cb(struct ev_loop *loop, ev_child *w, int revents)
     pod_check_stopped(p);
 }
 
+/* A plain command word that names a program beside the image's binary: `etcdutl` in an
+ * etcd:3.6.17 image runs etcd-3.6.17/bin/etcdutl, as the image holds its own tools. */
+static int find_beside(const char *word, const char *binary, char *out, size_t size)
+{
+    const char *slash = binary ? strrchr(binary, '/') : NULL;
+
+    if (!slash || strchr(word, '/') || strcmp(binary, IMAGEMAP_HOST) == 0)
+        return -ENOENT;
+    if ((size_t)snprintf(out, size, "%.*s/%s", (int)(slash - binary), binary, word) >= size)
+        return -ENAMETOOLONG;
+    return access(out, X_OK) == 0 ? 0 : -ENOENT;
+}
+
 /* PATH lookup of a command word in the container's PATH. */
 static int find_in_path(const char *word, const char *path, char *out, size_t size)
 {
@@ -513,6 +526,8 @@ static int container_argv(struct rt_container *c, const cJSON *spec, char *exe, 
             snprintf(exe, exesize, "%s", c->binary);
         } else if (imagemap_resolve_command(c->pod->rt->o.images, argv[0], &binary) == 0) {
             snprintf(exe, exesize, "%s", binary);
+        } else if (find_beside(argv[0], c->binary, exe, exesize) == 0) {
+            /* exe is set */
         } else if (find_in_path(argv[0], podenv_get(&c->env, "PATH"), exe, exesize) < 0) {
             r = err_set(e, -ENOENT, "executable %s not found on this node", argv[0]);
             goto fail;

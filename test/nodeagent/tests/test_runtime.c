@@ -341,6 +341,41 @@ static void test_runtime__unknown_image_waits_with_err_image_pull(void **state)
     cJSON_Delete(st);
 }
 
+static bool log_says_3_6_17(const char *path)
+{
+    char *text = NULL;
+    bool ok = util_read_file(path, 1 << 20, &text, NULL) == 0 && strstr(text, "3.6.17");
+
+    free(text);
+    return ok;
+}
+
+static bool succeeded(const char *name)
+{
+    cJSON *st = status(name);
+    const cJSON *phase = cJSON_GetObjectItem(st, "phase");
+    bool ok = cJSON_IsString(phase) && strcmp(phase->valuestring, "Succeeded") == 0;
+
+    cJSON_Delete(st);
+    return ok;
+}
+
+/* A tool the image holds beside its binary runs from the image's own release: `etcdutl` in
+ * an etcd:3.6.17 image is etcd 3.6.17's, whatever else is on the node. */
+static void test_runtime__a_tool_beside_the_image_binary_runs_that_release(void **state)
+{
+    char path[512];
+
+    apply_yaml("metadata: {name: tools, namespace: " NS ", uid: u9}\n"
+               "spec:\n"
+               "  restartPolicy: Never\n"
+               "  containers: [{name: c, image: 'registry.k8s.io/etcd:3.6.17-0', "
+               "command: [etcdutl], args: [version]}]\n");
+    snprintf(path, sizeof(path), "%s/pods/%s_tools/c.log", fx->state, NS);
+    assert_true(run_until(log_says_3_6_17, path, 20));
+    assert_true(run_until(succeeded, "tools", 20));
+}
+
 static void test_runtime__crashing_container_restarts_with_growing_backoff(void **state)
 {
     cJSON *st;
@@ -658,6 +693,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_runtime__etcd_pod_serves_on_its_pod_ip_with_private_mounts, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_runtime__a_tool_beside_the_image_binary_runs_that_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime__unknown_image_waits_with_err_image_pull,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
