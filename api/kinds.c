@@ -287,6 +287,17 @@ static const struct api_schema etcd_member_item = {
     .type = API_SCHEMA_OBJECT, .props = etcd_member_props,
     .description = "One etcd member as nestcp last saw it, by ordinal."};
 
+static const struct api_schema etcd_restore_props[] = {
+    STR("snapshot", "The snapshot being or last restored (the annotation "
+                    "etcd.nestcp.x-k8s.io/restore-snapshot)."),
+    STR("phase", "Stopping (every member and its claim going), Restoring (the snapshot "
+                 "written into member 0's new claim), Restored (member 0 started from it; the "
+                 "others are added again one at a time)."),
+    STR("restoredAt", "When member 0 was started from the snapshot (RFC 3339): every API "
+                      "server and controller-manager pod older than this is restarted."),
+    END,
+};
+
 static const struct api_schema etcd_status_props[] = {
     COMPONENT_COMMON_STATUS,
     ARR("addresses", &etcd_address_item,
@@ -300,6 +311,7 @@ static const struct api_schema etcd_status_props[] = {
     ARR("members", &etcd_member_item,
         "The members by ordinal: membership changes go through etcd's API one member at a "
         "time (docs/upgrades.md)."),
+    OBJ("restore", etcd_restore_props, "The last restore of etcd from a snapshot."),
     END,
 };
 

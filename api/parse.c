@@ -537,6 +537,9 @@ int api_component_from_json(const cJSON *obj, struct api_component **ret, struct
         c->status.cluster_id = get_str(&x, st, "clusterID");
         c->status.adding = get_str(&x, st, "adding");
         get_members(&x, st, &c->status.members, &c->status.n_members);
+        c->status.restore_snapshot = get_str(&x, child_obj(st, "restore"), "snapshot");
+        c->status.restore_phase = get_str(&x, child_obj(st, "restore"), "phase");
+        c->status.restored_at = get_str(&x, child_obj(st, "restore"), "restoredAt");
     }
     if (kind == API_KIND_NESTED_APISERVER)
         get_ref(&x, st, "apiserverService", &c->status.apiserver_service);

@@ -222,6 +222,12 @@ cJSON *api_component_status_to_json(enum api_kind kind, const struct api_compone
         add_str(&b, o, "clusterID", st->cluster_id);
         add_str(&b, o, "adding", st->adding);
         add_members(&b, o, st->members, st->n_members);
+        if (st->restore_snapshot) {
+            cJSON *r = add(&b, o, "restore", cJSON_CreateObject());
+            add_str(&b, r, "snapshot", st->restore_snapshot);
+            add_str(&b, r, "phase", st->restore_phase);
+            add_str(&b, r, "restoredAt", st->restored_at);
+        }
     }
     if (kind == API_KIND_NESTED_APISERVER)
         add_ref(&b, o, "apiserverService", &st->apiserver_service);

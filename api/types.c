@@ -287,6 +287,9 @@ void api_component_free(struct api_component *c)
     free(c->status.cluster_id);
     free(c->status.adding);
     api_etcd_members_free(c->status.members, c->status.n_members);
+    free(c->status.restore_snapshot);
+    free(c->status.restore_phase);
+    free(c->status.restored_at);
     api_object_ref_done(&c->status.apiserver_service);
     free(c);
 }

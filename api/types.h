@@ -249,6 +249,10 @@ struct api_component_status {
     char *cluster_id, *adding;
     struct api_etcd_member_status *members;
     size_t n_members;
+    /* NestedEtcd only: the last restore from a snapshot (controllers/etcdrestore.h): the
+     * snapshot's name, its phase (Stopping, Restoring, Restored) and when etcd was started
+     * from it; all NULL before the first. */
+    char *restore_snapshot, *restore_phase, *restored_at;
     struct api_object_ref apiserver_service; /* NestedAPIServer only */
 };
 

@@ -25,6 +25,7 @@
 #include "api/status.h"
 #include "api/types.h"
 #include "controllers/etcdmembership.h"
+#include "controllers/etcdrestore.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
 #include "controllers/nested.h"
@@ -496,6 +497,47 @@ static int report_persistence(struct comp *x, const struct render_cluster *rc, c
                 es.message);
 }
 
+/* etcd: a restore from a snapshot the NestedEtcd's annotation asks for
+ * (controllers/etcdrestore.h), in place of the membership step while it runs. Returns 1 when
+ * it runs, 0 when the membership step goes on, or a negative errno. */
+static int restore_step(struct comp *x, const struct render_cluster *rc, cJSON *objs)
+{
+    struct etcd_restore_input in = {
+        .view = x->view, .etcd = x->obj, .ns = x->ns, .cluster = render_cluster_name(rc),
+        .now = x->view->now};
+    struct etcd_restore_output out;
+    const cJSON *o;
+    struct err e;
+    int r;
+
+    cJSON_ArrayForEach(o, objs)
+    {
+        if (!in.sts && str(o, "kind") && strcmp(str(o, "kind"), "StatefulSet") == 0)
+            in.sts = o;
+    }
+    if ((r = etcd_restore_step(&in, x->st, x->plan, &x->after_status, &out)) < 0)
+        return r;
+    if (out.reason &&
+        (r = cond(x, ETCD_RESTORE_CONDITION, out.status,
+                  out.warning ? STATUS_SEVERITY_WARNING
+                  : strcmp(out.status, API_CONDITION_TRUE) == 0 ? NULL
+                                                                : STATUS_SEVERITY_INFO,
+                  out.reason, out.message)) < 0)
+        return r;
+    /* What etcd answered before is of another cluster. */
+    if (out.active || out.started_cluster)
+        etcd_membership_forget(x->pc->base->members, x->key);
+    if (!out.active)
+        return 0;
+    err_clear(&e);
+    if ((r = render_transform_statefulset_scale(objs, out.replicas, 0, &e)) < 0)
+        return r;
+    x->members_settled = false;
+    if (!out.started_cluster)
+        plan_requeue_after(x->plan, 5.0);
+    return 1;
+}
+
 /* etcd: the next membership change, and the StatefulSet's replicas and partition. */
 static int reconcile_members(struct comp *x, const struct render_cluster *rc, const char *certs,
                              const char *hash, cJSON *objs)
@@ -521,6 +563,8 @@ static int reconcile_members(struct comp *x, const struct render_cluster *rc, co
         return 0;
     if (!base->members && (r = etcd_membership_new(&base->members)) < 0)
         return r;
+    if ((r = restore_step(x, rc, objs)) != 0)
+        return r < 0 ? r : 0;
     if ((r = etcd_membership_step(base->members, &in, x->st, x->plan, &x->after_status, &out)) <
         0)
         return r;

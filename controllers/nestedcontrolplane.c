@@ -605,6 +605,44 @@ static const char *text_of(const cJSON *obj, const char *key)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* After etcd was restored from a snapshot (controllers/etcdrestore.h), every API server and
+ * controller-manager pod that started before is deleted, and its StatefulSet starts it again:
+ * no process keeps a watch cache or an informer of the history the restore discarded. */
+static int restart_after_restore(struct cp *x, const struct desired_all *da)
+{
+    const cJSON *etcd = lookup_component(x->view, x->obj, RENDER_PART_ETCD);
+    const cJSON *at = get(get(get(etcd, "status"), "restore"), "restoredAt");
+    double restored, created;
+
+    if (!cJSON_IsString(at) || time_parse_rfc3339(at->valuestring, &restored) < 0)
+        return 0;
+    for (int i = RENDER_PART_APISERVER; i <= RENDER_PART_CONTROLLER_MANAGER; i++) {
+        const cJSON *sts = da->sts[i], *replicas = get(get(sts, "spec"), "replicas");
+        int n = cJSON_IsNumber(replicas) ? replicas->valueint : 0;
+
+        for (int k = 0; sts && k < n; k++) {
+            char name[RENDER_CLUSTER_NAME_MAX + 48];
+            const cJSON *pod, *ts;
+
+            snprintf(name, sizeof(name), "%s-%d", kube_obj_name(sts), k);
+            pod = kube_store_get(x->view->pods, x->ns, name);
+            ts = get(get(pod, "metadata"), "creationTimestamp");
+            if (!pod || status_deleting(pod) || !cJSON_IsString(ts) ||
+                time_parse_rfc3339(ts->valuestring, &created) < 0 || created >= restored)
+                continue;
+            if (plan_delete(x->plan, &KUBE_PODS, x->ns, name, kube_obj_uid(pod),
+                            "Pod %s/%s: it started before etcd was restored", x->ns,
+                            name) < 0 ||
+                plan_event(x->plan, KUBE_EVENT_NORMAL, "RestartedAfterRestore",
+                           "Pod %s deleted: it started before etcd was restored from a "
+                           "snapshot at %s, and restarts with none of the discarded history",
+                           name, at->valuestring) < 0)
+                return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
 /* Keeps every target where it is: the roll waits, and says why in message. */
 static void hold_targets(const struct rollout_input *in, struct rollout_output *out,
                          enum rollout_phase phase, const char *reason)
@@ -1557,6 +1595,8 @@ static int reconcile_normal(struct cp *x)
             r = 0;
         goto out;
     }
+    if ((r = restart_after_restore(x, da)) < 0)
+        goto out;
     /* The service CIDR is fixed once the cluster has been set up with it. */
     service_cidrs(rc, cidrs, sizeof(cidrs));
     if (x->st->service_cidr && strcmp(x->st->service_cidr, cidrs) != 0) {

@@ -13,7 +13,8 @@
 #include "lib/kube/client.h"
 #include "lib/kube/store.h"
 
-void snapshot_name(const char *cluster, const char *key, char out[SNAPSHOT_NAME_MAX])
+static void job_name(const char *cluster, const char *what, const char *key,
+                     char out[SNAPSHOT_NAME_MAX])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     size_t mdlen = 0;
@@ -25,7 +26,17 @@ void snapshot_name(const char *cluster, const char *key, char out[SNAPSHOT_NAME_
             snprintf(hex + 2 * i, 3, "%02x", md[i]);
     /* A name that ends in '-' before the suffix is still a DNS label; 36 + 15 + 10 < 63, the
      * longest label value a Job's pods carry its name in. */
-    snprintf(out, SNAPSHOT_NAME_MAX, "%.*s-etcd-snapshot-%s", n > 36 ? 36 : n, cluster, hex);
+    snprintf(out, SNAPSHOT_NAME_MAX, "%.*s-etcd-%s-%s", n > 36 ? 36 : n, cluster, what, hex);
+}
+
+void snapshot_name(const char *cluster, const char *key, char out[SNAPSHOT_NAME_MAX])
+{
+    job_name(cluster, "snapshot", key, out);
+}
+
+void snapshot_restore_name(const char *cluster, const char *key, char out[SNAPSHOT_NAME_MAX])
+{
+    job_name(cluster, "restore", key, out);
 }
 
 /* The helpers below note a failed allocation in *oom and carry on; the caller checks once. */
@@ -94,29 +105,50 @@ static void push_str(cJSON *arr, const char *v, bool *oom)
     }
 }
 
-static void labels(cJSON *meta, const struct snapshot_job_input *in, bool managed, bool *oom)
+/* What a snapshot or restore Job runs: one container with a command, its claims and its
+ * Secret. */
+struct job_shape {
+    const char *ns, *cluster, *name, *component, *image;
+    const char *owner_api_version, *owner_kind, *owner_name, *owner_uid;
+    const char *command;
+    const char *args[16]; /* NULL-terminated */
+    struct {
+        const char *volume, *claim, *path;
+        bool read_only;
+    } claims[2]; /* volume NULL: none */
+    const char *secret; /* mounted at /etc/etcd/pki; NULL: none */
+};
+
+static void labels(cJSON *meta, const struct job_shape *j, bool managed, bool *oom)
 {
     cJSON *l = obj_in(meta, "labels", oom);
 
-    str(l, "cluster.x-k8s.io/cluster-name", in->cluster, oom);
-    str(l, "app.kubernetes.io/component", SNAPSHOT_COMPONENT, oom);
-    str(l, "app.kubernetes.io/part-of", in->cluster, oom);
+    str(l, "cluster.x-k8s.io/cluster-name", j->cluster, oom);
+    str(l, "app.kubernetes.io/component", j->component, oom);
+    str(l, "app.kubernetes.io/part-of", j->cluster, oom);
     /* The Job is nestcp's and cached; its pod is the Job controller's and is not. */
     if (managed)
         str(l, "app.kubernetes.io/managed-by", "nestcp", oom);
 }
 
-static void pod_spec(cJSON *spec, const struct snapshot_job_input *in, bool *oom)
+static void mount(cJSON *mounts, const char *volume, const char *path, bool read_only, bool *oom)
 {
-    char endpoint[512], file[SNAPSHOT_NAME_MAX + 32];
-    cJSON *sc, *c, *csc, *args, *mounts, *m, *vols, *v, *src;
+    cJSON *m = item_in(mounts, oom);
 
-    snprintf(endpoint, sizeof(endpoint), "--endpoints=https://%s:2379", in->endpoint_host);
-    snprintf(file, sizeof(file), "%s/%s.db", SNAPSHOT_DIR, in->name);
+    str(m, "name", volume, oom);
+    str(m, "mountPath", path, oom);
+    if (read_only)
+        boolean(m, "readOnly", true, oom);
+}
+
+static void pod_spec(cJSON *spec, const struct job_shape *j, bool *oom)
+{
+    cJSON *sc, *c, *csc, *args, *mounts, *vols, *v, *src;
+
     str(spec, "restartPolicy", "Never", oom);
     boolean(spec, "automountServiceAccountToken", false, oom);
     boolean(spec, "enableServiceLinks", false, oom);
-    /* The restricted Pod Security Standard, as etcd's own pods: the claim is made writable
+    /* The restricted Pod Security Standard, as etcd's own pods: the claims are made writable
      * through fsGroup. */
     sc = obj_in(spec, "securityContext", oom);
     boolean(sc, "runAsNonRoot", true, oom);
@@ -127,44 +159,38 @@ static void pod_spec(cJSON *spec, const struct snapshot_job_input *in, bool *oom
     str(obj_in(sc, "seccompProfile", oom), "type", "RuntimeDefault", oom);
 
     c = item_in(arr_in(spec, "containers", oom), oom);
-    str(c, "name", "snapshot", oom);
-    str(c, "image", in->image, oom);
-    push_str(arr_in(c, "command", oom), "etcdctl", oom);
+    str(c, "name", j->component, oom);
+    str(c, "image", j->image, oom);
+    push_str(arr_in(c, "command", oom), j->command, oom);
     args = arr_in(c, "args", oom);
-    push_str(args, endpoint, oom);
-    push_str(args, "--cacert=/etc/etcd/pki/ca.crt", oom);
-    push_str(args, "--cert=/etc/etcd/pki/healthcheck-client.crt", oom);
-    push_str(args, "--key=/etc/etcd/pki/healthcheck-client.key", oom);
-    push_str(args, "--dial-timeout=10s", oom);
-    push_str(args, "--command-timeout=300s", oom);
-    push_str(args, "snapshot", oom);
-    push_str(args, "save", oom);
-    push_str(args, file, oom);
+    for (size_t i = 0; j->args[i]; i++)
+        push_str(args, j->args[i], oom);
     csc = obj_in(c, "securityContext", oom);
     boolean(csc, "allowPrivilegeEscalation", false, oom);
     boolean(csc, "readOnlyRootFilesystem", true, oom);
     push_str(arr_in(obj_in(csc, "capabilities", oom), "drop", oom), "ALL", oom);
     mounts = arr_in(c, "volumeMounts", oom);
-    m = item_in(mounts, oom);
-    str(m, "name", "snapshots", oom);
-    str(m, "mountPath", SNAPSHOT_DIR, oom);
-    m = item_in(mounts, oom);
-    str(m, "name", "certs", oom);
-    str(m, "mountPath", "/etc/etcd/pki", oom);
-    boolean(m, "readOnly", true, oom);
-
     vols = arr_in(spec, "volumes", oom);
-    v = item_in(vols, oom);
-    str(v, "name", "snapshots", oom);
-    str(obj_in(v, "persistentVolumeClaim", oom), "claimName", in->claim, oom);
-    v = item_in(vols, oom);
-    str(v, "name", "certs", oom);
-    src = obj_in(v, "secret", oom);
-    str(src, "secretName", in->certs_secret, oom);
-    num(src, "defaultMode", 0400, oom);
+    for (size_t i = 0; i < 2 && j->claims[i].volume; i++) {
+        mount(mounts, j->claims[i].volume, j->claims[i].path, j->claims[i].read_only, oom);
+        v = item_in(vols, oom);
+        str(v, "name", j->claims[i].volume, oom);
+        src = obj_in(v, "persistentVolumeClaim", oom);
+        str(src, "claimName", j->claims[i].claim, oom);
+        if (j->claims[i].read_only)
+            boolean(src, "readOnly", true, oom);
+    }
+    if (j->secret) {
+        mount(mounts, "certs", "/etc/etcd/pki", true, oom);
+        v = item_in(vols, oom);
+        str(v, "name", "certs", oom);
+        src = obj_in(v, "secret", oom);
+        str(src, "secretName", j->secret, oom);
+        num(src, "defaultMode", 0400, oom);
+    }
 }
 
-cJSON *snapshot_job(const struct snapshot_job_input *in)
+static cJSON *job(const struct job_shape *j)
 {
     bool oom = false;
     cJSON *job = obj_in(NULL, NULL, &oom), *meta, *ref, *spec, *tmpl;
@@ -174,14 +200,14 @@ cJSON *snapshot_job(const struct snapshot_job_input *in)
     str(job, "apiVersion", "batch/v1", &oom);
     str(job, "kind", "Job", &oom);
     meta = obj_in(job, "metadata", &oom);
-    str(meta, "name", in->name, &oom);
-    str(meta, "namespace", in->ns, &oom);
-    labels(meta, in, true, &oom);
+    str(meta, "name", j->name, &oom);
+    str(meta, "namespace", j->ns, &oom);
+    labels(meta, j, true, &oom);
     ref = item_in(arr_in(meta, "ownerReferences", &oom), &oom);
-    str(ref, "apiVersion", in->owner_api_version, &oom);
-    str(ref, "kind", api_kind_info(API_KIND_NESTED_CONTROL_PLANE)->name, &oom);
-    str(ref, "name", in->owner_name, &oom);
-    str(ref, "uid", in->owner_uid, &oom);
+    str(ref, "apiVersion", j->owner_api_version, &oom);
+    str(ref, "kind", j->owner_kind, &oom);
+    str(ref, "name", j->owner_name, &oom);
+    str(ref, "uid", j->owner_uid, &oom);
     boolean(ref, "controller", true, &oom);
     boolean(ref, "blockOwnerDeletion", true, &oom);
 
@@ -190,13 +216,62 @@ cJSON *snapshot_job(const struct snapshot_job_input *in)
     num(spec, "activeDeadlineSeconds", SNAPSHOT_DEADLINE_SECONDS, &oom);
     num(spec, "ttlSecondsAfterFinished", SNAPSHOT_TTL_SECONDS, &oom);
     tmpl = obj_in(spec, "template", &oom);
-    labels(obj_in(tmpl, "metadata", &oom), in, false, &oom);
-    pod_spec(obj_in(tmpl, "spec", &oom), in, &oom);
+    labels(obj_in(tmpl, "metadata", &oom), j, false, &oom);
+    pod_spec(obj_in(tmpl, "spec", &oom), j, &oom);
     if (oom) {
         cJSON_Delete(job);
         return NULL;
     }
     return job;
+}
+
+cJSON *snapshot_job(const struct snapshot_job_input *in)
+{
+    char endpoint[512], file[SNAPSHOT_NAME_MAX + 32];
+    struct job_shape j = {
+        .ns = in->ns, .cluster = in->cluster, .name = in->name,
+        .component = SNAPSHOT_COMPONENT, .image = in->image,
+        .owner_api_version = in->owner_api_version,
+        .owner_kind = api_kind_info(API_KIND_NESTED_CONTROL_PLANE)->name,
+        .owner_name = in->owner_name, .owner_uid = in->owner_uid,
+        .command = "etcdctl",
+        .args = {endpoint, "--cacert=/etc/etcd/pki/ca.crt",
+                 "--cert=/etc/etcd/pki/healthcheck-client.crt",
+                 "--key=/etc/etcd/pki/healthcheck-client.key", "--dial-timeout=10s",
+                 "--command-timeout=300s", "snapshot", "save", file, NULL},
+        .claims = {{"snapshots", in->claim, SNAPSHOT_DIR, false}},
+        .secret = in->certs_secret,
+    };
+
+    snprintf(endpoint, sizeof(endpoint), "--endpoints=https://%s:2379", in->endpoint_host);
+    snprintf(file, sizeof(file), "%s/%s.db", SNAPSHOT_DIR, in->name);
+    return job(&j);
+}
+
+cJSON *snapshot_restore_job(const struct snapshot_restore_input *in)
+{
+    char file[SNAPSHOT_NAME_MAX + 32], name[300], cluster[1024], peer[800], token[300],
+        bump[64];
+    struct job_shape j = {
+        .ns = in->ns, .cluster = in->cluster, .name = in->name,
+        .component = SNAPSHOT_RESTORE_COMPONENT, .image = in->image,
+        .owner_api_version = in->owner_api_version,
+        .owner_kind = api_kind_info(API_KIND_NESTED_ETCD)->name,
+        .owner_name = in->owner_name, .owner_uid = in->owner_uid,
+        .command = "etcdutl",
+        .args = {"snapshot", "restore", file, "--data-dir=/var/lib/etcd/data", name, cluster, peer,
+                 token, bump, "--mark-compacted", NULL},
+        .claims = {{"data", in->data_claim, "/var/lib/etcd", false},
+                   {"snapshots", in->claim, SNAPSHOT_DIR, true}},
+    };
+
+    snprintf(file, sizeof(file), "%s/%s.db", SNAPSHOT_DIR, in->snapshot);
+    snprintf(name, sizeof(name), "--name=%s", in->member);
+    snprintf(cluster, sizeof(cluster), "--initial-cluster=%s=%s", in->member, in->peer_url);
+    snprintf(peer, sizeof(peer), "--initial-advertise-peer-urls=%s", in->peer_url);
+    snprintf(token, sizeof(token), "--initial-cluster-token=%s", in->token);
+    snprintf(bump, sizeof(bump), "--bump-revision=%lld", (long long)in->bump_revision);
+    return job(&j);
 }
 
 static const cJSON *condition(const cJSON *job, const char *type)

@@ -59,6 +59,28 @@ int snapshot_source(const struct kube_store *pods, const cJSON *sts, const cJSON
 /* The Job, or NULL when out of memory. */
 cJSON *snapshot_job(const struct snapshot_job_input *in);
 
+/* app.kubernetes.io/component of a restore Job (controllers/etcdrestore.h) and its pod. */
+#define SNAPSHOT_RESTORE_COMPONENT "etcd-restore"
+
+struct snapshot_restore_input {
+    const char *ns, *cluster;
+    /* The NestedEtcd that controls the Job. */
+    const char *owner_api_version, *owner_name, *owner_uid;
+    const char *name;       /* the Job's */
+    const char *snapshot;   /* <snapshot>.db is restored */
+    const char *claim;      /* the snapshots claim, mounted read-only */
+    const char *data_claim; /* the member's new claim; the data goes to its data/ */
+    const char *image;      /* the etcd image: its etcdutl */
+    const char *member, *peer_url, *token; /* the one member the data is made for */
+    long long bump_revision;
+};
+
+/* The restore Job of the change key names: <cluster>-etcd-restore-<hash>. */
+void snapshot_restore_name(const char *cluster, const char *key, char out[SNAPSHOT_NAME_MAX]);
+
+/* The Job that runs `etcdutl snapshot restore` into data_claim, or NULL when out of memory. */
+cJSON *snapshot_restore_job(const struct snapshot_restore_input *in);
+
 enum snapshot_state {
     SNAPSHOT_RUNNING,  /* not finished (its pod may still be pending) */
     SNAPSHOT_COMPLETE, /* condition Complete True: <name>.db is on the claim */

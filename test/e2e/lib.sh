@@ -152,10 +152,12 @@ setup() {
     install_crds
     kubectl create namespace "$ns" >/dev/null
     mkdir -p "$agent_state"
-    # Only this test's tenant pods: the namespace and selector keep this agent away from other
-    # tests' pods.
+    # Only this test's tenant pods, and the pods of nestcp's etcd snapshot and restore Jobs:
+    # the namespace and selectors keep this agent away from other tests' pods.
     "$agent_bin" --node-name "$node" --namespace "$ns" --state-dir "$agent_state" \
         --pod-network "$pod_net" --selector app.kubernetes.io/managed-by=nestcp \
+        --selector app.kubernetes.io/component=etcd-snapshot \
+        --selector app.kubernetes.io/component=etcd-restore \
         --restart-backoff 1 --stop-grace-max 5 "${agent_args[@]}" >"$work/agent.log" 2>&1 &
     agent_pid=$!
     start_manager

@@ -923,6 +923,43 @@ static void test_nestedcontrolplane__a_failed_or_unasked_snapshot_is_told(void *
     sim_done(&s);
 }
 
+/* Once etcd was restored from a snapshot, every API server and controller-manager pod that
+ * started before is deleted (its StatefulSet starts it again), once: newer pods stay. */
+static void test_nestedcontrolplane__pods_older_than_a_restore_restart(void **state)
+{
+    struct sim s;
+    struct plan p;
+    cJSON *etcd;
+
+    sim_init(&s, capn);
+    assert_true(sim_converge(&s, 40) >= 0);
+    fx_put(&s.f, "apiVersion: v1\nkind: Pod\n"
+                 "metadata: {name: sample-apiserver-0, namespace: default, uid: kas-pod-0, "
+                 "creationTimestamp: '2027-01-15T07:00:00Z'}\n"
+                 "---\n"
+                 "apiVersion: v1\nkind: Pod\n"
+                 "metadata: {name: sample-controller-manager-0, namespace: default, uid: "
+                 "kcm-pod-0, creationTimestamp: '2027-01-15T08:30:00Z'}\n");
+    etcd = cJSON_Duplicate(fx_get(&s.f, FX_ETCDS, "sample-nestedetcd"), true);
+    cJSON_AddItemToObject(cJSON_GetObjectItem(etcd, "status"), "restore",
+                          cJSON_Parse("{\"snapshot\":\"s1\",\"phase\":\"Restored\","
+                                      "\"restoredAt\":\"2027-01-15T08:00:00Z\"}"));
+    fx_put_json(&s.f, etcd);
+    reconcile_ncp(&s, &p);
+    assert_non_null(fx_action(&p, KUBE_DELETE, "pods", "sample-apiserver-0"));
+    assert_string_equal(fx_action(&p, KUBE_DELETE, "pods", "sample-apiserver-0")->precondition_uid,
+                        "kas-pod-0");
+    assert_null(fx_action(&p, KUBE_DELETE, "pods", "sample-controller-manager-0"));
+    assert_non_null(strstr(fx_event(&p, "RestartedAfterRestore")->message,
+                           "Pod sample-apiserver-0 deleted: it started before etcd was restored"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_DELETE, "pods", NULL));
+    plan_done(&p);
+    sim_done(&s);
+}
+
 /* A roll that renews certificates waits for a slot like any other while they have more than 7
  * days left, and goes at once, past the limit, once they have less. */
 static void test_nestedcontrolplane__an_urgent_renewal_never_waits(void **state)
@@ -1380,6 +1417,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_not),
         cmocka_unit_test(test_nestedcontrolplane__a_version_change_waits_for_its_etcd_snapshot),
         cmocka_unit_test(test_nestedcontrolplane__a_failed_or_unasked_snapshot_is_told),
+        cmocka_unit_test(test_nestedcontrolplane__pods_older_than_a_restore_restart),
         cmocka_unit_test(test_nestedcontrolplane__an_urgent_renewal_never_waits),
         cmocka_unit_test(test_nestedcontrolplane__a_ca_in_its_last_year_is_told_once),
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_held_one_minor_older_rolls),

@@ -1,0 +1,269 @@
+#include "nested_fixture.h"
+
+#include "controllers/etcdmembership.h"
+#include "controllers/etcdrestore.h"
+
+/* A 3-member etcd of cluster "t1" that asks for snapshot t1-etcd-snapshot-0123456789, as the
+ * etcd reconciler sees it: the NestedEtcd, the rendered StatefulSet, its running members. */
+static const char etcd_yaml[] =
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedEtcd\n"
+    "metadata:\n"
+    "  name: t1-etcd\n"
+    "  namespace: default\n"
+    "  uid: etcd-uid\n"
+    "  annotations: {etcd.nestcp.x-k8s.io/restore-snapshot: t1-etcd-snapshot-0123456789}\n"
+    "spec:\n"
+    "  replicas: 3\n"
+    "  snapshots: {persistentVolumeClaim: {claimName: t1-snapshots}}\n";
+
+static const char sts_yaml[] =
+    "apiVersion: apps/v1\n"
+    "kind: StatefulSet\n"
+    "metadata: {name: t1-etcd, namespace: default}\n"
+    "spec:\n"
+    "  replicas: 3\n"
+    "  template:\n"
+    "    spec:\n"
+    "      containers:\n"
+    "      - name: etcd\n"
+    "        image: registry.k8s.io/etcd:3.6.17-0\n"
+    "        args:\n"
+    "        - --name=$(POD_NAME)\n"
+    "        - --initial-advertise-peer-urls=https://$(POD_NAME).t1-etcd.default.svc:2380\n"
+    "        - --initial-cluster-token=default-t1-etcd\n";
+
+struct t {
+    struct fixture f;
+    cJSON *sts;
+    struct api_component_status st;
+    struct plan plan, after;
+    struct etcd_restore_output out;
+};
+
+static void put_member(struct t *t, int i, bool gated)
+{
+    char yaml[1024];
+
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: v1\nkind: Pod\n"
+             "metadata: {name: t1-etcd-%d, namespace: default, uid: pod-%d, "
+             "creationTimestamp: '2027-01-15T08:00:00Z'}\n"
+             "spec: {schedulingGates: [%s]}\n"
+             "---\n"
+             "apiVersion: v1\nkind: PersistentVolumeClaim\n"
+             "metadata: {name: data-t1-etcd-%d, namespace: default, uid: claim-%d-%s}\n",
+             i, i, gated ? "{name: etcd.nestcp.x-k8s.io/member}" : "", i, i,
+             gated ? "new" : "old");
+    fx_put(&t->f, yaml);
+}
+
+static void step(struct t *t)
+{
+    struct etcd_restore_input in = {
+        .view = &t->f.view,
+        .etcd = fx_get(&t->f, FX_ETCDS, "t1-etcd"),
+        .ns = "default",
+        .cluster = "t1",
+        .sts = t->sts,
+        .now = 1800000000.0,
+    };
+
+    plan_done(&t->plan);
+    plan_done(&t->after);
+    plan_init(&t->plan);
+    plan_init(&t->after);
+    assert_int_equal(etcd_restore_step(&in, &t->st, &t->plan, &t->after, &t->out), 0);
+}
+
+static int setup(void **state)
+{
+    static struct t t;
+    cJSON *docs = NULL;
+    struct err e;
+
+    memset(&t, 0, sizeof(t));
+    fx_init(&t.f);
+    fx_put(&t.f, etcd_yaml);
+    assert_int_equal(yamlconv_parse_all(sts_yaml, strlen(sts_yaml), "sts", &docs, &e), 0);
+    t.sts = cJSON_DetachItemFromArray(docs, 0);
+    cJSON_Delete(docs);
+    plan_init(&t.plan);
+    plan_init(&t.after);
+    t.st.cluster_id = strdup("1234");
+    *state = &t;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct t *t = *state;
+
+    plan_done(&t->plan);
+    plan_done(&t->after);
+    cJSON_Delete(t->sts);
+    free(t->st.cluster_id);
+    free(t->st.adding);
+    api_etcd_members_free(t->st.members, t->st.n_members);
+    free(t->st.restore_snapshot);
+    free(t->st.restore_phase);
+    free(t->st.restored_at);
+    fx_done(&t->f);
+    return 0;
+}
+
+static const char *job_arg(const cJSON *job, const char *prefix)
+{
+    const cJSON *a;
+
+    cJSON_ArrayForEach(a, fx_path(job, "spec.template.spec.containers.0.args"))
+    {
+        if (strncmp(a->valuestring, prefix, strlen(prefix)) == 0)
+            return a->valuestring;
+    }
+    return NULL;
+}
+
+/* The whole restore: every member stops and its claim goes, the cluster is forgotten, member
+ * 0 comes back on a new claim into which a Job restores the snapshot with its revisions
+ * bumped and compacted, and member 0 starts from it alone; then the membership takes over. */
+static void test_etcdrestore__stops_restores_into_member_0_and_starts_it(void **state)
+{
+    struct t *t = *state;
+    const struct plan_action *job, *release;
+    const cJSON *body;
+    char name[64];
+
+    for (int i = 0; i < 3; i++)
+        put_member(t, i, false);
+    step(t);
+    assert_true(t->out.active);
+    assert_int_equal(t->out.replicas, 0);
+    assert_string_equal(t->st.restore_phase, "Stopping");
+    assert_string_equal(t->st.restore_snapshot, "t1-etcd-snapshot-0123456789");
+    assert_string_equal(t->out.reason, "Stopping");
+    assert_non_null(fx_event(&t->plan, "RestoreStarted"));
+    assert_string_equal(t->st.cluster_id, "1234"); /* kept while members run */
+
+    /* the members and their claims are gone: member 0 comes back alone */
+    for (int i = 0; i < 3; i++) {
+        char pod[32], claim[32];
+        cJSON *old = NULL;
+        snprintf(pod, sizeof(pod), "t1-etcd-%d", i);
+        snprintf(claim, sizeof(claim), "data-t1-etcd-%d", i);
+        assert_int_equal(kube_store_remove(&t->f.stores[FX_PODS], "default", pod, &old), 0);
+        cJSON_Delete(old);
+        assert_int_equal(kube_store_remove(&t->f.stores[FX_CLAIMS], "default", claim, &old), 0);
+        cJSON_Delete(old);
+    }
+    step(t);
+    assert_int_equal(t->out.replicas, 1);
+    assert_string_equal(t->st.restore_phase, "Restoring");
+    assert_null(t->st.cluster_id);
+    assert_null(fx_event(&t->plan, "RestoreStarted")); /* told once */
+    assert_non_null(strstr(t->out.message, "waiting for pod t1-etcd-0"));
+
+    put_member(t, 0, true);
+    step(t);
+    job = fx_action(&t->plan, KUBE_CREATE, "jobs", NULL);
+    assert_non_null(job);
+    body = job->body;
+    snprintf(name, sizeof(name), "%s", kube_obj_name(body));
+    assert_non_null(strstr(name, "t1-etcd-restore-"));
+    assert_string_equal(fx_str(body, "metadata.ownerReferences.0.kind"), "NestedEtcd");
+    assert_string_equal(fx_str(body, "spec.template.spec.containers.0.command.0"), "etcdutl");
+    assert_string_equal(fx_str(body, "spec.template.spec.containers.0.image"),
+                        "registry.k8s.io/etcd:3.6.17-0");
+    assert_non_null(job_arg(body, "/snapshots/t1-etcd-snapshot-0123456789.db"));
+    assert_string_equal(job_arg(body, "--initial-cluster="),
+                        "--initial-cluster=t1-etcd-0=https://t1-etcd-0.t1-etcd.default.svc:2380");
+    assert_string_equal(job_arg(body, "--initial-cluster-token="),
+                        "--initial-cluster-token=default-t1-etcd");
+    assert_string_equal(job_arg(body, "--bump-revision="), "--bump-revision=1000000000");
+    assert_non_null(job_arg(body, "--mark-compacted"));
+    assert_string_equal(job_arg(body, "--data-dir="), "--data-dir=/var/lib/etcd/data");
+    assert_string_equal(
+        fx_str(body, "spec.template.spec.volumes.0.persistentVolumeClaim.claimName"),
+        "data-t1-etcd-0");
+    assert_string_equal(
+        fx_str(body, "spec.template.spec.volumes.1.persistentVolumeClaim.claimName"),
+        "t1-snapshots");
+    fx_apply_plan(&t->f, &t->plan);
+
+    /* a failed Job says so and how to try again */
+    {
+        cJSON *j = cJSON_Duplicate(fx_get(&t->f, FX_JOBS, name), true);
+        cJSON_AddItemToObject(j, "status",
+                              cJSON_Parse("{\"conditions\":[{\"type\":\"Failed\",\"status\":"
+                                          "\"True\",\"reason\":\"BackoffLimitExceeded\"}]}"));
+        fx_put_json(&t->f, j);
+    }
+    step(t);
+    assert_string_equal(t->out.reason, "RestoreFailed");
+    assert_true(t->out.warning);
+    assert_non_null(strstr(t->out.message, "Delete the Job to try again"));
+    assert_int_equal(t->out.replicas, 1);
+
+    /* the Job completes: member 0 starts from the data, alone */
+    {
+        cJSON *j = cJSON_Duplicate(fx_get(&t->f, FX_JOBS, name), true);
+        cJSON_ReplaceItemInObject(j, "status",
+                                  cJSON_Parse("{\"conditions\":[{\"type\":\"Complete\","
+                                              "\"status\":\"True\"}]}"));
+        fx_put_json(&t->f, j);
+    }
+    step(t);
+    assert_true(t->out.started_cluster);
+    assert_string_equal(t->st.restore_phase, "Restored");
+    assert_string_equal(t->st.restored_at, "2027-01-15T08:00:00Z");
+    assert_int_equal(t->st.n_members, 1);
+    assert_string_equal(t->st.members[0].name, "t1-etcd-0");
+    assert_string_equal(t->st.members[0].data_uid, "claim-0-new");
+    assert_non_null(fx_event(&t->plan, "Restored"));
+    release = fx_action(&t->after, KUBE_PATCH, "pods", "t1-etcd-0");
+    assert_non_null(release);
+    assert_string_equal(fx_str(release->body, "metadata.uid"), "pod-0");
+    assert_true(cJSON_IsNull(fx_path(release->body, "spec.schedulingGates")));
+    {
+        const cJSON *ann = fx_path(release->body, "metadata.annotations");
+        assert_string_equal(
+            cJSON_GetObjectItem(ann, ETCD_MEMBERSHIP_INITIAL_CLUSTER)->valuestring,
+            "t1-etcd-0=https://t1-etcd-0.t1-etcd.default.svc:2380");
+        assert_string_equal(cJSON_GetObjectItem(ann, ETCD_MEMBERSHIP_INITIAL_STATE)->valuestring,
+                            "new");
+    }
+
+    /* done: the membership step runs again */
+    step(t);
+    assert_false(t->out.active);
+    assert_null(t->out.reason);
+}
+
+/* Without a claim to read the snapshot from, nothing stops. */
+static void test_etcdrestore__without_a_snapshots_claim_nothing_stops(void **state)
+{
+    struct t *t = *state;
+    cJSON *etcd = cJSON_Duplicate(fx_get(&t->f, FX_ETCDS, "t1-etcd"), true);
+
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(etcd, "spec"), "snapshots");
+    fx_put_json(&t->f, etcd);
+    put_member(t, 0, false);
+    step(t);
+    assert_false(t->out.active);
+    assert_string_equal(t->out.reason, "NoSnapshotClaim");
+    assert_non_null(strstr(t->out.message, "names no spec.snapshots.persistentVolumeClaim"));
+    assert_null(t->st.restore_phase);
+    assert_int_equal(t->plan.n_actions, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_etcdrestore__stops_restores_into_member_0_and_starts_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_etcdrestore__without_a_snapshots_claim_nothing_stops, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
