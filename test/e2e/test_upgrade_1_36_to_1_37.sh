@@ -3,7 +3,10 @@
 # real processes: created at Kubernetes 1.36.3, then
 #   1. a feature gate rolled out (spec.featureGates on the control plane);
 #   2. the upgrade to 1.37.2: the node agent runs each image's own release, so the new pods
-#      really run the 1.37 binaries (checked through /version of every API server pod);
+#      really run the 1.37 binaries (checked through /version of every API server pod); before
+#      any pod is replaced, nestcp snapshots etcd to the claim the NestedEtcd names, and the
+#      snapshot, restored by etcdutl and served by a scratch etcd, holds the data written at
+#      1.36 (the feature gate of step 1, which changes no version, takes none);
 #   3. every certificate renewed (spec.certificates: a renewal window longer than what the
 #      certificates have left), which rolls every etcd member, API server and controller
 #      manager;
@@ -27,6 +30,15 @@ set -euo pipefail
 
 setup
 cat >"$work/roll.yaml" <<'EOF'
+# The claim etcd snapshots go to, made by the user.
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: roll-snapshots
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: NestedControlPlane
 metadata:
@@ -43,6 +55,7 @@ metadata:
   name: roll-etcd
 spec:
   replicas: 3
+  snapshots: {persistentVolumeClaim: {claimName: roll-snapshots}}
 ---
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: NestedAPIServer
@@ -113,8 +126,9 @@ until_true 30 probing || fail "the availability probes do not get through: $(tai
 watching() { [ -s "$work/pods.watch" ]; }
 until_true 30 watching || fail "the pod watch does not run"
 
+# The control plane's pods (not the snapshot Job's).
 uids() {
-    kubectl -n "$ns" get pods -l "cluster.x-k8s.io/cluster-name=roll" \
+    kubectl -n "$ns" get pods -l "cluster.x-k8s.io/cluster-name=roll,app.kubernetes.io/managed-by=nestcp" \
         -o go-template='{{range .items}}{{.metadata.name}}={{.metadata.uid}} {{end}}'
 }
 
@@ -253,6 +267,7 @@ for pc in roll-apiserver-0/kube-apiserver roll-apiserver-1/kube-apiserver \
         fail "$pc does not run with --feature-gates=$gate=true"
 done
 log "feature gate: every API server and controller-manager process runs --feature-gates=$gate=true"
+[ -z "$(kubectl -n "$ns" get jobs -o name)" ] || fail "feature gate: a snapshot was taken: $(kubectl -n "$ns" get jobs -o name)"
 tenant_kubeconfig roll "$kc"
 tkubectl "$kc" get namespaces -o name >/dev/null || fail "the tenant does not answer"
 
@@ -287,6 +302,45 @@ tenant_kubeconfig roll "$kc"
 log "upgrade: the ConfigMap written at 1.36.3 reads back at 1.37.2"
 members=$(kubectl -n "$ns" get statefulset roll-etcd -o jsonpath='{.status.readyReplicas}')
 [ "$members" = 3 ] || fail "etcd has $members ready members"
+
+# The snapshot: recorded on the control plane, its Job complete before the first new API server
+# pod was created, and its file whole: restored by etcdutl and served by a scratch etcd on
+# loopback, it holds the ConfigMap written at 1.36.
+snap() { kubectl -n "$ns" get ncp roll -o jsonpath="{.status.rollout.snapshot.$1}"; }
+snap_name=$(snap name)
+[ -n "$snap_name" ] || fail "upgrade: no snapshot recorded: $(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.rollout}')"
+[ "$(snap claimName)" = roll-snapshots ] || fail "upgrade: the snapshot went to claim $(snap claimName)"
+[ "$(snap before)" = "kube-apiserver 1.36.3 -> 1.37.2" ] || fail "upgrade: snapshot before '$(snap before)'"
+log "upgrade: snapshot $snap_name.db on claim $(snap claimName) at $(snap takenAt), before $(snap before)"
+[ "$(kubectl -n "$ns" get jobs -o name)" = "job.batch/$snap_name" ] ||
+    fail "upgrade: snapshot Jobs $(kubectl -n "$ns" get jobs -o name | tr '\n' ' ')"
+kubectl -n "$ns" get events --field-selector reason=SnapshotTaken -o jsonpath='{.items[*].message}' |
+    grep -q "etcd snapshot $snap_name.db is on claim roll-snapshots" || fail "upgrade: no SnapshotTaken Event"
+first_new=$(kubectl -n "$ns" get pods -l app.kubernetes.io/component=apiserver \
+    -o jsonpath='{range .items[*]}{.metadata.creationTimestamp}{"\n"}{end}' | sort | head -1)
+[[ "$(snap takenAt)" < "$first_new" || "$(snap takenAt)" == "$first_new" ]] ||
+    fail "upgrade: the snapshot completed at $(snap takenAt), after API server pod creation $first_new"
+pv=$(kubectl -n "$ns" get pvc roll-snapshots -o jsonpath='{.spec.volumeName}')
+file=$(kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}')/$snap_name.db
+[ -s "$file" ] || fail "upgrade: $file is missing"
+etcd_bin=$NESTCP_BIN_ROOT/etcd-3.6.17/bin
+"$etcd_bin/etcdutl" snapshot status "$file" -w table
+"$etcd_bin/etcdutl" snapshot restore "$file" --data-dir "$work/restored" >"$work/restore.log" 2>&1 ||
+    fail "upgrade: etcdutl cannot restore $file: $(cat "$work/restore.log")"
+scratch=127.$pod_net.255.1
+"$etcd_bin/etcd" --data-dir "$work/restored" --listen-client-urls "http://$scratch:2379" \
+    --advertise-client-urls "http://$scratch:2379" --listen-peer-urls "http://$scratch:2380" \
+    >"$work/scratch-etcd.log" 2>&1 &
+scratch_pid=$!
+restored_value() {
+    "$etcd_bin/etcdctl" --endpoints "http://$scratch:2379" get \
+        /registry/configmaps/default/before-upgrade --print-value-only 2>/dev/null | tr -d '\0'
+}
+until_true 30 eval '[[ "$(restored_value)" == *at-1.36* ]]' ||
+    fail "upgrade: the restored snapshot does not hold the ConfigMap written at 1.36 ($(tail -3 "$work/scratch-etcd.log"))"
+kill "$scratch_pid"
+wait "$scratch_pid" 2>/dev/null || true
+log "upgrade: the snapshot, restored, holds the ConfigMap written at 1.36.3"
 
 # --- 3. every certificate renewed ---
 # A renewal window (366 days) longer than what the certificates have left (a year), for new
