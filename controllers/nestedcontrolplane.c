@@ -36,6 +36,7 @@
 #include "controllers/etcdmembership.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
+#include "controllers/ncp.h"
 #include "controllers/nested.h"
 #include "controllers/rollhealth.h"
 #include "controllers/rollout.h"
@@ -51,33 +52,8 @@
 /* How often a deletion that waits for children looks again, seconds. */
 #define DELETE_POLL 2.0
 
-/* One reconcile in progress. */
-struct cp {
-    struct nested_ctx *ctx;
-    const struct cache_view *view;
-    struct render_source src;
-    struct plan *plan;
-    const char *ns, *name;
-    const char *cluster; /* the cluster name its objects are named after, once resolved */
-    const cJSON *obj;
-    struct api_control_plane *ncp;
-    struct api_control_plane_status *st;
-    int64_t gen;
-    bool spec_patched; /* the object changes under this plan: skip the status write */
-    size_t step_events, step_events_end; /* the RolloutStep Events: recorded after the status */
-};
-
-static const cJSON *get(const cJSON *o, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(o, key);
-}
-
-static int cond(struct cp *x, const char *type, const char *status, const char *severity,
-                const char *reason, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-
-/* Sets a condition; a Warning event goes with an Error or Warning one that changed. */
-static int cond(struct cp *x, const char *type, const char *status, const char *severity,
-                const char *reason, const char *fmt, ...)
+int ncp_cond(struct cp *x, const char *type, const char *status, const char *severity,
+             const char *reason, const char *fmt, ...)
 {
     char msg[ERR_MSG_MAX + 512];
     va_list ap;
@@ -92,6 +68,31 @@ static int cond(struct cp *x, const char *type, const char *status, const char *
         plan_event(x->plan, KUBE_EVENT_WARNING, reason, "%s", msg) < 0)
         return -ENOMEM;
     return r < 0 ? r : 0;
+}
+
+int ncp_set_str(char **dst, const char *src)
+{
+    char *d;
+
+    if ((!*dst && !src) || (*dst && src && strcmp(*dst, src) == 0))
+        return 0;
+    d = src ? strdup(src) : NULL;
+    if (src && !d)
+        return -ENOMEM;
+    free(*dst);
+    *dst = d;
+    return 0;
+}
+
+/* The service CIDRs the control plane would run with, joined by ",". */
+void ncp_service_cidrs(const struct render_cluster *rc, char *out, size_t size)
+{
+    const struct api_strlist *l = &render_cluster_control_plane(rc)->spec.cluster_network.services;
+    size_t n = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < l->n && n < size; i++)
+        n += (size_t)snprintf(out + n, size - n, "%s%s", i ? "," : "", l->items[i]);
 }
 
 static bool has_finalizer(const struct api_control_plane *ncp)
@@ -234,8 +235,8 @@ static int reconcile_delete(struct cp *x)
         return -ENOMEM;
     if (c.left > 0) {
         plan_requeue_after(x->plan, DELETE_POLL);
-        r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Deleting",
-                 "waiting for %d components and the objects they own to be deleted", c.left);
+        r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Deleting",
+                     "waiting for %d components and the objects they own to be deleted", c.left);
         return r;
     }
     /* Everything is gone: let the control plane go. */
@@ -295,570 +296,18 @@ static int adopt_components(struct cp *x)
         ref = kube_obj_controller_ref(comp);
         if (ref) {
             const cJSON *k = get(ref, "kind"), *n = get(ref, "name");
-            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
-                     "ComponentControlledElsewhere", "%s %s is controlled by %s %s, not by this "
-                     "control plane",
-                     nested_part_resource((enum render_part)i)->kind, kube_obj_name(comp),
-                     cJSON_IsString(k) ? k->valuestring : "?",
-                     cJSON_IsString(n) ? n->valuestring : "?");
+            r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                         "ComponentControlledElsewhere",
+                         "%s %s is controlled by %s %s, not by this control plane",
+                         nested_part_resource((enum render_part)i)->kind, kube_obj_name(comp),
+                         cJSON_IsString(k) ? k->valuestring : "?",
+                         cJSON_IsString(n) ? n->valuestring : "?");
             return r < 0 ? r : -EPERM;
         }
         if ((r = adopt(x, (enum render_part)i, comp)) < 0)
             return r;
     }
     return 0;
-}
-
-/* ---- the rollout ---- */
-
-static struct api_rollout_target *target_of(struct api_rollout *ro, int i)
-{
-    return i == ROLLOUT_ETCD ? &ro->etcd
-                             : i == ROLLOUT_APISERVER ? &ro->apiserver : &ro->controller_manager;
-}
-
-static int set_str(char **dst, const char *src)
-{
-    char *d;
-
-    if ((!*dst && !src) || (*dst && src && strcmp(*dst, src) == 0))
-        return 0;
-    d = src ? strdup(src) : NULL;
-    if (src && !d)
-        return -ENOMEM;
-    free(*dst);
-    *dst = d;
-    return 0;
-}
-
-/* The service CIDRs the control plane would run with, joined by ",". */
-static void service_cidrs(const struct render_cluster *rc, char *out, size_t size)
-{
-    const struct api_strlist *l = &render_cluster_control_plane(rc)->spec.cluster_network.services;
-    size_t n = 0;
-
-    out[0] = '\0';
-    for (size_t i = 0; i < l->n && n < size; i++)
-        n += (size_t)snprintf(out + n, size - n, "%s%s", i ? "," : "", l->items[i]);
-}
-
-struct desired_all {
-    struct render_cluster_desired d[RENDER_PART__COUNT];
-    struct status_sts ss[RENDER_PART__COUNT];
-    const cJSON *sts[RENDER_PART__COUNT]; /* the cached StatefulSets, or NULL */
-};
-
-static int compute_desired(struct cp *x, const struct render_cluster *rc,
-                           const struct render_cluster_pki *pki, struct desired_all *da)
-{
-    struct api_rollout *ro = &x->st->rollout;
-    char name[RENDER_CLUSTER_NAME_MAX];
-    struct err e;
-
-    for (int i = 0; i < RENDER_PART__COUNT; i++) {
-        const cJSON *sts;
-        int r;
-
-        snprintf(name, sizeof(name), "%s-%s", render_cluster_name(rc),
-                 render_part_short((enum render_part)i));
-        sts = kube_store_get(x->view->statefulsets, x->ns, name);
-        da->sts[i] = sts;
-        status_statefulset(sts, target_of(ro, i)->config_hash, &da->ss[i]);
-        /* etcd is complete once its membership is, too: the API servers roll to a new member
-         * list only when every member in it votes. */
-        if (i == RENDER_PART_ETCD && da->ss[i].complete)
-            da->ss[i].complete = status_condition_current(
-                lookup_component(x->view, x->obj, RENDER_PART_ETCD), ETCD_MEMBERSHIP_CONDITION);
-        err_clear(&e);
-        r = render_cluster_desired(x->ctx->cat, rc, pki, &x->src, (enum render_part)i,
-                                   da->ss[i].certs, &da->d[i], &e);
-        if (r == -EINVAL || r == -ENOENT) {
-            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s",
-                     e.msg);
-            return r < 0 ? r : -EINVAL;
-        }
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-/* The learners a NestedEtcd's status lists. */
-static int etcd_learners(const cJSON *etcd)
-{
-    const cJSON *m;
-    int n = 0;
-
-    cJSON_ArrayForEach(m, get(get(etcd, "status"), "members"))
-        n += cJSON_IsTrue(get(m, "learner"));
-    return n;
-}
-
-
-/* ---- the brake (controllers/brake.h) ---- */
-
-/* The Upgrading condition of a cached control plane: status, reason, lastTransitionTime. */
-static void upgrading_of(const cJSON *ncp, const char **ret_status, const char **ret_reason,
-                         const char **ret_since)
-{
-    const cJSON *c;
-
-    *ret_status = *ret_reason = *ret_since = NULL;
-    cJSON_ArrayForEach(c, get(get(ncp, "status"), "conditions"))
-    {
-        const cJSON *t = get(c, "type");
-        if (!cJSON_IsString(t) || strcmp(t->valuestring, "Upgrading") != 0)
-            continue;
-        *ret_status = cJSON_IsString(get(c, "status")) ? get(c, "status")->valuestring : NULL;
-        *ret_reason = cJSON_IsString(get(c, "reason")) ? get(c, "reason")->valuestring : NULL;
-        *ret_since = cJSON_IsString(get(c, "lastTransitionTime"))
-                         ? get(c, "lastTransitionTime")->valuestring
-                         : NULL;
-        return;
-    }
-}
-
-static bool str_is(const char *a, const char *b)
-{
-    return a && strcmp(a, b) == 0;
-}
-
-/* What the brake reads of one cached control plane: rolling (Upgrading True, RollingOut, or
- * let start by this process and not yet shown by the cache), waiting (Upgrading True,
- * RolloutQueued, neither paused nor being deleted) and since when. */
-static void peer_of(const struct nested_ctx *ctx, const struct cache_view *view,
-                    const cJSON *ncp, struct brake_peer *ret)
-{
-    const char *status, *reason, *since;
-    char key[2 * RENDER_CLUSTER_NAME_MAX + 2];
-    const struct nested_admitted *a;
-    const char *rv = kube_obj_resource_version(ncp);
-    double t = view->now;
-
-    *ret = (struct brake_peer){kube_obj_namespace(ncp), kube_obj_name(ncp), false, false, 0};
-    if (status_deleting(ncp))
-        return;
-    upgrading_of(ncp, &status, &reason, &since);
-    ret->rolling = str_is(status, API_CONDITION_TRUE) && str_is(reason, BRAKE_REASON_ROLLING);
-    snprintf(key, sizeof(key), "%s/%s", ret->ns ? ret->ns : "", ret->name ? ret->name : "");
-    a = strmap_get(&ctx->admitted, key);
-    if (a && a->until > view->now && rv && strcmp(a->resource_version, rv) == 0)
-        ret->rolling = true;
-    if (ret->rolling || !str_is(status, API_CONDITION_TRUE) ||
-        !str_is(reason, BRAKE_REASON_QUEUED) ||
-        status_paused(ncp, lookup_capi_cluster(view, ncp, API_KIND_NESTED_CONTROL_PLANE, NULL)))
-        return;
-    ret->queued = true;
-    if (since && time_parse_rfc3339(since, &t) == 0)
-        ret->queued_since = t;
-    else
-        ret->queued_since = view->now;
-}
-
-struct peers {
-    const struct nested_ctx *ctx;
-    const struct cache_view *view;
-    const char *ns, *name; /* the one to leave out, or NULL */
-    struct brake_peer *items;
-    size_t n, cap;
-    int r;
-};
-
-static bool collect_peer(void *userdata, const cJSON *ncp)
-{
-    struct peers *p = userdata;
-    const char *ns = kube_obj_namespace(ncp), *name = kube_obj_name(ncp);
-
-    if (p->name && ns && name && strcmp(ns, p->ns) == 0 && strcmp(name, p->name) == 0)
-        return true;
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 64;
-        struct brake_peer *items = realloc(p->items, cap * sizeof(*items));
-        if (!items) {
-            p->r = -ENOMEM;
-            return false;
-        }
-        p->items = items;
-        p->cap = cap;
-    }
-    peer_of(p->ctx, p->view, ncp, &p->items[p->n++]);
-    return true;
-}
-
-/* Whether the roll renews, for a component it moves, the certificates of a Secret the running
- * StatefulSet mounts that expire within BRAKE_URGENT_SECONDS (or cannot be read). */
-static bool renews_urgently(const struct cp *x, const struct desired_all *da,
-                            const struct rollout_output *out)
-{
-    for (int i = 0; i < ROLLOUT__COUNT; i++) {
-        const char *mounted = da->ss[i].certs;
-        const cJSON *secret;
-        int64_t not_after;
-
-        if (!out->target_changed[i] || !mounted || !da->d[i].known ||
-            strcmp(mounted, da->d[i].certs_name) == 0)
-            continue;
-        secret = kube_store_get(x->view->secrets, x->ns, mounted);
-        if (!secret || nested_secret_not_after(secret, &not_after) < 0 ||
-            (double)not_after - x->view->now < BRAKE_URGENT_SECONDS)
-            return true;
-    }
-    return false;
-}
-
-/* Notes a roll let start, so that it counts until the cache shows it. */
-static int note_admitted(struct cp *x)
-{
-    const char *rv = kube_obj_resource_version(x->obj);
-    struct nested_admitted *a = calloc(1, sizeof(*a));
-
-    if (!a)
-        return -ENOMEM;
-    snprintf(a->key, sizeof(a->key), "%s/%s", x->ns, x->name);
-    snprintf(a->resource_version, sizeof(a->resource_version), "%s", rv ? rv : "");
-    a->until = x->view->now + NESTED_ADMITTED_TTL;
-    free(strmap_remove(&x->ctx->admitted, a->key));
-    if (strmap_put(&x->ctx->admitted, a->key, a) < 0) {
-        free(a);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-/* Holds a roll the state machine would start while the fleet has no slot for it: no target
- * moves, and the control plane says that it waits (ROLLOUT_PHASE_QUEUED). */
-static int apply_brake(struct cp *x, const struct rollout_input *in, const struct desired_all *da,
-                       struct rollout_output *out)
-{
-    struct peers p = {x->ctx, x->view, x->ns, x->name, NULL, 0, 0, 0};
-    struct brake_input bi = {.ns = x->ns, .name = x->name, .queued_since = x->view->now};
-    struct brake_output bo;
-    const char *status, *reason, *since;
-    bool starts = false;
-
-    for (int i = 0; i < ROLLOUT__COUNT; i++)
-        starts = starts || out->target_changed[i];
-    /* Creation is not a roll. */
-    if (!starts || !in->initialized || x->ctx->max_rollouts.value <= 0)
-        return 0;
-    upgrading_of(x->obj, &status, &reason, &since);
-    bi.rolling = str_is(status, API_CONDITION_TRUE) && str_is(reason, BRAKE_REASON_ROLLING);
-    if (str_is(status, API_CONDITION_TRUE) && str_is(reason, BRAKE_REASON_QUEUED) && since)
-        time_parse_rfc3339(since, &bi.queued_since);
-    bi.urgent = !bi.rolling && renews_urgently(x, da, out);
-    kube_store_foreach(x->view->control_planes, collect_peer, &p);
-    if (p.r < 0) {
-        free(p.items);
-        return p.r;
-    }
-    bi.peers = p.items;
-    bi.n_peers = p.n;
-    bi.limit = brake_limit_resolve(&x->ctx->max_rollouts, kube_store_count(x->view->control_planes));
-    brake_decide(&bi, &bo);
-    free(p.items);
-    if (bo.go)
-        return bi.rolling ? 0 : note_admitted(x);
-    for (int i = 0; i < ROLLOUT__COUNT; i++) {
-        out->target[i] = in->c[i].target;
-        out->target_changed[i] = false;
-    }
-    out->phase = ROLLOUT_PHASE_QUEUED;
-    out->reason = BRAKE_REASON_QUEUED;
-    snprintf(out->message, sizeof(out->message), "%s", bo.message);
-    plan_requeue_after(x->plan, NESTED_QUEUED_RECHECK);
-    return 0;
-}
-
-/* A roll of the API servers or controller managers to their target whose pods fail
- * (controllers/rollhealth.h) is held back: status.rollout records what failed, the component
- * rolls its pods back, and the rollout stops until the desired state changes. etcd is never
- * rolled back this way: its data format may have moved on. */
-static int check_roll_health(struct cp *x, const struct desired_all *da, int i)
-{
-    struct api_rollout_target *t = target_of(&x->st->rollout, i);
-    char msg[512];
-    double recheck;
-
-    if (i == ROLLOUT_ETCD || !x->st->initialized || t->rolled_back || !t->config_hash ||
-        da->ss[i].complete || !da->ss[i].template_hash ||
-        strcmp(da->ss[i].template_hash, t->config_hash) != 0)
-        return 0;
-    if (!rollhealth_failed(da->sts[i], x->view->pods, x->view->now, msg, sizeof(msg), &recheck)) {
-        if (recheck > 0)
-            plan_requeue_after(x->plan, recheck);
-        return 0;
-    }
-    return set_str(&t->rolled_back, msg);
-}
-
-static long long generation_of(const cJSON *obj)
-{
-    const cJSON *g = get(get(obj, "metadata"), "generation");
-
-    return cJSON_IsNumber(g) ? (long long)g->valuedouble : 0;
-}
-
-static const char *text_of(const cJSON *obj, const char *key)
-{
-    const cJSON *v = get(obj, key);
-
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-/* After etcd was restored from a snapshot (controllers/etcdrestore.h), every API server and
- * controller-manager pod that started before is deleted, and its StatefulSet starts it again:
- * no process keeps a watch cache or an informer of the history the restore discarded. */
-static int restart_after_restore(struct cp *x, const struct desired_all *da)
-{
-    const cJSON *etcd = lookup_component(x->view, x->obj, RENDER_PART_ETCD);
-    const cJSON *at = get(get(get(etcd, "status"), "restore"), "restoredAt");
-    double restored, created;
-
-    if (!cJSON_IsString(at) || time_parse_rfc3339(at->valuestring, &restored) < 0)
-        return 0;
-    for (int i = RENDER_PART_APISERVER; i <= RENDER_PART_CONTROLLER_MANAGER; i++) {
-        const cJSON *sts = da->sts[i], *replicas = get(get(sts, "spec"), "replicas");
-        int n = cJSON_IsNumber(replicas) ? replicas->valueint : 0;
-
-        for (int k = 0; sts && k < n; k++) {
-            char name[RENDER_CLUSTER_NAME_MAX + 48];
-            const cJSON *pod, *ts;
-
-            snprintf(name, sizeof(name), "%s-%d", kube_obj_name(sts), k);
-            pod = kube_store_get(x->view->pods, x->ns, name);
-            ts = get(get(pod, "metadata"), "creationTimestamp");
-            if (!pod || status_deleting(pod) || !cJSON_IsString(ts) ||
-                time_parse_rfc3339(ts->valuestring, &created) < 0 || created >= restored)
-                continue;
-            if (plan_delete(x->plan, &KUBE_PODS, x->ns, name, kube_obj_uid(pod),
-                            "Pod %s/%s: it started before etcd was restored", x->ns,
-                            name) < 0 ||
-                plan_event(x->plan, KUBE_EVENT_NORMAL, "RestartedAfterRestore",
-                           "Pod %s deleted: it started before etcd was restored from a "
-                           "snapshot at %s, and restarts with none of the discarded history",
-                           name, at->valuestring) < 0)
-                return -ENOMEM;
-        }
-    }
-    return 0;
-}
-
-/* Keeps every target where it is: the roll waits, and says why in message. */
-static void hold_targets(const struct rollout_input *in, struct rollout_output *out,
-                         enum rollout_phase phase, const char *reason)
-{
-    for (int i = 0; i < ROLLOUT__COUNT; i++) {
-        out->target[i] = in->c[i].target;
-        out->target_changed[i] = false;
-    }
-    out->phase = phase;
-    out->reason = reason;
-}
-
-static bool version_moves(const char *from, const char *to)
-{
-    return from && to && !api_version_equal(from, to);
-}
-
-/* When moving the targets starts an etcd or API server version change: the whole change
- * still to come, as "etcd 3.5.36 -> 3.6.17, kube-apiserver 1.36.3 -> 1.37.2" (the API
- * servers' part moves later, once etcd is done); "" when the targets start none. */
-static void version_changes(const struct rollout_input *in, const struct rollout_output *out,
-                            char *buf, size_t size)
-{
-    static const enum rollout_component parts[] = {ROLLOUT_ETCD, ROLLOUT_APISERVER};
-    size_t len = 0;
-    bool starts = false;
-
-    buf[0] = '\0';
-    for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
-        starts = starts || (out->target_changed[parts[k]] &&
-                            version_moves(in->c[parts[k]].target.version,
-                                          out->target[parts[k]].version));
-    for (size_t k = 0; starts && k < sizeof(parts) / sizeof(parts[0]); k++) {
-        const char *from = in->c[parts[k]].target.version, *to = in->c[parts[k]].desired.version;
-        int n;
-
-        if (!version_moves(from, to))
-            continue;
-        n = snprintf(buf + len, size - len, "%s%s %s -> %s", len ? ", " : "",
-                     rollout_component_name(parts[k]), from, to);
-        if (n < 0 || (size_t)n >= size - len)
-            return;
-        len += (size_t)n;
-    }
-}
-
-static int record_snapshot(struct api_rollout_snapshot *s, const char *name, const char *claim,
-                           const char *taken_at, const char *before, const char *message)
-{
-    int r;
-
-    if ((r = set_str(&s->name, name)) < 0 || (r = set_str(&s->claim_name, claim)) < 0 ||
-        (r = set_str(&s->taken_at, taken_at)) < 0 || (r = set_str(&s->before, before)) < 0)
-        return r;
-    return set_str(&s->message, message);
-}
-
-/* Before the targets move to another etcd or API server version of a control plane that was
- * complete once, etcd is snapshotted to the claim its NestedEtcd names (controllers/snapshot.h):
- * nothing moves until the snapshot Job has completed; a failed one stops the roll. Where no
- * claim is named the roll goes on, and status.rollout.snapshot says no snapshot was taken. */
-static int snapshot_gate(struct cp *x, const struct rollout_input *in,
-                         const struct desired_all *da, struct rollout_output *out)
-{
-    struct api_rollout_snapshot *sn = &x->st->rollout.snapshot;
-    const cJSON *etcd = lookup_component(x->view, x->obj, RENDER_PART_ETCD), *job;
-    const cJSON *claim_v = get(get(get(get(etcd, "spec"), "snapshots"), "persistentVolumeClaim"),
-                               "claimName");
-    const char *claim = cJSON_IsString(claim_v) && claim_v->valuestring[0] ? claim_v->valuestring
-                                                                           : NULL;
-    const char *done_at, *host, *image;
-    char before[256], key[512], name[SNAPSHOT_NAME_MAX], why[512], msg[1024];
-    int r;
-
-    if (!in->initialized)
-        return 0;
-    version_changes(in, out, before, sizeof(before));
-    if (!before[0])
-        return 0;
-    if (!claim) {
-        if (sn->name && str_is(sn->before, before))
-            return 0;
-        str_printf(msg, sizeof(msg),
-                 "no etcd snapshot was taken before %s: NestedEtcd %s/%s names no "
-                 "spec.snapshots.persistentVolumeClaim",
-                 before, x->ns, kube_obj_name(etcd));
-        return record_snapshot(sn, NULL, NULL, NULL, before, msg);
-    }
-    /* One snapshot per requested change: the versions it goes to and the generations that
-     * asked for them (a change asked again later is snapshotted again). */
-    str_printf(key, sizeof(key), "%s/%s etcd=%s apiserver=%s gen=%lld,%lld,%lld", x->ns, x->name,
-             in->c[ROLLOUT_ETCD].desired.version ? in->c[ROLLOUT_ETCD].desired.version : "",
-             in->c[ROLLOUT_APISERVER].desired.version ? in->c[ROLLOUT_APISERVER].desired.version
-                                                      : "",
-             (long long)x->gen, generation_of(etcd),
-             generation_of(lookup_component(x->view, x->obj, RENDER_PART_APISERVER)));
-    snapshot_name(x->cluster, key, name);
-    if (str_is(sn->name, name) && str_is(sn->claim_name, claim) && sn->taken_at)
-        return 0;
-    job = kube_store_get(x->view->jobs, x->ns, name);
-    if (!job) {
-        struct snapshot_job_input ji = {
-            .ns = x->ns, .cluster = x->cluster, .owner_name = x->name,
-            .owner_api_version = text_of(x->obj, "apiVersion"), .owner_uid = kube_obj_uid(x->obj),
-            .name = name, .claim = claim, .certs_secret = da->ss[ROLLOUT_ETCD].certs};
-        cJSON *obj;
-
-        hold_targets(in, out, ROLLOUT_PHASE_UPGRADING, BRAKE_REASON_ROLLING);
-        if (!ji.certs_secret ||
-            snapshot_source(x->view->pods, da->sts[ROLLOUT_ETCD], etcd, &host, &image) < 0) {
-            str_printf(out->message, sizeof(out->message),
-                     "waiting for a ready etcd member to snapshot before %s", before);
-            return 0;
-        }
-        ji.endpoint_host = host;
-        ji.image = image;
-        str_printf(out->message, sizeof(out->message),
-                 "taking etcd snapshot %s.db on claim %s before %s (Job %s)", name, claim,
-                 before, name);
-        if (!(obj = snapshot_job(&ji)) ||
-            plan_create(x->plan, &KUBE_JOBS, obj, "Job %s/%s: etcd snapshot before %s", x->ns,
-                        name, before) < 0 ||
-            plan_event(x->plan, KUBE_EVENT_NORMAL, "TakingSnapshot",
-                       "Job %s writes etcd snapshot %s.db from %s to claim %s before %s", name,
-                       name, host, claim, before) < 0)
-            return -ENOMEM;
-        return 0;
-    }
-    switch (snapshot_job_state(job, why, sizeof(why), &done_at)) {
-    case SNAPSHOT_RUNNING:
-        hold_targets(in, out, ROLLOUT_PHASE_UPGRADING, BRAKE_REASON_ROLLING);
-        str_printf(out->message, sizeof(out->message),
-                 "taking etcd snapshot %s.db on claim %s before %s (Job %s)", name, claim,
-                 before, name);
-        return 0;
-    case SNAPSHOT_FAILED:
-        hold_targets(in, out, ROLLOUT_PHASE_STALLED, "SnapshotFailed");
-        str_printf(out->message, sizeof(out->message),
-                 "etcd snapshot Job %s failed (%s); %s waits. Delete the Job to take the "
-                 "snapshot again, or remove spec.snapshots from NestedEtcd %s to go on without "
-                 "one",
-                 name, why, before, kube_obj_name(etcd));
-        return 0;
-    case SNAPSHOT_COMPLETE:
-        break;
-    }
-    if ((r = record_snapshot(sn, name, claim, done_at ? done_at : "", before, NULL)) < 0)
-        return r;
-    if (plan_event(x->plan, KUBE_EVENT_NORMAL, "SnapshotTaken",
-                   "etcd snapshot %s.db is on claim %s; %s starts", name, claim, before) < 0)
-        return -ENOMEM;
-    return 0;
-}
-
-/* Runs the state machine, with the brake, and writes the targets into status.rollout; returns
- * its output. */
-static int step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
-                        struct rollout_output *out)
-{
-    struct api_rollout *ro = &x->st->rollout;
-    struct rollout_input in = {.initialized = x->st->initialized};
-    int r, active = -1;
-
-    for (int i = 0; i < ROLLOUT__COUNT; i++) {
-        struct rollout_component_state *c = &in.c[i];
-        const struct api_rollout_target *t = target_of(ro, i);
-        c->desired.version = da->d[i].version[0] ? da->d[i].version : NULL;
-        c->desired.hash = da->d[i].known ? da->d[i].config_hash : NULL;
-        c->target.version = t->version;
-        c->target.hash = t->config_hash;
-        c->complete = da->ss[i].complete;
-        c->replicas = da->ss[i].exists ? da->ss[i].replicas : 0;
-        c->ready_replicas = da->ss[i].ready;
-        if (i == ROLLOUT_ETCD) {
-            /* A learner being added does not vote: quorum is counted over the others. */
-            int learners = etcd_learners(lookup_component(x->view, x->obj, RENDER_PART_ETCD));
-            c->replicas = c->replicas > learners ? c->replicas - learners : c->replicas;
-            c->ready_replicas =
-                c->ready_replicas > learners ? c->ready_replicas - learners : c->ready_replicas;
-        }
-        c->updated_replicas = da->ss[i].updated;
-        if ((r = check_roll_health(x, da, i)) < 0)
-            return r;
-        c->held = t->rolled_back;
-    }
-    rollout_step(&in, out);
-    if (frozen || out->phase == ROLLOUT_PHASE_REFUSED)
-        return 0;
-    if ((r = apply_brake(x, &in, da, out)) < 0 || (r = snapshot_gate(x, &in, da, out)) < 0)
-        return r;
-    x->step_events = x->plan->n_events;
-    for (int i = 0; i < ROLLOUT__COUNT; i++) {
-        struct api_rollout_target *t = target_of(ro, i);
-        if (!out->target_changed[i])
-            continue;
-        if ((r = set_str(&t->version, out->target[i].version)) < 0 ||
-            (r = set_str(&t->config_hash, out->target[i].hash)) < 0 ||
-            (r = set_str(&t->rolled_back, NULL)) < 0)
-            return r;
-        if (plan_event(x->plan, KUBE_EVENT_NORMAL, "RolloutStep", "%s: target %s (config %.12s)",
-                       rollout_component_name((enum rollout_component)i),
-                       out->target[i].version ? out->target[i].version : "-",
-                       out->target[i].hash) < 0)
-            return -ENOMEM;
-    }
-    x->step_events_end = x->plan->n_events;
-    /* The component the rollout waits on: the first not complete at its desired state. */
-    for (int i = 0; i < ROLLOUT__COUNT && active < 0 && out->phase != ROLLOUT_PHASE_READY; i++) {
-        const char *want = in.c[i].desired.hash, *target = target_of(ro, i)->config_hash;
-        if (!want || !target || strcmp(want, target) != 0 || out->target_changed[i] ||
-            !in.c[i].complete)
-            active = i;
-    }
-    if ((r = set_str(&ro->step, active >= 0 ? render_part_field((enum render_part)active) : NULL)) < 0)
-        return r;
-    return set_str(&ro->target_version, in.c[ROLLOUT_APISERVER].desired.version);
 }
 
 /* nestcp renews leaves, never a CA: one in its last year keeps CertificatesAvailable True
@@ -883,234 +332,20 @@ static int ca_expiry(struct cp *x, const struct render_cluster_pki *pki)
         not_after - year > now) {
         if (which)
             plan_requeue_after(x->plan, (double)(not_after - year - now));
-        return cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "Available",
-                    "the CA Secrets are present and valid");
+        return ncp_cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "Available",
+                        "the CA Secrets are present and valid");
     }
     time_format_rfc3339((double)not_after, when);
-    r = cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "CertificateAuthorityExpiring",
-             "Secret %s/%s: the %s CA expires at %s, in %lld days; nestcp renews leaf "
-             "certificates, never a CA: replace it before then (docs/certificates.md)",
-             x->ns, name, which, when, (long long)((not_after - now) / (24 * 3600)));
+    r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL,
+                 "CertificateAuthorityExpiring",
+                 "Secret %s/%s: the %s CA expires at %s, in %lld days; nestcp renews leaf "
+                 "certificates, never a CA: replace it before then (docs/certificates.md)",
+                 x->ns, name, which, when, (long long)((not_after - now) / (24 * 3600)));
     if (r == 0 && !told &&
         plan_event(x->plan, KUBE_EVENT_WARNING, "CertificateAuthorityExpiring",
                    "Secret %s/%s: the %s CA expires at %s", x->ns, name, which, when) < 0)
         return -ENOMEM;
     return r;
-}
-
-/* ---- the service-account key rotation ---- */
-
-static const cJSON *data_of(const cJSON *secret, const char *key)
-{
-    const cJSON *v = get(get(secret, "data"), key);
-
-    return cJSON_IsString(v) ? v : NULL;
-}
-
-static const char *annotation_of(const cJSON *obj, const char *key)
-{
-    const cJSON *v = get(get(get(obj, "metadata"), "annotations"), key);
-
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* A merge patch of <c>-sa, conditional on the resourceVersion the decision read: data and
- * annotations as given (null removes a key). Takes data and annotations. */
-static int patch_sa(struct cp *x, const cJSON *sa, cJSON *data, cJSON *annotations,
-                    const char *why)
-{
-    const cJSON *rv = get(get(sa, "metadata"), "resourceVersion");
-    cJSON *patch = cJSON_CreateObject(), *md = cJSON_CreateObject();
-
-    if (!patch || !md || !cJSON_AddItemToObject(patch, "metadata", md)) {
-        cJSON_Delete(patch);
-        cJSON_Delete(md);
-        cJSON_Delete(data);
-        cJSON_Delete(annotations);
-        return -ENOMEM;
-    }
-    if (!cJSON_AddItemToObject(md, "annotations", annotations)) {
-        cJSON_Delete(annotations);
-        annotations = NULL;
-    }
-    if (!cJSON_AddItemToObject(patch, "data", data)) {
-        cJSON_Delete(data);
-        data = NULL;
-    }
-    if (!annotations || !data ||
-        !cJSON_AddStringToObject(md, "resourceVersion", cJSON_IsString(rv) ? rv->valuestring : "")) {
-        cJSON_Delete(patch);
-        return -ENOMEM;
-    }
-    return plan_merge_patch(x->plan, &KUBE_SECRETS, x->ns, kube_obj_name(sa), NULL, patch,
-                            "Secret %s/%s: %s", x->ns, kube_obj_name(sa), why);
-}
-
-/* START: a new key pair into next.pub/next.key. Returns 0, 1 (a key is on its way: try
- * again shortly), -ENOMEM or another code of key generation. */
-static int plan_sa_start(struct cp *x, const struct render_cluster *rc, const cJSON *sa,
-                         const char *request)
-{
-    char *key = NULL, *pub = NULL, *bkey = NULL, *bpub = NULL, now[32];
-    cJSON *data = NULL, *ann = NULL;
-    struct err e;
-    int r;
-
-    err_clear(&e);
-    r = x->ctx->keys ? keypool_take(x->ctx->keys, render_cluster_key_alg(rc), &key, &e)
-                     : pki_key_generate(render_cluster_key_alg(rc), &key, &e);
-    if (r == -EAGAIN) {
-        plan_requeue_after(x->plan, NESTED_KEY_WAIT);
-        return 1;
-    }
-    if (r < 0)
-        return r;
-    time_format_rfc3339(x->view->now, now);
-    r = -ENOMEM;
-    if (pki_key_public_pem(key, &pub, &e) < 0 || pki_base64_encode(key, strlen(key), &bkey) < 0 ||
-        pki_base64_encode(pub, strlen(pub), &bpub) < 0 || !(data = cJSON_CreateObject()) ||
-        !(ann = cJSON_CreateObject()) ||
-        !cJSON_AddStringToObject(data, PKI_SECRET_SA_NEXT_PUB, bpub) ||
-        !cJSON_AddStringToObject(data, PKI_SECRET_SA_NEXT_KEY, bkey) ||
-        !cJSON_AddStringToObject(ann, PKI_SA_NEXT_KEY_CREATED_ANNOTATION, now) ||
-        !cJSON_AddStringToObject(ann, PKI_SA_ROTATION_ANNOTATION, request))
-        goto out;
-    r = patch_sa(x, sa, data, ann, "a new service-account key, trusted before it signs");
-    data = ann = NULL;
-out:
-    cJSON_Delete(data);
-    cJSON_Delete(ann);
-    if (key)
-        OPENSSL_cleanse(key, strlen(key));
-    if (bkey)
-        OPENSSL_cleanse(bkey, strlen(bkey));
-    free(key);
-    free(bkey);
-    free(pub);
-    free(bpub);
-    return r;
-}
-
-/* SWITCH: the next pair signs, the old public key stays as previous.pub; the values are
- * moved as they are (base64), nothing is decoded. */
-static int plan_sa_switch(struct cp *x, const cJSON *sa)
-{
-    const cJSON *np = data_of(sa, PKI_SECRET_SA_NEXT_PUB), *nk = data_of(sa, PKI_SECRET_SA_NEXT_KEY);
-    const cJSON *old = data_of(sa, PKI_SECRET_TLS_CRT);
-    const char *made = annotation_of(sa, PKI_SA_NEXT_KEY_CREATED_ANNOTATION);
-    cJSON *data = cJSON_CreateObject(), *ann = cJSON_CreateObject();
-
-    if (!np || !nk || !old) {
-        cJSON_Delete(data);
-        cJSON_Delete(ann);
-        return -EINVAL;
-    }
-    if (!data || !ann || !cJSON_AddStringToObject(data, PKI_SECRET_TLS_CRT, np->valuestring) ||
-        !cJSON_AddStringToObject(data, PKI_SECRET_TLS_KEY, nk->valuestring) ||
-        !cJSON_AddStringToObject(data, PKI_SECRET_SA_PREVIOUS_PUB, old->valuestring) ||
-        !cJSON_AddNullToObject(data, PKI_SECRET_SA_NEXT_PUB) ||
-        !cJSON_AddNullToObject(data, PKI_SECRET_SA_NEXT_KEY) ||
-        !(made ? cJSON_AddStringToObject(ann, PKI_SA_KEY_CREATED_ANNOTATION, made)
-               : cJSON_AddNullToObject(ann, PKI_SA_KEY_CREATED_ANNOTATION)) ||
-        !cJSON_AddNullToObject(ann, PKI_SA_NEXT_KEY_CREATED_ANNOTATION)) {
-        cJSON_Delete(data);
-        cJSON_Delete(ann);
-        return -ENOMEM;
-    }
-    return patch_sa(x, sa, data, ann, "the new service-account key signs, the old one verifies");
-}
-
-static int plan_sa_drop(struct cp *x, const cJSON *sa)
-{
-    cJSON *data = cJSON_CreateObject(), *ann = cJSON_CreateObject();
-
-    if (!data || !ann || !cJSON_AddNullToObject(data, PKI_SECRET_SA_PREVIOUS_PUB)) {
-        cJSON_Delete(data);
-        cJSON_Delete(ann);
-        return -ENOMEM;
-    }
-    return patch_sa(x, sa, data, ann, "the old service-account public key dropped");
-}
-
-/* Runs the rotation's state machine after the rollout's (rolled: every component runs what
- * the Secrets imply; upgrading: a version change rolls out or is held back). */
-static int rotate_sa_key(struct cp *x, const struct render_cluster *rc, bool rolled,
-                         bool upgrading)
-{
-    struct api_sa_key_status *ks = &x->st->sa_key;
-    const struct api_certificates *cs = &render_cluster_control_plane(rc)->spec.certificates;
-    char name[RENDER_CLUSTER_NAME_MAX], when[32];
-    struct sakey_input in = {0};
-    struct sakey_output out;
-    const cJSON *sa;
-    double since = 0;
-    int r = 0;
-
-    if (pki_secret_name(render_cluster_name(rc), PKI_PURPOSE_SA, name, sizeof(name)) < 0 ||
-        !(sa = kube_store_get(x->view->secrets, x->ns, name)))
-        return 0;
-    in.requested = cs->rotate_sa_key;
-    /* The request a running rotation was started for is kept with its keys. */
-    in.taken = annotation_of(sa, PKI_SA_ROTATION_ANNOTATION);
-    if (!in.taken)
-        in.taken = ks->rotation;
-    in.phase = ks->phase;
-    if (ks->signing_since && time_parse_rfc3339(ks->signing_since, &since) == 0)
-        in.signing_since = (int64_t)since;
-    in.has_next = data_of(sa, PKI_SECRET_SA_NEXT_PUB) != NULL;
-    in.has_previous = data_of(sa, PKI_SECRET_SA_PREVIOUS_PUB) != NULL;
-    in.owned = lookup_controlled_by_uid(sa, x->ncp->meta.uid);
-    in.initialized = x->st->initialized;
-    in.rolled = rolled;
-    in.upgrading = upgrading;
-    in.overlap = cs->sa_rotation_overlap;
-    in.now = (int64_t)x->view->now;
-    sakey_rotation_step(&in, &out);
-
-    switch (out.action) {
-    case SAKEY_START:
-        r = plan_sa_start(x, rc, sa, in.requested);
-        if (r != 0)
-            return r > 0 ? 0 : r;
-        break;
-    case SAKEY_SWITCH:
-        r = plan_sa_switch(x, sa);
-        break;
-    case SAKEY_DROP:
-        r = plan_sa_drop(x, sa);
-        break;
-    default:
-        break;
-    }
-    if (r < 0)
-        return r;
-    if (out.action == SAKEY_TAKE || out.action == SAKEY_START)
-        r = set_str(&ks->rotation, in.requested);
-    else if (in.taken && !ks->rotation)
-        r = set_str(&ks->rotation, in.taken);
-    if (r == 0 && out.phase)
-        r = set_str(&ks->phase, out.phase);
-    if (r == 0 && out.action == SAKEY_START)
-        r = set_str(&ks->signing_since, NULL) < 0 ? -ENOMEM : set_str(&ks->drop_after, NULL);
-    if (r == 0 && out.action == SAKEY_SIGNED) {
-        time_format_rfc3339(x->view->now, when);
-        r = set_str(&ks->signing_since, when);
-    }
-    if (r == 0 && out.drop_after && out.action != SAKEY_START) {
-        time_format_rfc3339((double)out.drop_after, when);
-        r = set_str(&ks->drop_after, when);
-    }
-    if (r < 0)
-        return r;
-    if (out.requeue_after > 0)
-        plan_requeue_after(x->plan, out.requeue_after);
-    if (out.event_reason &&
-        plan_event(x->plan, KUBE_EVENT_NORMAL, out.event_reason, "%s", out.event_message) < 0)
-        return -ENOMEM;
-    if (!out.reason)
-        return 0;
-    return cond(x, SAKEY_CONDITION, out.rotating ? API_CONDITION_TRUE : API_CONDITION_FALSE,
-                out.refusal ? STATUS_SEVERITY_WARNING : NULL, out.reason, "%s", out.message);
 }
 
 /* ---- status ---- */
@@ -1208,56 +443,56 @@ static int aggregate(struct cp *x, const struct rollout_output *out, const struc
     st->up_to_date_replicas = as->updated;
     if (as->complete && at->version) {
         snprintf(version, sizeof(version), "v%s", at->version);
-        if ((r = set_str(&st->version, version)) < 0)
+        if ((r = ncp_set_str(&st->version, version)) < 0)
             return r;
     }
-    if ((r = set_str(&st->phase, phase_of(x, out, da))) < 0 || (r = copy_etcd_addresses(x)) < 0)
+    if ((r = ncp_set_str(&st->phase, phase_of(x, out, da))) < 0 || (r = copy_etcd_addresses(x)) < 0)
         return r;
     if (st->ready && out->phase == ROLLOUT_PHASE_STALLED)
-        r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
-                 "serving the configuration it ran before; a roll is held back (Upgrading: %s)",
-                 out->reason);
+        r = ncp_cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
+                     "serving the configuration it ran before; a roll is held back (Upgrading: %s)",
+                     out->reason);
     else if (st->ready && refusal_reason)
         /* Nothing rolls while a change is refused: say so, not that a rollout runs. */
-        r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
-                 "serving the configuration it runs; a change was refused and nothing rolls "
-                 "(Upgrading: %s)",
-                 refusal_reason);
+        r = ncp_cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
+                     "serving the configuration it runs; a change was refused and nothing rolls "
+                     "(Upgrading: %s)",
+                     refusal_reason);
     else if (st->ready)
-        r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", "%s",
-                 out->phase == ROLLOUT_PHASE_READY    ? "every component is ready"
-                 : out->phase == ROLLOUT_PHASE_QUEUED ? "serving; a rollout waits for a slot "
+        r = ncp_cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", "%s",
+                     out->phase == ROLLOUT_PHASE_READY    ? "every component is ready"
+                     : out->phase == ROLLOUT_PHASE_QUEUED ? "serving; a rollout waits for a slot "
                                                         "(Upgrading: RolloutQueued)"
                                                       : "serving while a rollout runs");
     else
-        r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, out->reason, "%s",
-                 out->message);
+        r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, out->reason, "%s",
+                     out->message);
     if (r < 0)
         return r;
-    if ((r = cond(x, "Available", out->serving ? API_CONDITION_TRUE : API_CONDITION_FALSE,
-                  out->serving ? NULL : STATUS_SEVERITY_INFO,
-                  out->serving ? "Available" : "NotServing", "%s",
-                  out->serving ? "etcd has quorum and the API servers and controller managers "
+    if ((r = ncp_cond(x, "Available", out->serving ? API_CONDITION_TRUE : API_CONDITION_FALSE,
+                      out->serving ? NULL : STATUS_SEVERITY_INFO,
+                      out->serving ? "Available" : "NotServing", "%s",
+                      out->serving ? "etcd has quorum and the API servers and controller managers "
                                  "have ready replicas"
                                : "not every component has ready replicas")) < 0)
         return r;
     if (refusal_reason)
-        return cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, refusal_reason,
-                    "%s", refusal_message);
+        return ncp_cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING,
+                        refusal_reason, "%s", refusal_message);
     if (out->phase == ROLLOUT_PHASE_UPGRADING && st->rollout.snapshot.message &&
         versions_changing(x, da, RENDER_PART_ETCD, RENDER_PART_APISERVER))
         /* An upgrade says, while it runs, that it runs without a snapshot. */
-        return cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s; %s",
-                    out->message, st->rollout.snapshot.message);
+        return ncp_cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s; %s",
+                        out->message, st->rollout.snapshot.message);
     if (out->phase == ROLLOUT_PHASE_UPGRADING || out->phase == ROLLOUT_PHASE_QUEUED)
-        return cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s", out->message);
+        return ncp_cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s", out->message);
     if (out->phase == ROLLOUT_PHASE_STALLED)
-        return cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, out->reason,
-                    "%s", out->message);
+        return ncp_cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, out->reason,
+                        "%s", out->message);
     if (!st->initialized)
         return api_conditions_remove(&st->conditions, "Upgrading") >= 0 ? 0 : -ENOMEM;
-    return cond(x, "Upgrading", API_CONDITION_FALSE, NULL, "UpToDate", "%s",
-                "every component runs its desired configuration");
+    return ncp_cond(x, "Upgrading", API_CONDITION_FALSE, NULL, "UpToDate", "%s",
+                    "every component runs its desired configuration");
 }
 
 /* ---- the normal path ---- */
@@ -1416,7 +651,7 @@ static int plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
         return 0;
     }
     if (r < 0)
-        return r == -ENOMEM ? r : cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+        return r == -ENOMEM ? r : ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
                                       "KubeconfigFailed", "%s", e.msg);
     if (!secret) {
         nested_requeue_for_renewal(x->plan, x->view->now, renew_at);
@@ -1433,11 +668,11 @@ static int plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
  * later pass finds it fixed (aggregate() then sets the phase of the rollout). */
 static int invalid(struct cp *x, const char *reason, const char *message)
 {
-    int r = set_str(&x->st->phase, "Failed");
+    int r = ncp_set_str(&x->st->phase, "Failed");
 
     return r < 0 ? r
-                 : cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, reason, "%s",
-                        message);
+                 : ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, reason, "%s",
+                            message);
 }
 
 /* Waiting for objects the user has yet to create: Provisioning, unless the rollout has set a
@@ -1446,7 +681,7 @@ static int waiting_phase(struct cp *x)
 {
     if (x->st->phase && strcmp(x->st->phase, "Failed") != 0)
         return 0;
-    return set_str(&x->st->phase, "Provisioning");
+    return ncp_set_str(&x->st->phase, "Provisioning");
 }
 
 static int reconcile_normal(struct cp *x)
@@ -1472,8 +707,8 @@ static int reconcile_normal(struct cp *x)
     if (r == -ENOENT) {
         api_errors_to_err(&errs, NULL, &e);
         if ((r = waiting_phase(x)) == 0)
-            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "MissingObjects",
-                     "%s", e.msg);
+            r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "MissingObjects",
+                         "%s", e.msg);
         goto out;
     }
     if (r < 0)
@@ -1484,8 +719,8 @@ static int reconcile_normal(struct cp *x)
         const char *missing = render_cluster_missing(rc, (enum render_part)i);
         if (missing) {
             if ((r = waiting_phase(x)) == 0)
-                r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
-                         "WaitingForComponents", "%s", missing);
+                r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                             "WaitingForComponents", "%s", missing);
             goto out;
         }
     }
@@ -1529,10 +764,10 @@ static int reconcile_normal(struct cp *x)
             goto out;
         }
     }
-    r = cond(x, "MoveBlocked", API_CONDITION_TRUE, NULL, "TenantDataNotMovable", "%s",
-             "clusterctl move would copy the Cluster API objects but not the tenant's "
-             "StatefulSets and etcd data, which this cluster would then delete; the annotation "
-             NESTED_BLOCK_MOVE " makes it wait");
+    r = ncp_cond(x, "MoveBlocked", API_CONDITION_TRUE, NULL, "TenantDataNotMovable", "%s",
+                 "clusterctl move would copy the Cluster API objects but not the tenant's "
+                 "StatefulSets and etcd data, which this cluster would then delete; the annotation "
+                 NESTED_BLOCK_MOVE " makes it wait");
     if (r < 0)
         goto out;
 
@@ -1542,17 +777,17 @@ static int reconcile_normal(struct cp *x)
     r = render_cluster_pki_load(rc, &x->src, (int64_t)x->view->now, true, &pki, &errs);
     if (r == -EAGAIN) {
         plan_requeue_after(x->plan, NESTED_KEY_WAIT);
-        r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
-                 "GeneratingKeys", "waiting for private keys");
+        r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                     "GeneratingKeys", "waiting for private keys");
         goto out;
     }
     if (r == -EINVAL) {
         api_errors_to_err(&errs, NULL, &e);
-        r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
-                 "InvalidCertificateAuthority", "%s", e.msg);
-        if (r == 0)
-            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+        r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
                      "InvalidCertificateAuthority", "%s", e.msg);
+        if (r == 0)
+            r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                         "InvalidCertificateAuthority", "%s", e.msg);
         /* A CA Secret without the label changes without the cache seeing it: read it again. */
         plan_requeue_after(x->plan, CACHE_VIEW_CONFLICT_TTL);
         goto out;
@@ -1561,17 +796,17 @@ static int reconcile_normal(struct cp *x)
         goto out;
     if ((r = plan_created_cas(x, pki)) != 0) {
         if (r > 0)
-            r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
-                     "Creating", "the CA Secrets are being created");
+            r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                         "Creating", "the CA Secrets are being created");
         if (r == 0)
-            r = cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Creating",
-                     "the CA Secrets are being created");
+            r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Creating",
+                         "the CA Secrets are being created");
         goto out;
     }
     if ((r = label_found_cas(x, rc)) != 0) {
         if (r > 0)
-            r = cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
-                     "Labelling", "CA Secrets supplied without the cluster-name label are "
+            r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                         "Labelling", "CA Secrets supplied without the cluster-name label are "
                                   "being labelled");
         goto out;
     }
@@ -1590,15 +825,15 @@ static int reconcile_normal(struct cp *x)
         r = -ENOMEM;
         goto out;
     }
-    if ((r = compute_desired(x, rc, pki, da)) < 0) {
+    if ((r = ncp_compute_desired(x, rc, pki, da)) < 0) {
         if (r == -EINVAL)
             r = 0;
         goto out;
     }
-    if ((r = restart_after_restore(x, da)) < 0)
+    if ((r = ncp_restart_after_restore(x, da)) < 0)
         goto out;
     /* The service CIDR is fixed once the cluster has been set up with it. */
-    service_cidrs(rc, cidrs, sizeof(cidrs));
+    ncp_service_cidrs(rc, cidrs, sizeof(cidrs));
     if (x->st->service_cidr && strcmp(x->st->service_cidr, cidrs) != 0) {
         refusal = "ServiceCIDRChangeRefused";
         snprintf(refusal_msg, sizeof(refusal_msg),
@@ -1619,7 +854,7 @@ static int reconcile_normal(struct cp *x)
             snprintf(refusal_msg, sizeof(refusal_msg), "%s", es.message);
         }
     }
-    r = step_rollout(x, da, refusal != NULL, &out);
+    r = ncp_step_rollout(x, da, refusal != NULL, &out);
     if (r < 0)
         goto out;
     if (!refusal && out.phase == ROLLOUT_PHASE_REFUSED) {
@@ -1627,12 +862,12 @@ static int reconcile_normal(struct cp *x)
         snprintf(refusal_msg, sizeof(refusal_msg), "%s", out.message);
     }
     if (!refusal && !x->st->service_cidr && x->st->rollout.etcd.config_hash &&
-        (r = set_str(&x->st->service_cidr, cidrs)) < 0)
+        (r = ncp_set_str(&x->st->service_cidr, cidrs)) < 0)
         goto out;
     r = aggregate(x, &out, da, refusal, refusal_msg);
     if (r == 0)
-        r = rotate_sa_key(x, rc, !refusal && out.phase == ROLLOUT_PHASE_READY,
-                          (refusal && strcmp(refusal, "ServiceCIDRChangeRefused") != 0) ||
+        r = ncp_rotate_sa_key(x, rc, !refusal && out.phase == ROLLOUT_PHASE_READY,
+                              (refusal && strcmp(refusal, "ServiceCIDRChangeRefused") != 0) ||
                               (out.phase == ROLLOUT_PHASE_UPGRADING &&
                                strcmp(phase_of(x, &out, da), "Upgrading") == 0));
 out:
@@ -1681,11 +916,11 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
     if (x.ncp->meta.deleting) {
         r = reconcile_delete(&x);
     } else if (status_paused(x.obj, cl)) {
-        r = cond(&x, "Paused", API_CONDITION_TRUE, NULL, "Paused", "%s",
-                 "reconciliation is paused (annotation cluster.x-k8s.io/paused or Cluster "
-                 "spec.paused)");
+        r = ncp_cond(&x, "Paused", API_CONDITION_TRUE, NULL, "Paused", "%s",
+                     "reconciliation is paused (annotation cluster.x-k8s.io/paused or Cluster "
+                     "spec.paused)");
     } else {
-        r = cond(&x, "Paused", API_CONDITION_FALSE, NULL, "NotPaused", "%s", "");
+        r = ncp_cond(&x, "Paused", API_CONDITION_FALSE, NULL, "NotPaused", "%s", "");
         if (r == 0)
             r = reconcile_normal(&x);
     }
@@ -1729,45 +964,6 @@ static void enqueue_ncp(void *userdata, const cJSON *ncp)
     m->enqueue(m->q, kube_obj_namespace(ncp), kube_obj_name(ncp));
 }
 
-static int by_queue_order(const void *a, const void *b)
-{
-    const struct brake_peer *x = a, *y = b;
-    int c;
-
-    if (x->queued_since != y->queued_since)
-        return x->queued_since < y->queued_since ? -1 : 1;
-    c = strcmp(x->ns ? x->ns : "", y->ns ? y->ns : "");
-    return c ? c : strcmp(x->name ? x->name : "", y->name ? y->name : "");
-}
-
-/* A control plane that is not rolling (a roll ended, or it went) may free a slot: the first
- * waiting ones, as many as there are free slots, are reconciled again. */
-static void wake_queued(struct nested_ctx *ctx, const struct cache_view *view, const cJSON *obj,
-                        enqueue_fn enqueue, void *q)
-{
-    struct peers p = {ctx, view, NULL, NULL, NULL, 0, 0, 0};
-    struct brake_peer self;
-    size_t waiting = 0;
-    int limit, rolling = 0;
-
-    if (ctx->max_rollouts.value <= 0)
-        return;
-    peer_of(ctx, view, obj, &self);
-    if ((self.rolling || self.queued) && kube_store_get(view->control_planes, self.ns, self.name))
-        return;
-    kube_store_foreach(view->control_planes, collect_peer, &p);
-    limit = brake_limit_resolve(&ctx->max_rollouts, kube_store_count(view->control_planes));
-    for (size_t i = 0; i < p.n; i++) {
-        rolling += p.items[i].rolling;
-        if (p.items[i].queued)
-            p.items[waiting++] = p.items[i];
-    }
-    qsort(p.items, waiting, sizeof(*p.items), by_queue_order);
-    for (size_t i = 0; i < waiting && (int)i < limit - rolling; i++)
-        enqueue(q, p.items[i].ns, p.items[i].name);
-    free(p.items);
-}
-
 void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
                             const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
                             void *q)
@@ -1776,7 +972,7 @@ void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
 
     lookup_control_planes_for(view, res, obj, enqueue_ncp, &m);
     if (res == &NESTCP_CONTROL_PLANES && ctx)
-        wake_queued(ctx, view, obj, enqueue, q);
+        ncp_wake_queued(ctx, view, obj, enqueue, q);
 }
 
 void nestedcontrolplane_def(struct nested_ctx *ctx, struct controller_def *ret_def)

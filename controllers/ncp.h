@@ -1,0 +1,96 @@
+#ifndef NESTCP_CONTROLLERS_NCP_H
+#define NESTCP_CONTROLLERS_NCP_H
+
+/*
+ * The NestedControlPlane reconciler's parts, shared by its three files:
+ *
+ *   nestedcontrolplane.c  the reconcile: deletion, adoption, the CAs and kubeconfig, status,
+ *                         the watch mapping, and the helpers below
+ *   ncprollout.c          the targets: each component's desired state, the rollout state
+ *                         machine with the brake, the etcd snapshot before a version change,
+ *                         the health of a roll, and the restarts after an etcd restore
+ *   ncpsakey.c            the service-account key rotation's writes
+ *
+ * Internal to those files; nothing else includes it.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "api/types.h"
+#include "controllers/nested.h"
+#include "controllers/plan.h"
+#include "controllers/rollout.h"
+#include "controllers/runtime.h"
+#include "controllers/status.h"
+#include "lib/render/cluster.h"
+
+/* One reconcile in progress. */
+struct cp {
+    struct nested_ctx *ctx;
+    const struct cache_view *view;
+    struct render_source src;
+    struct plan *plan;
+    const char *ns, *name;
+    const char *cluster; /* the cluster name its objects are named after, once resolved */
+    const cJSON *obj;
+    struct api_control_plane *ncp;
+    struct api_control_plane_status *st;
+    int64_t gen;
+    bool spec_patched; /* the object changes under this plan: skip the status write */
+    size_t step_events, step_events_end; /* the RolloutStep Events: recorded after the status */
+};
+
+/* Each component's desired state and its StatefulSet as cached. */
+struct desired_all {
+    struct render_cluster_desired d[RENDER_PART__COUNT];
+    struct status_sts ss[RENDER_PART__COUNT];
+    const cJSON *sts[RENDER_PART__COUNT]; /* the cached StatefulSets, or NULL */
+};
+
+static inline const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+/* Sets a condition; a Warning event goes with an Error or Warning one that changed. Returns 0
+ * or -ENOMEM. */
+int ncp_cond(struct cp *x, const char *type, const char *status, const char *severity,
+             const char *reason, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* *dst = a copy of src (NULL allowed), unless equal. Returns 0 or -ENOMEM. */
+int ncp_set_str(char **dst, const char *src);
+
+/* The service CIDRs the control plane would run with, joined by ",". */
+void ncp_service_cidrs(const struct render_cluster *rc, char *out, size_t size);
+
+/* ---- ncprollout.c ---- */
+
+/* Each component's desired {version, config hash} and cached StatefulSet. Returns 0, -EINVAL
+ * (a condition says why), -ENOMEM. */
+int ncp_compute_desired(struct cp *x, const struct render_cluster *rc,
+                        const struct render_cluster_pki *pki, struct desired_all *da);
+
+/* Runs the state machine, with the brake and the snapshot gate, and writes the targets into
+ * status.rollout; returns its output. frozen: the control plane is paused. */
+int ncp_step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
+                     struct rollout_output *out);
+
+/* Deletes the API server and controller-manager pods older than an etcd restore. */
+int ncp_restart_after_restore(struct cp *x, const struct desired_all *da);
+
+/* A control plane whose roll ended (or that went) wakes those that wait for a slot. */
+void ncp_wake_queued(struct nested_ctx *ctx, const struct cache_view *view, const cJSON *obj,
+                     enqueue_fn enqueue, void *q);
+
+/* ---- ncpsakey.c ---- */
+
+/* Runs the rotation's state machine after the rollout's (rolled: every component runs what
+ * the Secrets imply; upgrading: a version change rolls out or is held back). */
+int ncp_rotate_sa_key(struct cp *x, const struct render_cluster *rc, bool rolled,
+                      bool upgrading);
+
+#endif
