@@ -96,14 +96,14 @@ static bool members_left(const struct etcd_restore_input *in, const char *sts, c
     char name[300];
 
     for (int i = 0; i < MAX_MEMBERS; i++) {
-        snprintf(name, sizeof(name), "%s-%d", sts, i);
+        str_printf(name, sizeof(name), "%s-%d", sts, i);
         if (kube_store_get(in->view->pods, in->ns, name)) {
-            snprintf(which, size, "pod %s", name);
+            str_printf(which, size, "pod %s", name);
             return true;
         }
-        snprintf(name, sizeof(name), "data-%s-%d", sts, i);
+        str_printf(name, sizeof(name), "data-%s-%d", sts, i);
         if (kube_store_get(in->view->claims, in->ns, name)) {
-            snprintf(which, size, "claim %s", name);
+            str_printf(which, size, "claim %s", name);
             return true;
         }
     }
