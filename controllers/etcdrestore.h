@@ -66,7 +66,9 @@ struct etcd_restore_output {
 
 /* The next step of a restore asked for by the annotation; changes st (status.restore, and the
  * membership records when the cluster is forgotten or member 0 starts) and plans. Actions that
- * must follow the status write go to after_status. Returns 0 or -ENOMEM. */
+ * must follow the status write go to after_status. Its Events (RestoreStarted, Restored) go to
+ * plan; the caller holds them until the status write and after_status succeeded
+ * (plan_events_after_all). Returns 0 or -ENOMEM. */
 int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_status *st,
                       struct plan *plan, struct plan *after_status,
                       struct etcd_restore_output *out);

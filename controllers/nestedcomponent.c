@@ -52,6 +52,8 @@ struct comp {
     const char *rolled_back; /* the roll to the target failed and is held back: what failed */
     bool moving_to_claims; /* etcd: its members move from emptyDir to claims */
     bool members_settled;  /* etcd: every member votes and its pod is Ready */
+    /* etcd: the restore's Events, told once its status write and pod release succeeded */
+    size_t restore_events, restore_events_end;
     char key[RENDER_CLUSTER_NAME_MAX * 2];
     char conflict[512]; /* a rendered object's name is taken by someone else's object */
 };
@@ -515,7 +517,10 @@ static int restore_step(struct comp *x, const struct render_cluster *rc, cJSON *
         if (!in.sts && str(o, "kind") && strcmp(str(o, "kind"), "StatefulSet") == 0)
             in.sts = o;
     }
-    if ((r = etcd_restore_step(&in, x->st, x->plan, &x->after_status, &out)) < 0)
+    x->restore_events = x->plan->n_events;
+    r = etcd_restore_step(&in, x->st, x->plan, &x->after_status, &out);
+    x->restore_events_end = x->plan->n_events;
+    if (r < 0)
         return r;
     if (out.reason &&
         (r = cond(x, ETCD_RESTORE_CONDITION, out.status,
@@ -892,6 +897,8 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
                         : -ENOMEM;
         if (r >= 0)
             r = plan_append(plan, &x.after_status);
+        if (r >= 0)
+            plan_events_after_all(plan, x.restore_events, x.restore_events_end);
     }
 out:
     plan_done(&x.after_status);
