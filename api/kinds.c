@@ -298,6 +298,15 @@ static const struct api_schema etcd_restore_props[] = {
     END,
 };
 
+static const struct api_schema etcd_snapshot_status_props[] = {
+    STR("request", "The value of the annotation etcd.nestcp.x-k8s.io/snapshot it answers."),
+    STR("name", "The snapshot's name: its file is <name>.db on the claim of spec.snapshots, "
+                "written by the Job of that name; the name to restore it by."),
+    STR("phase", "Taking, Complete or Failed."),
+    STR("takenAt", "When it completed (RFC 3339)."),
+    END,
+};
+
 static const struct api_schema etcd_status_props[] = {
     COMPONENT_COMMON_STATUS,
     ARR("addresses", &etcd_address_item,
@@ -312,6 +321,8 @@ static const struct api_schema etcd_status_props[] = {
         "The members by ordinal: membership changes go through etcd's API one member at a "
         "time (docs/upgrades.md)."),
     OBJ("restore", etcd_restore_props, "The last restore of etcd from a snapshot."),
+    OBJ("snapshot", etcd_snapshot_status_props,
+        "The last snapshot asked for with the annotation etcd.nestcp.x-k8s.io/snapshot."),
     END,
 };
 

@@ -540,6 +540,10 @@ int api_component_from_json(const cJSON *obj, struct api_component **ret, struct
         c->status.restore_snapshot = get_str(&x, child_obj(st, "restore"), "snapshot");
         c->status.restore_phase = get_str(&x, child_obj(st, "restore"), "phase");
         c->status.restored_at = get_str(&x, child_obj(st, "restore"), "restoredAt");
+        c->status.snapshot_request = get_str(&x, child_obj(st, "snapshot"), "request");
+        c->status.snapshot_name = get_str(&x, child_obj(st, "snapshot"), "name");
+        c->status.snapshot_phase = get_str(&x, child_obj(st, "snapshot"), "phase");
+        c->status.snapshot_taken_at = get_str(&x, child_obj(st, "snapshot"), "takenAt");
     }
     if (kind == API_KIND_NESTED_APISERVER)
         get_ref(&x, st, "apiserverService", &c->status.apiserver_service);

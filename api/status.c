@@ -228,6 +228,13 @@ cJSON *api_component_status_to_json(enum api_kind kind, const struct api_compone
             add_str(&b, r, "phase", st->restore_phase);
             add_str(&b, r, "restoredAt", st->restored_at);
         }
+        if (st->snapshot_request) {
+            cJSON *s = add(&b, o, "snapshot", cJSON_CreateObject());
+            add_str(&b, s, "request", st->snapshot_request);
+            add_str(&b, s, "name", st->snapshot_name);
+            add_str(&b, s, "phase", st->snapshot_phase);
+            add_str(&b, s, "takenAt", st->snapshot_taken_at);
+        }
     }
     if (kind == API_KIND_NESTED_APISERVER)
         add_ref(&b, o, "apiserverService", &st->apiserver_service);

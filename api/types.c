@@ -290,6 +290,10 @@ void api_component_free(struct api_component *c)
     free(c->status.restore_snapshot);
     free(c->status.restore_phase);
     free(c->status.restored_at);
+    free(c->status.snapshot_request);
+    free(c->status.snapshot_name);
+    free(c->status.snapshot_phase);
+    free(c->status.snapshot_taken_at);
     api_object_ref_done(&c->status.apiserver_service);
     free(c);
 }

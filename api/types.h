@@ -253,6 +253,10 @@ struct api_component_status {
      * snapshot's name, its phase (Stopping, Restoring, Restored) and when etcd was started
      * from it; all NULL before the first. */
     char *restore_snapshot, *restore_phase, *restored_at;
+    /* NestedEtcd only: the last snapshot asked for by annotation (controllers/etcdsnapshot.h):
+     * the request, the snapshot's name, its phase (Taking, Complete, Failed), when it
+     * completed; all NULL before the first. */
+    char *snapshot_request, *snapshot_name, *snapshot_phase, *snapshot_taken_at;
     struct api_object_ref apiserver_service; /* NestedAPIServer only */
 };
 

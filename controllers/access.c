@@ -65,8 +65,9 @@ const struct access_rule access_rules[] = {
      "gate lifted (merge patch); deleted to move its member from emptyDir to a claim (the "
      "StatefulSet controller does not replace a pod whose volumes differ from its claim "
      "templates)"},
-    {"batch", "jobs", "create", NULL, ACCESS_PLAN,
-     "an etcd snapshot before a version change (controllers/snapshot.h)"},
+    {"batch", "jobs", "create delete", NULL, ACCESS_PLAN,
+     "etcd snapshots and restores (controllers/snapshot.h): created, and deleted once what "
+     "they did is recorded"},
     {"networking.k8s.io", "networkpolicies", "get create patch delete", NULL, ACCESS_PLAN,
      "rendered (etcd's and the API server's): server-side applied (which creates; read first "
      "when the cache does not hold it), deleted with their control plane or when no longer "

@@ -170,6 +170,16 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
     int r;
 
     memset(out, 0, sizeof(*out));
+    /* A finished restore Job is of no use once the cached status shows etcd restored, or a
+     * new restore stopping the members; its pod would keep the claim it wrote from being
+     * deleted. */
+    {
+        const char *phase = text(get(get(in->etcd, "status"), "restore"), "phase");
+        if ((is(phase, ETCD_RESTORE_RESTORED) || is(phase, ETCD_RESTORE_STOPPING)) &&
+            (r = snapshot_prune(in->view->jobs, kube_obj_uid(in->etcd),
+                                SNAPSHOT_RESTORE_COMPONENT, NULL, plan)) < 0)
+            return r;
+    }
     if (!want || !*want || (is(st->restore_snapshot, want) &&
                             is(st->restore_phase, ETCD_RESTORE_RESTORED)))
         return 0;

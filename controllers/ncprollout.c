@@ -394,6 +394,14 @@ static int snapshot_gate(struct cp *x, const struct rollout_input *in,
     char before[256], key[512], name[SNAPSHOT_NAME_MAX], why[512], msg[1024];
     int r;
 
+    /* The Job of the snapshot the cached status records is of no more use. */
+    {
+        const cJSON *rec = get(get(get(x->obj, "status"), "rollout"), "snapshot");
+        if (cJSON_IsString(get(rec, "name")) && cJSON_IsString(get(rec, "takenAt")) &&
+            (r = snapshot_prune(x->view->jobs, kube_obj_uid(x->obj), SNAPSHOT_COMPONENT,
+                                get(rec, "name")->valuestring, x->plan)) < 0)
+            return r;
+    }
     if (!in->initialized)
         return 0;
     version_changes(in, out, before, sizeof(before));

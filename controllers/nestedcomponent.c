@@ -26,6 +26,7 @@
 #include "api/types.h"
 #include "controllers/etcdmembership.h"
 #include "controllers/etcdrestore.h"
+#include "controllers/etcdsnapshot.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
 #include "controllers/nested.h"
@@ -543,6 +544,23 @@ static int restore_step(struct comp *x, const struct render_cluster *rc, cJSON *
     return 1;
 }
 
+/* etcd: a snapshot the NestedEtcd's annotation asks for (controllers/etcdsnapshot.h). */
+static int snapshot_step(struct comp *x, const struct render_cluster *rc, const char *certs)
+{
+    struct etcd_snapshot_input in = {.view = x->view, .etcd = x->obj, .ns = x->ns,
+                                     .cluster = render_cluster_name(rc), .certs = certs};
+    struct etcd_snapshot_output out;
+    int r;
+
+    if ((r = etcd_snapshot_step(&in, x->st, x->plan, &out)) < 0 || !out.reason)
+        return r;
+    return cond(x, ETCD_SNAPSHOT_CONDITION, out.status,
+                out.warning ? STATUS_SEVERITY_WARNING
+                : strcmp(out.status, API_CONDITION_TRUE) == 0 ? NULL
+                                                              : STATUS_SEVERITY_INFO,
+                out.reason, out.message);
+}
+
 /* etcd: the next membership change, and the StatefulSet's replicas and partition. */
 static int reconcile_members(struct comp *x, const struct render_cluster *rc, const char *certs,
                              const char *hash, cJSON *objs)
@@ -570,6 +588,8 @@ static int reconcile_members(struct comp *x, const struct render_cluster *rc, co
         return r;
     if ((r = restore_step(x, rc, objs)) != 0)
         return r < 0 ? r : 0;
+    if ((r = snapshot_step(x, rc, certs)) < 0)
+        return r;
     if ((r = etcd_membership_step(base->members, &in, x->st, x->plan, &x->after_status, &out)) <
         0)
         return r;

@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 
 #include "api/kinds.h"
+#include "controllers/plan.h"
 #include "controllers/status.h"
 #include "lib/kube/client.h"
 #include "lib/kube/store.h"
@@ -232,7 +233,8 @@ cJSON *snapshot_job(const struct snapshot_job_input *in)
         .ns = in->ns, .cluster = in->cluster, .name = in->name,
         .component = SNAPSHOT_COMPONENT, .image = in->image,
         .owner_api_version = in->owner_api_version,
-        .owner_kind = api_kind_info(API_KIND_NESTED_CONTROL_PLANE)->name,
+        .owner_kind = in->owner_kind ? in->owner_kind
+                                     : api_kind_info(API_KIND_NESTED_CONTROL_PLANE)->name,
         .owner_name = in->owner_name, .owner_uid = in->owner_uid,
         .command = "etcdctl",
         .args = {endpoint, "--cacert=/etc/etcd/pki/ca.crt",
@@ -362,4 +364,42 @@ int snapshot_source(const struct kube_store *pods, const cJSON *sts, const cJSON
         }
     }
     return -ENOENT;
+}
+
+struct prune {
+    const char *component, *only_name;
+    struct plan *plan;
+    int r;
+};
+
+static bool prune_one(void *userdata, const cJSON *job)
+{
+    struct prune *p = userdata;
+    const char *name = kube_obj_name(job), *which = kube_obj_label(job, "app.kubernetes.io/component");
+    const char *done;
+    char why[256];
+
+    if (!name || !which || strcmp(which, p->component) != 0 ||
+        (p->only_name && strcmp(name, p->only_name) != 0) ||
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"),
+                                         "deletionTimestamp") ||
+        snapshot_job_state(job, why, sizeof(why), &done) == SNAPSHOT_RUNNING)
+        return true;
+    if (plan_delete(p->plan, &KUBE_JOBS, kube_obj_namespace(job), name, kube_obj_uid(job),
+                    "Job %s/%s: finished, and what it did is recorded", kube_obj_namespace(job),
+                    name) < 0) {
+        p->r = -ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+int snapshot_prune(const struct kube_store *jobs, const char *owner_uid, const char *component,
+                   const char *only_name, struct plan *plan)
+{
+    struct prune p = {component, only_name, plan, 0};
+
+    if (owner_uid)
+        kube_store_foreach_owned(jobs, owner_uid, prune_one, &p);
+    return p.r;
 }

@@ -37,8 +37,9 @@ struct kube_store;
 
 struct snapshot_job_input {
     const char *ns, *cluster;
-    /* The NestedControlPlane that controls the Job. */
-    const char *owner_api_version, *owner_name, *owner_uid;
+    /* What controls the Job: the NestedControlPlane (before a version change) or the
+     * NestedEtcd (a snapshot the user asks for); owner_kind NULL: NestedControlPlane. */
+    const char *owner_api_version, *owner_kind, *owner_name, *owner_uid;
     const char *name;          /* snapshot_name() */
     const char *claim;         /* the claim the file goes to */
     const char *image;         /* the running etcd's image: its etcdctl matches the server */
@@ -86,6 +87,15 @@ enum snapshot_state {
     SNAPSHOT_COMPLETE, /* condition Complete True: <name>.db is on the claim */
     SNAPSHOT_FAILED,   /* condition Failed True: no pod succeeded in time */
 };
+
+/* Deletes (with their pods) the finished Jobs controlled by owner_uid whose
+ * app.kubernetes.io/component is component, and whose name is only_name unless that is NULL:
+ * once what a Job did is recorded in a status the cache shows, it has no more use, and its
+ * pod, finished or not, would keep the claims it mounts from being deleted. Returns 0 or
+ * -ENOMEM. */
+struct plan;
+int snapshot_prune(const struct kube_store *jobs, const char *owner_uid, const char *component,
+                   const char *only_name, struct plan *plan);
 
 /* The state of a snapshot Job as its status tells. For SNAPSHOT_FAILED, why holds the Job's
  * reason and message; for SNAPSHOT_COMPLETE, *completed_at its status.completionTime (borrowed

@@ -28,6 +28,7 @@ struct sim {
     const char *watch;      /* an Event reason to count; NULL: none */
     int watch_hits;
     enum { SIM_JOBS_COMPLETE, SIM_JOBS_RUN, SIM_JOBS_FAIL } jobs; /* what Jobs do */
+    int jobs_created;
     char watch_msg[512]; /* the last such Event's message */
     /* Called with every action applied, when set. */
     void (*on_action)(void *ud, const struct plan_action *a);
@@ -98,6 +99,8 @@ static inline size_t sim_one(struct sim *s, int which, const char *ns, const cha
             print_message("  %s/%s: %d %s %s %s\n", ns, name, (int)a->verb,
                           a->call ? a->call->name : a->resource->resource,
                           a->name ? a->name : "", a->why);
+        if (!a->call && a->verb == KUBE_CREATE && strcmp(a->resource->resource, "jobs") == 0)
+            s->jobs_created++;
         if (a->call || strcmp(a->resource->resource, "statefulsets") != 0 ||
             a->verb != KUBE_PATCH)
             continue;

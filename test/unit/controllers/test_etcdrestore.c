@@ -1,7 +1,9 @@
 #include "nested_fixture.h"
 
+#include "api/status.h"
 #include "controllers/etcdmembership.h"
 #include "controllers/etcdrestore.h"
+#include "controllers/etcdsnapshot.h"
 
 /* A 3-member etcd of cluster "t1" that asks for snapshot t1-etcd-snapshot-0123456789, as the
  * etcd reconciler sees it: the NestedEtcd, the rendered StatefulSet, its running members. */
@@ -108,6 +110,10 @@ static int teardown(void **state)
     free(t->st.restore_snapshot);
     free(t->st.restore_phase);
     free(t->st.restored_at);
+    free(t->st.snapshot_request);
+    free(t->st.snapshot_name);
+    free(t->st.snapshot_phase);
+    free(t->st.snapshot_taken_at);
     fx_done(&t->f);
     return 0;
 }
@@ -233,10 +239,21 @@ static void test_etcdrestore__stops_restores_into_member_0_and_starts_it(void **
                             "new");
     }
 
-    /* done: the membership step runs again */
+    /* done: the membership step runs again; once the cache shows the status, the finished
+     * Job goes, whose pod would keep the claim it wrote from ever being deleted */
     step(t);
     assert_false(t->out.active);
     assert_null(t->out.reason);
+    assert_null(fx_action(&t->plan, KUBE_DELETE, "jobs", NULL));
+    {
+        cJSON *etcd = cJSON_Duplicate(fx_get(&t->f, FX_ETCDS, "t1-etcd"), true);
+        cJSON_AddItemToObject(etcd, "status",
+                              cJSON_Parse("{\"restore\":{\"snapshot\":\"t1-etcd-snapshot-0123456789\","
+                                          "\"phase\":\"Restored\"}}"));
+        fx_put_json(&t->f, etcd);
+    }
+    step(t);
+    assert_non_null(fx_action(&t->plan, KUBE_DELETE, "jobs", name));
 }
 
 /* Without a claim to read the snapshot from, nothing stops. */
@@ -256,6 +273,76 @@ static void test_etcdrestore__without_a_snapshots_claim_nothing_stops(void **sta
     assert_int_equal(t->plan.n_actions, 0);
 }
 
+/* A snapshot asked for by annotation: a Job controlled by the NestedEtcd takes it from a ready
+ * member; the status names it once the Job completed, and the same request is not taken
+ * again. */
+static void test_etcdrestore__a_snapshot_asked_for_is_taken_once(void **state)
+{
+    struct t *t = *state;
+    struct etcd_snapshot_input in = {.view = &t->f.view, .ns = "default", .cluster = "t1",
+                                     .certs = "t1-etcd-certs-1"};
+    struct etcd_snapshot_output out;
+    const struct plan_action *create;
+    cJSON *etcd = cJSON_Duplicate(fx_get(&t->f, FX_ETCDS, "t1-etcd"), true), *job;
+    char name[64];
+
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(etcd, "metadata"), "annotations",
+                              cJSON_Parse("{\"etcd.nestcp.x-k8s.io/snapshot\":\"before-move\"}"));
+    cJSON_AddItemToObject(etcd, "status",
+                          cJSON_Parse("{\"addresses\":[{\"hostname\":\"t1-etcd-0.t1-etcd.default."
+                                      "svc\",\"port\":2379}]}"));
+    fx_put_json(&t->f, etcd);
+    fx_put(&t->f, "apiVersion: apps/v1\nkind: StatefulSet\n"
+                  "metadata: {name: t1-etcd, namespace: default}\nspec: {replicas: 1}\n"
+                  "---\n"
+                  "apiVersion: v1\nkind: Pod\nmetadata: {name: t1-etcd-0, namespace: default}\n"
+                  "status:\n"
+                  "  conditions: [{type: Ready, status: 'True'}]\n"
+                  "  containerStatuses: [{name: etcd, image: 'registry.k8s.io/etcd:3.6.17-0'}]\n");
+    in.etcd = fx_get(&t->f, FX_ETCDS, "t1-etcd");
+    assert_int_equal(etcd_snapshot_step(&in, &t->st, &t->plan, &out), 0);
+    create = fx_action(&t->plan, KUBE_CREATE, "jobs", NULL);
+    assert_non_null(create);
+    snprintf(name, sizeof(name), "%s", kube_obj_name(create->body));
+    assert_string_equal(t->st.snapshot_name, name);
+    assert_string_equal(t->st.snapshot_request, "before-move");
+    assert_string_equal(t->st.snapshot_phase, "Taking");
+    assert_string_equal(out.reason, "Taking");
+    assert_string_equal(fx_str(create->body, "metadata.ownerReferences.0.kind"), "NestedEtcd");
+    assert_string_equal(fx_str(create->body, "spec.template.spec.containers.0.args.0"),
+                        "--endpoints=https://t1-etcd-0.t1-etcd.default.svc:2379");
+    assert_string_equal(fx_str(create->body, "spec.template.spec.volumes.1.secret.secretName"),
+                        "t1-etcd-certs-1");
+    fx_apply_plan(&t->f, &t->plan);
+
+    job = cJSON_Duplicate(fx_get(&t->f, FX_JOBS, name), true);
+    cJSON_AddItemToObject(job, "status",
+                          cJSON_Parse("{\"completionTime\":\"2027-01-15T08:01:00Z\",\"conditions\":"
+                                      "[{\"type\":\"Complete\",\"status\":\"True\"}]}"));
+    fx_put_json(&t->f, job);
+    plan_done(&t->plan);
+    plan_init(&t->plan);
+    assert_int_equal(etcd_snapshot_step(&in, &t->st, &t->plan, &out), 0);
+    assert_string_equal(t->st.snapshot_phase, "Complete");
+    assert_string_equal(t->st.snapshot_taken_at, "2027-01-15T08:01:00Z");
+    assert_string_equal(out.status, "True");
+    assert_non_null(fx_event(&t->plan, "SnapshotTaken"));
+
+    /* answered: nothing more for the same request; once the cache shows it, its Job goes */
+    plan_done(&t->plan);
+    plan_init(&t->plan);
+    assert_int_equal(etcd_snapshot_step(&in, &t->st, &t->plan, &out), 0);
+    assert_null(out.reason);
+    assert_int_equal(t->plan.n_actions + t->plan.n_events, 0);
+    etcd = cJSON_Duplicate(fx_get(&t->f, FX_ETCDS, "t1-etcd"), true);
+    cJSON_ReplaceItemInObject(etcd, "status",
+                              api_component_status_to_json(API_KIND_NESTED_ETCD, &t->st));
+    fx_put_json(&t->f, etcd);
+    in.etcd = fx_get(&t->f, FX_ETCDS, "t1-etcd");
+    assert_int_equal(etcd_snapshot_step(&in, &t->st, &t->plan, &out), 0);
+    assert_non_null(fx_action(&t->plan, KUBE_DELETE, "jobs", name));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +350,8 @@ int main(void)
             test_etcdrestore__stops_restores_into_member_0_and_starts_it, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_etcdrestore__without_a_snapshots_claim_nothing_stops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_etcdrestore__a_snapshot_asked_for_is_taken_once,
+                                        setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
