@@ -55,6 +55,7 @@ struct comp {
     bool members_settled;  /* etcd: every member votes and its pod is Ready */
     /* etcd: the restore's Events, told once its status write and pod release succeeded */
     size_t restore_events, restore_events_end;
+    char restoring[768]; /* etcd: what a running restore does; "" when none runs */
     char key[RENDER_CLUSTER_NAME_MAX * 2];
     char conflict[512]; /* a rendered object's name is taken by someone else's object */
 };
@@ -446,6 +447,8 @@ static int observe(struct comp *x, const struct render_cluster *rc, const char *
                  "order etcd, kube-apiserver, kube-controller-manager)",
                  kube_obj_name(x->ncp));
         r = not_ready(x, STATUS_SEVERITY_INFO, "WaitingForRollout", "%s", msg);
+    } else if (x->restoring[0]) {
+        r = not_ready(x, STATUS_SEVERITY_INFO, "Restoring", "%s", x->restoring);
     } else if (ss.complete) {
         snprintf(msg, sizeof(msg), "%d/%d replicas ready", ss.ready, ss.replicas);
         r = cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", msg);
@@ -535,6 +538,11 @@ static int restore_step(struct comp *x, const struct render_cluster *rc, cJSON *
         etcd_membership_forget(x->pc->base->members, x->key);
     if (!out.active)
         return 0;
+    /* Neither ready nor a settled membership while etcd is being replaced. */
+    snprintf(x->restoring, sizeof(x->restoring), "%s", out.message);
+    if ((r = cond(x, ETCD_MEMBERSHIP_CONDITION, API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                  "Restoring", out.message)) < 0)
+        return r;
     err_clear(&e);
     if ((r = render_transform_statefulset_scale(objs, out.replicas, 0, &e)) < 0)
         return r;

@@ -450,6 +450,40 @@ static void test_nestedcomponent__etcd_is_persistent_by_default(void **state)
     sim_done(&s);
 }
 
+/* While a restore from a snapshot runs, etcd says so: not Ready, its membership not settled,
+ * its StatefulSet going to 0. */
+static void test_nestedcomponent__a_restoring_etcd_is_not_ready(void **state)
+{
+    const struct plan_action *sts;
+    const cJSON *st;
+    struct sim s;
+    struct plan p;
+    cJSON *etcd;
+
+    sim_init(&s, solo);
+    sim_converge(&s, 30);
+    assert_string_equal(fx_str(fx_condition(comp_status(&s, RENDER_PART_ETCD), "Ready"), "status"),
+                        "True");
+    etcd = cJSON_Duplicate(fx_get(&s.f, FX_ETCDS, "c-etcd"), true);
+    cJSON_AddItemToObject(cJSON_GetObjectItem(etcd, "metadata"), "annotations",
+                          cJSON_Parse("{\"etcd.nestcp.x-k8s.io/restore-snapshot\":\"s1\"}"));
+    cJSON_AddItemToObject(cJSON_GetObjectItem(etcd, "spec"), "snapshots",
+                          cJSON_Parse("{\"persistentVolumeClaim\":{\"claimName\":\"snaps\"}}"));
+    fx_put_json(&s.f, etcd);
+    reconcile(&s, RENDER_PART_ETCD, &p);
+    sts = fx_action(&p, KUBE_PATCH, "statefulsets", "c-etcd");
+    assert_non_null(sts);
+    assert_int_equal(fx_path(sts->body, "spec.replicas")->valueint, 0);
+    st = fx_path(p.actions[p.n_actions - 1].body, "status");
+    assert_string_equal(fx_str(fx_condition(st, "Ready"), "status"), "False");
+    assert_string_equal(fx_str(fx_condition(st, "Ready"), "reason"), "Restoring");
+    assert_string_equal(fx_str(fx_condition(st, "MembersReady"), "status"), "False");
+    assert_string_equal(fx_str(fx_condition(st, "MembersReady"), "reason"), "Restoring");
+    assert_string_equal(fx_str(st, "restore.phase"), "Stopping");
+    plan_done(&p);
+    sim_done(&s);
+}
+
 static void test_nestedcomponent__etcd_on_emptydir_is_not_rolled(void **state)
 {
     struct sim s;
@@ -682,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_nestedcomponent__comes_back_when_its_certs_are_due),
         cmocka_unit_test(test_nestedcomponent__someone_elses_object_is_left_alone),
         cmocka_unit_test(test_nestedcomponent__etcd_is_persistent_by_default),
+        cmocka_unit_test(test_nestedcomponent__a_restoring_etcd_is_not_ready),
         cmocka_unit_test(test_nestedcomponent__etcd_on_emptydir_is_not_rolled),
         cmocka_unit_test(test_nestedcomponent__an_emptydir_etcd_made_before_the_default_keeps_it),
         cmocka_unit_test(test_nestedcomponent__objects_of_the_wrong_shape_are_named_and_not_used),
