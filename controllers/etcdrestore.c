@@ -110,6 +110,11 @@ static bool members_left(const struct etcd_restore_input *in, const char *sts, c
     return false;
 }
 
+static bool gated(const cJSON *pod)
+{
+    return cJSON_GetArraySize(get(get(pod, "spec"), "schedulingGates")) > 0;
+}
+
 static void forget_cluster(struct api_component_status *st)
 {
     free(st->cluster_id);
@@ -180,10 +185,25 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
                                 SNAPSHOT_RESTORE_COMPONENT, NULL, plan)) < 0)
             return r;
     }
-    if (!want || !*want || (is(st->restore_snapshot, want) &&
-                            is(st->restore_phase, ETCD_RESTORE_RESTORED)))
+    if (!want || !*want)
         return 0;
     snprintf(sts_name, sizeof(sts_name), "%s-etcd", in->cluster);
+    if (is(st->restore_snapshot, want) && is(st->restore_phase, ETCD_RESTORE_RESTORED)) {
+        /* Until the cache shows member 0 started (its gate gone), the membership step would
+         * take the cluster for one that never formed and start the other members as a new
+         * cluster of their own: it stays at 1 replica until then. Once the membership step
+         * has recorded the new cluster's ID, nothing here holds it any more. */
+        snprintf(member, sizeof(member), "%s-0", sts_name);
+        pod = kube_store_get(in->view->pods, in->ns, member);
+        if (!st->cluster_id && (!pod || gated(pod))) {
+            out->active = true;
+            out->replicas = 1;
+            say(out, "True", "Restored", false,
+                "restored from snapshot %s at %s: waiting for member %s to start", want,
+                st->restored_at ? st->restored_at : "?", member);
+        }
+        return 0;
+    }
     if (!claim || !*claim) {
         say(out, "False", "NoSnapshotClaim", true,
             "cannot restore snapshot %s: the NestedEtcd names no "
