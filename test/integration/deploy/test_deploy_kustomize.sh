@@ -213,6 +213,7 @@ cat >"$out/reconcile.rules" <<'RULES'
 clusters.cluster.x-k8s.io [] list watch
 configmaps [] create delete get list patch watch
 events [] create patch
+jobs.batch [] create delete list watch
 nestedapiservers.controlplane.cluster.x-k8s.io [] delete list patch watch
 nestedapiservers.controlplane.cluster.x-k8s.io/finalizers [] update
 nestedapiservers.controlplane.cluster.x-k8s.io/status [] update
