@@ -35,17 +35,6 @@ static bool is(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-static int set_str(char **dst, const char *src)
-{
-    char *d = src ? strdup(src) : NULL;
-
-    if (src && !d)
-        return -ENOMEM;
-    free(*dst);
-    *dst = d;
-    return 0;
-}
-
 /* The value of --<flag>= among the rendered etcd container's args, or NULL. */
 static const char *arg_of(const cJSON *container, const char *flag)
 {
@@ -138,8 +127,8 @@ static int start_member(const struct etcd_restore_input *in, struct api_componen
     if (!(st->members = calloc(1, sizeof(*st->members))))
         goto oom;
     st->n_members = 1;
-    if (set_str(&st->members[0].name, member) < 0 ||
-        set_str(&st->members[0].data_uid, kube_obj_uid(claim)) < 0)
+    if (str_set(&st->members[0].name, member) < 0 ||
+        str_set(&st->members[0].data_uid, kube_obj_uid(claim)) < 0)
         goto oom;
     snprintf(initial, sizeof(initial), "%s=%s", member, peer_url);
     /* The UID in the patch makes it fail with a conflict if the pod was replaced since. */
@@ -212,9 +201,9 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
         return 0;
     }
     if (!is(st->restore_snapshot, want)) {
-        if ((r = set_str(&st->restore_snapshot, want)) < 0 ||
-            (r = set_str(&st->restore_phase, ETCD_RESTORE_STOPPING)) < 0 ||
-            (r = set_str(&st->restored_at, NULL)) < 0)
+        if ((r = str_set(&st->restore_snapshot, want)) < 0 ||
+            (r = str_set(&st->restore_phase, ETCD_RESTORE_STOPPING)) < 0 ||
+            (r = str_set(&st->restored_at, NULL)) < 0)
             return r;
         if (plan_event(plan, KUBE_EVENT_WARNING, "RestoreStarted",
                        "restoring etcd from snapshot %s.db on claim %s: every member stops, "
@@ -235,7 +224,7 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
             return 0;
         }
         forget_cluster(st);
-        if ((r = set_str(&st->restore_phase, ETCD_RESTORE_RESTORING)) < 0)
+        if ((r = str_set(&st->restore_phase, ETCD_RESTORE_RESTORING)) < 0)
             return r;
     }
     /* Restoring: member 0 comes back behind its gate with an empty claim, and a Job restores
@@ -299,8 +288,8 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
     }
     time_format_rfc3339(in->now, when);
     if ((r = start_member(in, st, pod, data, member, peer_url, after_status)) < 0 ||
-        (r = set_str(&st->restore_phase, ETCD_RESTORE_RESTORED)) < 0 ||
-        (r = set_str(&st->restored_at, when)) < 0)
+        (r = str_set(&st->restore_phase, ETCD_RESTORE_RESTORED)) < 0 ||
+        (r = str_set(&st->restored_at, when)) < 0)
         return r;
     out->started_cluster = true;
     say(out, "True", "Restored", false,

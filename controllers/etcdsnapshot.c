@@ -24,17 +24,6 @@ static bool is(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-static int set_str(char **dst, const char *src)
-{
-    char *d = src ? strdup(src) : NULL;
-
-    if (src && !d)
-        return -ENOMEM;
-    free(*dst);
-    *dst = d;
-    return 0;
-}
-
 static void say(struct etcd_snapshot_output *out, const char *status, const char *reason,
                 bool warning, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
@@ -92,10 +81,10 @@ int etcd_snapshot_step(const struct etcd_snapshot_input *in, struct api_componen
                kube_obj_uid(in->etcd) ? kube_obj_uid(in->etcd) : "", want);
     snapshot_name(in->cluster, key, name);
     if (!is(st->snapshot_request, want)) {
-        if ((r = set_str(&st->snapshot_request, want)) < 0 ||
-            (r = set_str(&st->snapshot_name, name)) < 0 ||
-            (r = set_str(&st->snapshot_phase, ETCD_SNAPSHOT_TAKING)) < 0 ||
-            (r = set_str(&st->snapshot_taken_at, NULL)) < 0)
+        if ((r = str_set(&st->snapshot_request, want)) < 0 ||
+            (r = str_set(&st->snapshot_name, name)) < 0 ||
+            (r = str_set(&st->snapshot_phase, ETCD_SNAPSHOT_TAKING)) < 0 ||
+            (r = str_set(&st->snapshot_taken_at, NULL)) < 0)
             return r;
     }
     job = kube_store_get(in->view->jobs, in->ns, name);
@@ -135,7 +124,7 @@ int etcd_snapshot_step(const struct etcd_snapshot_input *in, struct api_componen
             "Job %s writes snapshot %s.db (request %s) to claim %s", name, name, want, claim);
         return 0;
     case SNAPSHOT_FAILED:
-        if ((r = set_str(&st->snapshot_phase, ETCD_SNAPSHOT_FAILED)) < 0)
+        if ((r = str_set(&st->snapshot_phase, ETCD_SNAPSHOT_FAILED)) < 0)
             return r;
         say(out, "False", "SnapshotFailed", true,
             "snapshot %s (request %s) failed: Job %s: %s; ask again with another value of %s",
@@ -144,8 +133,8 @@ int etcd_snapshot_step(const struct etcd_snapshot_input *in, struct api_componen
     case SNAPSHOT_COMPLETE:
         break;
     }
-    if ((r = set_str(&st->snapshot_phase, ETCD_SNAPSHOT_COMPLETE)) < 0 ||
-        (r = set_str(&st->snapshot_taken_at, done_at ? done_at : "")) < 0)
+    if ((r = str_set(&st->snapshot_phase, ETCD_SNAPSHOT_COMPLETE)) < 0 ||
+        (r = str_set(&st->snapshot_taken_at, done_at ? done_at : "")) < 0)
         return r;
     say(out, "True", "Taken", false, "snapshot %s.db (request %s) is on claim %s, taken at %s",
         name, want, claim, done_at ? done_at : "?");

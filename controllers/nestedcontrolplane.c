@@ -72,16 +72,7 @@ int ncp_cond(struct cp *x, const char *type, const char *status, const char *sev
 
 int ncp_set_str(char **dst, const char *src)
 {
-    char *d;
-
-    if ((!*dst && !src) || (*dst && src && strcmp(*dst, src) == 0))
-        return 0;
-    d = src ? strdup(src) : NULL;
-    if (src && !d)
-        return -ENOMEM;
-    free(*dst);
-    *dst = d;
-    return 0;
+    return str_set(dst, src);
 }
 
 /* The service CIDRs the control plane would run with, joined by ",". */

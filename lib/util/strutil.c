@@ -117,3 +117,17 @@ int time_parse_rfc3339(const char *s, double *ret)
     *ret = (double)timegm(&tm) - off + frac;
     return 0;
 }
+
+int str_set(char **dst, const char *src)
+{
+    char *d;
+
+    if ((!*dst && !src) || (*dst && src && strcmp(*dst, src) == 0))
+        return 0;
+    d = src ? strdup(src) : NULL;
+    if (src && !d)
+        return -ENOMEM;
+    free(*dst);
+    *dst = d;
+    return 0;
+}

@@ -17,6 +17,10 @@ bool str_has_suffix(const char *s, const char *suffix);
 /* strdup that accepts NULL (returns NULL). */
 char *str_dup(const char *s);
 
+/* *dst becomes a copy of src (NULL allowed), the old value freed; nothing happens when they are
+ * equal. Returns 0 or -ENOMEM (*dst unchanged then). */
+int str_set(char **dst, const char *src);
+
 /* snprintf into out for a text that may be cut short on purpose (a message, a path in one):
  * the compiler's truncation warning does not apply. */
 void str_printf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
