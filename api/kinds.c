@@ -419,6 +419,21 @@ static const struct api_schema rotate_props[] = {
                     "rotationOverlapSeconds later (docs/certificates.md). Refused while the "
                     "control plane upgrades or another rotation runs (condition "
                     "CertificatesRotating); taken up once that has finished. Default: none."},
+    {.name = "clusterCA", .type = API_SCHEMA_STRING, .max_length = 63,
+     .description = "Set to a new value to rotate the cluster CA with dual trust, in four "
+                    "ordered rolls: every component trusts the old and a new CA; client "
+                    "certificates and kubeconfigs are issued from the new one; then serving "
+                    "certificates; then the old CA is dropped (docs/certificates.md). A "
+                    "kubeconfig from before the rotation keeps working until the third roll. "
+                    "Refused while the control plane upgrades, while another rotation runs "
+                    "and for a CA nestcp did not make (condition CertificatesRotating). "
+                    "Default: none."},
+    {.name = "etcdCA", .type = API_SCHEMA_STRING, .max_length = 63,
+     .description = "Set to a new value to rotate the etcd CA, as clusterCA rotates the "
+                    "cluster CA; etcd members roll one at a time, keeping quorum. Default: none."},
+    {.name = "frontProxyCA", .type = API_SCHEMA_STRING, .max_length = 63,
+     .description = "Set to a new value to rotate the front-proxy CA, as clusterCA rotates the "
+                    "cluster CA. Default: none."},
     END,
 };
 
@@ -597,9 +612,23 @@ static const struct api_schema sa_key_status_props[] = {
     END,
 };
 
+static const struct api_schema ca_rotation_status_props[] = {
+    STR("rotation", "The spec.certificates.rotate value of this CA last taken up."),
+    STR("phase", "Where that rotation is: TrustingNewCA (1 of 4: the components roll to trust "
+                 "the old and the new CA), IssuingFromNewCA (2 of 4: to client certificates "
+                 "and kubeconfigs from the new CA), ServingFromNewCA (3 of 4: to serving "
+                 "certificates from the new CA), DroppingOldCA (4 of 4: to trusting only the "
+                 "new CA) or Complete. The CertificatesRotating condition says what it waits "
+                 "for."),
+    END,
+};
+
 static const struct api_schema ncp_certificates_status_props[] = {
     OBJ("serviceAccountKey", sa_key_status_props,
         "The rotation of the service-account signing key."),
+    OBJ("clusterCA", ca_rotation_status_props, "The rotation of the cluster CA."),
+    OBJ("etcdCA", ca_rotation_status_props, "The rotation of the etcd CA."),
+    OBJ("frontProxyCA", ca_rotation_status_props, "The rotation of the front-proxy CA."),
     END,
 };
 

@@ -363,6 +363,8 @@ static void get_certificates(struct px *x, const cJSON *spec, struct api_certifi
     c->sa_rotation_overlap =
         (int32_t)get_int(sa, "rotationOverlapSeconds", c->sa_max_token_expiration);
     c->rotate_sa_key = get_str(x, child_obj(cert, "rotate"), "serviceAccountKey");
+    for (int i = 0; i < API_CA__COUNT; i++)
+        c->rotate_ca[i] = get_str(x, child_obj(cert, "rotate"), api_ca_field((enum api_ca)i));
 }
 
 static void get_network_policy(struct px *x, const cJSON *spec, struct api_network_policy *np)
@@ -455,6 +457,11 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
         ncp->status.sa_key.phase = get_str(&x, sk, "phase");
         ncp->status.sa_key.signing_since = get_str(&x, sk, "signingSince");
         ncp->status.sa_key.drop_after = get_str(&x, sk, "dropAfter");
+        for (int i = 0; i < API_CA__COUNT; i++) {
+            const cJSON *cs = child_obj(child_obj(st, "certificates"), api_ca_field((enum api_ca)i));
+            ncp->status.ca[i].rotation = get_str(&x, cs, "rotation");
+            ncp->status.ca[i].phase = get_str(&x, cs, "phase");
+        }
     }
 
     cJSON_Delete(copy);

@@ -194,6 +194,18 @@ cJSON *api_control_plane_status_to_json(const struct api_control_plane_status *s
         add_str(&b, j, "signingSince", st->sa_key.signing_since);
         add_str(&b, j, "dropAfter", st->sa_key.drop_after);
     }
+    for (int i = 0; i < API_CA__COUNT; i++) {
+        const struct api_ca_rotation_status *cs = &st->ca[i];
+        cJSON *certs;
+        if (!cs->rotation && !cs->phase)
+            continue;
+        certs = cJSON_GetObjectItemCaseSensitive(o, "certificates");
+        if (!certs)
+            certs = add(&b, o, "certificates", cJSON_CreateObject());
+        j = add(&b, certs, api_ca_field((enum api_ca)i), cJSON_CreateObject());
+        add_str(&b, j, "rotation", cs->rotation);
+        add_str(&b, j, "phase", cs->phase);
+    }
     return finish(&b, o);
 }
 

@@ -246,6 +246,11 @@ void api_control_plane_free(struct api_control_plane *ncp)
     api_gates_done(&ncp->spec.feature_gates);
     api_strlist_done(&ncp->spec.certificates.extra_sans);
     free(ncp->spec.certificates.rotate_sa_key);
+    for (int i = 0; i < API_CA__COUNT; i++) {
+        free(ncp->spec.certificates.rotate_ca[i]);
+        free(ncp->status.ca[i].rotation);
+        free(ncp->status.ca[i].phase);
+    }
     api_strlist_done(&ncp->spec.network_policy.apiserver_cidrs);
     free(ncp->status.version);
     api_conditions_done(&ncp->status.conditions);
@@ -363,6 +368,13 @@ int api_key_algorithm_parse(const char *s, enum api_key_algorithm *ret)
         }
     }
     return -EINVAL;
+}
+
+const char *api_ca_field(enum api_ca ca)
+{
+    static const char *const fields[API_CA__COUNT] = {"clusterCA", "etcdCA", "frontProxyCA"};
+
+    return (unsigned)ca < API_CA__COUNT ? fields[ca] : NULL;
 }
 
 const char *api_component_suffix(enum api_kind kind)

@@ -110,6 +110,9 @@ enum api_key_algorithm {
 #define API_SA_MAX_TOKEN_EXPIRATION_MIN 3600
 #define API_SA_MAX_TOKEN_EXPIRATION_MAX 31536000
 
+/* The CAs a control plane rotates (besides the service-account key). */
+enum api_ca { API_CA_CLUSTER = 0, API_CA_ETCD, API_CA_FRONT_PROXY, API_CA__COUNT };
+
 struct api_certificates {
     enum api_key_algorithm key_algorithm;
     int32_t validity_days, ca_validity_days, renew_before_days;
@@ -118,6 +121,14 @@ struct api_certificates {
      * former) */
     int32_t sa_max_token_expiration, sa_rotation_overlap;
     char *rotate_sa_key; /* rotate.serviceAccountKey: a new value requests a rotation */
+    char *rotate_ca[API_CA__COUNT]; /* rotate.clusterCA, .etcdCA, .frontProxyCA */
+};
+
+/* status.certificates.clusterCA, .etcdCA, .frontProxyCA: a CA's rotation
+ * (controllers/carotation.h). */
+struct api_ca_rotation_status {
+    char *rotation; /* the rotate.<ca> value last taken up */
+    char *phase;    /* TrustingNewCA, IssuingFromNewCA, ServingFromNewCA, DroppingOldCA, Complete */
 };
 
 /* status.certificates.serviceAccountKey: the service-account key rotation
@@ -195,6 +206,7 @@ struct api_control_plane_status {
     size_t n_etcd_addresses;
     char *service_cidr; /* status.apiserver.serviceCidr */
     struct api_sa_key_status sa_key; /* status.certificates.serviceAccountKey */
+    struct api_ca_rotation_status ca[API_CA__COUNT]; /* status.certificates.<ca> */
 };
 
 struct api_control_plane {
@@ -346,6 +358,10 @@ bool api_meta_paused(const struct api_meta *m);
 /* The text of an algorithm as the API spells it ("ECDSA-P256"), and back (-EINVAL). */
 const char *api_key_algorithm_name(enum api_key_algorithm a);
 int api_key_algorithm_parse(const char *s, enum api_key_algorithm *ret);
+
+/* The field of a CA under spec.certificates.rotate and status.certificates: "clusterCA",
+ * "etcdCA", "frontProxyCA". */
+const char *api_ca_field(enum api_ca ca);
 
 /* The Service and StatefulSet name stem of a component: "etcd", "apiserver",
  * "controller-manager"; NULL for a kind that is not a component. */

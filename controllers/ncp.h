@@ -9,7 +9,7 @@
  *   ncprollout.c          the targets: each component's desired state, the rollout state
  *                         machine with the brake, the etcd snapshot before a version change,
  *                         the health of a roll, and the restarts after an etcd restore
- *   ncpsakey.c            the service-account key rotation's writes
+ *   ncprotate.c           the rotations of the service-account key and the CAs
  *
  * Internal to those files; nothing else includes it.
  */
@@ -86,11 +86,12 @@ int ncp_restart_after_restore(struct cp *x, const struct desired_all *da);
 void ncp_wake_queued(struct nested_ctx *ctx, const struct cache_view *view, const cJSON *obj,
                      enqueue_fn enqueue, void *q);
 
-/* ---- ncpsakey.c ---- */
+/* ---- ncprotate.c ---- */
 
-/* Runs the rotation's state machine after the rollout's (rolled: every component runs what
- * the Secrets imply; upgrading: a version change rolls out or is held back). */
-int ncp_rotate_sa_key(struct cp *x, const struct render_cluster *rc, bool rolled,
-                      bool upgrading);
+/* Runs the machines of the service-account key's and the CAs' rotations after the rollout's,
+ * one rotation at a time (rolled: every component runs what the Secrets imply; upgrading: a
+ * version change rolls out or is held back), and sets the CertificatesRotating condition. */
+int ncp_rotate_certificates(struct cp *x, const struct render_cluster *rc,
+                            const struct render_cluster_pki *pki, bool rolled, bool upgrading);
 
 #endif

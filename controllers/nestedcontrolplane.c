@@ -857,7 +857,7 @@ static int reconcile_normal(struct cp *x)
         goto out;
     r = aggregate(x, &out, da, refusal, refusal_msg);
     if (r == 0)
-        r = ncp_rotate_sa_key(x, rc, !refusal && out.phase == ROLLOUT_PHASE_READY,
+        r = ncp_rotate_certificates(x, rc, pki, !refusal && out.phase == ROLLOUT_PHASE_READY,
                               (refusal && strcmp(refusal, "ServiceCIDRChangeRefused") != 0) ||
                               (out.phase == ROLLOUT_PHASE_UPGRADING &&
                                strcmp(phase_of(x, &out, da), "Upgrading") == 0));

@@ -17,6 +17,12 @@ static bool pending(const struct sakey_input *in)
     return in->requested && in->requested[0] && (!in->taken || strcmp(in->requested, in->taken));
 }
 
+bool sakey_running(const struct sakey_input *in)
+{
+    return in->has_next || in->has_previous ||
+           (in->phase && in->phase[0] && !is(in->phase, SAKEY_PHASE_COMPLETE));
+}
+
 static void waiting(struct sakey_output *out, const char *phase, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -182,6 +188,14 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
             "rotation \"%.63s\" is refused while a version change rolls out; it starts when "
             "every component runs its desired version",
             in->requested);
+        return;
+    }
+    if (in->busy) {
+        out->refusal = out->reason = "RotationInProgress";
+        str_printf(out->message, sizeof(out->message),
+            "rotation \"%.63s\" of the service-account key is refused while the rotation of %s "
+            "runs; it starts when that one is complete",
+            in->requested, in->busy);
         return;
     }
     if (!in->rolled) {

@@ -50,6 +50,7 @@ struct sakey_input {
     bool initialized;      /* the control plane was complete once */
     bool rolled;    /* every component runs the configuration the Secrets imply, all ready */
     bool upgrading; /* a version change is rolling out or held back */
+    const char *busy; /* another rotation runs: what it rotates ("the etcd CA"); NULL: none */
     int64_t overlap; /* spec ... .rotationOverlapSeconds */
     int64_t now;     /* seconds since the epoch */
 };
@@ -79,6 +80,9 @@ struct sakey_output {
     int64_t drop_after; /* signingSince + overlap once known, else 0 */
     double requeue_after; /* seconds; 0: none (a roll's progress brings the next reconcile) */
 };
+
+/* True when the rotation state says a rotation of the key runs. */
+bool sakey_running(const struct sakey_input *in);
 
 /* Decides the next step. Never fails. */
 void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out);

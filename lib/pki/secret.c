@@ -278,3 +278,71 @@ out:
     free(prev);
     return r;
 }
+
+void pki_ca_rotation_done(struct pki_ca_rotation *rot)
+{
+    free(rot->next_crt);
+    free_key_text(rot->next_key);
+    free(rot->previous_crt);
+    free_key_text(rot->previous_key);
+    memset(rot, 0, sizeof(*rot));
+}
+
+/* The checks of pki_secret_read_ca_rotation; the reason in e, without the Secret. */
+static int check_ca_rotation(const struct pki_ca_rotation *rot, int64_t now, struct err *e)
+{
+    struct pki_cert_info *info = NULL;
+    int r;
+
+    if (!rot->next_crt != !rot->next_key)
+        return err_set(e, -EINVAL, "%s is present without %s",
+                       rot->next_crt ? PKI_SECRET_CA_NEXT_CRT : PKI_SECRET_CA_NEXT_KEY,
+                       rot->next_crt ? PKI_SECRET_CA_NEXT_KEY : PKI_SECRET_CA_NEXT_CRT);
+    if (rot->previous_key && !rot->previous_crt)
+        return err_set(e, -EINVAL, "%s is present without %s", PKI_SECRET_CA_PREVIOUS_KEY,
+                       PKI_SECRET_CA_PREVIOUS_CRT);
+    if (rot->next_crt && rot->previous_crt)
+        return err_set(e, -EINVAL, "%s and %s are both present: a rotation has one of them",
+                       PKI_SECRET_CA_NEXT_CRT, PKI_SECRET_CA_PREVIOUS_CRT);
+    if (rot->next_crt && (r = pki_cert_check_ca(rot->next_crt, rot->next_key, now,
+                                                PKI_SECRET_CA_NEXT_CRT, PKI_SECRET_CA_NEXT_KEY, e)) < 0)
+        return r;
+    if (rot->previous_key)
+        return pki_cert_check_ca(rot->previous_crt, rot->previous_key, now,
+                                 PKI_SECRET_CA_PREVIOUS_CRT, PKI_SECRET_CA_PREVIOUS_KEY, e);
+    if (!rot->previous_crt)
+        return 0;
+    if ((r = pki_cert_info_read(rot->previous_crt, PKI_SECRET_CA_PREVIOUS_CRT, &info, e)) < 0)
+        return r;
+    r = info->is_ca ? 0
+                    : err_set(e, -EINVAL, "%s is not a CA certificate", PKI_SECRET_CA_PREVIOUS_CRT);
+    pki_cert_info_free(info);
+    return r;
+}
+
+int pki_secret_read_ca_rotation(const cJSON *secret, int64_t now, struct pki_ca_rotation *ret,
+                                struct err *e)
+{
+    struct pki_ca_rotation rot = {0};
+    char ref[512];
+    int r;
+
+    if (!cJSON_IsObject(secret))
+        return err_set(e, -EINVAL, "not a Secret object");
+    secret_ref(secret, ref, sizeof(ref));
+    if ((r = read_optional(secret, ref, PKI_SECRET_CA_NEXT_CRT, &rot.next_crt, e)) < 0 ||
+        (r = read_optional(secret, ref, PKI_SECRET_CA_NEXT_KEY, &rot.next_key, e)) < 0 ||
+        (r = read_optional(secret, ref, PKI_SECRET_CA_PREVIOUS_CRT, &rot.previous_crt, e)) < 0 ||
+        (r = read_optional(secret, ref, PKI_SECRET_CA_PREVIOUS_KEY, &rot.previous_key, e)) < 0)
+        goto fail;
+    if ((r = check_ca_rotation(&rot, now, e)) < 0) {
+        if (r != -ENOMEM)
+            err_prefix(e, "Secret %s: ", ref);
+        goto fail;
+    }
+    *ret = rot;
+    return 0;
+fail:
+    pki_ca_rotation_done(&rot);
+    return r;
+}

@@ -35,6 +35,14 @@
 #define PKI_SA_KEY_CREATED_ANNOTATION "nestcp.x-k8s.io/key-created-at"
 #define PKI_SA_NEXT_KEY_CREATED_ANNOTATION "nestcp.x-k8s.io/next-key-created-at"
 #define PKI_SA_ROTATION_ANNOTATION "nestcp.x-k8s.io/rotation"
+/* The keys a CA Secret (<cluster>-ca, -etcd, -proxy) holds besides tls.crt and tls.key while
+ * its CA rotates (docs/certificates.md): the new CA before it signs (next.*), the old one
+ * after (previous.*; previous.key only while serving certificates are still issued from it).
+ * The rotation request that made the new CA is the annotation PKI_SA_ROTATION_ANNOTATION. */
+#define PKI_SECRET_CA_NEXT_CRT "next.crt"
+#define PKI_SECRET_CA_NEXT_KEY "next.key"
+#define PKI_SECRET_CA_PREVIOUS_CRT "previous.crt"
+#define PKI_SECRET_CA_PREVIOUS_KEY "previous.key"
 
 /* Cluster API's purposes. */
 #define PKI_PURPOSE_CA "ca"
@@ -84,5 +92,20 @@ int pki_secret_check_sa(const cJSON *secret, struct err *e);
  * next.key"), -ENOBUFS, -ENOMEM. */
 int pki_secret_read_sa_rotation(const cJSON *secret, char **ret_next_pub, char **ret_next_key,
                                 char **ret_previous_pub, struct err *e);
+
+/* The rotation keys of a CA Secret, each a PEM string or NULL when absent. */
+struct pki_ca_rotation {
+    char *next_crt, *next_key;         /* both or neither */
+    char *previous_crt, *previous_key; /* previous.key only with previous.crt */
+};
+
+/* Reads and checks the rotation keys of a CA Secret: next.crt/next.key a CA pair valid at now
+ * (0: the wall clock), as pki_cert_check_ca checks tls.*; previous.crt a CA certificate;
+ * previous.key its key. Returns 0, -EINVAL ("Secret ns/c-ca: next.key does not match
+ * next.crt", "...: previous.key is present without previous.crt"), -EKEYEXPIRED, -ENOBUFS,
+ * -ENOMEM; *ret is filled only on success. */
+int pki_secret_read_ca_rotation(const cJSON *secret, int64_t now, struct pki_ca_rotation *ret,
+                                struct err *e);
+void pki_ca_rotation_done(struct pki_ca_rotation *rot);
 
 #endif

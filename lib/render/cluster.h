@@ -276,6 +276,12 @@ const cJSON *render_cluster_pki_created(const struct render_cluster_pki *pki);
 /* The time the pki works at (seconds since the epoch). */
 int64_t render_cluster_pki_now(const struct render_cluster_pki *pki);
 
+/* A new CA for a rotation of ca (cluster, etcd or front-proxy), made as the cluster's CAs
+ * are made (same subject, validity and key algorithm, a key from the key source). Returns 0,
+ * -EAGAIN (the key source has no key yet), -ENOMEM, or another code of the issue. */
+int render_cluster_pki_new_ca(const struct render_cluster_pki *pki, enum api_ca ca,
+                              char **ret_cert_pem, char **ret_key_pem, struct err *e);
+
 /* The CA (cluster, etcd or front-proxy) that expires first: its Secret's name in ret_name,
  * "cluster", "etcd" or "front-proxy" in *ret_which, and its NotAfter. Returns 0, or -ENOENT
  * when none is loaded. */

@@ -25,6 +25,9 @@
 #define MAX_PIECES (4 + 2 * PKI_MAX_ETCD_MEMBERS + 8)
 
 enum ca_index { CA_CLUSTER = 0, CA_ETCD, CA_PROXY, CA_SA, CA__COUNT };
+_Static_assert((int)API_CA_CLUSTER == CA_CLUSTER && (int)API_CA_ETCD == CA_ETCD &&
+                   (int)API_CA_FRONT_PROXY == CA_PROXY && (int)API_CA__COUNT == CA_SA,
+               "enum api_ca lists the CAs in the order of enum ca_index");
 
 static const struct {
     const char *purpose;
@@ -39,10 +42,14 @@ static const struct {
 struct render_cluster_pki {
     const struct render_cluster *rc;
     struct pki_pem_pair ca[CA__COUNT]; /* CA_SA: cert_pem is the public key */
-    /* <c>-sa while its key rotates: the new pair before it signs, the old public key after;
-     * sa_verify is every public key tokens are verified with (the API servers' sa.pub): the
-     * signing key's first, then the other one. */
-    char *sa_next_pub, *sa_next_key, *sa_previous_pub, *sa_verify;
+    /* <c>-sa while its key rotates: the new pair before it signs, the old public key after. */
+    char *sa_next_pub, *sa_next_key, *sa_previous_pub;
+    /* The other CAs while they rotate (docs/certificates.md). */
+    struct pki_ca_rotation rot[CA_SA];
+    /* What each CA's certificates are verified with (ca.crt, sa.pub, a kubeconfig's
+     * certificate-authority-data): the signing CA or key first, then the next or the
+     * previous one during a rotation. */
+    char *trust[CA__COUNT];
     cJSON *created;
     int64_t now, renew_before;
     struct pki_cluster pc;
@@ -248,6 +255,22 @@ static int issue_cert(const struct render_cluster_pki *pki, const char *ca_cert_
 
 /* ---- CAs ---- */
 
+int render_cluster_pki_new_ca(const struct render_cluster_pki *pki, enum api_ca ca,
+                              char **ret_cert_pem, char **ret_key_pem, struct err *e)
+{
+    /* enum api_ca and enum ca_index list the three CAs in the same order. */
+    struct pki_cert_spec spec;
+    int r;
+
+    if ((unsigned)ca >= API_CA__COUNT)
+        return err_set(e, -EINVAL, "no such CA");
+    if ((r = pki_kubeadm_spec(&pki->pc, cas[ca].which, 0, &spec, e)) < 0)
+        return r;
+    r = issue_cert(pki, NULL, NULL, &spec, ret_cert_pem, ret_key_pem, e);
+    pki_cert_spec_done(&spec);
+    return r;
+}
+
 static int generate_ca(struct render_cluster_pki *pki, int i, struct err *e)
 {
     struct pki_pem_pair *p = &pki->ca[i];
@@ -279,25 +302,53 @@ static int check_sa_rotation(const cJSON *secret, struct err *e)
     return r;
 }
 
-/* sa_verify: the signing key's public key, then the next or the previous one when it is
- * another key. kube-apiserver reads every PUBLIC KEY block of a --service-account-key-file. */
-static int sa_verify_bundle(struct render_cluster_pki *pki)
+/* trust[i]: the signing CA's certificate (the key's public half for CA_SA), then the next or
+ * the previous one when there is another. kube-apiserver reads every PUBLIC KEY block of a
+ * --service-account-key-file, and every CA file and certificate-authority-data is a bundle. */
+static int trust_bundles(struct render_cluster_pki *pki)
 {
-    const char *sign = pki->ca[CA_SA].cert_pem;
-    const char *other = pki->sa_next_pub ? pki->sa_next_pub : pki->sa_previous_pub;
-    size_t n;
-    bool nl;
+    for (int i = 0; i < CA__COUNT; i++) {
+        const char *sign = pki->ca[i].cert_pem, *other;
+        size_t n;
+        bool nl;
 
-    if (!sign)
-        return 0;
-    if (!other || strcmp(other, sign) == 0)
-        return (pki->sa_verify = strdup(sign)) ? 0 : -ENOMEM;
-    nl = sign[0] && sign[strlen(sign) - 1] == '\n';
-    n = strlen(sign) + strlen(other) + 2;
-    if (!(pki->sa_verify = malloc(n)))
-        return -ENOMEM;
-    snprintf(pki->sa_verify, n, "%s%s%s", sign, nl ? "" : "\n", other);
+        if (!sign)
+            continue;
+        if (i == CA_SA)
+            other = pki->sa_next_pub ? pki->sa_next_pub : pki->sa_previous_pub;
+        else
+            other = pki->rot[i].next_crt ? pki->rot[i].next_crt : pki->rot[i].previous_crt;
+        if (!other || strcmp(other, sign) == 0) {
+            if (!(pki->trust[i] = strdup(sign)))
+                return -ENOMEM;
+            continue;
+        }
+        nl = sign[0] && sign[strlen(sign) - 1] == '\n';
+        n = strlen(sign) + strlen(other) + 2;
+        if (!(pki->trust[i] = malloc(n)))
+            return -ENOMEM;
+        snprintf(pki->trust[i], n, "%s%s%s", sign, nl ? "" : "\n", other);
+    }
     return 0;
+}
+
+/* The certificates clients outside the control plane verify (a kubeconfig a user kept from
+ * before a rotation trusts the old cluster CA only): issued from the previous CA while it
+ * still has its key, so that they switch only in the rotation's third phase. */
+static bool is_serving(enum pki_kubeadm_cert which)
+{
+    return which == PKI_KUBEADM_APISERVER || which == PKI_KUBEADM_ETCD_SERVER;
+}
+
+/* The CA pair a leaf is issued from, and checked against. */
+static struct pki_pem_pair signer_of(const struct render_cluster_pki *pki,
+                                     enum pki_kubeadm_cert which)
+{
+    int i = ca_of(which);
+
+    if (is_serving(which) && pki->rot[i].previous_key)
+        return (struct pki_pem_pair){pki->rot[i].previous_crt, pki->rot[i].previous_key};
+    return pki->ca[i];
 }
 
 void render_cluster_pki_free(struct render_cluster_pki *pki)
@@ -309,7 +360,11 @@ void render_cluster_pki_free(struct render_cluster_pki *pki)
     free(pki->sa_next_pub);
     free_secret_text(pki->sa_next_key);
     free(pki->sa_previous_pub);
-    free(pki->sa_verify);
+    for (int i = 0; i < CA__COUNT; i++) {
+        if (i < CA_SA)
+            pki_ca_rotation_done(&pki->rot[i]);
+        free(pki->trust[i]);
+    }
     cJSON_Delete(pki->created);
     free(pki);
 }
@@ -376,14 +431,13 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
             if (digest_begin(pki, &d, i == CA_SA ? "sa" : "ca")) {
                 digest_str(&d, cJSON_IsString(c) ? c->valuestring : NULL);
                 digest_str(&d, cJSON_IsString(k) ? k->valuestring : NULL);
-                if (i == CA_SA) {
-                    static const char *const rot[] = {PKI_SECRET_SA_NEXT_PUB,
-                                                      PKI_SECRET_SA_NEXT_KEY,
-                                                      PKI_SECRET_SA_PREVIOUS_PUB};
-                    for (int j = 0; j < 3; j++) {
-                        const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, rot[j]);
-                        digest_str(&d, cJSON_IsString(v) ? v->valuestring : NULL);
-                    }
+                static const char *const rot[] = {
+                    PKI_SECRET_SA_NEXT_PUB,     PKI_SECRET_SA_NEXT_KEY,
+                    PKI_SECRET_SA_PREVIOUS_PUB, PKI_SECRET_CA_NEXT_CRT,
+                    PKI_SECRET_CA_PREVIOUS_CRT, PKI_SECRET_CA_PREVIOUS_KEY};
+                for (size_t j = 0; j < sizeof(rot) / sizeof(rot[0]); j++) {
+                    const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, rot[j]);
+                    digest_str(&d, cJSON_IsString(v) ? v->valuestring : NULL);
                 }
                 digest_end(&d, digest);
             }
@@ -401,6 +455,8 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
             if (q == 0 && i == CA_SA)
                 q = pki_secret_read_sa_rotation(secret, &pki->sa_next_pub, &pki->sa_next_key,
                                                 &pki->sa_previous_pub, &e);
+            else if (q == 0)
+                q = pki_secret_read_ca_rotation(secret, pki->now, &pki->rot[i], &e);
             if (q == 0 && i != CA_SA)
                 q = check_ca_outlives_window(pki, name, pki->ca[i].cert_pem, &e);
         } else if (generate_missing) {
@@ -437,7 +493,7 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
     if (r == 0 && errs && api_errors_count(errs) > before)
         r = -EINVAL;
     if (r == 0)
-        r = sa_verify_bundle(pki);
+        r = trust_bundles(pki);
     if (r < 0) {
         render_cluster_pki_free(pki);
         return r;
@@ -482,7 +538,10 @@ int render_cluster_pki_earliest_ca(const struct render_cluster_pki *pki, char *r
 
 /* ---- pieces of a certs Secret ---- */
 
-enum piece_kind { P_COPY_CERT, P_COPY_KEY, P_LEAF, P_KUBECONFIG };
+/* P_COPY_TRUST: what the CA's certificates are verified with (trust[]); P_COPY_CERT: the
+ * signing CA's certificate alone (the controller manager's --cluster-signing-cert-file must
+ * hold exactly one). */
+enum piece_kind { P_COPY_TRUST, P_COPY_CERT, P_COPY_KEY, P_LEAF, P_KUBECONFIG };
 
 struct piece {
     enum piece_kind kind;
@@ -514,7 +573,7 @@ static void pieces_of(enum render_part part, struct pieces *ps)
     ps->n = 0;
     switch (part) {
     case RENDER_PART_ETCD:
-        add_piece(ps, P_COPY_CERT, "ca.crt", CA_ETCD, 0, 0);
+        add_piece(ps, P_COPY_TRUST, "ca.crt", CA_ETCD, 0, 0);
         /* One server and one peer pair that every member may use (the members share the
          * Secret anyway), valid for the names of every ordinal etcd may have: adding or
          * removing a member changes no certificate and so restarts no member. */
@@ -523,15 +582,15 @@ static void pieces_of(enum render_part part, struct pieces *ps)
         add_piece(ps, P_LEAF, "healthcheck-client", 0, PKI_KUBEADM_ETCD_HEALTHCHECK_CLIENT, 0);
         break;
     case RENDER_PART_APISERVER:
-        add_piece(ps, P_COPY_CERT, "ca.crt", CA_CLUSTER, 0, 0);
-        add_piece(ps, P_COPY_CERT, "etcd-ca.crt", CA_ETCD, 0, 0);
-        add_piece(ps, P_COPY_CERT, "front-proxy-ca.crt", CA_PROXY, 0, 0);
+        add_piece(ps, P_COPY_TRUST, "ca.crt", CA_CLUSTER, 0, 0);
+        add_piece(ps, P_COPY_TRUST, "etcd-ca.crt", CA_ETCD, 0, 0);
+        add_piece(ps, P_COPY_TRUST, "front-proxy-ca.crt", CA_PROXY, 0, 0);
         add_piece(ps, P_LEAF, "apiserver", 0, PKI_KUBEADM_APISERVER, 0);
         add_piece(ps, P_LEAF, "apiserver-etcd-client", 0, PKI_KUBEADM_APISERVER_ETCD_CLIENT, 0);
         add_piece(ps, P_LEAF, "apiserver-kubelet-client", 0, PKI_KUBEADM_APISERVER_KUBELET_CLIENT,
                   0);
         add_piece(ps, P_LEAF, "front-proxy-client", 0, PKI_KUBEADM_FRONT_PROXY_CLIENT, 0);
-        add_piece(ps, P_COPY_CERT, "sa.pub", CA_SA, 0, 0);
+        add_piece(ps, P_COPY_TRUST, "sa.pub", CA_SA, 0, 0);
         add_piece(ps, P_COPY_KEY, "sa.key", CA_SA, 0, 0);
         break;
     default:
@@ -539,7 +598,8 @@ static void pieces_of(enum render_part part, struct pieces *ps)
                   0);
         add_piece(ps, P_COPY_CERT, "ca.crt", CA_CLUSTER, 0, 0);
         add_piece(ps, P_COPY_KEY, "ca.key", CA_CLUSTER, 0, 0);
-        add_piece(ps, P_COPY_CERT, "front-proxy-ca.crt", CA_PROXY, 0, 0);
+        add_piece(ps, P_COPY_TRUST, "ca-bundle.crt", CA_CLUSTER, 0, 0);
+        add_piece(ps, P_COPY_TRUST, "front-proxy-ca.crt", CA_PROXY, 0, 0);
         add_piece(ps, P_COPY_KEY, "sa.key", CA_SA, 0, 0);
         break;
     }
@@ -583,6 +643,7 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
                       const char *crt, const char *key, int64_t *renew_at, struct err *e)
 {
     struct pki_cert_spec spec;
+    const struct pki_pem_pair ca = signer_of(pki, which);
     char digest[RENDER_CLUSTER_HASH_MAX] = "";
     struct digest d;
     int64_t not_after = 0, due = 0;
@@ -596,7 +657,7 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
     if (digest_begin(pki, &d, "leaf")) {
         digest_str(&d, crt);
         digest_str(&d, key);
-        digest_str(&d, pki->ca[ca_of(which)].cert_pem);
+        digest_str(&d, ca.cert_pem);
         digest_str(&d, spec.common_name);
         digest_strv(&d, &spec.orgs);
         digest_strv(&d, &spec.dns_names);
@@ -611,8 +672,7 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
         keep_earlier(renew_at, due);
         return 0;
     }
-    r = pki_cert_check_leaf(crt, pki->ca[ca_of(which)].cert_pem, &spec, pki->now, pki->renew_before,
-                            e);
+    r = pki_cert_check_leaf(crt, ca.cert_pem, &spec, pki->now, pki->renew_before, e);
     pki_cert_spec_done(&spec);
     if (r == 0 && pki_key_check_match(key, crt, "key", "certificate", e) < 0)
         return -ESTALE;
@@ -641,7 +701,7 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
     if (digest_begin(pki, &d, "kubeconfig")) {
         digest_str(&d, text);
         digest_int(&d, which);
-        digest_str(&d, pki->ca[CA_CLUSTER].cert_pem);
+        digest_str(&d, pki->trust[CA_CLUSTER]);
         if (kubeconfig_server(pki->rc, which, server, sizeof(server)) == 0)
             digest_str(&d, server);
         digest_end(&d, digest);
@@ -655,7 +715,7 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
     if (kubeconfig_server(pki->rc, which, server, sizeof(server)) < 0 || !kc->server ||
         strcmp(kc->server, server) != 0)
         r = err_set(e, -ESTALE, "server is not %s", server);
-    else if (!kc->ca_cert_pem || strcmp(kc->ca_cert_pem, pki->ca[CA_CLUSTER].cert_pem) != 0)
+    else if (!kc->ca_cert_pem || strcmp(kc->ca_cert_pem, pki->trust[CA_CLUSTER]) != 0)
         r = err_set(e, -ESTALE, "certificate-authority-data is not the current CA");
     else
         r = check_leaf(pki, which, 0, kc->client_cert_pem, kc->client_key_pem, &due, e);
@@ -667,13 +727,18 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
     return r;
 }
 
-/* What a P_COPY_* piece copies: a CA's certificate or key; for the service-account key's
- * public half, every public key tokens are verified with. */
+/* What a P_COPY_* piece copies: what a CA's certificates are verified with, its certificate
+ * or its key. */
 static const char *copied(const struct render_cluster_pki *pki, const struct piece *p)
 {
-    if (p->kind == P_COPY_CERT)
-        return p->ca == CA_SA && pki->sa_verify ? pki->sa_verify : pki->ca[p->ca].cert_pem;
-    return pki->ca[p->ca].key_pem;
+    switch (p->kind) {
+    case P_COPY_TRUST:
+        return pki->trust[p->ca] ? pki->trust[p->ca] : pki->ca[p->ca].cert_pem;
+    case P_COPY_CERT:
+        return pki->ca[p->ca].cert_pem;
+    default:
+        return pki->ca[p->ca].key_pem;
+    }
 }
 
 /* Checks one piece against an existing Secret; 0 when it can be kept. */
@@ -685,6 +750,7 @@ static int check_piece(const struct render_cluster_pki *pki, const struct piece 
     int r;
 
     switch (p->kind) {
+    case P_COPY_TRUST:
     case P_COPY_CERT:
     case P_COPY_KEY:
         a = secret_value(secret, p->key);
@@ -763,6 +829,7 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
         return entries_add(es, k, secret_value(old, k));
     }
     switch (p->kind) {
+    case P_COPY_TRUST:
     case P_COPY_CERT:
     case P_COPY_KEY:
         return entries_add(es, p->key, dup_text(copied(pki, p)));
@@ -771,7 +838,7 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
     }
     {
         struct pki_cert_spec spec;
-        const struct pki_pem_pair *ca = &pki->ca[ca_of(p->which)];
+        const struct pki_pem_pair signer = signer_of(pki, p->which), *ca = &signer;
         char *crt = NULL, *key = NULL, *yaml = NULL, server[RENDER_CLUSTER_NAME_MAX * 2];
 
         if ((r = pki_kubeadm_spec(&pki->pc, p->which, p->member, &spec, e)) < 0)
@@ -795,7 +862,7 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
                 .cluster_name = rc->name,
                 .user_name = p->which == PKI_KUBEADM_CONTROLLER_MANAGER ? CM_USER : NULL,
                 .server = server,
-                .ca_cert_pem = pki->ca[CA_CLUSTER].cert_pem,
+                .ca_cert_pem = pki->trust[CA_CLUSTER],
                 .client_cert_pem = crt,
                 .client_key_pem = key,
             };

@@ -1355,6 +1355,76 @@ static void test_nestedcontrolplane__a_service_account_key_rotation_runs_its_pha
     sim_done(&s);
 }
 
+static const char *secret_data_of(struct sim *s, const char *name, const char *key)
+{
+    const cJSON *v = fx_path(fx_get(&s->f, FX_SECRETS, name), "data");
+
+    v = cJSON_GetObjectItemCaseSensitive(v, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void request_ca_rotation(struct sim *s, const char *field, const char *value)
+{
+    cJSON *ncp = cJSON_Duplicate(fx_get(&s->f, FX_CONTROL_PLANES, NCP), true);
+    cJSON *cert = (cJSON *)fx_path(ncp, "spec.certificates"), *gen;
+
+    cJSON_DeleteItemFromObjectCaseSensitive(cert, "rotate");
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(cert, "rotate"), field,
+                          cJSON_CreateString(value));
+    gen = (cJSON *)fx_path(ncp, "metadata.generation");
+    cJSON_SetNumberValue(gen, gen->valuedouble + 1);
+    fx_put_json(&s->f, ncp);
+}
+
+static void test_nestedcontrolplane__a_cluster_ca_rotation_runs_its_phases(void **state)
+{
+    char old_crt[4096];
+    const struct plan_action *a;
+    struct sim s;
+    struct plan p;
+
+    (void)state;
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    snprintf(old_crt, sizeof(old_crt), "%s", secret_data_of(&s, "sample-ca", "tls.crt"));
+
+    /* The request: one conditional patch of <c>-ca with a new CA, then its Event. */
+    request_ca_rotation(&s, "clusterCA", "r1");
+    reconcile_ncp(&s, &p);
+    a = fx_action(&p, KUBE_PATCH, "secrets", "sample-ca");
+    assert_non_null(a);
+    assert_non_null(fx_str(a->body, "metadata.resourceVersion"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(fx_path(a->body, "data"), "next.crt"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(fx_path(a->body, "data"), "next.key"));
+    assert_true(fx_event(&p, "ClusterCARotationStarted")->after > (size_t)fx_index(&p, a));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "status"), "True");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "TrustingNewCA");
+    assert_string_equal(fx_str(ncp_status(&s), "certificates.clusterCA.rotation"), "r1");
+
+    /* A service-account key rotation asked for meanwhile is refused with the reason. */
+    request_rotation(&s, "k1");
+    reconcile_ncp(&s, &p);
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"),
+                        "RotationInProgress");
+    assert_null(secret_data_of(&s, "sample-sa", "next.pub"));
+    request_ca_rotation(&s, "clusterCA", "r1");
+
+    /* Every phase rolls; the CA Secret ends with the new CA alone. */
+    sim_converge(&s, 160);
+    assert_string_equal(fx_str(ncp_status(&s), "certificates.clusterCA.phase"), "Complete");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "status"), "False");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "Complete");
+    assert_string_not_equal(secret_data_of(&s, "sample-ca", "tls.crt"), old_crt);
+    assert_null(secret_data_of(&s, "sample-ca", "next.crt"));
+    assert_null(secret_data_of(&s, "sample-ca", "previous.crt"));
+    assert_null(secret_data_of(&s, "sample-ca", "previous.key"));
+    sim_done(&s);
+}
+
 static void tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
 }
@@ -1426,6 +1496,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__controller_manager_override_newer_is_refused),
         cmocka_unit_test(test_nestedcontrolplane__paused_only_shows_paused),
         cmocka_unit_test(test_nestedcontrolplane__a_service_account_key_rotation_runs_its_phases),
+        cmocka_unit_test(test_nestedcontrolplane__a_cluster_ca_rotation_runs_its_phases),
         cmocka_unit_test(test_nestedcontrolplane__deletion_removes_children_then_the_finalizer),
         cmocka_unit_test(test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_create_nothing),
         cmocka_unit_test(test_nestedcontrolplane__rsa_keys_come_from_the_pool_without_blocking),

@@ -14,6 +14,8 @@
 #include <time.h>
 
 #include <openssl/crypto.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "lib/pki/base64.h"
 #include "lib/pki/cert.h"
@@ -1353,6 +1355,208 @@ static void test_cluster__a_rotating_service_account_key_renders_its_phase(void 
     cJSON_Delete(objs);
 }
 
+/* True when the first certificate of leaf_pem verifies with the key of ca_pem's first. */
+static bool signed_by(const char *leaf_pem, const char *ca_pem)
+{
+    BIO *lb = BIO_new_mem_buf(leaf_pem, -1), *cb = BIO_new_mem_buf(ca_pem, -1);
+    X509 *leaf = PEM_read_bio_X509(lb, NULL, NULL, NULL), *ca = PEM_read_bio_X509(cb, NULL, NULL, NULL);
+    EVP_PKEY *k = ca ? X509_get0_pubkey(ca) : NULL;
+    bool ok = leaf && k && X509_verify(leaf, k) == 1;
+
+    X509_free(leaf);
+    X509_free(ca);
+    BIO_free(lb);
+    BIO_free(cb);
+    return ok;
+}
+
+/* What a certs Secret of out holds under key, decoded; the Secret must be new in out. */
+static char *new_value(const cJSON *out, const char *prefix, const char *key)
+{
+    const cJSON *s = new_certs(out, prefix);
+
+    assert_non_null(s);
+    return secret_data(s, key);
+}
+
+/* Both CAs, in this order, and nothing else. */
+static void assert_bundle(const char *v, const char *first, const char *second)
+{
+    assert_true(strncmp(v, first, strlen(first)) == 0);
+    assert_string_equal(v + strlen(first), second ? second : "");
+}
+
+static void test_cluster__a_rotating_cluster_ca_renders_its_phase(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *out, *data, *made;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    char *old_crt, *old_key, *new_crt, *new_key, *v;
+    struct pki_kubeconfig_creds *kc = NULL;
+    struct err e = {0};
+
+    (void)state;
+    cJSON_Delete(render_into(rc, objs));
+    data = cJSON_GetObjectItem((cJSON *)find(objs, "Secret", "c-ca"), "data");
+    old_crt = secret_data(find(objs, "Secret", "c-ca"), "tls.crt");
+    old_key = secret_data(find(objs, "Secret", "c-ca"), "tls.key");
+    made = ca_secret("ca", true);
+    new_crt = secret_data(made, "tls.crt");
+    new_key = secret_data(made, "tls.key");
+
+    /* Phase 1: every component trusts both; every certificate still from the old CA. */
+    set_b64(data, PKI_SECRET_CA_NEXT_CRT, new_crt);
+    set_b64(data, PKI_SECRET_CA_NEXT_KEY, new_key);
+    out = render_into(rc, objs);
+    v = new_value(out, "c-apiserver-certs-", "ca.crt");
+    assert_bundle(v, old_crt, new_crt);
+    free(v);
+    v = new_value(out, "c-controller-manager-certs-", "ca-bundle.crt");
+    assert_bundle(v, old_crt, new_crt);
+    free(v);
+    v = new_value(out, "c-controller-manager-certs-", "ca.crt");
+    assert_string_equal(v, old_crt); /* --cluster-signing-cert-file holds exactly one */
+    free(v);
+    v = new_value(out, "c-apiserver-certs-", "apiserver-kubelet-client.crt");
+    assert_true(signed_by(v, old_crt));
+    free(v);
+    assert_null(new_certs(out, "c-etcd-certs-"));
+    v = secret_data(find(out, "Secret", "c-kubeconfig"), "value");
+    assert_int_equal(pki_kubeconfig_read(v, strlen(v), "kubeconfig", &kc, &e), 0);
+    assert_bundle(kc->ca_cert_pem, old_crt, new_crt);
+    assert_true(signed_by(kc->client_cert_pem, old_crt));
+    pki_kubeconfig_creds_free(kc);
+    free(v);
+    cJSON_Delete(out);
+
+    /* Phase 2: clients from the new CA, the serving certificate still from the old one. */
+    set_b64(data, "tls.crt", new_crt);
+    set_b64(data, "tls.key", new_key);
+    set_b64(data, PKI_SECRET_CA_PREVIOUS_CRT, old_crt);
+    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, old_key);
+    cJSON_DeleteItemFromObject(data, PKI_SECRET_CA_NEXT_CRT);
+    cJSON_DeleteItemFromObject(data, PKI_SECRET_CA_NEXT_KEY);
+    out = render_into(rc, objs);
+    v = new_value(out, "c-apiserver-certs-", "ca.crt");
+    assert_bundle(v, new_crt, old_crt);
+    free(v);
+    v = new_value(out, "c-apiserver-certs-", "apiserver-kubelet-client.crt");
+    assert_true(signed_by(v, new_crt));
+    free(v);
+    v = new_value(out, "c-apiserver-certs-", "apiserver.crt");
+    assert_true(signed_by(v, old_crt));
+    free(v);
+    v = new_value(out, "c-controller-manager-certs-", "ca.crt");
+    assert_string_equal(v, new_crt);
+    free(v);
+    v = secret_data(find(out, "Secret", "c-kubeconfig"), "value");
+    assert_int_equal(pki_kubeconfig_read(v, strlen(v), "kubeconfig", &kc, &e), 0);
+    assert_bundle(kc->ca_cert_pem, new_crt, old_crt);
+    assert_true(signed_by(kc->client_cert_pem, new_crt));
+    pki_kubeconfig_creds_free(kc);
+    free(v);
+    cJSON_Delete(out);
+
+    /* Phase 3: the serving certificate from the new CA too; both still trusted. */
+    cJSON_DeleteItemFromObject(data, PKI_SECRET_CA_PREVIOUS_KEY);
+    out = render_into(rc, objs);
+    v = new_value(out, "c-apiserver-certs-", "apiserver.crt");
+    assert_true(signed_by(v, new_crt));
+    free(v);
+    v = new_value(out, "c-apiserver-certs-", "ca.crt");
+    assert_bundle(v, new_crt, old_crt);
+    free(v);
+    assert_null(new_certs(out, "c-controller-manager-certs-"));
+    cJSON_Delete(out);
+
+    /* Phase 4: the old CA is trusted nowhere. */
+    cJSON_DeleteItemFromObject(data, PKI_SECRET_CA_PREVIOUS_CRT);
+    out = render_into(rc, objs);
+    v = new_value(out, "c-apiserver-certs-", "ca.crt");
+    assert_string_equal(v, new_crt);
+    free(v);
+    v = new_value(out, "c-controller-manager-certs-", "ca-bundle.crt");
+    assert_string_equal(v, new_crt);
+    free(v);
+    v = secret_data(find(out, "Secret", "c-kubeconfig"), "value");
+    assert_int_equal(pki_kubeconfig_read(v, strlen(v), "kubeconfig", &kc, &e), 0);
+    assert_string_equal(kc->ca_cert_pem, new_crt);
+    pki_kubeconfig_creds_free(kc);
+    free(v);
+    cJSON_Delete(out);
+
+    /* A previous key without its certificate is refused by name. */
+    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, old_key);
+    {
+        struct api_errors errs = API_ERRORS_INIT;
+        struct render_source src;
+        cJSON *bad = NULL;
+        render_source_from_objects(objs, &src);
+        assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &bad, &errs), -EINVAL);
+        assert_true(api_errors_contains(
+            &errs, "Secret ns1/c-ca: previous.key is present without previous.crt"));
+        api_errors_done(&errs);
+    }
+    cJSON_Delete(made);
+    free(old_crt);
+    OPENSSL_clear_free(old_key, strlen(old_key));
+    free(new_crt);
+    OPENSSL_clear_free(new_key, strlen(new_key));
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+/* The etcd CA's serving certificate (etcd's server pair) follows the same phases. */
+static void test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three(
+    void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *out, *data, *made;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    char *old_crt, *old_key, *new_crt, *new_key, *v;
+
+    (void)state;
+    cJSON_Delete(render_into(rc, objs));
+    data = cJSON_GetObjectItem((cJSON *)find(objs, "Secret", "c-etcd"), "data");
+    old_crt = secret_data(find(objs, "Secret", "c-etcd"), "tls.crt");
+    old_key = secret_data(find(objs, "Secret", "c-etcd"), "tls.key");
+    made = ca_secret("etcd", true);
+    new_crt = secret_data(made, "tls.crt");
+    new_key = secret_data(made, "tls.key");
+    set_b64(data, "tls.crt", new_crt);
+    set_b64(data, "tls.key", new_key);
+    set_b64(data, PKI_SECRET_CA_PREVIOUS_CRT, old_crt);
+    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, old_key);
+    out = render_into(rc, objs);
+    v = new_value(out, "c-etcd-certs-", "ca.crt");
+    assert_bundle(v, new_crt, old_crt);
+    free(v);
+    v = new_value(out, "c-etcd-certs-", "server.crt");
+    assert_true(signed_by(v, old_crt));
+    free(v);
+    v = new_value(out, "c-etcd-certs-", "peer.crt");
+    assert_true(signed_by(v, new_crt));
+    free(v);
+    v = new_value(out, "c-apiserver-certs-", "apiserver-etcd-client.crt");
+    assert_true(signed_by(v, new_crt));
+    free(v);
+    v = new_value(out, "c-apiserver-certs-", "etcd-ca.crt");
+    assert_bundle(v, new_crt, old_crt);
+    free(v);
+    cJSON_Delete(out);
+    cJSON_DeleteItemFromObject(data, PKI_SECRET_CA_PREVIOUS_KEY);
+    out = render_into(rc, objs);
+    v = new_value(out, "c-etcd-certs-", "server.crt");
+    assert_true(signed_by(v, new_crt));
+    free(v);
+    cJSON_Delete(out);
+    cJSON_Delete(made);
+    free(old_crt);
+    OPENSSL_clear_free(old_key, strlen(old_key));
+    free(new_crt);
+    OPENSSL_clear_free(new_key, strlen(new_key));
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
 static void test_cluster__control_plane_of_a_component(void **state)
 {
     cJSON *objs = docs(CAPN "---\n" NCP_HEAD "spec: {}\n" COMPONENTS);
@@ -1397,6 +1601,9 @@ int main(void)
         cmocka_unit_test(test_cluster__desired_needs_a_certs_secret),
         cmocka_unit_test(test_cluster__all_in_apply_order_and_owned),
         cmocka_unit_test(test_cluster__a_rotating_service_account_key_renders_its_phase),
+        cmocka_unit_test(test_cluster__a_rotating_cluster_ca_renders_its_phase),
+        cmocka_unit_test(
+            test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three),
         cmocka_unit_test(test_cluster__control_plane_of_a_component),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,222 @@
+#include "controllers/carotation.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/util/strutil.h"
+
+static bool is(const char *a, const char *b)
+{
+    return a && strcmp(a, b) == 0;
+}
+
+/* A request not yet taken up. */
+static bool pending(const struct carot_input *in)
+{
+    return in->requested && in->requested[0] && (!in->taken || strcmp(in->requested, in->taken));
+}
+
+bool carot_running(const struct carot_input *in)
+{
+    return in->has_next || in->has_previous ||
+           (in->phase && in->phase[0] && !is(in->phase, CAROT_PHASE_COMPLETE));
+}
+
+static void say(char *buf, size_t size, const char *fmt, va_list ap)
+{
+    vsnprintf(buf, size, fmt, ap);
+}
+
+static void waiting(struct carot_output *out, const char *phase, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A rotation waits for a roll: the condition says for what. */
+static void waiting(struct carot_output *out, const char *phase, const char *fmt, ...)
+{
+    va_list ap;
+
+    out->rotating = true;
+    out->reason = out->phase = phase;
+    va_start(ap, fmt);
+    say(out->message, sizeof(out->message), fmt, ap);
+    va_end(ap);
+}
+
+static void event(struct carot_output *out, const struct carot_input *in, const char *name,
+                  const char *what, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* The Event of an action: reason <prefix><what>, the message after the rotation's name. */
+static void event(struct carot_output *out, const struct carot_input *in, const char *name,
+                  const char *what, const char *fmt, ...)
+{
+    char rest[400];
+    va_list ap;
+
+    snprintf(out->event_reason, sizeof(out->event_reason), "%s%s", in->kind->event_prefix, what);
+    va_start(ap, fmt);
+    say(rest, sizeof(rest), fmt, ap);
+    va_end(ap);
+    str_printf(out->event_message, sizeof(out->event_message), "%s rotation \"%.63s\": %s",
+               in->kind->what, name ? name : "", rest);
+}
+
+/* A request made while this rotation runs waits for it; the condition says so. */
+static void refuse_second(const struct carot_input *in, struct carot_output *out)
+{
+    char progress[sizeof(out->message)];
+
+    if (!pending(in))
+        return;
+    snprintf(progress, sizeof(progress), "%s", out->message);
+    out->refusal = out->reason = "RotationInProgress";
+    str_printf(out->message, sizeof(out->message),
+               "%s rotation \"%.63s\" is refused while rotation \"%.63s\" runs; it starts when "
+               "that one is complete. %s",
+               in->kind->what, in->requested, in->taken ? in->taken : "", progress);
+}
+
+/* Rules 2 to 5: a running rotation, one phase per state of the Secret. */
+static void step_running(const struct carot_input *in, struct carot_output *out)
+{
+    const char *w = in->kind->what;
+
+    if (in->has_next) {
+        if (!in->rolled) {
+            waiting(out, CAROT_PHASE_TRUSTING,
+                    "phase 1 of 4: waiting for the components to roll to trust the old and the "
+                    "new %s (every certificate still issued from the old one)",
+                    w);
+            return;
+        }
+        out->action = CAROT_SWITCH;
+        waiting(out, CAROT_PHASE_ISSUING,
+                "phase 2 of 4: waiting for the components to roll to client certificates and "
+                "kubeconfigs issued from the new %s (serving certificates still from the old "
+                "one)",
+                w);
+        event(out, in, in->taken, "Trusted",
+              "phase 1 of 4 done: every component trusts the old and the new CA; client "
+              "certificates are issued from the new one (phase 2)");
+        return;
+    }
+    if (in->has_previous && in->has_previous_key) {
+        if (!in->rolled) {
+            waiting(out, CAROT_PHASE_ISSUING,
+                    "phase 2 of 4: waiting for the components to roll to client certificates "
+                    "and kubeconfigs issued from the new %s (serving certificates still from "
+                    "the old one)",
+                    w);
+            return;
+        }
+        out->action = CAROT_SERVE;
+        waiting(out, CAROT_PHASE_SERVING,
+                "phase 3 of 4: waiting for the components to roll to serving certificates "
+                "issued from the new %s (clients that trust only the old one stop verifying "
+                "them)",
+                w);
+        event(out, in, in->taken, "ClientsReissued",
+              "phase 2 of 4 done: every client certificate and kubeconfig is issued from the new "
+              "CA; serving certificates are issued from it too (phase 3)");
+        return;
+    }
+    if (in->has_previous) {
+        if (!in->rolled) {
+            waiting(out, CAROT_PHASE_SERVING,
+                    "phase 3 of 4: waiting for the components to roll to serving certificates "
+                    "issued from the new %s (clients that trust only the old one stop verifying "
+                    "them)",
+                    w);
+            return;
+        }
+        out->action = CAROT_DROP;
+        waiting(out, CAROT_PHASE_DROPPING,
+                "phase 4 of 4: waiting for the components to roll to trust only the new %s", w);
+        event(out, in, in->taken, "ServingReissued",
+              "phase 3 of 4 done: every certificate is issued from the new CA; the old one is "
+              "no longer trusted once the components roll (phase 4)");
+        return;
+    }
+    if (!in->rolled) {
+        waiting(out, CAROT_PHASE_DROPPING,
+                "phase 4 of 4: waiting for the components to roll to trust only the new %s", w);
+        return;
+    }
+    out->action = CAROT_COMPLETE;
+    out->phase = out->reason = CAROT_PHASE_COMPLETE;
+    str_printf(out->message, sizeof(out->message),
+               "%s rotation \"%.63s\" is complete: the old CA is trusted nowhere", w,
+               in->taken ? in->taken : "");
+    event(out, in, in->taken, "Rotated", "phase 4 of 4 done: no component trusts the old CA");
+}
+
+void carot_step(const struct carot_input *in, struct carot_output *out)
+{
+    const char *w = in->kind->what;
+
+    memset(out, 0, sizeof(*out));
+
+    /* Rule 1: nestcp never writes a CA Secret it did not make, so it rotates none. */
+    if (!in->owned && (pending(in) || in->has_next || in->has_previous)) {
+        out->refusal = out->reason = "CertificateAuthoritySupplied";
+        str_printf(out->message, sizeof(out->message),
+                   "the %s Secret was supplied, not made by nestcp: nestcp does not rotate it "
+                   "(docs/certificates.md says how to rotate a supplied CA)",
+                   w);
+        return;
+    }
+    /* Rules 2 to 5: a rotation runs. */
+    if (carot_running(in)) {
+        step_running(in, out);
+        refuse_second(in, out);
+        return;
+    }
+    /* Rule 6: no rotation runs. */
+    if (!pending(in)) {
+        if (in->taken) {
+            out->reason = CAROT_PHASE_COMPLETE;
+            str_printf(out->message, sizeof(out->message),
+                       "%s rotation \"%.63s\" is complete: the old CA is trusted nowhere", w,
+                       in->taken);
+        }
+        return;
+    }
+    /* Rule 7: a control plane not yet set up has a new CA: nothing to rotate. */
+    if (!in->initialized && !in->taken) {
+        out->action = CAROT_TAKE;
+        return;
+    }
+    /* Rule 8: one change at a time. */
+    if (in->upgrading) {
+        out->refusal = out->reason = "UpgradeInProgress";
+        str_printf(out->message, sizeof(out->message),
+                   "%s rotation \"%.63s\" is refused while a version change rolls out; it starts "
+                   "when every component runs its desired version",
+                   w, in->requested);
+        return;
+    }
+    if (in->busy) {
+        out->refusal = out->reason = "RotationInProgress";
+        str_printf(out->message, sizeof(out->message),
+                   "%s rotation \"%.63s\" is refused while the rotation of %s runs; it starts "
+                   "when that one is complete",
+                   w, in->requested, in->busy);
+        return;
+    }
+    if (!in->rolled) {
+        out->reason = "WaitingForRollout";
+        str_printf(out->message, sizeof(out->message),
+                   "%s rotation \"%.63s\" waits for the rollout in progress to complete", w,
+                   in->requested);
+        return;
+    }
+    /* Rule 9: start. */
+    out->action = CAROT_START;
+    waiting(out, CAROT_PHASE_TRUSTING,
+            "phase 1 of 4: waiting for the components to roll to trust the old and the new %s "
+            "(every certificate still issued from the old one)",
+            w);
+    event(out, in, in->requested, "RotationStarted",
+          "a new CA was made; phase 1 of 4: the components roll to trust the old and the new "
+          "CA");
+}
