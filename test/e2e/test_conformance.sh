@@ -102,6 +102,20 @@ log "conformance against the nestcp tenant ($version): ran ${ran:-?} specs in $(
 if [ "$rc" != 0 ]; then
     grep -E '^\s*\[FAIL\]' "$work/run.txt" | sort -u | head -n 20 >&2 || true
     tail -n 40 "$work/run.txt" >&2
+    # What the tenant said meanwhile, to tell a slow machine from a fault: the API server's
+    # traces of slow requests and errors about custom resources, etcd's slow applies and
+    # fsyncs, and the machine's load.
+    echo "---- load: $(cat /proc/loadavg)" >&2
+    for f in "$agent_state/pods/${ns}_conf-apiserver-0"/*.log; do
+        [ -f "$f" ] || continue
+        echo "---- ${f#"$agent_state"/pods/}: slow requests and custom resources (last 40)" >&2
+        grep -E 'Trace\[|customresource|crd|CustomResourceDefinition' "$f" | tail -n 40 >&2 || true
+    done
+    for f in "$agent_state/pods/${ns}_conf-etcd-0"/*.log; do
+        [ -f "$f" ] || continue
+        echo "---- ${f#"$agent_state"/pods/}: slow applies and fsyncs (last 20)" >&2
+        grep -E 'took too long|slow fdatasync|slow' "$f" | tail -n 20 >&2 || true
+    done
     fail "conformance tests failed (exit $rc)"
 fi
 case "$summary" in "SUCCESS! -- $want Passed | 0 Failed"*) ;; *) fail "unexpected summary: $summary (want $want passed)" ;; esac
