@@ -150,14 +150,48 @@ static void step_running(const struct carot_input *in, struct carot_output *out)
     event(out, in, in->taken, "Rotated", "phase 4 of 4 done: no component trusts the old CA");
 }
 
+/* A supplied CA's owner moves its Secret from phase to phase (docs/certificates.md): the
+ * condition says where it is and what the owner does next. */
+static void step_supplied(const struct carot_input *in, struct carot_output *out)
+{
+    const char *phase, *now, *next;
+    int n;
+
+    if (in->has_next) {
+        n = 1, phase = CAROT_PHASE_TRUSTING;
+        now = "the components roll to trust the old and the new CA";
+        next = "move tls.* to previous.* and next.* to tls.*";
+    } else if (in->has_previous_key) {
+        n = 2, phase = CAROT_PHASE_ISSUING;
+        now = "the components roll to client certificates from the new CA";
+        next = "remove previous.key";
+    } else {
+        n = 3, phase = CAROT_PHASE_SERVING;
+        now = "the components roll to serving certificates from the new CA";
+        next = "remove previous.crt";
+    }
+    out->rotating = true;
+    out->reason = out->phase = phase;
+    str_printf(out->message, sizeof(out->message),
+               "phase %d of 4 of a rotation of the supplied %s, which its owner moves on: %s; %s "
+               "%s",
+               n, in->kind->what, in->rolled ? "every component runs this phase" : now,
+               in->rolled ? "the owner may now" : "once they have, the owner may", next);
+}
+
 void carot_step(const struct carot_input *in, struct carot_output *out)
 {
     const char *w = in->kind->what;
 
     memset(out, 0, sizeof(*out));
 
-    /* Rule 1: nestcp never writes a CA Secret it did not make, so it rotates none. */
-    if (!in->owned && (pending(in) || in->has_next || in->has_previous)) {
+    /* Rule 1: nestcp never writes a CA Secret it did not make, so it rotates none; the
+     * Secret's owner may, and each phase is then rendered and rolled from what it holds. */
+    if (!in->owned && (in->has_next || in->has_previous)) {
+        step_supplied(in, out);
+        return;
+    }
+    if (!in->owned && pending(in) && !carot_running(in)) {
         out->refusal = out->reason = "CertificateAuthoritySupplied";
         str_printf(out->message, sizeof(out->message),
                    "the %s Secret was supplied, not made by nestcp: nestcp does not rotate it "

@@ -124,6 +124,37 @@ static void test_carotation__a_supplied_ca_is_never_rotated(void **state)
     assert_string_equal(out.refusal, "CertificateAuthoritySupplied");
 }
 
+/* A supplied CA's owner moves the Secret on; nestcp writes nothing but says where it is. */
+static void test_carotation__a_supplied_ca_rotated_by_its_owner_is_followed(void **state)
+{
+    struct carot_input in = steady();
+    struct carot_output out;
+
+    (void)state;
+    in.owned = false;
+    in.has_next = true;
+    in.rolled = false;
+    carot_step(&in, &out);
+    assert_int_equal(out.action, CAROT_NONE);
+    assert_true(out.rotating);
+    assert_null(out.refusal);
+    assert_string_equal(out.phase, CAROT_PHASE_TRUSTING);
+    assert_non_null(strstr(out.message, "once they have, the owner may move tls.* to previous.*"));
+    in.rolled = true;
+    in.has_next = false;
+    in.has_previous = in.has_previous_key = true;
+    carot_step(&in, &out);
+    assert_int_equal(out.action, CAROT_NONE);
+    assert_string_equal(out.phase, CAROT_PHASE_ISSUING);
+    assert_non_null(strstr(out.message, "the owner may now remove previous.key"));
+    /* The owner removed previous.crt, the last step: complete once every component rolled. */
+    in.has_previous = in.has_previous_key = false;
+    in.phase = CAROT_PHASE_SERVING;
+    carot_step(&in, &out);
+    assert_int_equal(out.action, CAROT_COMPLETE);
+    assert_string_equal(out.phase, CAROT_PHASE_COMPLETE);
+}
+
 static void test_carotation__each_phase_moves_only_once_every_component_rolled(void **state)
 {
     static const struct {
@@ -247,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_carotation__a_control_plane_not_set_up_takes_the_request),
         cmocka_unit_test(test_carotation__refused_during_an_upgrade_or_another_rotation),
         cmocka_unit_test(test_carotation__a_supplied_ca_is_never_rotated),
+        cmocka_unit_test(test_carotation__a_supplied_ca_rotated_by_its_owner_is_followed),
         cmocka_unit_test(test_carotation__each_phase_moves_only_once_every_component_rolled),
         cmocka_unit_test(test_carotation__a_second_request_waits_for_the_running_rotation),
         cmocka_unit_test(test_carotation__a_rotation_runs_every_step_once_in_order),
