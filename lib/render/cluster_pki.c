@@ -1,6 +1,6 @@
-/* The key material of one tenant control plane: CA Secrets, each component's immutable certs
- * Secret, and the admin kubeconfig Secret (render_cluster_pki_*, render_cluster_certs*,
- * render_cluster_kubeconfig). */
+/* The CAs of one tenant control plane (render_cluster_pki_*): loaded from their Secrets or
+ * made, checked, and what each is trusted as while it rotates; the check memo and issuing
+ * that lib/render/cluster_certs.c shares. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,23 +11,15 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "lib/pki/base64.h"
 #include "lib/pki/cert.h"
 #include "lib/pki/kubeadm.h"
-#include "lib/pki/kubeconfig.h"
 #include "lib/pki/secret.h"
 #include "lib/render/cluster.h"
 #include "lib/render/cluster_internal.h"
+#include "lib/render/cluster_pki_internal.h"
 #include "lib/util/strutil.h"
 
 #define DAY ((int64_t)24 * 3600)
-#define CM_USER "system:kube-controller-manager"
-#define MAX_PIECES (4 + 2 * PKI_MAX_ETCD_MEMBERS + 8)
-
-enum ca_index { CA_CLUSTER = 0, CA_ETCD, CA_PROXY, CA_SA, CA__COUNT };
-_Static_assert((int)API_CA_CLUSTER == CA_CLUSTER && (int)API_CA_ETCD == CA_ETCD &&
-                   (int)API_CA_FRONT_PROXY == CA_PROXY && (int)API_CA__COUNT == CA_SA,
-               "enum api_ca lists the CAs in the order of enum ca_index");
 
 static const struct {
     const char *purpose;
@@ -39,23 +31,7 @@ static const struct {
     {PKI_PURPOSE_SA, PKI_KUBEADM__COUNT},
 };
 
-struct render_cluster_pki {
-    const struct render_cluster *rc;
-    struct pki_pem_pair ca[CA__COUNT]; /* CA_SA: cert_pem is the public key */
-    /* <c>-sa while its key rotates: the new pair before it signs, the old public key after. */
-    char *sa_next_pub, *sa_next_key, *sa_previous_pub;
-    /* The other CAs while they rotate (docs/certificates.md). */
-    struct pki_ca_rotation rot[CA_SA];
-    /* What each CA's certificates are verified with (ca.crt, sa.pub, a kubeconfig's
-     * certificate-authority-data): the signing CA or key first, then the next or the
-     * previous one during a rotation. */
-    char *trust[CA__COUNT];
-    cJSON *created;
-    int64_t now, renew_before;
-    struct pki_cluster pc;
-};
-
-static void free_secret_text(char *s)
+void render_pki_free_text(char *s)
 {
     if (s)
         OPENSSL_clear_free(s, strlen(s));
@@ -115,12 +91,7 @@ void render_cluster_set_check_memo(struct render_cluster *rc, const struct rende
 
 /* ---- the check memo: digests of what a check reads ---- */
 
-struct digest {
-    EVP_MD_CTX *ctx;
-    bool ok;
-};
-
-static void digest_str(struct digest *d, const char *s)
+void render_pki_digest_str(struct digest *d, const char *s)
 {
     static const char absent = 1;
 
@@ -128,28 +99,28 @@ static void digest_str(struct digest *d, const char *s)
                         : EVP_DigestUpdate(d->ctx, &absent, 1)) == 1;
 }
 
-static void digest_int(struct digest *d, long long v)
+void render_pki_digest_int(struct digest *d, long long v)
 {
     char num[32];
 
     snprintf(num, sizeof(num), "%lld", v);
-    digest_str(d, num);
+    render_pki_digest_str(d, num);
 }
 
-static void digest_strv(struct digest *d, const struct pki_strv *v)
+void render_pki_digest_strv(struct digest *d, const struct pki_strv *v)
 {
-    digest_int(d, (long long)v->n);
+    render_pki_digest_int(d, (long long)v->n);
     for (size_t i = 0; i < v->n; i++)
-        digest_str(d, v->v[i]);
+        render_pki_digest_str(d, v->v[i]);
 }
 
 /* Starts a digest when the cluster has a memo; false without one (or out of memory). */
-static bool digest_begin(const struct render_cluster_pki *pki, struct digest *d, const char *tag)
+bool render_pki_digest_begin(const struct render_cluster_pki *pki, struct digest *d, const char *tag)
 {
     d->ctx = pki->rc->memo ? EVP_MD_CTX_new() : NULL;
     d->ok = d->ctx && EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) == 1;
-    digest_str(d, tag);
-    digest_int(d, pki->renew_before);
+    render_pki_digest_str(d, tag);
+    render_pki_digest_int(d, pki->renew_before);
     if (!d->ok) {
         EVP_MD_CTX_free(d->ctx);
         d->ctx = NULL;
@@ -158,7 +129,7 @@ static bool digest_begin(const struct render_cluster_pki *pki, struct digest *d,
 }
 
 /* Writes the digest (hex) into out, or "" when it failed. */
-static void digest_end(struct digest *d, char out[RENDER_CLUSTER_HASH_MAX])
+void render_pki_digest_end(struct digest *d, char out[RENDER_CLUSTER_HASH_MAX])
 {
     unsigned char md[32];
     unsigned int len = 0;
@@ -171,7 +142,7 @@ static void digest_end(struct digest *d, char out[RENDER_CLUSTER_HASH_MAX])
         snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
-static bool memo_passed(const struct render_cluster_pki *pki, const char *digest,
+bool render_pki_memo_passed(const struct render_cluster_pki *pki, const char *digest,
                         int64_t *ret_value)
 {
     const struct render_check_memo *m = pki->rc->memo;
@@ -181,7 +152,7 @@ static bool memo_passed(const struct render_cluster_pki *pki, const char *digest
 
 /* Remembers a passed check until RENDER_CHECK_MEMO_TTL from now, or until `due` when that is
  * sooner (0: no such moment): a leaf is checked again once it is due for renewal. */
-static void memo_remember(const struct render_cluster_pki *pki, const char *digest, int64_t due)
+void render_pki_memo_remember(const struct render_cluster_pki *pki, const char *digest, int64_t due)
 {
     const struct render_check_memo *m = pki->rc->memo;
     int64_t until = pki->now + RENDER_CHECK_MEMO_TTL;
@@ -193,7 +164,7 @@ static void memo_remember(const struct render_cluster_pki *pki, const char *dige
 }
 
 /* Keeps the earlier of *at and t (*at 0: none yet). */
-static void keep_earlier(int64_t *at, int64_t t)
+void render_pki_keep_earlier(int64_t *at, int64_t t)
 {
     if (at && t && (!*at || t < *at))
         *at = t;
@@ -233,7 +204,7 @@ static int new_key(const struct render_cluster_pki *pki, char **ret_key_pem, str
 }
 
 /* pki_cert_issue with a key from the key source. */
-static int issue_cert(const struct render_cluster_pki *pki, const char *ca_cert_pem,
+int render_pki_issue_cert(const struct render_cluster_pki *pki, const char *ca_cert_pem,
                       const char *ca_key_pem, const struct pki_cert_spec *spec, char **ret_cert_pem,
                       char **ret_key_pem, struct err *e)
 {
@@ -246,7 +217,7 @@ static int issue_cert(const struct render_cluster_pki *pki, const char *ca_cert_
         return r;
     r = pki_cert_issue_for_key(ca_cert_pem, ca_key_pem, spec, key, ret_cert_pem, e);
     if (r < 0) {
-        free_secret_text(key);
+        render_pki_free_text(key);
         return r;
     }
     *ret_key_pem = key;
@@ -266,7 +237,7 @@ int render_cluster_pki_new_ca(const struct render_cluster_pki *pki, enum api_ca 
         return err_set(e, -EINVAL, "no such CA");
     if ((r = pki_kubeadm_spec(&pki->pc, cas[ca].which, 0, &spec, e)) < 0)
         return r;
-    r = issue_cert(pki, NULL, NULL, &spec, ret_cert_pem, ret_key_pem, e);
+    r = render_pki_issue_cert(pki, NULL, NULL, &spec, ret_cert_pem, ret_key_pem, e);
     pki_cert_spec_done(&spec);
     return r;
 }
@@ -284,7 +255,7 @@ static int generate_ca(struct render_cluster_pki *pki, int i, struct err *e)
     }
     if ((r = pki_kubeadm_spec(&pki->pc, cas[i].which, 0, &spec, e)) < 0)
         return r;
-    r = issue_cert(pki, NULL, NULL, &spec, &p->cert_pem, &p->key_pem, e);
+    r = render_pki_issue_cert(pki, NULL, NULL, &spec, &p->cert_pem, &p->key_pem, e);
     pki_cert_spec_done(&spec);
     return r;
 }
@@ -297,7 +268,7 @@ static int check_sa_rotation(const cJSON *secret, struct err *e)
     int r = pki_secret_read_sa_rotation(secret, &np, &nk, &pp, e);
 
     free(np);
-    free_secret_text(nk);
+    render_pki_free_text(nk);
     free(pp);
     return r;
 }
@@ -341,7 +312,7 @@ static bool is_serving(enum pki_kubeadm_cert which)
 }
 
 /* The CA pair a leaf is issued from, and checked against. */
-static struct pki_pem_pair signer_of(const struct render_cluster_pki *pki,
+struct pki_pem_pair render_pki_signer_of(const struct render_cluster_pki *pki,
                                      enum pki_kubeadm_cert which)
 {
     int i = ca_of(which);
@@ -358,7 +329,7 @@ void render_cluster_pki_free(struct render_cluster_pki *pki)
     for (int i = 0; i < CA__COUNT; i++)
         pki_pem_pair_done(&pki->ca[i]);
     free(pki->sa_next_pub);
-    free_secret_text(pki->sa_next_key);
+    render_pki_free_text(pki->sa_next_key);
     free(pki->sa_previous_pub);
     for (int i = 0; i < CA__COUNT; i++) {
         if (i < CA_SA)
@@ -428,27 +399,27 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
             const cJSON *k = cJSON_GetObjectItemCaseSensitive(data, PKI_SECRET_TLS_KEY);
             char digest[RENDER_CLUSTER_HASH_MAX] = "";
             struct digest d;
-            if (digest_begin(pki, &d, i == CA_SA ? "sa" : "ca")) {
-                digest_str(&d, cJSON_IsString(c) ? c->valuestring : NULL);
-                digest_str(&d, cJSON_IsString(k) ? k->valuestring : NULL);
+            if (render_pki_digest_begin(pki, &d, i == CA_SA ? "sa" : "ca")) {
+                render_pki_digest_str(&d, cJSON_IsString(c) ? c->valuestring : NULL);
+                render_pki_digest_str(&d, cJSON_IsString(k) ? k->valuestring : NULL);
                 static const char *const rot[] = {
                     PKI_SECRET_SA_NEXT_PUB,     PKI_SECRET_SA_NEXT_KEY,
                     PKI_SECRET_SA_PREVIOUS_PUB, PKI_SECRET_CA_NEXT_CRT,
                     PKI_SECRET_CA_PREVIOUS_CRT, PKI_SECRET_CA_PREVIOUS_KEY};
                 for (size_t j = 0; j < sizeof(rot) / sizeof(rot[0]); j++) {
                     const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, rot[j]);
-                    digest_str(&d, cJSON_IsString(v) ? v->valuestring : NULL);
+                    render_pki_digest_str(&d, cJSON_IsString(v) ? v->valuestring : NULL);
                 }
-                digest_end(&d, digest);
+                render_pki_digest_end(&d, digest);
             }
             q = 0;
-            if (!memo_passed(pki, digest, NULL)) {
+            if (!render_pki_memo_passed(pki, digest, NULL)) {
                 q = i == CA_SA ? pki_secret_check_sa(secret, &e)
                                : pki_secret_check_ca(secret, pki->now, &e);
                 if (q == 0 && i == CA_SA)
                     q = check_sa_rotation(secret, &e);
                 if (q == 0)
-                    memo_remember(pki, digest, 0);
+                    render_pki_memo_remember(pki, digest, 0);
             }
             if (q == 0)
                 q = pki_secret_read_tls(secret, &pki->ca[i].cert_pem, &pki->ca[i].key_pem, &e);
@@ -536,680 +507,3 @@ int render_cluster_pki_earliest_ca(const struct render_cluster_pki *pki, char *r
     return 0;
 }
 
-/* ---- pieces of a certs Secret ---- */
-
-/* P_COPY_TRUST: what the CA's certificates are verified with (trust[]); P_COPY_CERT: the
- * signing CA's certificate alone (the controller manager's --cluster-signing-cert-file must
- * hold exactly one). */
-enum piece_kind { P_COPY_TRUST, P_COPY_CERT, P_COPY_KEY, P_LEAF, P_KUBECONFIG };
-
-struct piece {
-    enum piece_kind kind;
-    char key[96]; /* Secret key; for P_LEAF the stem (".crt" and ".key" are added) */
-    int ca;       /* P_COPY_*: the CA copied */
-    enum pki_kubeadm_cert which;
-    int member;
-};
-
-struct pieces {
-    struct piece v[MAX_PIECES];
-    int n;
-};
-
-static void add_piece(struct pieces *ps, enum piece_kind kind, const char *key, int ca,
-                      enum pki_kubeadm_cert which, int member)
-{
-    struct piece *p = &ps->v[ps->n++];
-
-    p->kind = kind;
-    snprintf(p->key, sizeof(p->key), "%s", key);
-    p->ca = ca;
-    p->which = which;
-    p->member = member;
-}
-
-static void pieces_of(enum render_part part, struct pieces *ps)
-{
-    ps->n = 0;
-    switch (part) {
-    case RENDER_PART_ETCD:
-        add_piece(ps, P_COPY_TRUST, "ca.crt", CA_ETCD, 0, 0);
-        /* One server and one peer pair that every member may use (the members share the
-         * Secret anyway), valid for the names of every ordinal etcd may have: adding or
-         * removing a member changes no certificate and so restarts no member. */
-        add_piece(ps, P_LEAF, "server", 0, PKI_KUBEADM_ETCD_SERVER, -1);
-        add_piece(ps, P_LEAF, "peer", 0, PKI_KUBEADM_ETCD_PEER, -1);
-        add_piece(ps, P_LEAF, "healthcheck-client", 0, PKI_KUBEADM_ETCD_HEALTHCHECK_CLIENT, 0);
-        break;
-    case RENDER_PART_APISERVER:
-        add_piece(ps, P_COPY_TRUST, "ca.crt", CA_CLUSTER, 0, 0);
-        add_piece(ps, P_COPY_TRUST, "etcd-ca.crt", CA_ETCD, 0, 0);
-        add_piece(ps, P_COPY_TRUST, "front-proxy-ca.crt", CA_PROXY, 0, 0);
-        add_piece(ps, P_LEAF, "apiserver", 0, PKI_KUBEADM_APISERVER, 0);
-        add_piece(ps, P_LEAF, "apiserver-etcd-client", 0, PKI_KUBEADM_APISERVER_ETCD_CLIENT, 0);
-        add_piece(ps, P_LEAF, "apiserver-kubelet-client", 0, PKI_KUBEADM_APISERVER_KUBELET_CLIENT,
-                  0);
-        add_piece(ps, P_LEAF, "front-proxy-client", 0, PKI_KUBEADM_FRONT_PROXY_CLIENT, 0);
-        add_piece(ps, P_COPY_TRUST, "sa.pub", CA_SA, 0, 0);
-        add_piece(ps, P_COPY_KEY, "sa.key", CA_SA, 0, 0);
-        break;
-    default:
-        add_piece(ps, P_KUBECONFIG, "controller-manager.conf", 0, PKI_KUBEADM_CONTROLLER_MANAGER,
-                  0);
-        add_piece(ps, P_COPY_CERT, "ca.crt", CA_CLUSTER, 0, 0);
-        add_piece(ps, P_COPY_KEY, "ca.key", CA_CLUSTER, 0, 0);
-        add_piece(ps, P_COPY_TRUST, "ca-bundle.crt", CA_CLUSTER, 0, 0);
-        add_piece(ps, P_COPY_TRUST, "front-proxy-ca.crt", CA_PROXY, 0, 0);
-        add_piece(ps, P_COPY_KEY, "sa.key", CA_SA, 0, 0);
-        break;
-    }
-}
-
-/* data[key] of a Secret, decoded (caller frees with free_secret_text), or NULL. */
-static char *secret_value(const cJSON *secret, const char *key)
-{
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"), key);
-    unsigned char *out = NULL;
-    size_t len;
-
-    if (!cJSON_IsString(v) || pki_base64_decode(v->valuestring, strlen(v->valuestring),
-                                                PKI_KUBECONFIG_MAX, &out, &len) < 0)
-        return NULL;
-    if (memchr(out, '\0', len)) {
-        OPENSSL_clear_free(out, len + 1);
-        return NULL;
-    }
-    return (char *)out;
-}
-
-/* The kubeconfig server of a piece: the admin's endpoint, or the in-cluster Service. */
-static int kubeconfig_server(const struct render_cluster *rc, enum pki_kubeadm_cert which,
-                             char *out, size_t size)
-{
-    const struct api_endpoint *ep = &rc->ncp->spec.control_plane_endpoint;
-    char host[RENDER_CLUSTER_NAME_MAX * 2];
-
-    if (which == PKI_KUBEADM_ADMIN && ep->host)
-        return pki_kubeconfig_server_url(ep->host, ep->port, out, size);
-    snprintf(host, sizeof(host), "%s-apiserver.%s.svc", rc->name, rc->ns);
-    return pki_kubeconfig_server_url(host, 6443, out, size);
-}
-
-/* Checks a leaf pair against what is needed now. Returns 0 (and keeps in *renew_at, which may
- * be NULL, the moment it enters the renewal window when that is earlier) or -ESTALE (reason
- * in e). */
-static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which, int member,
-                      const char *crt, const char *key, int64_t *renew_at, struct err *e)
-{
-    struct pki_cert_spec spec;
-    const struct pki_pem_pair ca = signer_of(pki, which);
-    char digest[RENDER_CLUSTER_HASH_MAX] = "";
-    struct digest d;
-    int64_t not_after = 0, due = 0;
-    struct err ne;
-    int r;
-
-    if (!crt || !key)
-        return err_set(e, -ESTALE, "missing");
-    if ((r = pki_kubeadm_spec(&pki->pc, which, member, &spec, e)) < 0)
-        return r;
-    if (digest_begin(pki, &d, "leaf")) {
-        digest_str(&d, crt);
-        digest_str(&d, key);
-        digest_str(&d, ca.cert_pem);
-        digest_str(&d, spec.common_name);
-        digest_strv(&d, &spec.orgs);
-        digest_strv(&d, &spec.dns_names);
-        digest_strv(&d, &spec.ips);
-        digest_int(&d, spec.ext_usage);
-        digest_int(&d, spec.is_ca);
-        digest_int(&d, spec.key_alg);
-        digest_end(&d, digest);
-    }
-    if (memo_passed(pki, digest, &due)) {
-        pki_cert_spec_done(&spec);
-        keep_earlier(renew_at, due);
-        return 0;
-    }
-    r = pki_cert_check_leaf(crt, ca.cert_pem, &spec, pki->now, pki->renew_before, e);
-    pki_cert_spec_done(&spec);
-    if (r == 0 && pki_key_check_match(key, crt, "key", "certificate", e) < 0)
-        return -ESTALE;
-    if (r < 0)
-        return -ESTALE;
-    /* Due from the moment pki_cert_check_leaf would refuse it. */
-    if (pki_cert_not_after(crt, NULL, &not_after, &ne) == 0)
-        due = not_after - pki->renew_before;
-    memo_remember(pki, digest, due);
-    keep_earlier(renew_at, due);
-    return 0;
-}
-
-static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
-                            const char *text, int64_t *renew_at, struct err *e)
-{
-    struct pki_kubeconfig_creds *kc = NULL;
-    char server[RENDER_CLUSTER_NAME_MAX * 2], digest[RENDER_CLUSTER_HASH_MAX] = "";
-    struct digest d;
-    int64_t due = 0;
-    int r;
-
-    if (!text)
-        return err_set(e, -ESTALE, "missing");
-    /* Reading the kubeconfig decodes its key: the whole check is remembered. */
-    if (digest_begin(pki, &d, "kubeconfig")) {
-        digest_str(&d, text);
-        digest_int(&d, which);
-        digest_str(&d, pki->trust[CA_CLUSTER]);
-        if (kubeconfig_server(pki->rc, which, server, sizeof(server)) == 0)
-            digest_str(&d, server);
-        digest_end(&d, digest);
-    }
-    if (memo_passed(pki, digest, &due)) {
-        keep_earlier(renew_at, due);
-        return 0;
-    }
-    if (pki_kubeconfig_read(text, strlen(text), "kubeconfig", &kc, e) < 0)
-        return -ESTALE;
-    if (kubeconfig_server(pki->rc, which, server, sizeof(server)) < 0 || !kc->server ||
-        strcmp(kc->server, server) != 0)
-        r = err_set(e, -ESTALE, "server is not %s", server);
-    else if (!kc->ca_cert_pem || strcmp(kc->ca_cert_pem, pki->trust[CA_CLUSTER]) != 0)
-        r = err_set(e, -ESTALE, "certificate-authority-data is not the current CA");
-    else
-        r = check_leaf(pki, which, 0, kc->client_cert_pem, kc->client_key_pem, &due, e);
-    pki_kubeconfig_creds_free(kc);
-    if (r == 0) {
-        memo_remember(pki, digest, due);
-        keep_earlier(renew_at, due);
-    }
-    return r;
-}
-
-/* What a P_COPY_* piece copies: what a CA's certificates are verified with, its certificate
- * or its key. */
-static const char *copied(const struct render_cluster_pki *pki, const struct piece *p)
-{
-    switch (p->kind) {
-    case P_COPY_TRUST:
-        return pki->trust[p->ca] ? pki->trust[p->ca] : pki->ca[p->ca].cert_pem;
-    case P_COPY_CERT:
-        return pki->ca[p->ca].cert_pem;
-    default:
-        return pki->ca[p->ca].key_pem;
-    }
-}
-
-/* Checks one piece against an existing Secret; 0 when it can be kept. */
-static int check_piece(const struct render_cluster_pki *pki, const struct piece *p,
-                       const cJSON *secret, int64_t *renew_at, struct err *e)
-{
-    char k[128];
-    char *a = NULL, *b = NULL;
-    int r;
-
-    switch (p->kind) {
-    case P_COPY_TRUST:
-    case P_COPY_CERT:
-    case P_COPY_KEY:
-        a = secret_value(secret, p->key);
-        r = a && strcmp(a, copied(pki, p)) == 0
-                ? 0
-                : err_set(e, -ESTALE, "not the current %s", p->key);
-        break;
-    case P_LEAF:
-        snprintf(k, sizeof(k), "%s.crt", p->key);
-        a = secret_value(secret, k);
-        snprintf(k, sizeof(k), "%s.key", p->key);
-        b = secret_value(secret, k);
-        r = check_leaf(pki, p->which, p->member, a, b, renew_at, e);
-        break;
-    default:
-        a = secret_value(secret, p->key);
-        r = check_kubeconfig(pki, p->which, a, renew_at, e);
-        break;
-    }
-    free_secret_text(a);
-    free_secret_text(b);
-    if (r < 0)
-        err_prefix(e, "%s%s: ", p->key, p->kind == P_LEAF ? ".crt" : "");
-    return r;
-}
-
-/* ---- the data of a new certs Secret ---- */
-
-struct entry {
-    char key[128];
-    char *value; /* owned, wiped on free */
-};
-
-struct entries {
-    struct entry v[MAX_PIECES * 2];
-    int n;
-};
-
-static void entries_done(struct entries *es)
-{
-    for (int i = 0; i < es->n; i++)
-        free_secret_text(es->v[i].value);
-    es->n = 0;
-}
-
-static int entries_add(struct entries *es, const char *key, char *value)
-{
-    if (!value)
-        return -ENOMEM;
-    snprintf(es->v[es->n].key, sizeof(es->v[es->n].key), "%s", key);
-    es->v[es->n++].value = value;
-    return 0;
-}
-
-static char *dup_text(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-/* Takes the piece from old when it is good there, else issues it. */
-static int fill_piece(const struct render_cluster_pki *pki, const struct piece *p, const cJSON *old,
-                      struct entries *es, struct err *e)
-{
-    const struct render_cluster *rc = pki->rc;
-    struct err ignored;
-    char k[128];
-    int r;
-
-    if (old && check_piece(pki, p, old, NULL, &ignored) == 0) {
-        if (p->kind != P_LEAF)
-            return entries_add(es, p->key, secret_value(old, p->key));
-        snprintf(k, sizeof(k), "%s.crt", p->key);
-        if ((r = entries_add(es, k, secret_value(old, k))) < 0)
-            return r;
-        snprintf(k, sizeof(k), "%s.key", p->key);
-        return entries_add(es, k, secret_value(old, k));
-    }
-    switch (p->kind) {
-    case P_COPY_TRUST:
-    case P_COPY_CERT:
-    case P_COPY_KEY:
-        return entries_add(es, p->key, dup_text(copied(pki, p)));
-    default:
-        break;
-    }
-    {
-        struct pki_cert_spec spec;
-        const struct pki_pem_pair signer = signer_of(pki, p->which), *ca = &signer;
-        char *crt = NULL, *key = NULL, *yaml = NULL, server[RENDER_CLUSTER_NAME_MAX * 2];
-
-        if ((r = pki_kubeadm_spec(&pki->pc, p->which, p->member, &spec, e)) < 0)
-            return r;
-        r = issue_cert(pki, ca->cert_pem, ca->key_pem, &spec, &crt, &key, e);
-        pki_cert_spec_done(&spec);
-        if (r < 0)
-            return r;
-        if (p->kind == P_LEAF) {
-            snprintf(k, sizeof(k), "%s.crt", p->key);
-            if ((r = entries_add(es, k, crt)) < 0) {
-                free_secret_text(key);
-                return r;
-            }
-            snprintf(k, sizeof(k), "%s.key", p->key);
-            return entries_add(es, k, key);
-        }
-        r = kubeconfig_server(rc, p->which, server, sizeof(server));
-        if (r == 0) {
-            struct pki_kubeconfig kc = {
-                .cluster_name = rc->name,
-                .user_name = p->which == PKI_KUBEADM_CONTROLLER_MANAGER ? CM_USER : NULL,
-                .server = server,
-                .ca_cert_pem = pki->trust[CA_CLUSTER],
-                .client_cert_pem = crt,
-                .client_key_pem = key,
-            };
-            r = pki_kubeconfig_render(&kc, &yaml, e);
-        } else {
-            r = err_set(e, -EINVAL, "the API server's address does not fit a URL");
-        }
-        free(crt);
-        free_secret_text(key);
-        if (r < 0)
-            return r;
-        return entries_add(es, p->key, yaml);
-    }
-}
-
-static int cmp_entry(const void *a, const void *b)
-{
-    return strcmp(((const struct entry *)a)->key, ((const struct entry *)b)->key);
-}
-
-/* sha256 over the sorted data, in hex; the first RENDER_CLUSTER_SECRET_HASH_LEN characters
- * name the Secret. */
-static int data_hash(const cJSON *data, char out[RENDER_CLUSTER_HASH_MAX])
-{
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    unsigned char md[32];
-    unsigned int mdlen = 0;
-    const cJSON *it;
-    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
-
-    cJSON_ArrayForEach(it, data)
-    {
-        ok = ok && EVP_DigestUpdate(ctx, it->string, strlen(it->string) + 1) == 1 &&
-             EVP_DigestUpdate(ctx, it->valuestring, strlen(it->valuestring) + 1) == 1;
-    }
-    ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 32;
-    EVP_MD_CTX_free(ctx);
-    if (!ok)
-        return -ENOMEM;
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-    return 0;
-}
-
-static int build_certs_secret(const struct render_cluster *rc, enum render_part part,
-                              struct entries *es, cJSON **ret_secret)
-{
-    const struct render_cluster_part *p = &rc->parts[part];
-    char hash[RENDER_CLUSTER_HASH_MAX], name[RENDER_CLUSTER_NAME_MAX];
-    cJSON *s = cJSON_CreateObject(), *md, *labels, *data;
-
-    qsort(es->v, (size_t)es->n, sizeof(es->v[0]), cmp_entry);
-    if (!s || !cJSON_AddStringToObject(s, "apiVersion", "v1") ||
-        !cJSON_AddStringToObject(s, "kind", "Secret") ||
-        !(md = cJSON_AddObjectToObject(s, "metadata")) || !cJSON_AddNullToObject(md, "name") ||
-        !cJSON_AddStringToObject(md, "namespace", rc->ns) ||
-        !(labels = cJSON_AddObjectToObject(md, "labels")) ||
-        !cJSON_AddStringToObject(labels, PKI_CLUSTER_NAME_LABEL, rc->name) ||
-        !cJSON_AddStringToObject(labels, RENDER_CLUSTER_COMPONENT_LABEL, render_part_short(part)) ||
-        !cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "nestcp") ||
-        !cJSON_AddStringToObject(s, "type", "Opaque") || !cJSON_AddTrueToObject(s, "immutable") ||
-        !(data = cJSON_AddObjectToObject(s, "data")))
-        goto oom;
-    for (int i = 0; i < es->n; i++) {
-        char *b64 = NULL;
-        cJSON *v;
-        if (pki_base64_encode(es->v[i].value, strlen(es->v[i].value), &b64) < 0)
-            goto oom;
-        v = cJSON_CreateString(b64);
-        OPENSSL_clear_free(b64, strlen(b64));
-        if (!v || !cJSON_AddItemToObject(data, es->v[i].key, v)) {
-            cJSON_Delete(v);
-            goto oom;
-        }
-    }
-    if (data_hash(data, hash) < 0)
-        goto oom;
-    snprintf(name, sizeof(name), "%s-%s-certs-%.*s", rc->name, render_part_short(part),
-             RENDER_CLUSTER_SECRET_HASH_LEN, hash);
-    if (!cJSON_ReplaceItemInObjectCaseSensitive(md, "name", cJSON_CreateString(name)) ||
-        render_cluster_set_owner(s, p->api_version, render_part_kind(part), &p->obj->meta) < 0)
-        goto oom;
-    *ret_secret = s;
-    return 0;
-oom:
-    cJSON_Delete(s);
-    return -ENOMEM;
-}
-
-/* ---- picking an existing certs Secret ---- */
-
-struct candidates {
-    const struct render_cluster *rc;
-    const char *short_name;
-    char prefix[RENDER_CLUSTER_NAME_MAX];
-    const cJSON *v[64];
-    int n;
-};
-
-static bool collect(void *ud, const cJSON *obj)
-{
-    struct candidates *c = ud;
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
-    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(labels, PKI_CLUSTER_NAME_LABEL),
-                *comp = cJSON_GetObjectItemCaseSensitive(labels, RENDER_CLUSTER_COMPONENT_LABEL);
-    const char *name = render_cluster_meta_str(obj, "name");
-
-    if (name && strncmp(name, c->prefix, strlen(c->prefix)) == 0 && cJSON_IsString(cl) &&
-        strcmp(cl->valuestring, c->rc->name) == 0 && cJSON_IsString(comp) &&
-        strcmp(comp->valuestring, c->short_name) == 0 && c->n < 64)
-        c->v[c->n++] = obj;
-    return true;
-}
-
-/* Newer first: creationTimestamp (RFC 3339 sorts as text), then name. */
-static int newer(const cJSON *a, const cJSON *b)
-{
-    const char *ta = render_cluster_meta_str(a, "creationTimestamp"),
-               *tb = render_cluster_meta_str(b, "creationTimestamp");
-    int c = strcmp(ta ? ta : "", tb ? tb : "");
-
-    return c ? c > 0
-             : strcmp(render_cluster_meta_str(a, "name"), render_cluster_meta_str(b, "name")) > 0;
-}
-
-static void candidates_of(const struct render_cluster *rc, const struct render_source *src,
-                          enum render_part part, struct candidates *c)
-{
-    const struct api_component *obj = rc->parts[part].obj;
-    const char *uid = obj ? obj->meta.uid : NULL;
-
-    c->rc = rc;
-    c->short_name = render_part_short(part);
-    c->n = 0;
-    snprintf(c->prefix, sizeof(c->prefix), "%s-%s-certs-", rc->name, c->short_name);
-    /* The component controls its certificates Secrets; without a uid (objects read from
-     * files) every Secret of the namespace is a candidate. */
-    src->each_secret(src->ctx, rc->ns, uid && *uid ? uid : NULL, collect, c);
-}
-
-static int check_secret(const struct render_cluster_pki *pki, const struct pieces *ps,
-                        const cJSON *secret, int64_t *renew_at, struct err *e)
-{
-    for (int i = 0; i < ps->n; i++) {
-        int r = check_piece(pki, &ps->v[i], secret, renew_at, e);
-        if (r < 0) {
-            err_prefix(e, "Secret %s/%s: ", pki->rc->ns, render_cluster_meta_str(secret, "name"));
-            return r == -ENOMEM ? r : -ESTALE;
-        }
-    }
-    return 0;
-}
-
-int render_cluster_certs_find(const struct render_cluster *rc, const struct render_cluster_pki *pki,
-                              const struct render_source *src, enum render_part part,
-                              const char *prefer, char ret_name[static RENDER_CLUSTER_NAME_MAX],
-                              int64_t *ret_renew_at, struct err *e)
-{
-    struct candidates *c = malloc(sizeof(*c));
-    struct pieces *ps = malloc(sizeof(*ps));
-    const cJSON *best = NULL;
-    struct err why = {0};
-    int64_t best_at = 0;
-    int r = -ENOENT;
-
-    if (!c || !ps) {
-        r = -ENOMEM;
-        goto out;
-    }
-    candidates_of(rc, src, part, c);
-    pieces_of(part, ps);
-    for (int i = 0; i < c->n; i++) {
-        const char *name = render_cluster_meta_str(c->v[i], "name");
-        struct err ce = {0};
-        int64_t at = 0;
-        int q = check_secret(pki, ps, c->v[i], &at, &ce);
-        if (q == -ENOMEM) {
-            r = q;
-            goto out;
-        }
-        if (q < 0) {
-            if (!why.msg[0] || (prefer && strcmp(name, prefer) == 0))
-                why = ce;
-            continue;
-        }
-        if (prefer && strcmp(name, prefer) == 0) {
-            best = c->v[i];
-            best_at = at;
-            break;
-        }
-        if (!best || newer(c->v[i], best)) {
-            best = c->v[i];
-            best_at = at;
-        }
-    }
-    if (best) {
-        snprintf(ret_name, RENDER_CLUSTER_NAME_MAX, "%s", render_cluster_meta_str(best, "name"));
-        if (ret_renew_at)
-            *ret_renew_at = best_at;
-        r = 0;
-    } else if (why.msg[0]) {
-        r = err_set(e, -ENOENT, "%s", why.msg);
-    } else {
-        r = err_set(e, -ENOENT, "no %s certs Secret in %s yet", render_part_short(part), rc->ns);
-    }
-out:
-    free(c);
-    free(ps);
-    return r;
-}
-
-int render_cluster_certs_issue(const struct render_cluster *rc,
-                               const struct render_cluster_pki *pki,
-                               const struct render_source *src, enum render_part part,
-                               const char *prefer, cJSON **ret_secret, struct err *e)
-{
-    struct candidates *c = malloc(sizeof(*c));
-    struct pieces *ps = malloc(sizeof(*ps));
-    struct entries *es = calloc(1, sizeof(*es));
-    const cJSON *base = NULL;
-    char what[600];
-    int r = 0;
-
-    if (!c || !ps || !es) {
-        r = -ENOMEM;
-        goto out;
-    }
-    if (part >= RENDER_PART__COUNT || !rc->parts[part].obj) {
-        r = err_set(e, -ENOENT, "%s",
-                    part < RENDER_PART__COUNT && rc->parts[part].missing ? rc->parts[part].missing
-                                                                         : "no such component");
-        goto out;
-    }
-    candidates_of(rc, src, part, c);
-    pieces_of(part, ps);
-    for (int i = 0; i < c->n; i++) {
-        if (prefer && strcmp(render_cluster_meta_str(c->v[i], "name"), prefer) == 0) {
-            base = c->v[i];
-            break;
-        }
-        if (!base || newer(c->v[i], base))
-            base = c->v[i];
-    }
-    for (int i = 0; i < ps->n && r == 0; i++)
-        r = fill_piece(pki, &ps->v[i], base, es, e);
-    if (r == 0 && (r = build_certs_secret(rc, part, es, ret_secret)) < 0)
-        err_set(e, r, "out of memory");
-    if (r < 0 && r != -ENOMEM) {
-        render_cluster_what(render_part_kind(part), rc->ns, rc->parts[part].obj->meta.name, what,
-                            sizeof(what));
-        err_prefix(e, "%s: certificates: ", what);
-    }
-out:
-    if (es)
-        entries_done(es);
-    free(es);
-    free(c);
-    free(ps);
-    return r;
-}
-
-int render_cluster_certs(const struct render_cluster *rc, const struct render_cluster_pki *pki,
-                         const struct render_source *src, enum render_part part, const char *prefer,
-                         cJSON **ret_secret, char ret_name[static RENDER_CLUSTER_NAME_MAX],
-                         struct err *e)
-{
-    cJSON *s = NULL;
-    int r = render_cluster_certs_find(rc, pki, src, part, prefer, ret_name, NULL, e);
-
-    if (r != -ENOENT) {
-        if (r == 0)
-            *ret_secret = NULL;
-        return r;
-    }
-    err_clear(e);
-    if ((r = render_cluster_certs_issue(rc, pki, src, part, prefer, &s, e)) < 0)
-        return r;
-    snprintf(ret_name, RENDER_CLUSTER_NAME_MAX, "%s", render_cluster_meta_str(s, "name"));
-    *ret_secret = s;
-    return 0;
-}
-
-const char *render_cluster_certs_mounted(const cJSON *statefulset)
-{
-    const cJSON *vols = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(statefulset, "spec"),
-                                             "template"),
-            "spec"),
-        "volumes");
-    const cJSON *v;
-
-    cJSON_ArrayForEach(v, vols)
-    {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(v, "name");
-        const cJSON *sn = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(v, "secret"), "secretName");
-        if (cJSON_IsString(n) && strcmp(n->valuestring, "certs") == 0 && cJSON_IsString(sn))
-            return sn->valuestring;
-    }
-    return NULL;
-}
-
-/* ---- the admin kubeconfig ---- */
-
-int render_cluster_kubeconfig(const struct render_cluster *rc, const struct render_cluster_pki *pki,
-                              const struct render_source *src, cJSON **ret_secret,
-                              int64_t *ret_renew_at, struct err *e)
-{
-    static const struct piece admin = {P_KUBECONFIG, "value", 0, PKI_KUBEADM_ADMIN, 0};
-    char name[RENDER_CLUSTER_NAME_MAX];
-    const cJSON *old;
-    struct entries *es;
-    cJSON *s = NULL;
-    int r;
-
-    if (pki_secret_name(rc->name, PKI_PURPOSE_KUBECONFIG, name, sizeof(name)) < 0)
-        return err_set(e, -EINVAL, "cluster name %s is too long", rc->name);
-    old = src->get_secret(src->ctx, rc->ns, name);
-    if (ret_renew_at)
-        *ret_renew_at = 0;
-    if (old) {
-        struct err why;
-        if (check_piece(pki, &admin, old, ret_renew_at, &why) == 0) {
-            *ret_secret = NULL;
-            return 0;
-        }
-        if (ret_renew_at)
-            *ret_renew_at = 0;
-    }
-    if (!(es = calloc(1, sizeof(*es))))
-        return -ENOMEM;
-    r = fill_piece(pki, &admin, NULL, es, e);
-    if (r == 0)
-        r = pki_secret_kubeconfig_new(rc->name, rc->ns, es->v[0].value, &s, e);
-    if (r == 0 && render_cluster_set_owner(s, rc->ncp_api_version, API_KIND_NESTED_CONTROL_PLANE,
-                                           &rc->ncp->meta) < 0)
-        r = -ENOMEM;
-    entries_done(es);
-    free(es);
-    if (r < 0) {
-        cJSON_Delete(s);
-        if (r != -ENOMEM)
-            err_prefix(e, "Secret %s/%s: ", rc->ns, name);
-        return r;
-    }
-    *ret_secret = s;
-    return 0;
-}
