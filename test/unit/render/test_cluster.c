@@ -1557,6 +1557,46 @@ static void test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until
     cJSON_Delete(objs);
 }
 
+/* The front-proxy CA signs one client certificate; both its verifiers trust both CAs. */
+static void test_cluster__a_rotating_front_proxy_ca_reissues_its_client_in_phase_two(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *out, *data, *made;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    char *old_crt, *old_key, *new_crt, *new_key, *v;
+
+    (void)state;
+    cJSON_Delete(render_into(rc, objs));
+    data = cJSON_GetObjectItem((cJSON *)find(objs, "Secret", "c-proxy"), "data");
+    old_crt = secret_data(find(objs, "Secret", "c-proxy"), "tls.crt");
+    old_key = secret_data(find(objs, "Secret", "c-proxy"), "tls.key");
+    made = ca_secret("proxy", true);
+    new_crt = secret_data(made, "tls.crt");
+    new_key = secret_data(made, "tls.key");
+    set_b64(data, "tls.crt", new_crt);
+    set_b64(data, "tls.key", new_key);
+    set_b64(data, PKI_SECRET_CA_PREVIOUS_CRT, old_crt);
+    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, old_key);
+    out = render_into(rc, objs);
+    v = new_value(out, "c-apiserver-certs-", "front-proxy-client.crt");
+    assert_true(signed_by(v, new_crt));
+    free(v);
+    v = new_value(out, "c-apiserver-certs-", "front-proxy-ca.crt");
+    assert_bundle(v, new_crt, old_crt);
+    free(v);
+    v = new_value(out, "c-controller-manager-certs-", "front-proxy-ca.crt");
+    assert_bundle(v, new_crt, old_crt);
+    free(v);
+    assert_null(new_certs(out, "c-etcd-certs-"));
+    cJSON_Delete(out);
+    cJSON_Delete(made);
+    free(old_crt);
+    OPENSSL_clear_free(old_key, strlen(old_key));
+    free(new_crt);
+    OPENSSL_clear_free(new_key, strlen(new_key));
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
 static void test_cluster__control_plane_of_a_component(void **state)
 {
     cJSON *objs = docs(CAPN "---\n" NCP_HEAD "spec: {}\n" COMPONENTS);
@@ -1604,6 +1644,7 @@ int main(void)
         cmocka_unit_test(test_cluster__a_rotating_cluster_ca_renders_its_phase),
         cmocka_unit_test(
             test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three),
+        cmocka_unit_test(test_cluster__a_rotating_front_proxy_ca_reissues_its_client_in_phase_two),
         cmocka_unit_test(test_cluster__control_plane_of_a_component),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
