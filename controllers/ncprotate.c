@@ -271,7 +271,8 @@ static void ca_input(struct cp *x, const struct render_cluster *rc, enum api_ca 
     if (!in->taken)
         in->taken = st->rotation;
     in->phase = st->phase;
-    in->has_next = data_of(secret, PKI_SECRET_CA_NEXT_CRT) && data_of(secret, PKI_SECRET_CA_NEXT_KEY);
+    in->has_next =
+        data_of(secret, PKI_SECRET_CA_NEXT_CRT) && data_of(secret, PKI_SECRET_CA_NEXT_KEY);
     in->has_previous = data_of(secret, PKI_SECRET_CA_PREVIOUS_CRT) != NULL;
     in->has_previous_key = data_of(secret, PKI_SECRET_CA_PREVIOUS_KEY) != NULL;
     in->owned = lookup_controlled_by_uid(secret, x->ncp->meta.uid);
@@ -321,7 +322,8 @@ static int plan_ca_step(struct cp *x, const cJSON *secret, enum carot_action act
 {
     const cJSON *nc = data_of(secret, PKI_SECRET_CA_NEXT_CRT),
                 *nk = data_of(secret, PKI_SECRET_CA_NEXT_KEY),
-                *oc = data_of(secret, PKI_SECRET_TLS_CRT), *ok = data_of(secret, PKI_SECRET_TLS_KEY);
+                *oc = data_of(secret, PKI_SECRET_TLS_CRT),
+                *ok = data_of(secret, PKI_SECRET_TLS_KEY);
     cJSON *data = cJSON_CreateObject(), *ann = cJSON_CreateObject();
     const char *why;
     bool good = data && ann;

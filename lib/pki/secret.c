@@ -304,8 +304,9 @@ static int check_ca_rotation(const struct pki_ca_rotation *rot, int64_t now, str
     if (rot->next_crt && rot->previous_crt)
         return err_set(e, -EINVAL, "%s and %s are both present: a rotation has one of them",
                        PKI_SECRET_CA_NEXT_CRT, PKI_SECRET_CA_PREVIOUS_CRT);
-    if (rot->next_crt && (r = pki_cert_check_ca(rot->next_crt, rot->next_key, now,
-                                                PKI_SECRET_CA_NEXT_CRT, PKI_SECRET_CA_NEXT_KEY, e)) < 0)
+    if (rot->next_crt &&
+        (r = pki_cert_check_ca(rot->next_crt, rot->next_key, now, PKI_SECRET_CA_NEXT_CRT,
+                               PKI_SECRET_CA_NEXT_KEY, e)) < 0)
         return r;
     if (rot->previous_key)
         return pki_cert_check_ca(rot->previous_crt, rot->previous_key, now,

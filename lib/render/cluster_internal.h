@@ -46,4 +46,33 @@ int render_cluster_set_owner(cJSON *obj, const char *api_version, enum api_kind 
 /* metadata.<field> of obj as a string, or NULL. */
 const char *render_cluster_meta_str(const cJSON *obj, const char *field);
 
+/* The NestedControlPlane's reference to a component: "spec.etcd", ... */
+const char *render_cluster_ref_path(enum render_part part);
+
+/* "Cluster", or the kind's name. */
+const char *render_cluster_kind_name(enum api_kind kind);
+
+/* Appends every line of local to errs as "<what>: <line>", skipping lines errs already has. */
+void render_cluster_merge_errors(struct api_errors *errs, const struct api_errors *local,
+                                 const char *what);
+
+/* ---- lib/render/cluster_find.c: a control plane's objects ---- */
+
+/* apiVersion of obj, copied; NULL when it has none or out of memory. */
+char *render_cluster_dup_api_version(const cJSON *obj);
+
+/* The Cluster of the control plane, parsed into rc->capi (or none). Returns 0, -EINVAL (an
+ * error in errs), -ENOMEM. */
+int render_cluster_find_capi_cluster(struct render_cluster *rc, const struct render_source *src,
+                                     const cJSON *ncp_json, const char *what,
+                                     struct api_errors *errs);
+
+/* The NestedCluster of the Cluster's infrastructureRef, parsed into rc->nc (or none). */
+int render_cluster_find_nested_cluster(struct render_cluster *rc, const struct render_source *src,
+                                       struct api_errors *errs);
+
+/* Finds and parses each component into rc->parts (a missing one says why in its part). */
+int render_cluster_find_components(struct render_cluster *rc, const struct render_source *src,
+                                   struct api_errors *errs);
+
 #endif

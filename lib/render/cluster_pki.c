@@ -115,7 +115,8 @@ void render_pki_digest_strv(struct digest *d, const struct pki_strv *v)
 }
 
 /* Starts a digest when the cluster has a memo; false without one (or out of memory). */
-bool render_pki_digest_begin(const struct render_cluster_pki *pki, struct digest *d, const char *tag)
+bool render_pki_digest_begin(const struct render_cluster_pki *pki, struct digest *d,
+                             const char *tag)
 {
     d->ctx = pki->rc->memo ? EVP_MD_CTX_new() : NULL;
     d->ok = d->ctx && EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) == 1;

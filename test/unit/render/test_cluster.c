@@ -1359,7 +1359,8 @@ static void test_cluster__a_rotating_service_account_key_renders_its_phase(void 
 static bool signed_by(const char *leaf_pem, const char *ca_pem)
 {
     BIO *lb = BIO_new_mem_buf(leaf_pem, -1), *cb = BIO_new_mem_buf(ca_pem, -1);
-    X509 *leaf = PEM_read_bio_X509(lb, NULL, NULL, NULL), *ca = PEM_read_bio_X509(cb, NULL, NULL, NULL);
+    X509 *leaf = PEM_read_bio_X509(lb, NULL, NULL, NULL);
+    X509 *ca = PEM_read_bio_X509(cb, NULL, NULL, NULL);
     EVP_PKEY *k = ca ? X509_get0_pubkey(ca) : NULL;
     bool ok = leaf && k && X509_verify(leaf, k) == 1;
 
