@@ -16,6 +16,8 @@
 #   - the manager's peak RSS (VmHWM), and what its caches hold once every control plane is
 #     Ready: heap MiB of all cached objects, and per kind the objects and bytes per object
 #     (nestcp_informer_objects and nestcp_informer_bytes), printed after the table;
+#   - whether creation was clean: the manager's plan actions answered otherwise than 2xx (409
+#     conflicts above all), Warning Events in the namespace, container restarts;
 #   - raw: `nestcp render` of the same clusters piped to `kubectl apply` in another namespace
 #     (no readiness gates, no status, no key generation while applying), and the ratio.
 # Progress is read from the manager's /metrics (its caches' object counts and
@@ -92,6 +94,14 @@ scrape_final() {
     echo "N=$n: the manager's metrics did not answer" >&2
 }
 final() { awk -v k="$1" '$1 == k { v = $2 } END { printf "%d", v }' "$work/final.txt"; }
+# codes FILE: plan actions answered with anything but 2xx (or 404 to a DELETE, which counts as
+# done), by code, "409=12 none=1", from a scrape; "-" when none.
+codes() {
+    awk '/^nestcp_api_requests_total\{/ && !/code="2[0-9][0-9]"/ && $2 > 0 &&
+        !(/verb="delete"/ && /code="404"/) {
+        c = $1; sub(/.*code="/, "", c); sub(/".*/, "", c); n[c] += $2 }
+        END { for (c in n) printf "%s=%d ", c, n[c] }' "$1" | sed 's/ $//; s/^$/-/'
+}
 final_sum() {
     awk -v k="$1" '$1 == k || index($1, k "{") == 1 { s += $2 } END { printf "%d", s }' \
         "$work/final.txt"
@@ -119,6 +129,7 @@ json.dump(l, sys.stdout)' | kubectl replace -f - >/dev/null 2>&1 || true
 printf '%-6s %10s %10s %14s %14s %10s %10s %10s %8s %10s\n' N objects_s ready_s actions/clust \
     http/cluster peak_MiB cache_MiB raw_s ratio load1
 : >"$work/caches.txt"
+: >"$work/clean.txt"
 for n in ${BENCH_CLUSTERS:-10 100 500}; do
     ns=bench-$n-$$
     raw=bench-raw-$n-$$
@@ -130,6 +141,7 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     until_true 60 [ "$(metric_sum nestcp_informer_synced)" -ge 9 ] || true
     load0=$(cut -d' ' -f1 /proc/loadavg)
 
+    curl -s --max-time 10 "http://127.0.0.1:$mgr_metrics/metrics" >"$work/start.txt" || true
     actions0=$(metric_sum nestcp_api_requests_total)
     http0=$(metric_sum nestcp_kube_client_requests_total)
     t0=$(now)
@@ -154,6 +166,13 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     sleep 2
     scrape_final
     actions=$(($(final_sum nestcp_api_requests_total) - actions0))
+    # Creation is clean: no plan action refused, no Warning Event, no container restarted.
+    warnings=$(kubectl -n "$ns" get events --field-selector type=Warning -o name | wc -l)
+    restarts=$(kubectl -n "$ns" get pods \
+        -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.restartCount}{"\n"}{end}{end}' |
+        awk '{ s += $1 } END { printf "%d", s }')
+    printf '%-6s %-24s %-24s %10s %10s\n' "$n" "$(codes "$work/start.txt")" "$(codes "$work/final.txt")" \
+        "$warnings" "$restarts" >>"$work/clean.txt"
     http=$(($(final_sum nestcp_kube_client_requests_total) - http0))
     hwm=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$mgr_pid/status")
     cache_total=0
@@ -195,6 +214,12 @@ echo
 printf '%-6s %-26s %8s %10s %10s\n' N cache objects bytes/obj MiB
 cat "$work/caches.txt"
 echo
+printf '%-6s %-24s %-24s %10s %10s\n' N non-2xx_before non-2xx_after warnings restarts
+cat "$work/clean.txt"
+echo
+echo "non-2xx: the manager's plan actions answered otherwise than 2xx, by code, when the clock"
+echo "started and once every control plane was Ready; warnings: Warning Events in the namespace;"
+echo "restarts: container restarts its pods report."
 echo "objects_s: until every cluster has all 14 objects; ready_s: until every control plane is"
 echo "Ready; actions: the plan actions the controllers sent; http: every request of the"
 echo "manager's client (lists, watches, events included); peak_MiB: the manager's peak RSS;"
