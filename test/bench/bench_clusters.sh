@@ -95,12 +95,15 @@ scrape_final() {
 }
 final() { awk -v k="$1" '$1 == k { v = $2 } END { printf "%d", v }' "$work/final.txt"; }
 # codes FILE: plan actions answered with anything but 2xx (or 404 to a DELETE, which counts as
-# done), by code, "409=12 none=1", from a scrape; "-" when none.
+# done), by verb and code, "patch:409=12 create:none=1", from a scrape; "-" when none.
 codes() {
-    awk '/^nestcp_api_requests_total\{/ && !/code="2[0-9][0-9]"/ && $2 > 0 &&
+    local c
+    c=$(awk '/^nestcp_api_requests_total\{/ && !/code="2[0-9][0-9]"/ && $2 > 0 &&
         !(/verb="delete"/ && /code="404"/) {
-        c = $1; sub(/.*code="/, "", c); sub(/".*/, "", c); n[c] += $2 }
-        END { for (c in n) printf "%s=%d ", c, n[c] }' "$1" | sed 's/ $//; s/^$/-/'
+        c = $1; sub(/.*code="/, "", c); sub(/".*/, "", c)
+        v = $1; sub(/.*verb="/, "", v); sub(/".*/, "", v); n[v ":" c] += $2 }
+        END { for (k in n) printf "%s=%d ", k, n[k] }' "$1" 2>/dev/null)
+    echo "${c:--}"
 }
 final_sum() {
     awk -v k="$1" '$1 == k || index($1, k "{") == 1 { s += $2 } END { printf "%d", s }' \
@@ -130,6 +133,7 @@ printf '%-6s %10s %10s %14s %14s %10s %10s %10s %8s %10s\n' N objects_s ready_s 
     http/cluster peak_MiB cache_MiB raw_s ratio load1
 : >"$work/caches.txt"
 : >"$work/clean.txt"
+: >"$work/warnings.txt"
 for n in ${BENCH_CLUSTERS:-10 100 500}; do
     ns=bench-$n-$$
     raw=bench-raw-$n-$$
@@ -168,6 +172,12 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     actions=$(($(final_sum nestcp_api_requests_total) - actions0))
     # Creation is clean: no plan action refused, no Warning Event, no container restarted.
     warnings=$(kubectl -n "$ns" get events --field-selector type=Warning -o name | wc -l)
+    # Who warned about what, counted, with one message of each.
+    kubectl -n "$ns" get events --field-selector type=Warning \
+        -o jsonpath='{range .items[*]}{.source.component} {.reason}{"\t"}{.message}{"\n"}{end}' |
+        awk -F '\t' -v n="$n" '{ c[$1]++; m[$1] = $2 }
+            END { for (k in c) printf "N=%s warnings: %d %s (e.g. %.160s)\n", n, c[k], k, m[k] }' |
+        sort -t: -k2 -rn >>"$work/warnings.txt"
     restarts=$(kubectl -n "$ns" get pods \
         -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.restartCount}{"\n"}{end}{end}' |
         awk '{ s += $1 } END { printf "%d", s }')
@@ -216,6 +226,7 @@ cat "$work/caches.txt"
 echo
 printf '%-6s %-24s %-24s %10s %10s\n' N non-2xx_before non-2xx_after warnings restarts
 cat "$work/clean.txt"
+cat "$work/warnings.txt"
 echo
 echo "non-2xx: the manager's plan actions answered otherwise than 2xx, by code, when the clock"
 echo "started and once every control plane was Ready; warnings: Warning Events in the namespace;"
