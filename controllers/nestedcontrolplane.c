@@ -301,7 +301,7 @@ static int adopt_components(struct cp *x)
     return 0;
 }
 
-/* nestcp renews leaves, never a CA: one in its last year keeps CertificatesAvailable True
+/* nestcp renews leaves, not a CA by itself: one in its last year keeps CertificatesAvailable True
  * with reason CertificateAuthorityExpiring naming it, and a Warning Event when that starts;
  * otherwise the control plane comes back when the first CA enters its last year. */
 static int ca_expiry(struct cp *x, const struct render_cluster_pki *pki)
@@ -330,8 +330,12 @@ static int ca_expiry(struct cp *x, const struct render_cluster_pki *pki)
     r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL,
                  "CertificateAuthorityExpiring",
                  "Secret %s/%s: the %s CA expires at %s, in %lld days; nestcp renews leaf "
-                 "certificates, never a CA: replace it before then (docs/certificates.md)",
-                 x->ns, name, which, when, (long long)((not_after - now) / (24 * 3600)));
+                 "certificates, not a CA by itself: rotate it before then "
+                 "(spec.certificates.rotate.%s, docs/certificates.md)",
+                 x->ns, name, which, when, (long long)((not_after - now) / (24 * 3600)),
+                 strcmp(which, "etcd") == 0        ? "etcdCA"
+                 : strcmp(which, "front-proxy") == 0 ? "frontProxyCA"
+                                                     : "clusterCA");
     if (r == 0 && !told &&
         plan_event(x->plan, KUBE_EVENT_WARNING, "CertificateAuthorityExpiring",
                    "Secret %s/%s: the %s CA expires at %s", x->ns, name, which, when) < 0)

@@ -1028,7 +1028,8 @@ static void test_nestedcontrolplane__a_ca_in_its_last_year_is_told_once(void **s
     assert_non_null(strstr(fx_str(fx_condition(fx_path(st->body, "status"),
                                                "CertificatesAvailable"),
                                   "message"),
-                           "days; nestcp renews leaf certificates, never a CA"));
+                           "days; nestcp renews leaf certificates, not a CA by itself: rotate "
+                           "it before then (spec.certificates.rotate.clusterCA"));
     /* the first of the three CAs (all issued at once: the cluster CA), with the days left */
     assert_non_null(strstr(fx_str(fx_condition(fx_path(st->body, "status"),
                                                "CertificatesAvailable"),
