@@ -4,23 +4,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "controllers/rotation.h"
 #include "lib/util/strutil.h"
-
-static bool is(const char *a, const char *b)
-{
-    return a && strcmp(a, b) == 0;
-}
 
 /* A request not yet taken up. */
 static bool pending(const struct carot_input *in)
 {
-    return in->requested && in->requested[0] && (!in->taken || strcmp(in->requested, in->taken));
+    return rotation_pending(in->requested, in->taken);
 }
 
 bool carot_running(const struct carot_input *in)
 {
     return in->has_next || in->has_previous ||
-           (in->phase && in->phase[0] && !is(in->phase, CAROT_PHASE_COMPLETE));
+           rotation_phase_running(in->phase);
 }
 
 static void say(char *buf, size_t size, const char *fmt, va_list ap)

@@ -31,11 +31,13 @@
 
 #include <stdbool.h>
 
+#include "controllers/rotation.h"
+
 #define CAROT_PHASE_TRUSTING "TrustingNewCA"
 #define CAROT_PHASE_ISSUING "IssuingFromNewCA"
 #define CAROT_PHASE_SERVING "ServingFromNewCA"
 #define CAROT_PHASE_DROPPING "DroppingOldCA"
-#define CAROT_PHASE_COMPLETE "Complete"
+#define CAROT_PHASE_COMPLETE ROTATION_PHASE_COMPLETE
 
 /* Which CA: its name in messages and the prefix of its Events and refusals. */
 struct carot_kind {

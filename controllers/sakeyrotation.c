@@ -4,23 +4,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "controllers/rotation.h"
 #include "lib/util/strutil.h"
-
-static bool is(const char *a, const char *b)
-{
-    return a && strcmp(a, b) == 0;
-}
 
 /* A request not yet taken up. */
 static bool pending(const struct sakey_input *in)
 {
-    return in->requested && in->requested[0] && (!in->taken || strcmp(in->requested, in->taken));
+    return rotation_pending(in->requested, in->taken);
 }
 
 bool sakey_running(const struct sakey_input *in)
 {
     return in->has_next || in->has_previous ||
-           (in->phase && in->phase[0] && !is(in->phase, SAKEY_PHASE_COMPLETE));
+           rotation_phase_running(in->phase);
 }
 
 static void waiting(struct sakey_output *out, const char *phase, const char *fmt, ...)
@@ -145,7 +141,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
     /* Rule 4, phase 3: complete once the API servers run without the old key. A phase other
      * than Complete without rotation keys is this one too: the drop was written and the
      * status write after it was not. */
-    if (in->phase && in->phase[0] && !is(in->phase, SAKEY_PHASE_COMPLETE)) {
+    if (rotation_phase_running(in->phase)) {
         if (in->rolled) {
             out->action = SAKEY_COMPLETE;
             out->phase = SAKEY_PHASE_COMPLETE;

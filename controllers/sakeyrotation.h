@@ -29,12 +29,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "controllers/rotation.h"
+
 /* status.certificates.serviceAccountKey.phase values. */
 #define SAKEY_PHASE_TRUSTING "TrustingNewKey"
 #define SAKEY_PHASE_SIGNING "SigningWithNewKey"
 #define SAKEY_PHASE_OVERLAP "Overlap"
 #define SAKEY_PHASE_DROPPING "DroppingOldKey"
-#define SAKEY_PHASE_COMPLETE "Complete"
+#define SAKEY_PHASE_COMPLETE ROTATION_PHASE_COMPLETE
 
 /* The condition this machine sets on the control plane. */
 #define SAKEY_CONDITION "CertificatesRotating"

@@ -1267,25 +1267,36 @@ static void test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_cr
 }
 
 /* data[key] of Secret sample-sa as stored (base64), or NULL. */
-static const char *sa_data(struct sim *s, const char *key)
+static const char *secret_data_of(struct sim *s, const char *name, const char *key)
 {
-    const cJSON *v = fx_path(fx_get(&s->f, FX_SECRETS, "sample-sa"), "data");
+    const cJSON *v = fx_path(fx_get(&s->f, FX_SECRETS, name), "data");
 
     v = cJSON_GetObjectItemCaseSensitive(v, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static void request_rotation(struct sim *s, const char *value)
+static const char *sa_data(struct sim *s, const char *key)
+{
+    return secret_data_of(s, "sample-sa", key);
+}
+
+/* spec.certificates.rotate holds field: value alone. */
+static void request_ca_rotation(struct sim *s, const char *field, const char *value)
 {
     cJSON *ncp = cJSON_Duplicate(fx_get(&s->f, FX_CONTROL_PLANES, NCP), true);
     cJSON *cert = (cJSON *)fx_path(ncp, "spec.certificates"), *gen;
 
     cJSON_DeleteItemFromObjectCaseSensitive(cert, "rotate");
-    cJSON_AddItemToObject(cJSON_AddObjectToObject(cert, "rotate"), "serviceAccountKey",
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(cert, "rotate"), field,
                           cJSON_CreateString(value));
     gen = (cJSON *)fx_path(ncp, "metadata.generation");
     cJSON_SetNumberValue(gen, gen->valuedouble + 1);
     fx_put_json(&s->f, ncp);
+}
+
+static void request_rotation(struct sim *s, const char *value)
+{
+    request_ca_rotation(s, "serviceAccountKey", value);
 }
 
 static void test_nestedcontrolplane__a_service_account_key_rotation_runs_its_phases(void **state)
@@ -1354,27 +1365,6 @@ static void test_nestedcontrolplane__a_service_account_key_rotation_runs_its_pha
         fx_path(fx_get(&s.f, FX_SECRETS, "sample-sa"), "metadata.annotations"),
         "nestcp.x-k8s.io/key-created-at"));
     sim_done(&s);
-}
-
-static const char *secret_data_of(struct sim *s, const char *name, const char *key)
-{
-    const cJSON *v = fx_path(fx_get(&s->f, FX_SECRETS, name), "data");
-
-    v = cJSON_GetObjectItemCaseSensitive(v, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static void request_ca_rotation(struct sim *s, const char *field, const char *value)
-{
-    cJSON *ncp = cJSON_Duplicate(fx_get(&s->f, FX_CONTROL_PLANES, NCP), true);
-    cJSON *cert = (cJSON *)fx_path(ncp, "spec.certificates"), *gen;
-
-    cJSON_DeleteItemFromObjectCaseSensitive(cert, "rotate");
-    cJSON_AddItemToObject(cJSON_AddObjectToObject(cert, "rotate"), field,
-                          cJSON_CreateString(value));
-    gen = (cJSON *)fx_path(ncp, "metadata.generation");
-    cJSON_SetNumberValue(gen, gen->valuedouble + 1);
-    fx_put_json(&s->f, ncp);
 }
 
 static void test_nestedcontrolplane__a_cluster_ca_rotation_runs_its_phases(void **state)

@@ -1387,26 +1387,72 @@ static void assert_bundle(const char *v, const char *first, const char *second)
     assert_string_equal(v + strlen(first), second ? second : "");
 }
 
+/* A rendered cluster c and a new CA for the CA Secret c-<purpose>, both CAs as PEM. */
+struct ca_rot {
+    cJSON *objs, *data, *made;
+    struct render_cluster *rc;
+    char *old_crt, *old_key, *new_crt, *new_key;
+};
+
+static void ca_rot_begin(struct ca_rot *f, const char *purpose)
+{
+    char name[64];
+
+    snprintf(name, sizeof(name), "c-%s", purpose);
+    f->objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS);
+    f->rc = resolve_ok(f->objs, "c");
+    cJSON_Delete(render_into(f->rc, f->objs));
+    f->data = cJSON_GetObjectItem((cJSON *)find(f->objs, "Secret", name), "data");
+    f->old_crt = secret_data(find(f->objs, "Secret", name), "tls.crt");
+    f->old_key = secret_data(find(f->objs, "Secret", name), "tls.key");
+    f->made = ca_secret(purpose, true);
+    f->new_crt = secret_data(f->made, "tls.crt");
+    f->new_key = secret_data(f->made, "tls.key");
+}
+
+/* The Secret as phase 2 leaves it: the new CA signs, the old one is kept with its key. */
+static void ca_rot_switch(struct ca_rot *f)
+{
+    set_b64(f->data, "tls.crt", f->new_crt);
+    set_b64(f->data, "tls.key", f->new_key);
+    set_b64(f->data, PKI_SECRET_CA_PREVIOUS_CRT, f->old_crt);
+    set_b64(f->data, PKI_SECRET_CA_PREVIOUS_KEY, f->old_key);
+    cJSON_DeleteItemFromObject(f->data, PKI_SECRET_CA_NEXT_CRT);
+    cJSON_DeleteItemFromObject(f->data, PKI_SECRET_CA_NEXT_KEY);
+}
+
+static void ca_rot_end(struct ca_rot *f)
+{
+    cJSON_Delete(f->made);
+    free(f->old_crt);
+    OPENSSL_clear_free(f->old_key, strlen(f->old_key));
+    free(f->new_crt);
+    OPENSSL_clear_free(f->new_key, strlen(f->new_key));
+    render_cluster_free(f->rc);
+    cJSON_Delete(f->objs);
+}
+
 static void test_cluster__a_rotating_cluster_ca_renders_its_phase(void **state)
 {
-    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *out, *data, *made;
-    struct render_cluster *rc = resolve_ok(objs, "c");
-    char *old_crt, *old_key, *new_crt, *new_key, *v;
+    struct ca_rot f;
+    cJSON *objs, *out, *data;
+    struct render_cluster *rc;
+    const char *old_crt, *new_crt;
+    char *v;
     struct pki_kubeconfig_creds *kc = NULL;
     struct err e = {0};
 
     (void)state;
-    cJSON_Delete(render_into(rc, objs));
-    data = cJSON_GetObjectItem((cJSON *)find(objs, "Secret", "c-ca"), "data");
-    old_crt = secret_data(find(objs, "Secret", "c-ca"), "tls.crt");
-    old_key = secret_data(find(objs, "Secret", "c-ca"), "tls.key");
-    made = ca_secret("ca", true);
-    new_crt = secret_data(made, "tls.crt");
-    new_key = secret_data(made, "tls.key");
+    ca_rot_begin(&f, "ca");
+    objs = f.objs;
+    data = f.data;
+    rc = f.rc;
+    old_crt = f.old_crt;
+    new_crt = f.new_crt;
 
     /* Phase 1: every component trusts both; every certificate still from the old CA. */
     set_b64(data, PKI_SECRET_CA_NEXT_CRT, new_crt);
-    set_b64(data, PKI_SECRET_CA_NEXT_KEY, new_key);
+    set_b64(data, PKI_SECRET_CA_NEXT_KEY, f.new_key);
     out = render_into(rc, objs);
     v = new_value(out, "c-apiserver-certs-", "ca.crt");
     assert_bundle(v, old_crt, new_crt);
@@ -1430,12 +1476,7 @@ static void test_cluster__a_rotating_cluster_ca_renders_its_phase(void **state)
     cJSON_Delete(out);
 
     /* Phase 2: clients from the new CA, the serving certificate still from the old one. */
-    set_b64(data, "tls.crt", new_crt);
-    set_b64(data, "tls.key", new_key);
-    set_b64(data, PKI_SECRET_CA_PREVIOUS_CRT, old_crt);
-    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, old_key);
-    cJSON_DeleteItemFromObject(data, PKI_SECRET_CA_NEXT_CRT);
-    cJSON_DeleteItemFromObject(data, PKI_SECRET_CA_NEXT_KEY);
+    ca_rot_switch(&f);
     out = render_into(rc, objs);
     v = new_value(out, "c-apiserver-certs-", "ca.crt");
     assert_bundle(v, new_crt, old_crt);
@@ -1486,7 +1527,7 @@ static void test_cluster__a_rotating_cluster_ca_renders_its_phase(void **state)
     cJSON_Delete(out);
 
     /* A previous key without its certificate is refused by name. */
-    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, old_key);
+    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, f.old_key);
     {
         struct api_errors errs = API_ERRORS_INIT;
         struct render_source src;
@@ -1497,36 +1538,24 @@ static void test_cluster__a_rotating_cluster_ca_renders_its_phase(void **state)
             &errs, "Secret ns1/c-ca: previous.key is present without previous.crt"));
         api_errors_done(&errs);
     }
-    cJSON_Delete(made);
-    free(old_crt);
-    OPENSSL_clear_free(old_key, strlen(old_key));
-    free(new_crt);
-    OPENSSL_clear_free(new_key, strlen(new_key));
-    render_cluster_free(rc);
-    cJSON_Delete(objs);
+    ca_rot_end(&f);
 }
 
 /* The etcd CA's serving certificate (etcd's server pair) follows the same phases. */
 static void test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three(
     void **state)
 {
-    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *out, *data, *made;
-    struct render_cluster *rc = resolve_ok(objs, "c");
-    char *old_crt, *old_key, *new_crt, *new_key, *v;
+    struct ca_rot f;
+    const char *old_crt, *new_crt;
+    cJSON *out;
+    char *v;
 
     (void)state;
-    cJSON_Delete(render_into(rc, objs));
-    data = cJSON_GetObjectItem((cJSON *)find(objs, "Secret", "c-etcd"), "data");
-    old_crt = secret_data(find(objs, "Secret", "c-etcd"), "tls.crt");
-    old_key = secret_data(find(objs, "Secret", "c-etcd"), "tls.key");
-    made = ca_secret("etcd", true);
-    new_crt = secret_data(made, "tls.crt");
-    new_key = secret_data(made, "tls.key");
-    set_b64(data, "tls.crt", new_crt);
-    set_b64(data, "tls.key", new_key);
-    set_b64(data, PKI_SECRET_CA_PREVIOUS_CRT, old_crt);
-    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, old_key);
-    out = render_into(rc, objs);
+    ca_rot_begin(&f, "etcd");
+    old_crt = f.old_crt;
+    new_crt = f.new_crt;
+    ca_rot_switch(&f);
+    out = render_into(f.rc, f.objs);
     v = new_value(out, "c-etcd-certs-", "ca.crt");
     assert_bundle(v, new_crt, old_crt);
     free(v);
@@ -1543,41 +1572,29 @@ static void test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until
     assert_bundle(v, new_crt, old_crt);
     free(v);
     cJSON_Delete(out);
-    cJSON_DeleteItemFromObject(data, PKI_SECRET_CA_PREVIOUS_KEY);
-    out = render_into(rc, objs);
+    cJSON_DeleteItemFromObject(f.data, PKI_SECRET_CA_PREVIOUS_KEY);
+    out = render_into(f.rc, f.objs);
     v = new_value(out, "c-etcd-certs-", "server.crt");
     assert_true(signed_by(v, new_crt));
     free(v);
     cJSON_Delete(out);
-    cJSON_Delete(made);
-    free(old_crt);
-    OPENSSL_clear_free(old_key, strlen(old_key));
-    free(new_crt);
-    OPENSSL_clear_free(new_key, strlen(new_key));
-    render_cluster_free(rc);
-    cJSON_Delete(objs);
+    ca_rot_end(&f);
 }
 
 /* The front-proxy CA signs one client certificate; both its verifiers trust both CAs. */
 static void test_cluster__a_rotating_front_proxy_ca_reissues_its_client_in_phase_two(void **state)
 {
-    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *out, *data, *made;
-    struct render_cluster *rc = resolve_ok(objs, "c");
-    char *old_crt, *old_key, *new_crt, *new_key, *v;
+    struct ca_rot f;
+    const char *old_crt, *new_crt;
+    cJSON *out;
+    char *v;
 
     (void)state;
-    cJSON_Delete(render_into(rc, objs));
-    data = cJSON_GetObjectItem((cJSON *)find(objs, "Secret", "c-proxy"), "data");
-    old_crt = secret_data(find(objs, "Secret", "c-proxy"), "tls.crt");
-    old_key = secret_data(find(objs, "Secret", "c-proxy"), "tls.key");
-    made = ca_secret("proxy", true);
-    new_crt = secret_data(made, "tls.crt");
-    new_key = secret_data(made, "tls.key");
-    set_b64(data, "tls.crt", new_crt);
-    set_b64(data, "tls.key", new_key);
-    set_b64(data, PKI_SECRET_CA_PREVIOUS_CRT, old_crt);
-    set_b64(data, PKI_SECRET_CA_PREVIOUS_KEY, old_key);
-    out = render_into(rc, objs);
+    ca_rot_begin(&f, "proxy");
+    old_crt = f.old_crt;
+    new_crt = f.new_crt;
+    ca_rot_switch(&f);
+    out = render_into(f.rc, f.objs);
     v = new_value(out, "c-apiserver-certs-", "front-proxy-client.crt");
     assert_true(signed_by(v, new_crt));
     free(v);
@@ -1589,13 +1606,7 @@ static void test_cluster__a_rotating_front_proxy_ca_reissues_its_client_in_phase
     free(v);
     assert_null(new_certs(out, "c-etcd-certs-"));
     cJSON_Delete(out);
-    cJSON_Delete(made);
-    free(old_crt);
-    OPENSSL_clear_free(old_key, strlen(old_key));
-    free(new_crt);
-    OPENSSL_clear_free(new_key, strlen(new_key));
-    render_cluster_free(rc);
-    cJSON_Delete(objs);
+    ca_rot_end(&f);
 }
 
 static void test_cluster__control_plane_of_a_component(void **state)
