@@ -230,6 +230,7 @@ ready_pod_ips() {
 
 # apiserver_ips CLUSTER: the IPs of the ready pods behind Service <cluster>-apiserver.
 apiserver_ips() { ready_pod_ips "$1-apiserver"; }
+apiserver_ready() { [ -n "$(apiserver_ips "$1")" ]; }
 
 # tenant_kubeconfig CLUSTER FILE: the admin kubeconfig of Secret <cluster>-kubeconfig, its
 # server moved to a ready API server pod's IP and its TLS server name set to the host the
@@ -243,8 +244,10 @@ tenant_kubeconfig() {
     cl=$(command kubectl config view --kubeconfig "$f" -o jsonpath='{.clusters[0].name}')
     host=${server#https://}
     host=${host%:*}
+    # An API server may be briefly not Ready after a roll (its etcd client reconnecting to a
+    # member that restarted): wait for one, as a user would.
+    until_true 60 apiserver_ready "$c" || fail "Service $c-apiserver has no ready endpoint"
     ip=$(apiserver_ips "$c" | awk '{ print $1 }')
-    [ -n "$ip" ] || fail "Service $c-apiserver has no ready endpoint"
     command kubectl config set-cluster "$cl" --kubeconfig "$f" --server "https://$ip:${server##*:}" \
         --tls-server-name "$host" >/dev/null
 }
