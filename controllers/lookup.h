@@ -2,21 +2,10 @@
 #define NESTCP_CONTROLLERS_LOOKUP_H
 
 /*
- * Finding a tenant cluster's objects in the caches (struct cache_view), the same way
- * lib/render/cluster.h resolves them, so a reconciler and the map functions that decide what
- * to reconcile agree:
- *
- *   Cluster API Cluster    of a NestedControlPlane or NestedCluster: the ownerReference of
- *                          kind Cluster (group cluster.x-k8s.io), else the Cluster in the same
- *                          namespace whose spec.controlPlaneRef / spec.infrastructureRef names
- *                          it (Cluster API's controllers need not be installed), else none
- *                          (a standalone control plane);
- *   cluster name           the Cluster's name, else the label cluster.x-k8s.io/cluster-name,
- *                          else the object's own name;
- *   components             named by the control plane's spec.etcd / spec.apiserver /
- *                          spec.controllerManager in its namespace;
- *   a component's control plane: its controller ownerReference, else the control plane whose
- *                          spec reference names it.
+ * A tenant cluster's objects in the caches (struct cache_view): which control plane, Cluster,
+ * NestedCluster and components belong together, by the rule of lib/render/member.h that
+ * `nestcp render` follows too, and which control planes a change of any cached object
+ * concerns (the map functions that decide what to reconcile).
  *
  * Pure functions of the view; every object returned is borrowed from it and valid until
  * control returns to the event loop.
@@ -49,17 +38,14 @@ const cJSON *lookup_capi_cluster(const struct cache_view *view, const cJSON *obj
 const char *lookup_cluster_name(const struct cache_view *view, const cJSON *obj,
                                 enum api_kind kind);
 
-/* The component a control plane's spec names for part, or NULL. */
+/* The component of part that belongs to the control plane (member_component), or NULL. */
 const cJSON *lookup_component(const struct cache_view *view, const cJSON *ncp,
                               enum render_part part);
 
 /* The part of a component kind; -EINVAL for another kind. */
 int lookup_part_of_kind(enum api_kind kind, enum render_part *ret_part);
 
-/* The control plane of a component object: its controller ownerReference of kind
- * NestedControlPlane when that control plane is cached, else one in its namespace whose spec
- * names it, else the one its cluster-name label names when that control plane names no
- * component of this kind (as render finds components). NULL when there is none. */
+/* The control plane of a component object (member_control_plane_of_component), or NULL. */
 const cJSON *lookup_control_plane_of_component(const struct cache_view *view,
                                                const cJSON *component, enum render_part part);
 

@@ -641,7 +641,7 @@ int render_cluster_resolve(const struct render_catalog *cat, const struct render
     if (!rc->name)
         goto oom;
     if ((r = render_cluster_find_nested_cluster(rc, src, errs)) < 0 ||
-        ((r = render_cluster_find_components(rc, src, errs)) < 0 && r != -EINVAL))
+        ((r = render_cluster_find_components(rc, src, ncp_json, errs)) < 0 && r != -EINVAL))
         goto out;
     /* Defaults. The control plane's version is not defaulted here: components may pick
      * theirs (resolve_versions). */

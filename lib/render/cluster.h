@@ -150,13 +150,6 @@ int render_cluster_resolve(const struct render_catalog *cat, const struct render
                            struct api_errors *errs);
 void render_cluster_free(struct render_cluster *rc);
 
-/* The name of the NestedControlPlane a component object belongs to: its controller
- * ownerReference of kind NestedControlPlane, else the control plane in its namespace whose
- * spec reference names it, else the one whose cluster name equals the component's label
- * cluster.x-k8s.io/cluster-name. Returns 0, -ENOENT. */
-int render_cluster_control_plane_of(const struct render_source *src, const cJSON *component,
-                                    char ret_name[static RENDER_CLUSTER_NAME_MAX]);
-
 /* A validation catalog over the render catalog (borrowed; it must outlive the result):
  * Kubernetes versions with both a kube-apiserver and a kube-controller-manager package, etcd
  * versions with an etcd package, feature gates of the kube-apiserver package of that minor

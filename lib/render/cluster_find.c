@@ -1,6 +1,5 @@
-/* Finding a control plane's objects: its Cluster API Cluster, its NestedCluster and its
- * components, and the control plane a component belongs to (render_cluster_resolve,
- * render_cluster_control_plane_of). */
+/* Finding a control plane's objects for render_cluster_resolve: its Cluster API Cluster, its
+ * NestedCluster and its components, by the rule of lib/render/member.h, parsed and checked. */
 
 #include <errno.h>
 #include <stdarg.h>
@@ -12,79 +11,10 @@
 #include "api/validate.h"
 #include "lib/render/cluster.h"
 #include "lib/render/cluster_internal.h"
+#include "lib/render/member.h"
 #include "lib/util/strutil.h"
 
-#define CLUSTER_NAME_LABEL "cluster.x-k8s.io/cluster-name"
-
 /* ---- finding the objects ---- */
-
-struct match {
-    const char *ncp_name, *cluster_name;
-    const cJSON *found;
-    int count;
-};
-
-static bool owner_is(const cJSON *obj, const char *kind, const char *group, const char *name,
-                     bool controller_only)
-{
-    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
-                    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "ownerReferences"),
-                *r;
-    size_t glen = strlen(group);
-
-    cJSON_ArrayForEach(r, refs)
-    {
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind"),
-                    *av = cJSON_GetObjectItemCaseSensitive(r, "apiVersion"),
-                    *n = cJSON_GetObjectItemCaseSensitive(r, "name");
-        if (controller_only && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
-            continue;
-        if (cJSON_IsString(k) && strcmp(k->valuestring, kind) == 0 && cJSON_IsString(av) &&
-            strncmp(av->valuestring, group, glen) == 0 && av->valuestring[glen] == '/' &&
-            cJSON_IsString(n) && (!name || strcmp(n->valuestring, name) == 0))
-            return true;
-    }
-    return false;
-}
-
-static const char *label_of(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                                         "labels"),
-        key);
-
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool match_component(void *ud, const cJSON *obj)
-{
-    struct match *m = ud;
-    const char *label = label_of(obj, CLUSTER_NAME_LABEL);
-
-    if (owner_is(obj, "NestedControlPlane", API_GROUP_CONTROLPLANE, m->ncp_name, true) ||
-        (label && strcmp(label, m->cluster_name) == 0)) {
-        m->found = obj;
-        m->count++;
-    }
-    return true;
-}
-
-static bool match_cluster(void *ud, const cJSON *obj)
-{
-    struct match *m = ud;
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "spec"), "controlPlaneRef");
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(ref, "kind"),
-                *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
-
-    if (cJSON_IsString(k) && strcmp(k->valuestring, "NestedControlPlane") == 0 &&
-        cJSON_IsString(n) && strcmp(n->valuestring, m->ncp_name) == 0) {
-        m->found = obj;
-        m->count++;
-    }
-    return true;
-}
 
 char *render_cluster_dup_api_version(const cJSON *obj)
 {
@@ -98,38 +28,24 @@ int render_cluster_find_capi_cluster(struct render_cluster *rc, const struct ren
                                      const cJSON *ncp_json, const char *what,
                                      struct api_errors *errs)
 {
-    const struct api_meta *m = &rc->ncp->meta;
     struct api_errors local = API_ERRORS_INIT;
-    const cJSON *cl = NULL;
+    bool by_owner;
+    int count;
+    const cJSON *cl =
+        member_capi_cluster(src, ncp_json, API_KIND_NESTED_CONTROL_PLANE, &by_owner, &count);
     char cwhat[600];
     int r = 0;
 
-    for (size_t i = 0; i < m->n_owners; i++) {
-        const struct api_owner_ref *o = &m->owners[i];
-        if (o->kind && o->api_version && o->name && strcmp(o->kind, "Cluster") == 0 &&
-            str_has_prefix(o->api_version, API_GROUP_CLUSTER "/")) {
-            cl = src->get(src->ctx, API_KIND_CLUSTER, rc->ns, o->name);
-            if (!cl) {
-                api_errors_add(errs, NULL,
-                               "%s: metadata.ownerReferences: Cluster %s/%s does not exist", what,
-                               rc->ns, o->name);
-                return -ENOENT;
-            }
-            break;
-        }
+    if (by_owner && !cl) {
+        api_errors_add(errs, NULL, "%s: metadata.ownerReferences: Cluster %s/%s does not exist",
+                       what, rc->ns, member_owner_cluster_name(ncp_json));
+        return -ENOENT;
     }
-    if (!cl) {
-        struct match mt = {.ncp_name = m->name};
-        src->each(src->ctx, API_KIND_CLUSTER, rc->ns, match_cluster, &mt);
-        if (mt.count > 1) {
-            api_errors_add(errs, NULL,
-                           "%s: %d Clusters name it in spec.controlPlaneRef; at most one may", what,
-                           mt.count);
-            return -EINVAL;
-        }
-        cl = mt.found;
+    if (count > 1) {
+        api_errors_add(errs, NULL, "%s: %d Clusters name it in spec.controlPlaneRef; at most one may",
+                       what, count);
+        return -EINVAL;
     }
-    (void)ncp_json;
     if (!cl)
         return 0;
     render_cluster_what(API_KIND_CLUSTER, rc->ns, render_cluster_meta_str(cl, "name"), cwhat,
@@ -183,7 +99,7 @@ static int set_missing(struct render_cluster_part *p, const char *fmt, ...)
 
 /* Finds and parses each component. */
 int render_cluster_find_components(struct render_cluster *rc, const struct render_source *src,
-                                   struct api_errors *errs)
+                                   const cJSON *ncp_json, struct api_errors *errs)
 {
     const struct api_object_ref *refs[RENDER_PART__COUNT] = {
         &rc->ncp->spec.etcd, &rc->ncp->spec.apiserver, &rc->ncp->spec.controller_manager};
@@ -205,14 +121,13 @@ int render_cluster_find_components(struct render_cluster *rc, const struct rende
                                     refs[i]->name) < 0)
                 return -ENOMEM;
         } else {
-            struct match mt = {.ncp_name = rc->ncp->meta.name, .cluster_name = rc->name};
-            src->each(src->ctx, kind, rc->ns, match_component, &mt);
-            obj = mt.count == 1 ? mt.found : NULL;
-            if (mt.count > 1) {
+            int count;
+            obj = member_component(src, ncp_json, part, &count);
+            if (count > 1) {
                 api_errors_add(errs, NULL,
                                "NestedControlPlane %s/%s: %s: %d %s objects belong to cluster "
                                "%s; name one in %s.name",
-                               rc->ns, rc->ncp->meta.name, ref, mt.count, kname, rc->name, ref);
+                               rc->ns, rc->ncp->meta.name, ref, count, kname, rc->name, ref);
                 ret = -EINVAL;
                 continue;
             }
@@ -220,7 +135,7 @@ int render_cluster_find_components(struct render_cluster *rc, const struct rende
                 set_missing(p,
                             "%s: not set, and no %s in namespace %s is owned by this "
                             "control plane or labelled %s=%s",
-                            ref, kname, rc->ns, CLUSTER_NAME_LABEL, rc->name) < 0)
+                            ref, kname, rc->ns, MEMBER_CLUSTER_NAME_LABEL, rc->name) < 0)
                 return -ENOMEM;
         }
         if (!obj)
@@ -246,93 +161,4 @@ int render_cluster_find_components(struct render_cluster *rc, const struct rende
             return -ENOMEM;
     }
     return ret;
-}
-
-/* ---- which control plane a component belongs to ---- */
-
-struct owner_match {
-    const cJSON *component;
-    const char *cname, *kind_name, *label;
-    const struct render_source *src;
-    const char *found;
-    int count;
-};
-
-static bool match_owner_ncp(void *ud, const cJSON *ncp)
-{
-    struct owner_match *m = ud;
-    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(ncp, "spec");
-    const char *name = render_cluster_meta_str(ncp, "name");
-
-    for (int i = 0; i < RENDER_PART__COUNT && name; i++) {
-        const cJSON *ref =
-            cJSON_GetObjectItemCaseSensitive(spec, render_part_field((enum render_part)i));
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(ref, "name"),
-                    *k = cJSON_GetObjectItemCaseSensitive(ref, "kind");
-        if (cJSON_IsString(n) && strcmp(n->valuestring, m->cname) == 0 &&
-            (!cJSON_IsString(k) || strcmp(k->valuestring, m->kind_name) == 0)) {
-            m->found = name;
-            m->count++;
-            return true;
-        }
-    }
-    if (m->label && name) {
-        /* The control plane's cluster name: its Cluster owner, label, or name. */
-        const char *cn = label_of(ncp, CLUSTER_NAME_LABEL);
-        const cJSON *refs_json = cJSON_GetObjectItemCaseSensitive(
-                        cJSON_GetObjectItemCaseSensitive(ncp, "metadata"), "ownerReferences"),
-                    *r;
-        cJSON_ArrayForEach(r, refs_json)
-        {
-            const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind"),
-                        *n = cJSON_GetObjectItemCaseSensitive(r, "name");
-            if (cJSON_IsString(k) && strcmp(k->valuestring, "Cluster") == 0 && cJSON_IsString(n))
-                cn = n->valuestring;
-        }
-        if (!cn)
-            cn = name;
-        if (strcmp(cn, m->label) == 0) {
-            m->found = name;
-            m->count++;
-        }
-    }
-    return true;
-}
-
-int render_cluster_control_plane_of(const struct render_source *src, const cJSON *component,
-                                    char ret_name[static RENDER_CLUSTER_NAME_MAX])
-{
-    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
-                    cJSON_GetObjectItemCaseSensitive(component, "metadata"), "ownerReferences"),
-                *r;
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(component, "kind");
-    struct owner_match m = {.component = component, .src = src};
-    const char *ns = render_cluster_meta_str(component, "namespace");
-
-    cJSON_ArrayForEach(r, refs)
-    {
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "kind"),
-                    *n = cJSON_GetObjectItemCaseSensitive(r, "name");
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")) && cJSON_IsString(k) &&
-            strcmp(k->valuestring, "NestedControlPlane") == 0 && cJSON_IsString(n) &&
-            strlen(n->valuestring) < RENDER_CLUSTER_NAME_MAX) {
-            snprintf(ret_name, RENDER_CLUSTER_NAME_MAX, "%s", n->valuestring);
-            return 0;
-        }
-    }
-    m.cname = render_cluster_meta_str(component, "name");
-    m.kind_name = cJSON_IsString(kind) ? kind->valuestring : "";
-    if (!m.cname)
-        return -ENOENT;
-    src->each(src->ctx, API_KIND_NESTED_CONTROL_PLANE, ns ? ns : "default", match_owner_ncp, &m);
-    if (m.count == 0) {
-        m.label = label_of(component, CLUSTER_NAME_LABEL);
-        if (m.label)
-            src->each(src->ctx, API_KIND_NESTED_CONTROL_PLANE, ns ? ns : "default", match_owner_ncp,
-                      &m);
-    }
-    if (m.count != 1 || strlen(m.found) >= RENDER_CLUSTER_NAME_MAX)
-        return -ENOENT;
-    snprintf(ret_name, RENDER_CLUSTER_NAME_MAX, "%s", m.found);
-    return 0;
 }

@@ -73,6 +73,6 @@ int render_cluster_find_nested_cluster(struct render_cluster *rc, const struct r
 
 /* Finds and parses each component into rc->parts (a missing one says why in its part). */
 int render_cluster_find_components(struct render_cluster *rc, const struct render_source *src,
-                                   struct api_errors *errs);
+                                   const cJSON *ncp_json, struct api_errors *errs);
 
 #endif

@@ -1,6 +1,9 @@
 #include "nested_fixture.h"
 
+#include <errno.h>
+
 #include "controllers/lookup.h"
+#include "lib/render/catalog.h"
 
 /* CAPN's cluster template shape, as Cluster API's controllers leave it (owner references). */
 static const char capn_owned[] = "apiVersion: cluster.x-k8s.io/v1beta1\n"
@@ -211,8 +214,63 @@ static void test_lookup__a_labelled_component_finds_a_control_plane_naming_none(
     kas = fx_get(&f, FX_APISERVERS, "d-kas");
     assert_ptr_equal(lookup_control_plane_of_component(&f.view, etcd, RENDER_PART_ETCD), ncp);
     assert_null(lookup_control_plane_of_component(&f.view, kas, RENDER_PART_APISERVER));
+    /* Both ways round, as render resolves the control plane's components. */
+    assert_ptr_equal(lookup_component(&f.view, ncp, RENDER_PART_ETCD), etcd);
+    assert_null(lookup_component(&f.view, ncp, RENDER_PART_APISERVER));
     lookup_control_planes_for(&f.view, &NESTCP_ETCDS, etcd, collect, names);
     assert_string_equal(names[0], "d");
+    fx_done(&f);
+}
+
+/* A control plane that names no component of a kind takes the one it controls, or the one
+ * labelled with its cluster name; two candidates are none (render says which to name). */
+static void test_lookup__an_unnamed_component_is_found_as_render_finds_it(void **state)
+{
+    struct fixture f;
+    struct render_source src;
+    struct render_catalog *cat = NULL;
+    struct render_cluster *rc = NULL;
+    struct api_errors errs = API_ERRORS_INIT;
+    struct err e = {0};
+    const cJSON *ncp, *kcm;
+    char dir[4096];
+
+    fx_init(&f);
+    fx_put(&f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+               "kind: NestedControlPlane\n"
+               "metadata: {name: e, uid: ncp-e, labels: {cluster.x-k8s.io/cluster-name: t}}\n"
+               "spec: {}\n"
+               "---\n"
+               "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+               "kind: NestedControllerManager\n"
+               "metadata:\n"
+               "  name: e-kcm\n"
+               "  uid: kcm-e\n"
+               "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: e, uid: ncp-e, controller: true}]\n"
+               "---\n"
+               "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+               "kind: NestedEtcd\n"
+               "metadata: {name: t-etcd-1, uid: etcd-1, labels: {cluster.x-k8s.io/cluster-name: t}}\n"
+               "---\n"
+               "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+               "kind: NestedEtcd\n"
+               "metadata: {name: t-etcd-2, uid: etcd-2, labels: {cluster.x-k8s.io/cluster-name: t}}\n");
+    ncp = fx_get(&f, FX_CONTROL_PLANES, "e");
+    kcm = fx_get(&f, FX_CONTROLLER_MANAGERS, "e-kcm");
+    assert_ptr_equal(lookup_component(&f.view, ncp, RENDER_PART_CONTROLLER_MANAGER), kcm);
+    assert_ptr_equal(lookup_control_plane_of_component(&f.view, kcm, RENDER_PART_CONTROLLER_MANAGER),
+                     ncp);
+    assert_null(lookup_component(&f.view, ncp, RENDER_PART_ETCD));
+    /* The same source gives render the same answer, and the ambiguity as an error. */
+    lookup_source(&f.view, &src);
+    snprintf(dir, sizeof(dir), "%s/templates", getenv("NESTCP_SOURCE_DIR") ? getenv("NESTCP_SOURCE_DIR") : ".");
+    assert_int_equal(render_catalog_open(dir, &cat, &e), 0);
+    assert_int_equal(render_cluster_resolve(cat, &src, "default", "e", &rc, &errs), -EINVAL);
+    assert_int_equal(errs.n, 1);
+    assert_non_null(strstr(errs.lines[0], "2 NestedEtcd objects belong to cluster t"));
+    api_errors_done(&errs);
+    render_cluster_free(rc);
+    render_catalog_free(cat);
     fx_done(&f);
 }
 
@@ -293,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_lookup__standalone_cluster_is_named_by_its_label),
         cmocka_unit_test(test_lookup__component_and_its_control_plane),
         cmocka_unit_test(test_lookup__a_labelled_component_finds_a_control_plane_naming_none),
+        cmocka_unit_test(test_lookup__an_unnamed_component_is_found_as_render_finds_it),
         cmocka_unit_test(test_lookup__changes_of_related_objects_concern_their_control_plane),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,6 +25,7 @@
 #include "lib/pki/secret.h"
 #include "lib/render/catalog.h"
 #include "lib/render/cluster.h"
+#include "lib/render/member.h"
 #include "lib/render/patch.h"
 #include "lib/util/strutil.h"
 #include "lib/util/yamlconv.h"
@@ -1613,17 +1614,17 @@ static void test_cluster__control_plane_of_a_component(void **state)
 {
     cJSON *objs = docs(CAPN "---\n" NCP_HEAD "spec: {}\n" COMPONENTS);
     struct render_source src;
-    char name[RENDER_CLUSTER_NAME_MAX];
+    const cJSON *ncp;
 
     render_source_from_objects(objs, &src);
-    assert_int_equal(
-        render_cluster_control_plane_of(&src, find(objs, "NestedEtcd", "capn-nestedetcd"), name),
-        0);
-    assert_string_equal(name, "capn-control-plane");
-    assert_int_equal(
-        render_cluster_control_plane_of(&src, find(objs, "NestedAPIServer", "c-apiserver"), name),
-        0);
-    assert_string_equal(name, "c");
+    ncp = member_control_plane_of_component(&src, find(objs, "NestedEtcd", "capn-nestedetcd"),
+                                            RENDER_PART_ETCD);
+    assert_non_null(ncp);
+    assert_string_equal(name_of(ncp), "capn-control-plane");
+    ncp = member_control_plane_of_component(&src, find(objs, "NestedAPIServer", "c-apiserver"),
+                                            RENDER_PART_APISERVER);
+    assert_non_null(ncp);
+    assert_string_equal(name_of(ncp), "c");
     cJSON_Delete(objs);
 }
 
