@@ -279,9 +279,10 @@ static void get_meta(struct px *x, const cJSON *obj, struct api_meta *m)
 }
 
 /* Checks apiVersion, kind and metadata.name, type-checks spec and status against the kind's
- * schema and returns a copy of obj with the schema defaults applied to spec. */
-static int prepare(const cJSON *obj, const enum api_kind *wanted, size_t n_wanted,
-                   enum api_kind *ret_kind, cJSON **ret_copy, struct api_errors *errs)
+ * schema and returns a copy of obj with the schema defaults applied to spec. Returns 0,
+ * -EINVAL (detail in errs), -ENOMEM. */
+static int check(const cJSON *obj, const enum api_kind *wanted, size_t n_wanted,
+                 enum api_kind *ret_kind, cJSON **ret_copy, struct api_errors *errs)
 {
     const cJSON *av = child(obj, "apiVersion"), *kv = child(obj, "kind"), *md, *name;
     const struct api_kind_info *ki;
@@ -346,6 +347,24 @@ found:
     return 0;
 }
 
+/* check(), then a zeroed struct of size bytes for the caller to fill from *ret_copy; NULL with
+ * *ret_r -EINVAL (detail in errs) or -ENOMEM. */
+static void *prepare(const cJSON *obj, const enum api_kind *wanted, size_t n_wanted, size_t size,
+                     enum api_kind *ret_kind, cJSON **ret_copy, int *ret_r, struct api_errors *errs)
+{
+    int r = check(obj, wanted, n_wanted, ret_kind, ret_copy, errs);
+    void *parsed;
+
+    *ret_r = r;
+    if (r < 0)
+        return NULL;
+    if (!(parsed = calloc(1, size))) {
+        cJSON_Delete(*ret_copy);
+        *ret_r = -ENOMEM;
+    }
+    return parsed;
+}
+
 static void get_certificates(struct px *x, const cJSON *spec, struct api_certificates *c)
 {
     const cJSON *cert = child_obj(spec, "certificates");
@@ -358,8 +377,8 @@ static void get_certificates(struct px *x, const cJSON *spec, struct api_certifi
     c->renew_before_days = (int32_t)get_int(cert, "renewBeforeDays", 30);
     get_strlist(x, cert, "extraSANs", &c->extra_sans);
     sa = child_obj(cert, "serviceAccountKey");
-    c->sa_max_token_expiration = (int32_t)get_int(sa, "maxTokenExpirationSeconds",
-                                                  API_SA_MAX_TOKEN_EXPIRATION_DEFAULT);
+    c->sa_max_token_expiration =
+        (int32_t)get_int(sa, "maxTokenExpirationSeconds", API_SA_MAX_TOKEN_EXPIRATION_DEFAULT);
     c->sa_rotation_overlap =
         (int32_t)get_int(sa, "rotationOverlapSeconds", c->sa_max_token_expiration);
     c->rotate_sa_key = get_str(x, child_obj(cert, "rotate"), "serviceAccountKey");
@@ -395,14 +414,8 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
     cJSON *copy;
     int r;
 
-    r = prepare(obj, wanted, 1, &kind, &copy, errs);
-    if (r < 0)
+    if (!(ncp = prepare(obj, wanted, 1, sizeof(*ncp), &kind, &copy, &r, errs)))
         return r;
-    ncp = calloc(1, sizeof(*ncp));
-    if (!ncp) {
-        cJSON_Delete(copy);
-        return -ENOMEM;
-    }
     get_meta(&x, copy, &ncp->meta);
     spec = child_obj(copy, "spec");
     get_ref(&x, spec, "etcd", &ncp->spec.etcd);
@@ -458,7 +471,8 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
         ncp->status.sa_key.signing_since = get_str(&x, sk, "signingSince");
         ncp->status.sa_key.drop_after = get_str(&x, sk, "dropAfter");
         for (int i = 0; i < API_CA__COUNT; i++) {
-            const cJSON *cs = child_obj(child_obj(st, "certificates"), api_ca_field((enum api_ca)i));
+            const cJSON *cs =
+                child_obj(child_obj(st, "certificates"), api_ca_field((enum api_ca)i));
             ncp->status.ca[i].rotation = get_str(&x, cs, "rotation");
             ncp->status.ca[i].phase = get_str(&x, cs, "phase");
         }
@@ -484,14 +498,8 @@ int api_component_from_json(const cJSON *obj, struct api_component **ret, struct
     cJSON *copy;
     int r;
 
-    r = prepare(obj, wanted, 3, &kind, &copy, errs);
-    if (r < 0)
+    if (!(c = prepare(obj, wanted, 3, sizeof(*c), &kind, &copy, &r, errs)))
         return r;
-    c = calloc(1, sizeof(*c));
-    if (!c) {
-        cJSON_Delete(copy);
-        return -ENOMEM;
-    }
     c->kind = kind;
     get_meta(&x, copy, &c->meta);
     spec = child_obj(copy, "spec");
@@ -525,9 +533,8 @@ int api_component_from_json(const cJSON *obj, struct api_component **ret, struct
             c->spec.storage.size_limit = scalar_text(&x, child(ed, "sizeLimit"));
     }
     if (kind == API_KIND_NESTED_ETCD)
-        c->spec.snapshot_claim =
-            get_str(&x, child_obj(child_obj(spec, "snapshots"), "persistentVolumeClaim"),
-                    "claimName");
+        c->spec.snapshot_claim = get_str(
+            &x, child_obj(child_obj(spec, "snapshots"), "persistentVolumeClaim"), "claimName");
 
     st = child_obj(copy, "status");
     c->status.phase = get_str(&x, st, "phase");
@@ -575,14 +582,8 @@ int api_nested_cluster_from_json(const cJSON *obj, struct api_nested_cluster **r
     cJSON *copy;
     int r;
 
-    r = prepare(obj, wanted, 1, &kind, &copy, errs);
-    if (r < 0)
+    if (!(nc = prepare(obj, wanted, 1, sizeof(*nc), &kind, &copy, &r, errs)))
         return r;
-    nc = calloc(1, sizeof(*nc));
-    if (!nc) {
-        cJSON_Delete(copy);
-        return -ENOMEM;
-    }
     get_meta(&x, copy, &nc->meta);
     get_endpoint(&x, child_obj(copy, "spec"), "controlPlaneEndpoint", &nc->control_plane_endpoint);
     st = child_obj(copy, "status");
@@ -610,14 +611,8 @@ int api_capi_cluster_from_json(const cJSON *obj, struct api_capi_cluster **ret,
     cJSON *copy;
     int r;
 
-    r = prepare(obj, wanted, 1, &kind, &copy, errs);
-    if (r < 0)
+    if (!(cl = prepare(obj, wanted, 1, sizeof(*cl), &kind, &copy, &r, errs)))
         return r;
-    cl = calloc(1, sizeof(*cl));
-    if (!cl) {
-        cJSON_Delete(copy);
-        return -ENOMEM;
-    }
     get_meta(&x, copy, &cl->meta);
     spec = child_obj(copy, "spec");
     cl->paused = get_bool(spec, "paused");
