@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,4 +64,31 @@ bool proc_alive(pid_t *pid)
         return true;
     *pid = 0;
     return false;
+}
+
+int proc_run(char *out, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    char *cmd;
+    FILE *p;
+    size_t n = 0;
+    int len, st;
+
+    out[0] = '\0';
+    va_start(ap, fmt);
+    len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (len < 0 || !(cmd = malloc((size_t)len + 1)))
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(cmd, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    p = popen(cmd, "r");
+    free(cmd);
+    if (!p)
+        return -1;
+    n = fread(out, 1, size - 1, p);
+    out[n] = '\0';
+    st = pclose(p);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -104,25 +104,6 @@ static void write_pair(const struct env *env, const char *name, const struct pki
     write_file(env, file, p->key_pem);
 }
 
-/* Runs a shell command; its output goes to out. Returns the exit status. */
-static int run(char *out, size_t size, const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    FILE *p;
-    size_t n;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    p = popen(cmd, "r");
-    assert_non_null(p);
-    n = fread(out, 1, size - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Starts argv with stdout and stderr appended to <dir>/<log>. */
 static pid_t spawn(const struct env *env, const char *log, char *const argv[])
 {
@@ -139,7 +120,7 @@ static void show_log(const struct env *env, const char *log)
 {
     char out[8192];
 
-    run(out, sizeof(out), "tail -n 20 %s/%s", env->dir, log);
+    proc_run(out, sizeof(out), "tail -n 20 %s/%s", env->dir, log);
     fprintf(stderr, "--- %s ---\n%s\n", log, out);
 }
 
@@ -160,7 +141,7 @@ static int setup(void **state)
     if (!mkdtemp(env->dir))
         return -1;
     /* kube-build.sh prints the directory of the cached release (building it once). */
-    if (!src || run(out, sizeof(out), "%s/hack/kube-build.sh kubernetes 1.37.2", src) != 0) {
+    if (!src || proc_run(out, sizeof(out), "%s/hack/kube-build.sh kubernetes 1.37.2", src) != 0) {
         fprintf(stderr, "kube-apiserver not available: %s\n", out);
         return -1;
     }
@@ -196,7 +177,7 @@ static int teardown(void **state)
 
     proc_stop(&env->apiserver, 10);
     proc_stop(&env->etcd, 10);
-    run(out, sizeof(out), "rm -rf %s", env->dir);
+    proc_run(out, sizeof(out), "rm -rf %s", env->dir);
     pki_kubeadm_set_free(env->set);
     free(env);
     return 0;
@@ -291,7 +272,7 @@ static void test_pki_tls__etcd_accepts_generated_certificates(void **state)
         usleep(200 * 1000);
         if (!proc_alive(&env->etcd))
             break;
-        ok = run(out, sizeof(out),
+        ok = proc_run(out, sizeof(out),
                  "cd %s && ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:%d "
                  "--cacert=etcd-ca.crt --cert=etcd-healthcheck-client.crt "
                  "--key=etcd-healthcheck-client.key endpoint health 2>&1",
@@ -302,7 +283,7 @@ static void test_pki_tls__etcd_accepts_generated_certificates(void **state)
     assert_true(ok);
     assert_non_null(strstr(out, "is healthy"));
     /* A client certificate from another CA is refused. */
-    assert_int_not_equal(run(out, sizeof(out),
+    assert_int_not_equal(proc_run(out, sizeof(out),
                              "cd %s && ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:%d "
                              "--cacert=etcd-ca.crt --cert=apiserver-kubelet-client.crt "
                              "--key=apiserver-kubelet-client.key --dial-timeout=2s "
@@ -351,7 +332,7 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
         usleep(200 * 1000);
         if (!proc_alive(&env->apiserver))
             break;
-        ready = run(out, sizeof(out), "kubectl --kubeconfig %s/admin.conf get --raw /readyz 2>&1",
+        ready = proc_run(out, sizeof(out), "kubectl --kubeconfig %s/admin.conf get --raw /readyz 2>&1",
                     env->dir) == 0 &&
                 strcmp(out, "ok") == 0;
     }
@@ -361,12 +342,12 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
     }
     assert_true(ready);
     /* The serving certificate holds 127.0.0.1 and localhost; the admin is a cluster admin. */
-    assert_int_equal(run(out, sizeof(out),
+    assert_int_equal(proc_run(out, sizeof(out),
                          "kubectl --kubeconfig %s/admin-localhost.conf auth can-i '*' '*' 2>&1",
                          env->dir),
                      0);
     assert_string_equal(out, "yes\n");
-    assert_int_equal(run(out, sizeof(out),
+    assert_int_equal(proc_run(out, sizeof(out),
                          "kubectl --kubeconfig %s/admin.conf create namespace pki-check 2>&1 && "
                          "kubectl --kubeconfig %s/admin.conf get namespace pki-check "
                          "-o jsonpath='{.metadata.name}' 2>&1",
@@ -374,7 +355,7 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
                      0);
     assert_non_null(strstr(out, "pki-check"));
     /* The controller-manager is authenticated as itself and bound by its default role. */
-    assert_int_equal(run(out, sizeof(out),
+    assert_int_equal(proc_run(out, sizeof(out),
                          "kubectl --kubeconfig %s/controller-manager.conf auth can-i create "
                          "tokenreviews.authentication.k8s.io 2>/dev/null; "
                          "kubectl --kubeconfig %s/controller-manager.conf auth can-i delete "
@@ -387,7 +368,7 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
     write_file(env, "token-request.json",
                "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
                "\"spec\":{\"expirationSeconds\":600}}");
-    assert_int_equal(run(out, sizeof(out),
+    assert_int_equal(proc_run(out, sizeof(out),
                          "cd %s && kubectl --kubeconfig admin.conf -n pki-check create "
                          "serviceaccount robot >/dev/null 2>&1 && "
                          "t=$(kubectl --kubeconfig admin.conf create --raw "

@@ -82,26 +82,6 @@ struct env {
     cJSON *objs;
 };
 
-/* Runs a shell command; its output goes to out. Returns the exit status. */
-static int run(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char *out, size_t size, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    FILE *p;
-    size_t n;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    p = popen(cmd, "r");
-    assert_non_null(p);
-    n = fread(out, 1, size - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void write_file(const char *path, const char *text, size_t len)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -219,14 +199,14 @@ static void show_log(const struct env *env, const char *log)
 {
     char out[8192];
 
-    run(out, sizeof(out), "tail -n 20 %s/%s", env->dir, log);
+    proc_run(out, sizeof(out), "tail -n 20 %s/%s", env->dir, log);
     fprintf(stderr, "--- %s ---\n%s\n", log, out);
 }
 
 /* Runs cmd in a mount namespace with the test's hosts file. */
 static int run_in_ns(const struct env *env, char *out, size_t size, const char *cmd)
 {
-    return run(out, size, "unshare -m sh -c 'mount --bind %s/hosts /etc/hosts && cd %s && %s' 2>&1",
+    return proc_run(out, size, "unshare -m sh -c 'mount --bind %s/hosts /etc/hosts && cd %s && %s' 2>&1",
                env->dir, env->dir, cmd);
 }
 
@@ -236,7 +216,7 @@ static int release_dir(const char *src, const char *what, const char *version, c
 {
     static char text[64 * 1024];
 
-    if (run(text, sizeof(text), "%s/hack/kube-build.sh %s %s 2>&1", src, what, version) != 0) {
+    if (proc_run(text, sizeof(text), "%s/hack/kube-build.sh %s %s 2>&1", src, what, version) != 0) {
         fprintf(stderr, "hack/kube-build.sh %s %s: %s\n", what, version, text);
         return -1;
     }
@@ -268,7 +248,7 @@ static int setup_line(void **state, const struct line *line)
     snprintf(path, sizeof(path), "%s/input.yaml", env->dir);
     snprintf(input, sizeof(input), input_fmt, line->kubernetes, line->etcd, line->apiserver_spec);
     write_file(path, input, strlen(input));
-    if (run(out, sizeof(out), "%s render -f %s 2>&1", bin, path) != 0) {
+    if (proc_run(out, sizeof(out), "%s render -f %s 2>&1", bin, path) != 0) {
         fprintf(stderr, "nestcp render: %s\n", out);
         return -1;
     }
@@ -296,7 +276,7 @@ static int teardown(void **state)
     proc_stop(&env->cm, 10);
     proc_stop(&env->apiserver, 10);
     proc_stop(&env->etcd, 10);
-    run(out, sizeof(out), "rm -rf %s", env->dir);
+    proc_run(out, sizeof(out), "rm -rf %s", env->dir);
     cJSON_Delete(env->objs);
     free(env);
     return 0;
@@ -367,7 +347,7 @@ static void anonymous_gets_only_health(struct env *env, const char *pki)
     char out[256];
 
     for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
-        assert_int_equal(run(out, sizeof(out),
+        assert_int_equal(proc_run(out, sizeof(out),
                              "curl -sS -o /dev/null -w '%%{http_code}' --max-time 10 --cacert "
                              "%s/ca.crt --resolve rb-apiserver." NS ".svc:6443:%s "
                              "https://rb-apiserver." NS ".svc:6443%s 2>&1",
@@ -407,7 +387,7 @@ static void apiserver_serves_the_admin_kubeconfig(struct env *env)
     write_file(kc, (const char *)text, len);
     free(text);
     snprintf(kubectl, sizeof(kubectl), "%s/kubectl --kubeconfig %s", env->kube_bin, kc);
-    assert_int_equal(run(out, sizeof(out),
+    assert_int_equal(proc_run(out, sizeof(out),
                          "%s config set-cluster rb --server=https://%s:6443 "
                          "--tls-server-name=rb-apiserver." NS ".svc 2>&1",
                          kubectl, env->line->api_ip),
@@ -416,7 +396,7 @@ static void apiserver_serves_the_admin_kubeconfig(struct env *env)
         usleep(200 * 1000);
         if (!proc_alive(&env->apiserver))
             break;
-        ready = run(out, sizeof(out), "%s get --raw /readyz 2>&1", kubectl) == 0 &&
+        ready = proc_run(out, sizeof(out), "%s get --raw /readyz 2>&1", kubectl) == 0 &&
                 strcmp(out, "ok") == 0;
     }
     if (!ready) {
@@ -424,13 +404,13 @@ static void apiserver_serves_the_admin_kubeconfig(struct env *env)
         show_log(env, "etcd.log");
     }
     assert_true(ready);
-    assert_int_equal(run(out, sizeof(out), "%s get namespaces -o name 2>&1", kubectl), 0);
+    assert_int_equal(proc_run(out, sizeof(out), "%s get namespaces -o name 2>&1", kubectl), 0);
     assert_non_null(strstr(out, "namespace/kube-system"));
     assert_non_null(strstr(out, "namespace/default"));
-    assert_int_equal(run(out, sizeof(out), "%s auth can-i '*' '*' 2>&1", kubectl), 0);
+    assert_int_equal(proc_run(out, sizeof(out), "%s auth can-i '*' '*' 2>&1", kubectl), 0);
     assert_string_equal(out, "yes\n");
     /* /version says the release: the binary was stamped as a release build is. */
-    assert_int_equal(run(out, sizeof(out), "%s get --raw /version 2>&1", kubectl), 0);
+    assert_int_equal(proc_run(out, sizeof(out), "%s get --raw /version 2>&1", kubectl), 0);
     snprintf(want, sizeof(want), "\"gitVersion\": \"v%s\"", env->line->kubernetes);
     if (!strstr(out, want))
         fail_msg("/version does not say %s: %s", want, out);
@@ -451,14 +431,14 @@ static void controller_manager_works_through_its_kubeconfig(struct env *env)
                     "controller-manager.log");
     snprintf(kubectl, sizeof(kubectl), "%s/kubectl --kubeconfig %s/admin.conf", env->kube_bin,
              env->dir);
-    assert_int_equal(run(out, sizeof(out), "%s create namespace rb-probe 2>&1", kubectl), 0);
+    assert_int_equal(proc_run(out, sizeof(out), "%s create namespace rb-probe 2>&1", kubectl), 0);
     /* The serviceaccount controller creates `default` in every namespace: the controller
      * manager reached the API server with its own credentials and holds the lease. */
     for (int i = 0; i < 300 && !done; i++) {
         usleep(200 * 1000);
         if (!proc_alive(&env->cm))
             break;
-        done = run(out, sizeof(out), "%s -n rb-probe get serviceaccount default -o name 2>&1",
+        done = proc_run(out, sizeof(out), "%s -n rb-probe get serviceaccount default -o name 2>&1",
                    kubectl) == 0;
     }
     if (!done)

@@ -14,6 +14,7 @@
 
 #include "lib/pki/kubeadm.h"
 #include "test/unit/pki/pki_check.h"
+#include "test/support/proc.h"
 
 #define DAY ((int64_t)86400)
 
@@ -353,24 +354,6 @@ static void write_file(const char *dir, const char *name, const char *text)
     close(fd);
 }
 
-/* Runs a shell command and returns its output (stdout and stderr) in out. */
-static int run(char *out, size_t size, const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    FILE *p;
-    size_t n;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    p = popen(cmd, "r");
-    assert_non_null(p);
-    n = fread(out, 1, size - 1, p);
-    out[n] = '\0';
-    return pclose(p);
-}
-
 /* A temporary directory for the files, removed even when an assertion fails. */
 static int make_dir(void **state)
 {
@@ -387,7 +370,7 @@ static int remove_dir(void **state)
 {
     char out[64];
 
-    run(out, sizeof(out), "rm -rf %s", (const char *)*state);
+    proc_run(out, sizeof(out), "rm -rf %s", (const char *)*state);
     return 0;
 }
 
@@ -408,7 +391,7 @@ static void test_kubeadm__openssl_cli_verifies_the_set(void **state)
     write_file(dir, "sa.pub", set->sa.cert_pem);
     write_file(dir, "sa.key", set->sa.key_pem);
 
-    assert_int_equal(run(out, sizeof(out),
+    assert_int_equal(proc_run(out, sizeof(out),
                          "cd %s && openssl verify -CAfile ca.crt -purpose sslserver apiserver.crt "
                          "2>&1 && openssl verify -CAfile ca.crt -purpose sslclient admin.crt 2>&1 "
                          "&& openssl verify -CAfile proxy-ca.crt -purpose sslclient "
@@ -419,16 +402,16 @@ static void test_kubeadm__openssl_cli_verifies_the_set(void **state)
     assert_string_equal(out, "apiserver.crt: OK\nadmin.crt: OK\nproxy-client.crt: OK\n"
                              "etcd-peer-0.crt: OK\n");
     /* The wrong CA and the wrong purpose are refused by the tool too. */
-    assert_int_not_equal(run(out, sizeof(out),
+    assert_int_not_equal(proc_run(out, sizeof(out),
                              "openssl verify -CAfile %s/etcd-ca.crt %s/apiserver.crt 2>&1", dir,
                              dir),
                          0);
-    assert_int_not_equal(run(out, sizeof(out),
+    assert_int_not_equal(proc_run(out, sizeof(out),
                              "openssl verify -CAfile %s/ca.crt -purpose sslserver %s/admin.crt "
                              "2>&1",
                              dir, dir),
                          0);
-    assert_int_equal(run(out, sizeof(out),
+    assert_int_equal(proc_run(out, sizeof(out),
                          "openssl x509 -in %s/apiserver.crt -noout -ext "
                          "subjectAltName,basicConstraints,extendedKeyUsage",
                          dir),
@@ -438,7 +421,7 @@ static void test_kubeadm__openssl_cli_verifies_the_set(void **state)
     assert_non_null(strstr(out, "CA:FALSE"));
     assert_non_null(strstr(out, "TLS Web Server Authentication"));
     /* The key on disk belongs to the certificate, and sa.pub to sa.key. */
-    assert_int_equal(run(out, sizeof(out),
+    assert_int_equal(proc_run(out, sizeof(out),
                          "cd %s && a=$(openssl x509 -in apiserver.crt -noout -pubkey) && "
                          "b=$(openssl pkey -in apiserver.key -pubout) && [ \"$a\" = \"$b\" ] && "
                          "c=$(openssl pkey -in sa.key -pubout) && [ \"$c\" = \"$(cat sa.pub)\" ] "
