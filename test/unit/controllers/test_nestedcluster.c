@@ -37,6 +37,20 @@ static const char nc[] = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
                          "spec:\n"
                          "  controlPlaneEndpoint: {host: sample-apiserver, port: 6443}\n";
 
+/* The NestedCluster "sample" at generation, with spec (a YAML flow mapping) or none. */
+static void put_nested_cluster(struct fixture *f, int generation, const char *spec)
+{
+    char yaml[1024];
+
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+             "kind: NestedCluster\n"
+             "metadata: {name: sample, uid: nc-1, generation: %d, resourceVersion: '7'}\n"
+             "%s%s\n",
+             generation, spec ? "spec: " : "", spec ? spec : "");
+    fx_put(f, yaml);
+}
+
 static int reconcile(struct fixture *f, struct plan *p)
 {
     struct err e;
@@ -139,9 +153,7 @@ static void test_nestedcluster__fills_an_empty_endpoint_from_the_control_plane(v
     fx_init(&f);
     fx_put(&f, ncp_ready);
     fx_put(&f, cluster);
-    fx_put(&f, "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
-               "kind: NestedCluster\n"
-               "metadata: {name: sample, uid: nc-1, generation: 1, resourceVersion: '7'}\n");
+    put_nested_cluster(&f, 1, NULL);
     assert_int_equal(reconcile(&f, &p), 0);
     a = fx_action(&p, KUBE_PATCH, "nestedclusters", "sample");
     assert_non_null(a);
@@ -163,10 +175,7 @@ static void test_nestedcluster__a_different_endpoint_is_reported(void **state)
     fx_put(&f, ncp_ready);
     fx_put(&f, cluster);
     /* CAPN's template gives the NestedCluster localhost:6443 */
-    fx_put(&f, "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
-               "kind: NestedCluster\n"
-               "metadata: {name: sample, uid: nc-1, generation: 1, resourceVersion: '7'}\n"
-               "spec: {controlPlaneEndpoint: {host: localhost, port: 6443}}\n");
+    put_nested_cluster(&f, 1, "{controlPlaneEndpoint: {host: localhost, port: 6443}}");
     assert_int_equal(reconcile(&f, &p), 0);
     assert_null(fx_action(&p, KUBE_PATCH, "nestedclusters", "sample"));
     st = status_written(&p);
@@ -201,9 +210,7 @@ static void test_nestedcluster__paused_shows_only_the_paused_condition(void **st
                "  paused: true\n"
                "  controlPlaneRef: {kind: NestedControlPlane, name: sample-control-plane}\n"
                "  infrastructureRef: {kind: NestedCluster, name: sample}\n");
-    fx_put(&f, "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
-               "kind: NestedCluster\n"
-               "metadata: {name: sample, uid: nc-1, generation: 1, resourceVersion: '7'}\n");
+    put_nested_cluster(&f, 1, NULL);
     assert_int_equal(reconcile(&f, &p), 0);
     assert_int_equal(p.n_actions, 1); /* no endpoint patch */
     st = status_written(&p);
@@ -223,10 +230,7 @@ static void test_nestedcluster__invalid_object_gets_a_condition_and_an_event(voi
     fx_init(&f);
     fx_put(&f, ncp_ready);
     fx_put(&f, cluster);
-    fx_put(&f, "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
-               "kind: NestedCluster\n"
-               "metadata: {name: sample, uid: nc-1, generation: 3, resourceVersion: '7'}\n"
-               "spec: {controlPlaneEndpoint: {host: sample-apiserver, port: six}}\n");
+    put_nested_cluster(&f, 3, "{controlPlaneEndpoint: {host: sample-apiserver, port: six}}");
     assert_int_equal(reconcile(&f, &p), 0);
     assert_int_equal(p.n_actions, 1);
     st = status_written(&p);
