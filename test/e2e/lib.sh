@@ -345,14 +345,16 @@ finish() {
     echo PASS
 }
 
-# tenant_manifest NAME VERSION ETCD_REPLICAS APISERVER_REPLICAS [ETCD_SPEC_YAML]: a
-# NestedControlPlane and its three components, as a user writes them. ETCD_SPEC_YAML is added
-# to the NestedEtcd's spec (indented two spaces, e.g. "  storage: {emptyDir: {}}").
+# tenant_manifest NAME VERSION ETCD_REPLICAS APISERVER_REPLICAS [ETCD_SPEC_YAML
+#                 [APISERVER_SPEC_YAML]]: a NestedControlPlane and its three components, as a
+# user writes them. The spec YAML is added to the NestedEtcd's or NestedAPIServer's spec
+# (indented two spaces, e.g. "  storage: {emptyDir: {}}").
+no_endpoint_reconciler="  extraArgs: {endpoint-reconciler-type: none}"
 tenant_manifest() {
-    local c=$1 version=$2 etcd=$3 kas=$4 extra=${5:-} kas_extra=""
+    local c=$1 version=$2 etcd=$3 kas=$4 extra=${5:-} kas_extra=${6:-}
     # The node agent's pod IPs are loopback addresses, which kube-apiserver 1.37 refuses to
     # advertise to its endpoint reconciler.
-    case $version in 1.37.*) kas_extra="  extraArgs: {endpoint-reconciler-type: none}" ;; esac
+    case $version in 1.37.*) [ -n "$kas_extra" ] || kas_extra=$no_endpoint_reconciler ;; esac
     cat <<YAML
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: NestedControlPlane
@@ -386,6 +388,21 @@ metadata:
   name: $c-controller-manager
 spec:
   replicas: 1
+YAML
+}
+
+# snapshot_claim NAME: the PersistentVolumeClaim a user makes for etcd snapshots, as a
+# document to put before tenant_manifest's.
+snapshot_claim() {
+    cat <<YAML
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: $1
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
 YAML
 }
 

@@ -18,38 +18,7 @@ e2e=$("$NESTCP_SOURCE_DIR/hack/kube-build.sh" conformance "$version")/e2e.test
 tkubectl_bin=$("$NESTCP_SOURCE_DIR/hack/kube-build.sh" kubernetes "$version")/kubectl
 
 setup
-cat >"$work/conf.yaml" <<EOF
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedControlPlane
-metadata:
-  name: conf
-spec:
-  version: "$version"
-  etcd: {kind: NestedEtcd, name: conf-etcd}
-  apiserver: {kind: NestedAPIServer, name: conf-apiserver}
-  controllerManager: {kind: NestedControllerManager, name: conf-controller-manager}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedEtcd
-metadata:
-  name: conf-etcd
-spec:
-  replicas: 1
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedAPIServer
-metadata:
-  name: conf-apiserver
-spec:
-  replicas: 1
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedControllerManager
-metadata:
-  name: conf-controller-manager
-spec:
-  replicas: 1
-EOF
+tenant_manifest conf "$version" 1 1 >"$work/conf.yaml"
 t0=$(now)
 kubectl -n "$ns" apply -f "$work/conf.yaml" >/dev/null
 wait_ready conf 300 "$t0"

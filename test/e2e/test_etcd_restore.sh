@@ -21,50 +21,11 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 setup
-cat >"$work/rst.yaml" <<'EOF'
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: rst-snapshots
-spec:
-  accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: 1Gi}}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedControlPlane
-metadata:
-  name: rst
-spec:
-  version: "1.36.3"
-  etcd: {kind: NestedEtcd, name: rst-etcd}
-  apiserver: {kind: NestedAPIServer, name: rst-apiserver}
-  controllerManager: {kind: NestedControllerManager, name: rst-controller-manager}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedEtcd
-metadata:
-  name: rst-etcd
-spec:
-  replicas: 3
-  snapshots: {persistentVolumeClaim: {claimName: rst-snapshots}}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedAPIServer
-metadata:
-  name: rst-apiserver
-spec:
-  replicas: 1
-  # The node agent's pod IPs are loopback addresses, which kube-apiserver 1.37 refuses to
-  # advertise to its endpoint reconciler.
-  extraArgs: {endpoint-reconciler-type: none}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedControllerManager
-metadata:
-  name: rst-controller-manager
-spec:
-  replicas: 1
-EOF
+{
+    snapshot_claim rst-snapshots
+    tenant_manifest rst 1.36.3 3 1 "  snapshots: {persistentVolumeClaim: {claimName: rst-snapshots}}" \
+        "$no_endpoint_reconciler"
+} >"$work/rst.yaml"
 t0=$(now)
 kubectl -n "$ns" apply -f "$work/rst.yaml" >/dev/null
 wait_ready rst 300 "$t0"

@@ -29,51 +29,11 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 setup
-cat >"$work/roll.yaml" <<'EOF'
-# The claim etcd snapshots go to, made by the user.
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: roll-snapshots
-spec:
-  accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: 1Gi}}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedControlPlane
-metadata:
-  name: roll
-spec:
-  version: "1.36.3"
-  etcd: {kind: NestedEtcd, name: roll-etcd}
-  apiserver: {kind: NestedAPIServer, name: roll-apiserver}
-  controllerManager: {kind: NestedControllerManager, name: roll-controller-manager}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedEtcd
-metadata:
-  name: roll-etcd
-spec:
-  replicas: 3
-  snapshots: {persistentVolumeClaim: {claimName: roll-snapshots}}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedAPIServer
-metadata:
-  name: roll-apiserver
-spec:
-  replicas: 2
-  # The node agent's pod IPs are loopback addresses, which kube-apiserver 1.37 refuses to
-  # advertise to its endpoint reconciler.
-  extraArgs: {endpoint-reconciler-type: none}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: NestedControllerManager
-metadata:
-  name: roll-controller-manager
-spec:
-  replicas: 1
-EOF
+{
+    snapshot_claim roll-snapshots
+    tenant_manifest roll 1.36.3 3 2 "  snapshots: {persistentVolumeClaim: {claimName: roll-snapshots}}" \
+        "$no_endpoint_reconciler"
+} >"$work/roll.yaml"
 t0=$(now)
 kubectl -n "$ns" apply -f "$work/roll.yaml" >/dev/null
 wait_ready roll 300 "$t0"
