@@ -57,19 +57,24 @@ static void event(struct carot_output *out, const struct carot_input *in, const 
                in->kind->what, name ? name : "", rest);
 }
 
+/* What the shared gate reads of this request. */
+static struct rotation_request request_of(const struct carot_input *in)
+{
+    return (struct rotation_request){in->requested, in->taken, in->upgrading, in->busy,
+                                     in->rolled};
+}
+
 /* A request made while this rotation runs waits for it; the condition says so. */
 static void refuse_second(const struct carot_input *in, struct carot_output *out)
 {
-    char progress[sizeof(out->message)];
+    const struct rotation_subject who = {in->kind->what, NULL};
+    struct rotation_request rq = request_of(in);
+    struct rotation_hold hold;
 
-    if (!pending(in))
-        return;
-    snprintf(progress, sizeof(progress), "%s", out->message);
-    out->refusal = out->reason = "RotationInProgress";
-    str_printf(out->message, sizeof(out->message),
-               "%s rotation \"%.63s\" is refused while rotation \"%.63s\" runs; it starts when "
-               "that one is complete. %s",
-               in->kind->what, in->requested, in->taken ? in->taken : "", progress);
+    if (rotation_refuse_second(&who, &rq, out->message, &hold)) {
+        out->reason = hold.reason;
+        out->refusal = hold.refusal;
+    }
 }
 
 /* Rules 2 to 5: a running rotation, one phase per state of the Secret. */
@@ -178,6 +183,9 @@ static void step_supplied(const struct carot_input *in, struct carot_output *out
 void carot_step(const struct carot_input *in, struct carot_output *out)
 {
     const char *w = in->kind->what;
+    const struct rotation_subject who = {w, NULL};
+    const struct rotation_request rq = request_of(in);
+    struct rotation_hold hold;
 
     memset(out, 0, sizeof(*out));
 
@@ -217,27 +225,9 @@ void carot_step(const struct carot_input *in, struct carot_output *out)
         return;
     }
     /* Rule 8: one change at a time. */
-    if (in->upgrading) {
-        out->refusal = out->reason = "UpgradeInProgress";
-        str_printf(out->message, sizeof(out->message),
-                   "%s rotation \"%.63s\" is refused while a version change rolls out; it starts "
-                   "when every component runs its desired version",
-                   w, in->requested);
-        return;
-    }
-    if (in->busy) {
-        out->refusal = out->reason = "RotationInProgress";
-        str_printf(out->message, sizeof(out->message),
-                   "%s rotation \"%.63s\" is refused while the rotation of %s runs; it starts "
-                   "when that one is complete",
-                   w, in->requested, in->busy);
-        return;
-    }
-    if (!in->rolled) {
-        out->reason = "WaitingForRollout";
-        str_printf(out->message, sizeof(out->message),
-                   "%s rotation \"%.63s\" waits for the rollout in progress to complete", w,
-                   in->requested);
+    if (rotation_gate(&who, &rq, out->message, sizeof(out->message), &hold)) {
+        out->reason = hold.reason;
+        out->refusal = hold.refusal;
         return;
     }
     /* Rule 9: start. */

@@ -35,23 +35,33 @@ static void waiting(struct sakey_output *out, const char *phase, const char *fmt
     va_end(ap);
 }
 
+/* How the messages name this rotation: "rotation \"r1\"", "... of the service-account key"
+ * beside another rotation. */
+static const struct rotation_subject who = {NULL, "the service-account key"};
+
+/* What the shared gate reads of this request. */
+static struct rotation_request request_of(const struct sakey_input *in)
+{
+    return (struct rotation_request){in->requested, in->taken, in->upgrading, in->busy,
+                                     in->rolled};
+}
+
 /* A request made while a rotation runs waits for it; the condition says so. */
 static void refuse_second(const struct sakey_input *in, struct sakey_output *out)
 {
-    char progress[sizeof(out->message)];
+    struct rotation_request rq = request_of(in);
+    struct rotation_hold hold;
 
-    if (!pending(in))
-        return;
-    snprintf(progress, sizeof(progress), "%s", out->message);
-    out->refusal = out->reason = "RotationInProgress";
-    str_printf(out->message, sizeof(out->message),
-        "rotation \"%.63s\" is refused while rotation \"%.63s\" runs; it starts when that one "
-        "is complete. %s",
-        in->requested, in->taken ? in->taken : "", progress);
+    if (rotation_refuse_second(&who, &rq, out->message, &hold)) {
+        out->reason = hold.reason;
+        out->refusal = hold.refusal;
+    }
 }
 
 void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
 {
+    const struct rotation_request rq = request_of(in);
+    struct rotation_hold hold;
     char when[32], since[32];
 
     memset(out, 0, sizeof(*out));
@@ -178,26 +188,9 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
         return;
     }
     /* Rule 7: one change at a time. */
-    if (in->upgrading) {
-        out->refusal = out->reason = "UpgradeInProgress";
-        str_printf(out->message, sizeof(out->message),
-            "rotation \"%.63s\" is refused while a version change rolls out; it starts when "
-            "every component runs its desired version",
-            in->requested);
-        return;
-    }
-    if (in->busy) {
-        out->refusal = out->reason = "RotationInProgress";
-        str_printf(out->message, sizeof(out->message),
-            "rotation \"%.63s\" of the service-account key is refused while the rotation of %s "
-            "runs; it starts when that one is complete",
-            in->requested, in->busy);
-        return;
-    }
-    if (!in->rolled) {
-        out->reason = "WaitingForRollout";
-        str_printf(out->message, sizeof(out->message),
-            "rotation \"%.63s\" waits for the rollout in progress to complete", in->requested);
+    if (rotation_gate(&who, &rq, out->message, sizeof(out->message), &hold)) {
+        out->reason = hold.reason;
+        out->refusal = hold.refusal;
         return;
     }
     /* Rule 8: start. */
