@@ -77,6 +77,25 @@ static void refuse_second(const struct carot_input *in, struct carot_output *out
     }
 }
 
+/* The condition once no rotation of this CA runs: the request last taken up, either rotated
+ * to the end or taken up while the control plane was being set up (the CA was new). */
+static void done(const struct carot_input *in, const char *request, bool rotated,
+                 struct carot_output *out)
+{
+    const char *w = in->kind->what;
+
+    out->reason = CAROT_PHASE_COMPLETE;
+    if (rotated)
+        str_printf(out->message, sizeof(out->message),
+                   "%s rotation \"%.63s\" is complete: the old CA is trusted nowhere", w,
+                   request ? request : "");
+    else
+        str_printf(out->message, sizeof(out->message),
+                   "%s rotation \"%.63s\" was taken up while the control plane was being set "
+                   "up: the CA was new, so nothing was rotated",
+                   w, request ? request : "");
+}
+
 /* Rules 2 to 5: a running rotation, one phase per state of the Secret. */
 static void step_running(const struct carot_input *in, struct carot_output *out)
 {
@@ -144,10 +163,8 @@ static void step_running(const struct carot_input *in, struct carot_output *out)
         return;
     }
     out->action = CAROT_COMPLETE;
-    out->phase = out->reason = CAROT_PHASE_COMPLETE;
-    str_printf(out->message, sizeof(out->message),
-               "%s rotation \"%.63s\" is complete: the old CA is trusted nowhere", w,
-               in->taken ? in->taken : "");
+    out->phase = CAROT_PHASE_COMPLETE;
+    done(in, in->taken, true, out);
     event(out, in, in->taken, "Rotated", "phase 4 of 4 done: no component trusts the old CA");
 }
 
@@ -211,17 +228,15 @@ void carot_step(const struct carot_input *in, struct carot_output *out)
     }
     /* Rule 6: no rotation runs. */
     if (!pending(in)) {
-        if (in->taken) {
-            out->reason = CAROT_PHASE_COMPLETE;
-            str_printf(out->message, sizeof(out->message),
-                       "%s rotation \"%.63s\" is complete: the old CA is trusted nowhere", w,
-                       in->taken);
-        }
+        /* A request rotated to the end recorded Complete; one taken up, no phase. */
+        if (in->taken)
+            done(in, in->taken, in->phase && strcmp(in->phase, CAROT_PHASE_COMPLETE) == 0, out);
         return;
     }
     /* Rule 7: a control plane not yet set up has a new CA: nothing to rotate. */
     if (!in->initialized && !in->taken) {
         out->action = CAROT_TAKE;
+        done(in, in->requested, false, out);
         return;
     }
     /* Rule 8: one change at a time. */

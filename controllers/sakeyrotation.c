@@ -58,6 +58,22 @@ static void refuse_second(const struct sakey_input *in, struct sakey_output *out
     }
 }
 
+/* The condition once no rotation of the key runs: the request last taken up, either rotated
+ * to the end or taken up while the control plane was being set up (the key was new). */
+static void done(const char *request, bool rotated, struct sakey_output *out)
+{
+    out->reason = SAKEY_PHASE_COMPLETE;
+    if (rotated)
+        str_printf(out->message, sizeof(out->message),
+                   "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
+                   request ? request : "");
+    else
+        str_printf(out->message, sizeof(out->message),
+                   "rotation \"%.63s\" was taken up while the control plane was being set up: "
+                   "its key was new, so nothing was rotated",
+                   request ? request : "");
+}
+
 void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
 {
     const struct rotation_request rq = request_of(in);
@@ -155,10 +171,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
         if (in->rolled) {
             out->action = SAKEY_COMPLETE;
             out->phase = SAKEY_PHASE_COMPLETE;
-            out->reason = SAKEY_PHASE_COMPLETE;
-            str_printf(out->message, sizeof(out->message),
-                "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
-                in->taken ? in->taken : "");
+            done(in->taken, true, out);
             out->event_reason = "ServiceAccountKeyRotated";
             str_printf(out->event_message, sizeof(out->event_message),
                 "rotation \"%.63s\", phase 3 of 3 done: no API server accepts tokens signed by "
@@ -174,17 +187,15 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
 
     /* Rule 5: no rotation runs. */
     if (!pending(in)) {
-        if (in->taken) {
-            out->reason = SAKEY_PHASE_COMPLETE;
-            str_printf(out->message, sizeof(out->message),
-                "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
-                in->taken);
-        }
+        /* A request rotated to the end recorded Complete; one taken up, no phase. */
+        if (in->taken)
+            done(in->taken, in->phase && strcmp(in->phase, SAKEY_PHASE_COMPLETE) == 0, out);
         return;
     }
     /* Rule 6: a control plane not yet set up has a new key: nothing to rotate. */
     if (!in->initialized && !in->taken) {
         out->action = SAKEY_TAKE;
+        done(in->requested, false, out);
         return;
     }
     /* Rule 7: one change at a time. */
