@@ -57,19 +57,43 @@ static void event(struct carot_output *out, const struct carot_input *in, const 
                in->kind->what, name ? name : "", rest);
 }
 
+/* What the shared gate reads of this request. */
+static struct rotation_request request_of(const struct carot_input *in)
+{
+    return (struct rotation_request){in->requested, in->taken, in->upgrading, in->busy,
+                                     in->rolled};
+}
+
 /* A request made while this rotation runs waits for it; the condition says so. */
 static void refuse_second(const struct carot_input *in, struct carot_output *out)
 {
-    char progress[sizeof(out->message)];
+    const struct rotation_subject who = {in->kind->what, NULL};
+    struct rotation_request rq = request_of(in);
+    struct rotation_hold hold;
 
-    if (!pending(in))
-        return;
-    snprintf(progress, sizeof(progress), "%s", out->message);
-    out->refusal = out->reason = "RotationInProgress";
-    str_printf(out->message, sizeof(out->message),
-               "%s rotation \"%.63s\" is refused while rotation \"%.63s\" runs; it starts when "
-               "that one is complete. %s",
-               in->kind->what, in->requested, in->taken ? in->taken : "", progress);
+    if (rotation_refuse_second(&who, &rq, out->message, &hold)) {
+        out->reason = hold.reason;
+        out->refusal = hold.refusal;
+    }
+}
+
+/* The condition once no rotation of this CA runs: the request last taken up, either rotated
+ * to the end or taken up while the control plane was being set up (the CA was new). */
+static void done(const struct carot_input *in, const char *request, bool rotated,
+                 struct carot_output *out)
+{
+    const char *w = in->kind->what;
+
+    out->reason = CAROT_PHASE_COMPLETE;
+    if (rotated)
+        str_printf(out->message, sizeof(out->message),
+                   "%s rotation \"%.63s\" is complete: the old CA is trusted nowhere", w,
+                   request ? request : "");
+    else
+        str_printf(out->message, sizeof(out->message),
+                   "%s rotation \"%.63s\" was taken up while the control plane was being set "
+                   "up: the CA was new, so nothing was rotated",
+                   w, request ? request : "");
 }
 
 /* Rules 2 to 5: a running rotation, one phase per state of the Secret. */
@@ -139,10 +163,8 @@ static void step_running(const struct carot_input *in, struct carot_output *out)
         return;
     }
     out->action = CAROT_COMPLETE;
-    out->phase = out->reason = CAROT_PHASE_COMPLETE;
-    str_printf(out->message, sizeof(out->message),
-               "%s rotation \"%.63s\" is complete: the old CA is trusted nowhere", w,
-               in->taken ? in->taken : "");
+    out->phase = CAROT_PHASE_COMPLETE;
+    done(in, in->taken, true, out);
     event(out, in, in->taken, "Rotated", "phase 4 of 4 done: no component trusts the old CA");
 }
 
@@ -178,6 +200,9 @@ static void step_supplied(const struct carot_input *in, struct carot_output *out
 void carot_step(const struct carot_input *in, struct carot_output *out)
 {
     const char *w = in->kind->what;
+    const struct rotation_subject who = {w, NULL};
+    const struct rotation_request rq = request_of(in);
+    struct rotation_hold hold;
 
     memset(out, 0, sizeof(*out));
 
@@ -203,41 +228,21 @@ void carot_step(const struct carot_input *in, struct carot_output *out)
     }
     /* Rule 6: no rotation runs. */
     if (!pending(in)) {
-        if (in->taken) {
-            out->reason = CAROT_PHASE_COMPLETE;
-            str_printf(out->message, sizeof(out->message),
-                       "%s rotation \"%.63s\" is complete: the old CA is trusted nowhere", w,
-                       in->taken);
-        }
+        /* A request rotated to the end recorded Complete; one taken up, no phase. */
+        if (in->taken)
+            done(in, in->taken, in->phase && strcmp(in->phase, CAROT_PHASE_COMPLETE) == 0, out);
         return;
     }
     /* Rule 7: a control plane not yet set up has a new CA: nothing to rotate. */
     if (!in->initialized && !in->taken) {
         out->action = CAROT_TAKE;
+        done(in, in->requested, false, out);
         return;
     }
     /* Rule 8: one change at a time. */
-    if (in->upgrading) {
-        out->refusal = out->reason = "UpgradeInProgress";
-        str_printf(out->message, sizeof(out->message),
-                   "%s rotation \"%.63s\" is refused while a version change rolls out; it starts "
-                   "when every component runs its desired version",
-                   w, in->requested);
-        return;
-    }
-    if (in->busy) {
-        out->refusal = out->reason = "RotationInProgress";
-        str_printf(out->message, sizeof(out->message),
-                   "%s rotation \"%.63s\" is refused while the rotation of %s runs; it starts "
-                   "when that one is complete",
-                   w, in->requested, in->busy);
-        return;
-    }
-    if (!in->rolled) {
-        out->reason = "WaitingForRollout";
-        str_printf(out->message, sizeof(out->message),
-                   "%s rotation \"%.63s\" waits for the rollout in progress to complete", w,
-                   in->requested);
+    if (rotation_gate(&who, &rq, out->message, sizeof(out->message), &hold)) {
+        out->reason = hold.reason;
+        out->refusal = hold.refusal;
         return;
     }
     /* Rule 9: start. */

@@ -78,7 +78,7 @@ struct carot_output {
     const char *reason;  /* the phase, "Complete", "WaitingForRollout" or a refusal */
     const char *refusal; /* "UpgradeInProgress", "RotationInProgress",
                             "CertificateAuthoritySupplied", or NULL */
-    char message[512];
+    char message[ROTATION_MESSAGE_MAX];
     /* An Event of what the action did (recorded after it succeeded); NULL: none. */
     char event_reason[64];
     char event_message[512];

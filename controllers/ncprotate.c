@@ -153,6 +153,34 @@ static int plan_sa_drop(struct cp *x, const cJSON *sa)
     return patch_secret(x, sa, data, ann, "the old service-account public key dropped");
 }
 
+/* ---- what every step records ---- */
+
+/* The status of a step: the request it took up (TAKE, START), or the one the running
+ * rotation's keys name when the status has none, and the phase it moved to (NULL: the same).
+ * Returns 0 or -ENOMEM. */
+static int record_rotation(char **rotation, char **phase, bool took_up, const char *requested,
+                           const char *taken, const char *next_phase)
+{
+    int r = 0;
+
+    if (took_up)
+        r = ncp_set_str(rotation, requested);
+    else if (taken && !*rotation)
+        r = ncp_set_str(rotation, taken);
+    if (r == 0 && next_phase)
+        r = ncp_set_str(phase, next_phase);
+    return r;
+}
+
+/* The Event of a step, after its writes and status are planned; none when reason is NULL or
+ * "". Returns 0 or -ENOMEM. */
+static int record_event(struct cp *x, const char *reason, const char *message)
+{
+    if (!reason || !reason[0])
+        return 0;
+    return plan_event(x->plan, KUBE_EVENT_NORMAL, reason, "%s", message) < 0 ? -ENOMEM : 0;
+}
+
 /* ---- the service-account key ---- */
 
 /* What the service-account key's machine reads; *ret_sa NULL when <c>-sa is not cached. */
@@ -213,12 +241,9 @@ static int sa_act(struct cp *x, const struct render_cluster *rc, const struct sa
     }
     if (r < 0)
         return r;
-    if (out->action == SAKEY_TAKE || out->action == SAKEY_START)
-        r = ncp_set_str(&ks->rotation, in->requested);
-    else if (in->taken && !ks->rotation)
-        r = ncp_set_str(&ks->rotation, in->taken);
-    if (r == 0 && out->phase)
-        r = ncp_set_str(&ks->phase, out->phase);
+    r = record_rotation(&ks->rotation, &ks->phase,
+                        out->action == SAKEY_TAKE || out->action == SAKEY_START, in->requested,
+                        in->taken, out->phase);
     if (r == 0 && out->action == SAKEY_START)
         r = ncp_set_str(&ks->signing_since, NULL) < 0 ? -ENOMEM
                                                       : ncp_set_str(&ks->drop_after, NULL);
@@ -234,10 +259,7 @@ static int sa_act(struct cp *x, const struct render_cluster *rc, const struct sa
         return r;
     if (out->requeue_after > 0)
         plan_requeue_after(x->plan, out->requeue_after);
-    if (out->event_reason &&
-        plan_event(x->plan, KUBE_EVENT_NORMAL, out->event_reason, "%s", out->event_message) < 0)
-        return -ENOMEM;
-    return 0;
+    return record_event(x, out->event_reason, out->event_message);
 }
 
 /* ---- the CAs ---- */
@@ -382,18 +404,12 @@ static int ca_act(struct cp *x, const struct render_cluster_pki *pki, enum api_c
     }
     if (r < 0)
         return r;
-    if (out->action == CAROT_TAKE || out->action == CAROT_START)
-        r = ncp_set_str(&st->rotation, in->requested);
-    else if (in->taken && !st->rotation)
-        r = ncp_set_str(&st->rotation, in->taken);
-    if (r == 0 && out->phase)
-        r = ncp_set_str(&st->phase, out->phase);
+    r = record_rotation(&st->rotation, &st->phase,
+                        out->action == CAROT_TAKE || out->action == CAROT_START, in->requested,
+                        in->taken, out->phase);
     if (r < 0)
         return r;
-    if (out->event_reason[0] &&
-        plan_event(x->plan, KUBE_EVENT_NORMAL, out->event_reason, "%s", out->event_message) < 0)
-        return -ENOMEM;
-    return 0;
+    return record_event(x, out->event_reason, out->event_message);
 }
 
 /* ---- one rotation at a time, one condition ---- */

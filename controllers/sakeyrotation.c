@@ -35,23 +35,49 @@ static void waiting(struct sakey_output *out, const char *phase, const char *fmt
     va_end(ap);
 }
 
+/* How the messages name this rotation: "rotation \"r1\"", "... of the service-account key"
+ * beside another rotation. */
+static const struct rotation_subject who = {NULL, "the service-account key"};
+
+/* What the shared gate reads of this request. */
+static struct rotation_request request_of(const struct sakey_input *in)
+{
+    return (struct rotation_request){in->requested, in->taken, in->upgrading, in->busy,
+                                     in->rolled};
+}
+
 /* A request made while a rotation runs waits for it; the condition says so. */
 static void refuse_second(const struct sakey_input *in, struct sakey_output *out)
 {
-    char progress[sizeof(out->message)];
+    struct rotation_request rq = request_of(in);
+    struct rotation_hold hold;
 
-    if (!pending(in))
-        return;
-    snprintf(progress, sizeof(progress), "%s", out->message);
-    out->refusal = out->reason = "RotationInProgress";
-    str_printf(out->message, sizeof(out->message),
-        "rotation \"%.63s\" is refused while rotation \"%.63s\" runs; it starts when that one "
-        "is complete. %s",
-        in->requested, in->taken ? in->taken : "", progress);
+    if (rotation_refuse_second(&who, &rq, out->message, &hold)) {
+        out->reason = hold.reason;
+        out->refusal = hold.refusal;
+    }
+}
+
+/* The condition once no rotation of the key runs: the request last taken up, either rotated
+ * to the end or taken up while the control plane was being set up (the key was new). */
+static void done(const char *request, bool rotated, struct sakey_output *out)
+{
+    out->reason = SAKEY_PHASE_COMPLETE;
+    if (rotated)
+        str_printf(out->message, sizeof(out->message),
+                   "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
+                   request ? request : "");
+    else
+        str_printf(out->message, sizeof(out->message),
+                   "rotation \"%.63s\" was taken up while the control plane was being set up: "
+                   "its key was new, so nothing was rotated",
+                   request ? request : "");
 }
 
 void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
 {
+    const struct rotation_request rq = request_of(in);
+    struct rotation_hold hold;
     char when[32], since[32];
 
     memset(out, 0, sizeof(*out));
@@ -145,10 +171,7 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
         if (in->rolled) {
             out->action = SAKEY_COMPLETE;
             out->phase = SAKEY_PHASE_COMPLETE;
-            out->reason = SAKEY_PHASE_COMPLETE;
-            str_printf(out->message, sizeof(out->message),
-                "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
-                in->taken ? in->taken : "");
+            done(in->taken, true, out);
             out->event_reason = "ServiceAccountKeyRotated";
             str_printf(out->event_message, sizeof(out->event_message),
                 "rotation \"%.63s\", phase 3 of 3 done: no API server accepts tokens signed by "
@@ -164,40 +187,21 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
 
     /* Rule 5: no rotation runs. */
     if (!pending(in)) {
-        if (in->taken) {
-            out->reason = SAKEY_PHASE_COMPLETE;
-            str_printf(out->message, sizeof(out->message),
-                "rotation \"%.63s\" is complete: tokens signed by the old key are refused",
-                in->taken);
-        }
+        /* A request rotated to the end recorded Complete; one taken up, no phase. */
+        if (in->taken)
+            done(in->taken, in->phase && strcmp(in->phase, SAKEY_PHASE_COMPLETE) == 0, out);
         return;
     }
     /* Rule 6: a control plane not yet set up has a new key: nothing to rotate. */
     if (!in->initialized && !in->taken) {
         out->action = SAKEY_TAKE;
+        done(in->requested, false, out);
         return;
     }
     /* Rule 7: one change at a time. */
-    if (in->upgrading) {
-        out->refusal = out->reason = "UpgradeInProgress";
-        str_printf(out->message, sizeof(out->message),
-            "rotation \"%.63s\" is refused while a version change rolls out; it starts when "
-            "every component runs its desired version",
-            in->requested);
-        return;
-    }
-    if (in->busy) {
-        out->refusal = out->reason = "RotationInProgress";
-        str_printf(out->message, sizeof(out->message),
-            "rotation \"%.63s\" of the service-account key is refused while the rotation of %s "
-            "runs; it starts when that one is complete",
-            in->requested, in->busy);
-        return;
-    }
-    if (!in->rolled) {
-        out->reason = "WaitingForRollout";
-        str_printf(out->message, sizeof(out->message),
-            "rotation \"%.63s\" waits for the rollout in progress to complete", in->requested);
+    if (rotation_gate(&who, &rq, out->message, sizeof(out->message), &hold)) {
+        out->reason = hold.reason;
+        out->refusal = hold.refusal;
         return;
     }
     /* Rule 8: start. */

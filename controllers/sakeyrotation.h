@@ -75,7 +75,7 @@ struct sakey_output {
     const char *reason;  /* the phase, "Complete", or a refusal */
     const char *refusal; /* "UpgradeInProgress", "RotationInProgress",
                             "ServiceAccountKeySupplied", or NULL */
-    char message[512];
+    char message[ROTATION_MESSAGE_MAX];
     /* An Event of what the action did (recorded after it succeeded); NULL: none. */
     const char *event_reason;
     char event_message[512];

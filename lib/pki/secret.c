@@ -249,8 +249,27 @@ int pki_secret_read_sa_rotation(const cJSON *secret, char **ret_next_pub, char *
     secret_ref(secret, ref, sizeof(ref));
     if ((r = read_optional(secret, ref, PKI_SECRET_SA_NEXT_PUB, &next_pub, e)) < 0 ||
         (r = read_optional(secret, ref, PKI_SECRET_SA_NEXT_KEY, &next_key, e)) < 0 ||
-        (r = read_optional(secret, ref, PKI_SECRET_SA_PREVIOUS_PUB, &prev, e)) < 0)
-        goto out;
+        (r = read_optional(secret, ref, PKI_SECRET_SA_PREVIOUS_PUB, &prev, e)) < 0) {
+        free(next_pub);
+        free_key_text(next_key);
+        free(prev);
+        return r;
+    }
+    *ret_next_pub = next_pub;
+    *ret_next_key = next_key;
+    *ret_previous_pub = prev;
+    return 0;
+}
+
+int pki_secret_check_sa_rotation(const cJSON *secret, struct err *e)
+{
+    char ref[512];
+    char *next_pub, *next_key, *prev;
+    int r;
+
+    if ((r = pki_secret_read_sa_rotation(secret, &next_pub, &next_key, &prev, e)) < 0)
+        return r;
+    secret_ref(secret, ref, sizeof(ref));
     if (!next_pub != !next_key) {
         r = err_set(e, -EINVAL, "Secret %s: %s is present without %s", ref,
                     next_pub ? PKI_SECRET_SA_NEXT_PUB : PKI_SECRET_SA_NEXT_KEY,
@@ -268,10 +287,6 @@ int pki_secret_read_sa_rotation(const cJSON *secret, char **ret_next_pub, char *
         r = -EINVAL;
         goto out;
     }
-    *ret_next_pub = next_pub;
-    *ret_next_key = next_key;
-    *ret_previous_pub = prev;
-    return 0;
 out:
     free(next_pub);
     free_key_text(next_key);
@@ -288,7 +303,7 @@ void pki_ca_rotation_done(struct pki_ca_rotation *rot)
     memset(rot, 0, sizeof(*rot));
 }
 
-/* The checks of pki_secret_read_ca_rotation; the reason in e, without the Secret. */
+/* The checks of pki_secret_check_ca_rotation; the reason in e, without the Secret. */
 static int check_ca_rotation(const struct pki_ca_rotation *rot, int64_t now, struct err *e)
 {
     struct pki_cert_info *info = NULL;
@@ -321,7 +336,7 @@ static int check_ca_rotation(const struct pki_ca_rotation *rot, int64_t now, str
     return r;
 }
 
-int pki_secret_read_ca_rotation(const cJSON *secret, int64_t now, struct pki_ca_rotation *ret,
+int pki_secret_read_ca_rotation(const cJSON *secret, struct pki_ca_rotation *ret,
                                 struct err *e)
 {
     struct pki_ca_rotation rot = {0};
@@ -334,16 +349,26 @@ int pki_secret_read_ca_rotation(const cJSON *secret, int64_t now, struct pki_ca_
     if ((r = read_optional(secret, ref, PKI_SECRET_CA_NEXT_CRT, &rot.next_crt, e)) < 0 ||
         (r = read_optional(secret, ref, PKI_SECRET_CA_NEXT_KEY, &rot.next_key, e)) < 0 ||
         (r = read_optional(secret, ref, PKI_SECRET_CA_PREVIOUS_CRT, &rot.previous_crt, e)) < 0 ||
-        (r = read_optional(secret, ref, PKI_SECRET_CA_PREVIOUS_KEY, &rot.previous_key, e)) < 0)
-        goto fail;
-    if ((r = check_ca_rotation(&rot, now, e)) < 0) {
-        if (r != -ENOMEM)
-            err_prefix(e, "Secret %s: ", ref);
-        goto fail;
+        (r = read_optional(secret, ref, PKI_SECRET_CA_PREVIOUS_KEY, &rot.previous_key, e)) < 0) {
+        pki_ca_rotation_done(&rot);
+        return r;
     }
     *ret = rot;
     return 0;
-fail:
+}
+
+int pki_secret_check_ca_rotation(const cJSON *secret, int64_t now, struct err *e)
+{
+    struct pki_ca_rotation rot;
+    char ref[512];
+    int r;
+
+    if ((r = pki_secret_read_ca_rotation(secret, &rot, e)) < 0)
+        return r;
+    if ((r = check_ca_rotation(&rot, now, e)) < 0 && r != -ENOMEM) {
+        secret_ref(secret, ref, sizeof(ref));
+        err_prefix(e, "Secret %s: ", ref);
+    }
     pki_ca_rotation_done(&rot);
     return r;
 }

@@ -85,13 +85,18 @@ int pki_secret_check_ca(const cJSON *secret, int64_t now, struct err *e);
 /* Validates a service-account Secret: tls.key parses and tls.crt is its public key. */
 int pki_secret_check_sa(const cJSON *secret, struct err *e);
 
-/* Reads the rotation keys of a service-account Secret: next.pub and next.key (both or
- * neither; the key must match), previous.pub (a public key). An absent key leaves its
- * out-parameter NULL; each present one is a PEM string the caller frees. Returns 0, -EINVAL
- * ("Secret ns/c-sa: next.key does not match next.pub", "...: next.pub is present without
- * next.key"), -ENOBUFS, -ENOMEM. */
+/* Reads the rotation keys of a service-account Secret, as pki_secret_read_tls reads tls.*:
+ * next.pub, next.key, previous.pub. An absent key leaves its out-parameter NULL; each present
+ * one is a PEM string the caller frees; nothing is parsed (pki_secret_check_sa_rotation checks
+ * them). Returns 0, -EINVAL (not base64, not text, or not a Secret), -ENOBUFS, -ENOMEM. */
 int pki_secret_read_sa_rotation(const cJSON *secret, char **ret_next_pub, char **ret_next_key,
                                 char **ret_previous_pub, struct err *e);
+
+/* Validates the rotation keys of a service-account Secret: next.pub and next.key both or
+ * neither, the key matching; previous.pub a public key. Returns 0, -EINVAL ("Secret ns/c-sa:
+ * next.key does not match next.pub", "...: next.pub is present without next.key"), -ENOBUFS,
+ * -ENOMEM. */
+int pki_secret_check_sa_rotation(const cJSON *secret, struct err *e);
 
 /* The rotation keys of a CA Secret, each a PEM string or NULL when absent. */
 struct pki_ca_rotation {
@@ -99,13 +104,19 @@ struct pki_ca_rotation {
     char *previous_crt, *previous_key; /* previous.key only with previous.crt */
 };
 
-/* Reads and checks the rotation keys of a CA Secret: next.crt/next.key a CA pair valid at now
- * (0: the wall clock), as pki_cert_check_ca checks tls.*; previous.crt a CA certificate;
- * previous.key its key. Returns 0, -EINVAL ("Secret ns/c-ca: next.key does not match
- * next.crt", "...: previous.key is present without previous.crt"), -EKEYEXPIRED, -ENOBUFS,
- * -ENOMEM; *ret is filled only on success. */
-int pki_secret_read_ca_rotation(const cJSON *secret, int64_t now, struct pki_ca_rotation *ret,
+/* Reads the rotation keys of a CA Secret, as pki_secret_read_tls reads tls.*: an absent key
+ * is NULL; nothing is parsed (pki_secret_check_ca_rotation checks them). Returns 0, -EINVAL
+ * (not base64, not text, or not a Secret), -ENOBUFS, -ENOMEM; *ret is filled only on success
+ * and freed with pki_ca_rotation_done. */
+int pki_secret_read_ca_rotation(const cJSON *secret, struct pki_ca_rotation *ret,
                                 struct err *e);
 void pki_ca_rotation_done(struct pki_ca_rotation *rot);
+
+/* Validates the rotation keys of a CA Secret: next.crt/next.key a CA pair valid at now (0: the
+ * wall clock), as pki_secret_check_ca checks tls.*; previous.crt a CA certificate;
+ * previous.key its key. Returns 0, -EINVAL ("Secret ns/c-ca: next.key does not match
+ * next.crt", "...: previous.key is present without previous.crt"), -EKEYEXPIRED, -ENOBUFS,
+ * -ENOMEM. */
+int pki_secret_check_ca_rotation(const cJSON *secret, int64_t now, struct err *e);
 
 #endif

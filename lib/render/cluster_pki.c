@@ -261,19 +261,6 @@ static int generate_ca(struct render_cluster_pki *pki, int i, struct err *e)
     return r;
 }
 
-/* The rotation keys of <c>-sa read and checked (pki_secret_read_sa_rotation), then dropped:
- * a check the memo can remember. */
-static int check_sa_rotation(const cJSON *secret, struct err *e)
-{
-    char *np = NULL, *nk = NULL, *pp = NULL;
-    int r = pki_secret_read_sa_rotation(secret, &np, &nk, &pp, e);
-
-    free(np);
-    render_pki_free_text(nk);
-    free(pp);
-    return r;
-}
-
 /* trust[i]: the signing CA's certificate (the key's public half for CA_SA), then the next or
  * the previous one when there is another. kube-apiserver reads every PUBLIC KEY block of a
  * --service-account-key-file, and every CA file and certificate-authority-data is a bundle. */
@@ -418,7 +405,9 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
                 q = i == CA_SA ? pki_secret_check_sa(secret, &e)
                                : pki_secret_check_ca(secret, pki->now, &e);
                 if (q == 0 && i == CA_SA)
-                    q = check_sa_rotation(secret, &e);
+                    q = pki_secret_check_sa_rotation(secret, &e);
+                else if (q == 0)
+                    q = pki_secret_check_ca_rotation(secret, pki->now, &e);
                 if (q == 0)
                     render_pki_memo_remember(pki, digest, 0);
             }
@@ -428,7 +417,7 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
                 q = pki_secret_read_sa_rotation(secret, &pki->sa_next_pub, &pki->sa_next_key,
                                                 &pki->sa_previous_pub, &e);
             else if (q == 0)
-                q = pki_secret_read_ca_rotation(secret, pki->now, &pki->rot[i], &e);
+                q = pki_secret_read_ca_rotation(secret, &pki->rot[i], &e);
             if (q == 0 && i != CA_SA)
                 q = check_ca_outlives_window(pki, name, pki->ca[i].cert_pem, &e);
         } else if (generate_missing) {

@@ -194,6 +194,16 @@ ncp_ready() {
     [ "$(kubectl -n "$ns" get ncp "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
+# events_of NAME: the reasons of the Events about the object NAME in the namespace, one a line.
+events_of() {
+    kubectl -n "$ns" get events --field-selector "involvedObject.name=$1" \
+        -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}'
+}
+
+# has_event NAME REASON: an Event REASON about the object NAME was recorded. An Event follows
+# the write it reports, so wait for it with until_true.
+has_event() { events_of "$1" | grep -qx "$2"; }
+
 # wait_ready NCP_NAME SECONDS [T0]: waits for the control plane's Ready condition, printing when
 # each component became Ready (seconds since T0, default now).
 wait_ready() {

@@ -53,12 +53,6 @@ probe() {
 }
 probing() { [ "$(grep -c ' ok .* write ' "$work/$1.log" 2>/dev/null)" -ge 3 ]; }
 
-events() {
-    kubectl -n "$ns" get events --field-selector "involvedObject.name=$c" \
-        -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}'
-}
-has_event() { events | grep -qx "$1"; }
-
 # rotate FIELD REQUEST SUFFIX: requests the rotation of the CA in Secret $c-SUFFIX, follows
 # its phases (recorded with the local time each was first seen in $work/FIELD.watch) to
 # Complete, and checks its Events and that the Secret keeps the new CA alone.
@@ -102,7 +96,8 @@ rotate() {
     case $field in clusterCA) prefix=ClusterCA ;; etcdCA) prefix=EtcdCA ;; esac
     # The last Event is posted after the status write that the wait above saw.
     for r in RotationStarted Trusted ClientsReissued ServingReissued Rotated; do
-        until_true 30 has_event "$prefix$r" || fail "no Event $prefix$r (events: $(events | tr '\n' ' '))"
+        until_true 30 has_event "$c" "$prefix$r" ||
+            fail "no Event $prefix$r (events: $(events_of "$c" | tr '\n' ' '))"
     done
     [ "$(kubectl -n "$ns" get secret "$c-${3}" -o go-template='{{range $k, $v := .data}}{{$k}} {{end}}')" = "tls.crt tls.key " ] ||
         fail "Secret $c-$3 keeps more than the new CA"

@@ -192,11 +192,11 @@ if tn - tr - tu:
 sys.exit(0 if ok else 1)
 PY
 
-events=$(kubectl -n "$ns" get events --field-selector "involvedObject.name=$c" \
-    -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}')
+# Each Event is posted after the write it reports; the last one after the status write that
+# the wait for Complete saw.
 for r in ServiceAccountKeyRotationStarted ServiceAccountKeyTrusted ServiceAccountKeySigning \
     ServiceAccountKeyDropped ServiceAccountKeyRotated; do
-    grep -qx "$r" <<<"$events" || fail "no Event $r (events: $(tr '\n' ' ' <<<"$events"))"
+    until_true 30 has_event "$c" "$r" || fail "no Event $r (events: $(events_of "$c" | tr '\n' ' '))"
 done
 log "Events: every phase reported"
 tenant_kubeconfig "$c" "$kc"

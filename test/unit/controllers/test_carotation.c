@@ -63,6 +63,9 @@ static void test_carotation__a_new_request_starts_phase_one(void **state)
     assert_int_equal(out.action, CAROT_NONE);
     assert_string_equal(out.reason, CAROT_PHASE_COMPLETE);
     assert_false(out.rotating);
+    assert_string_equal(out.message,
+                        "cluster CA rotation \"2026-12-06\" is complete: the old CA is trusted "
+                        "nowhere");
 }
 
 static void test_carotation__a_control_plane_not_set_up_takes_the_request(void **state)
@@ -76,6 +79,19 @@ static void test_carotation__a_control_plane_not_set_up_takes_the_request(void *
     carot_step(&in, &out);
     assert_int_equal(out.action, CAROT_TAKE);
     assert_null(out.phase);
+    assert_false(out.rotating);
+    assert_string_equal(out.reason, CAROT_PHASE_COMPLETE);
+    assert_string_equal(out.message, "cluster CA rotation \"r1\" was taken up while the control "
+                                     "plane was being set up: the CA was new, so nothing was "
+                                     "rotated");
+    /* Taken up, with no phase recorded: it still says so, not that a rotation completed. */
+    in.initialized = true;
+    in.taken = "r1";
+    carot_step(&in, &out);
+    assert_int_equal(out.action, CAROT_NONE);
+    assert_string_equal(out.reason, CAROT_PHASE_COMPLETE);
+    assert_non_null(strstr(out.message, "\"r1\" was taken up"));
+    assert_null(strstr(out.message, "complete"));
 }
 
 static void test_carotation__refused_during_an_upgrade_or_another_rotation(void **state)

@@ -63,6 +63,9 @@ static void test_sakeyrotation__a_new_request_starts_phase_one(void **state)
     assert_int_equal(out.action, SAKEY_NONE);
     assert_false(out.rotating);
     assert_string_equal(out.reason, SAKEY_PHASE_COMPLETE);
+    assert_string_equal(out.message,
+                        "rotation \"2026-12-05\" is complete: tokens signed by the old key are "
+                        "refused");
 }
 
 static void test_sakeyrotation__a_control_plane_not_set_up_takes_the_request_without_rotating(
@@ -78,6 +81,18 @@ static void test_sakeyrotation__a_control_plane_not_set_up_takes_the_request_wit
     sakey_rotation_step(&in, &out);
     assert_int_equal(out.action, SAKEY_TAKE);
     assert_null(out.event_reason);
+    assert_null(out.phase);
+    assert_false(out.rotating);
+    assert_string_equal(out.reason, SAKEY_PHASE_COMPLETE);
+    assert_string_equal(out.message, "rotation \"a\" was taken up while the control plane was "
+                                     "being set up: its key was new, so nothing was rotated");
+    /* Taken up, with no phase recorded: it still says so, not that a rotation completed. */
+    in.taken = "a";
+    sakey_rotation_step(&in, &out);
+    assert_int_equal(out.action, SAKEY_NONE);
+    assert_string_equal(out.reason, SAKEY_PHASE_COMPLETE);
+    assert_non_null(strstr(out.message, "\"a\" was taken up"));
+    assert_null(strstr(out.message, "complete"));
     /* Once a request was taken, a later one rotates even before it is initialized again. */
     in.taken = "a";
     in.requested = "b";

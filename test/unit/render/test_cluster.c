@@ -1542,6 +1542,53 @@ static void test_cluster__a_rotating_cluster_ca_renders_its_phase(void **state)
     ca_rot_end(&f);
 }
 
+/* A rotating CA's next.* and previous.* are checked with its tls.*, under the memo: a Secret
+ * that passed is not checked again while it stays the same, and a changed rotation key is
+ * checked again and refused naming the Secret and the key. */
+static void test_cluster__a_rotating_cas_keys_are_checked_under_the_memo(void **state)
+{
+    struct memo_table memo = {0};
+    struct render_check_memo m = {&memo, memo_table_passed, memo_table_remember};
+    struct api_errors errs = API_ERRORS_INIT;
+    struct render_cluster_pki *pki = NULL;
+    struct render_source src;
+    struct ca_rot f;
+    char *other = NULL;
+    cJSON *out;
+    char *v;
+    struct err e = {0};
+
+    (void)state;
+    ca_rot_begin(&f, "ca");
+    ca_rot_switch(&f);
+    render_cluster_set_check_memo(f.rc, &m);
+    render_cluster_pki_free(pki_ok(f.rc, f.objs, T0));
+    assert_int_equal(memo.hits, 0);
+    /* Loaded again: each of the four CA Secrets from the memo, the rotation still read. */
+    render_cluster_pki_free(pki_ok(f.rc, f.objs, T0));
+    assert_int_equal(memo.hits, 4);
+    out = render_into(f.rc, f.objs);
+    v = new_value(out, "c-apiserver-certs-", "ca.crt");
+    assert_bundle(v, f.new_crt, f.old_crt);
+    free(v);
+    v = new_value(out, "c-apiserver-certs-", "apiserver.crt");
+    assert_true(signed_by(v, f.old_crt));
+    free(v);
+    cJSON_Delete(out);
+
+    /* previous.key replaced by a key of no CA: a new digest, checked, refused by name. */
+    assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &other, &e), 0);
+    set_b64(f.data, PKI_SECRET_CA_PREVIOUS_KEY, other);
+    render_source_from_objects(f.objs, &src);
+    assert_int_equal(render_cluster_pki_load(f.rc, &src, T0, true, &pki, &errs), -EINVAL);
+    assert_true(
+        api_errors_contains(&errs, "Secret ns1/c-ca: previous.key does not match previous.crt"));
+    api_errors_done(&errs);
+    OPENSSL_clear_free(other, strlen(other));
+    render_cluster_set_check_memo(f.rc, NULL);
+    ca_rot_end(&f);
+}
+
 /* The etcd CA's serving certificate (etcd's server pair) follows the same phases. */
 static void test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three(
     void **state)
@@ -1655,6 +1702,7 @@ int main(void)
         cmocka_unit_test(test_cluster__all_in_apply_order_and_owned),
         cmocka_unit_test(test_cluster__a_rotating_service_account_key_renders_its_phase),
         cmocka_unit_test(test_cluster__a_rotating_cluster_ca_renders_its_phase),
+        cmocka_unit_test(test_cluster__a_rotating_cas_keys_are_checked_under_the_memo),
         cmocka_unit_test(
             test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three),
         cmocka_unit_test(test_cluster__a_rotating_front_proxy_ca_reissues_its_client_in_phase_two),
