@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "controllers/plan.h"
+#include "lib/ctrl/plan.h"
 
 /* Where a right is used; the test checks each kind of use its own way. */
 enum access_use {

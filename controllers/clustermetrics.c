@@ -11,8 +11,8 @@
 
 #include "api/kinds.h"
 #include "controllers/lookup.h"
-#include "controllers/metrics.h"
 #include "controllers/runtime.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/kube/store.h"
 #include "lib/pki/base64.h"
 #include "lib/pki/cert.h"

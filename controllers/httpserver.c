@@ -11,8 +11,8 @@
 
 #include <openssl/crypto.h>
 
-#include "controllers/metrics.h"
 #include "controllers/runtime.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/kube/client.h"
 #include "lib/pki/tls.h"
 #include "lib/util/httpd.h"

@@ -22,10 +22,10 @@
 
 #include "api/types.h"
 #include "controllers/nested.h"
-#include "controllers/plan.h"
 #include "controllers/rollout.h"
 #include "controllers/runtime.h"
 #include "controllers/status.h"
+#include "lib/ctrl/plan.h"
 #include "lib/render/cluster.h"
 
 /* One reconcile in progress. */

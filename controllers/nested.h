@@ -11,7 +11,7 @@
  *                            applied only at the target the control plane set
  *   nestedcluster            mirrors the control plane's readiness and endpoint
  *
- * Each is a pure function from the caches (struct cache_view) to a plan (controllers/plan.h);
+ * Each is a pure function from the caches (struct cache_view) to a plan (lib/ctrl/plan.h);
  * lib/render/cluster.h builds every object, the same code `nestcp render` runs.
  */
 
@@ -20,11 +20,11 @@
 #include "api/catalog.h"
 #include "controllers/brake.h"
 #include "controllers/etcdsafety.h"
-#include "lib/util/strmap.h"
 #include "controllers/runtime.h"
-#include "lib/render/catalog.h"
 #include "lib/pki/key.h"
+#include "lib/render/catalog.h"
 #include "lib/render/cluster.h"
+#include "lib/util/strmap.h"
 
 struct etcd_membership;
 struct keypool;

@@ -12,7 +12,7 @@
 #include "api/kinds.h"
 #include "controllers/access.h"
 #include "controllers/cachekeep.h"
-#include "controllers/metrics.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/kube/informer.h"
 #include "lib/kube/leader.h"
 #include "lib/kube/workqueue.h"

@@ -3,7 +3,7 @@
 
 /*
  * The controller runtime: shared informers, one workqueue per controller, and the executor that
- * carries out the plans reconcilers return (controllers/plan.h), all on one libev loop.
+ * carries out the plans reconcilers return (lib/ctrl/plan.h), all on one libev loop.
  *
  *   manager_new -> manager_add_controller (x5) -> manager_start -> ev_run ...
  *   -> manager_stop (graceful; its callback ends the loop) -> manager_free
@@ -22,7 +22,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "controllers/plan.h"
+#include "lib/ctrl/plan.h"
 #include "lib/kube/client.h"
 #include "lib/kube/events.h"
 #include "lib/kube/store.h"
@@ -211,7 +211,7 @@ void manager_view(const struct manager *m, struct cache_view *ret_view);
 int manager_enqueue(struct manager *m, const char *controller, const char *ns, const char *name);
 
 /* The registry the manager exports its metrics to; reconcilers may add families (see
- * controllers/metrics.h). Borrowed for the manager's lifetime. */
+ * lib/ctrl/metrics.h). Borrowed for the manager's lifetime. */
 struct metrics *manager_metrics(struct manager *m);
 
 /* The event recorder (borrowed), for reconcilers that record outside a plan. */

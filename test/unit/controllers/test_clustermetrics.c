@@ -6,7 +6,7 @@
 #include <ev.h>
 
 #include "controllers/clustermetrics.h"
-#include "controllers/metrics.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/pki/base64.h"
 #include "lib/pki/cert.h"
 #include "lib/pki/kubeconfig.h"

@@ -12,15 +12,15 @@
 #include <cjson/cJSON.h>
 #include <ev.h>
 
-#include "controllers/metrics.h"
 #include "controllers/runtime.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/util/buf.h"
 #include "lib/util/strutil.h"
 
 /*
  * The executor with the real workqueue and event recorder, and a send hook in place of the
  * network: the hook records each request and completes it on the loop with a scripted result.
- * What is checked is what the plan contract (controllers/plan.h) promises: actions in order,
+ * What is checked is what the plan contract (lib/ctrl/plan.h) promises: actions in order,
  * stop at the first failure, conflicts and AlreadyExists requeued, other failures backed off,
  * requeue_after honoured, Events recorded, concurrency capped, a graceful stop.
  */

@@ -1,5 +1,5 @@
-#ifndef NESTCP_CONTROLLERS_PLAN_H
-#define NESTCP_CONTROLLERS_PLAN_H
+#ifndef NESTCP_CTRL_PLAN_H
+#define NESTCP_CTRL_PLAN_H
 
 /*
  * A plan: what one reconcile wants done. Reconcilers build plans from what the caches hold

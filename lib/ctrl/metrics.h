@@ -1,5 +1,5 @@
-#ifndef NESTCP_CONTROLLERS_METRICS_H
-#define NESTCP_CONTROLLERS_METRICS_H
+#ifndef NESTCP_CTRL_METRICS_H
+#define NESTCP_CTRL_METRICS_H
 
 /*
  * A registry of metrics, rendered in the Prometheus text exposition format (version 0.0.4).
