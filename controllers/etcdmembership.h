@@ -35,8 +35,8 @@
 #include <stdint.h>
 
 #include "api/types.h"
+#include "controllers/caches.h"
 #include "controllers/etcdmembers.h"
-#include "controllers/runtime.h"
 #include "lib/ctrl/plan.h"
 #include "lib/etcd/client.h"
 

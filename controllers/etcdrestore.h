@@ -34,7 +34,7 @@
 #include <cjson/cJSON.h>
 
 #include "api/types.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
 #include "lib/ctrl/plan.h"
 
 #define ETCD_RESTORE_ANNOTATION "etcd.nestcp.x-k8s.io/restore-snapshot"

@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "api/types.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
 #include "lib/ctrl/plan.h"
 
 #define ETCD_SNAPSHOT_ANNOTATION "etcd.nestcp.x-k8s.io/snapshot"

@@ -21,9 +21,9 @@
 #include <cjson/cJSON.h>
 
 #include "api/types.h"
+#include "controllers/caches.h"
 #include "controllers/nested.h"
 #include "controllers/rollout.h"
-#include "controllers/runtime.h"
 #include "controllers/status.h"
 #include "lib/ctrl/plan.h"
 #include "lib/render/cluster.h"

@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "api/types.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
 #include "lib/ctrl/plan.h"
 
 /* CAPN's condition severities, set on conditions that are False. */

@@ -16,14 +16,14 @@
 #include <cjson/cJSON.h>
 #include <ev.h>
 
-#include "controllers/httpserver.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
+#include "lib/ctrl/httpserver.h"
 #include "lib/util/buf.h"
 #include "lib/util/strutil.h"
 #include "test/support/kube_testenv.h"
 
 /*
- * The runtime in this process against the real super cluster, with a tiny controller whose
+ * The manager, made of nestcp's caches, in this process against the real super cluster, with a tiny controller whose
  * primary is NestedControlPlane. For each one it applies a headless Service it controls (so the
  * shared Services cache maps changes back to it) and a ConfigMap naming the manager that wrote
  * it, then sets status.phase with an update at the cached resourceVersion, recording an Event.
@@ -32,6 +32,7 @@
 #define NCP_API_VERSION "controlplane.cluster.x-k8s.io/v1beta1"
 
 struct tiny {
+    struct reconciler_def def; /* borrowed by the manager */
     struct manager *m;
     struct kube_client *client;
     struct httpserver *http;
@@ -116,8 +117,6 @@ static int tiny_reconcile(void *ctx, const struct cache_view *view, const char *
 static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool http)
 {
     struct manager_opts o = extra ? *extra : (struct manager_opts){0};
-    struct controller_def def = {
-        .name = "tiny", .primary = &NESTCP_CONTROL_PLANES, .reconcile = tiny_reconcile, .ctx = ti};
     struct httpserver_opts ho = {.metrics_address = "127.0.0.1:0",
                                  .health_address = "127.0.0.1:0",
                                  .metrics_insecure = true};
@@ -131,8 +130,11 @@ static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool h
         }
     }
     ti->client = kt_client(&t);
+    ti->def = (struct reconciler_def){
+        .name = "tiny", .primary = &NESTCP_CONTROL_PLANES, .reconcile = tiny_reconcile, .ctx = ti};
+    caches_manager_opts(&o);
     assert_int_equal(manager_new(t.loop, ti->client, &o, &ti->m, &e), 0);
-    assert_int_equal(manager_add_controller(ti->m, &def, &e), 0);
+    assert_int_equal(caches_add_reconciler(ti->m, &ti->def, &e), 0);
     if (http)
         assert_int_equal(httpserver_start(t.loop, ti->m, &ho, &ti->http, &e), 0);
     assert_int_equal(manager_start(ti->m, &e), 0);
