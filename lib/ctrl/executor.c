@@ -393,7 +393,7 @@ static void job_next(struct job *j)
         return;
     }
     /* The last line of defence of tenant isolation: a reconcile of a namespaced object writes
-     * only in that object's namespace (lib/render's gate keeps patches there in the first
+     * only in that object's namespace (what renders the objects keeps them there in the first
      * place). */
     if (j->ns && (!a->namespace_ || strcmp(a->namespace_, j->ns) != 0)) {
         action_failed(j, a, -EPERM, "refused: a write outside the reconciled object's namespace");

@@ -11,7 +11,7 @@
  * (metric_clear(), then metric_set() for each current series).
  *
  *     struct metric *m;
- *     metrics_register(r, METRIC_GAUGE, "nestcp_clusters", "Managed clusters by phase.",
+ *     metrics_register(r, METRIC_GAUGE, "app_widgets", "Widgets by phase.",
  *                      (const char *[]){"phase", NULL}, NULL, 0, &m);
  *     metric_set(m, (const char *[]){"Ready"}, 3);
  *
