@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "controllers/plan.h"
+#include "lib/ctrl/plan.h"
 
 /* Where a right is used; the test checks each kind of use its own way. */
 enum access_use {
@@ -23,7 +23,7 @@ enum access_use {
     ACCESS_EVENTS,    /* the event recorder (lib/kube/events.c) */
     ACCESS_ADMISSION, /* not sent: asked by admission for what the manager sends */
     ACCESS_LEADER,    /* leader election (lib/kube/leader.c): leader_election_role.yaml */
-    ACCESS_METRICS,   /* reviews of /metrics scrapes (controllers/httpserver.c):
+    ACCESS_METRICS,   /* reviews of /metrics scrapes (lib/ctrl/httpserver.c):
                          metrics_auth_role.yaml */
 };
 

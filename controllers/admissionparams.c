@@ -93,9 +93,9 @@ static void seed(void *ctx, enqueue_fn enqueue, void *q)
     enqueue(q, ap->ns, ap->name);
 }
 
-void admissionparams_def(struct admissionparams *ap, struct controller_def *ret_def)
+void admissionparams_def(struct admissionparams *ap, struct reconciler_def *ret_def)
 {
-    *ret_def = (struct controller_def){
+    *ret_def = (struct reconciler_def){
         .name = "admissionparams",
         .primary = &KUBE_CONFIGMAPS,
         .reconcile = reconcile,

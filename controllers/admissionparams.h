@@ -8,7 +8,7 @@
  * or goes away; server-side applied when its labels or data differ. It writes no other object.
  */
 
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
 
 struct render_catalog;
 
@@ -24,6 +24,6 @@ int admissionparams_init(struct admissionparams *ap, const struct render_catalog
 void admissionparams_done(struct admissionparams *ap);
 
 /* The controller "admissionparams" (primary: ConfigMaps); ap is borrowed. */
-void admissionparams_def(struct admissionparams *ap, struct controller_def *ret_def);
+void admissionparams_def(struct admissionparams *ap, struct reconciler_def *ret_def);
 
 #endif

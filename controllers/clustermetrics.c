@@ -10,9 +10,9 @@
 #include <cjson/cJSON.h>
 
 #include "api/kinds.h"
+#include "controllers/caches.h"
 #include "controllers/lookup.h"
-#include "controllers/metrics.h"
-#include "controllers/runtime.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/kube/store.h"
 #include "lib/pki/base64.h"
 #include "lib/pki/cert.h"
@@ -391,7 +391,7 @@ static void collect(void *userdata, struct metrics *r)
     struct clustermetrics *cm = userdata;
     struct cache_view view;
 
-    manager_view(cm->m, &view);
+    cache_view_get(cm->m, &view);
     clustermetrics_update(cm, &view);
 }
 

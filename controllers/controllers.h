@@ -3,9 +3,9 @@
 
 /*
  * The registration point of nestcp's reconcilers: `nestcp manager` builds a manager
- * (controllers/runtime.h) and calls controllers_register() once, before manager_start(), to
- * add every controller with manager_add_controller() (and any metrics families they export,
- * through manager_metrics()).
+ * (lib/ctrl/manager.h, made of nestcp's caches by caches_manager_opts()) and calls
+ * controllers_register() once, before manager_start(), to add every controller with
+ * caches_add_reconciler() (and any metrics families they export, through manager_metrics()).
  */
 
 #include <stdbool.h>

@@ -35,9 +35,9 @@
 #include <stdint.h>
 
 #include "api/types.h"
+#include "controllers/caches.h"
 #include "controllers/etcdmembers.h"
-#include "controllers/plan.h"
-#include "controllers/runtime.h"
+#include "lib/ctrl/plan.h"
 #include "lib/etcd/client.h"
 
 #define ETCD_MEMBERSHIP_GATE "etcd.nestcp.x-k8s.io/member"

@@ -34,8 +34,8 @@
 #include <cjson/cJSON.h>
 
 #include "api/types.h"
-#include "controllers/plan.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
+#include "lib/ctrl/plan.h"
 
 #define ETCD_RESTORE_ANNOTATION "etcd.nestcp.x-k8s.io/restore-snapshot"
 #define ETCD_RESTORE_STOPPING "Stopping"

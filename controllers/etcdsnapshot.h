@@ -17,8 +17,8 @@
 #include <cjson/cJSON.h>
 
 #include "api/types.h"
-#include "controllers/plan.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
+#include "lib/ctrl/plan.h"
 
 #define ETCD_SNAPSHOT_ANNOTATION "etcd.nestcp.x-k8s.io/snapshot"
 #define ETCD_SNAPSHOT_CONDITION "SnapshotTaken"

@@ -16,7 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "api/kinds.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
 #include "lib/render/cluster.h"
 
 /* A render_source (lib/render/cluster.h) over the caches of view (borrowed). */

@@ -21,11 +21,11 @@
 #include <cjson/cJSON.h>
 
 #include "api/types.h"
+#include "controllers/caches.h"
 #include "controllers/nested.h"
-#include "controllers/plan.h"
 #include "controllers/rollout.h"
-#include "controllers/runtime.h"
 #include "controllers/status.h"
+#include "lib/ctrl/plan.h"
 #include "lib/render/cluster.h"
 
 /* One reconcile in progress. */

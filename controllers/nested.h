@@ -11,7 +11,7 @@
  *                            applied only at the target the control plane set
  *   nestedcluster            mirrors the control plane's readiness and endpoint
  *
- * Each is a pure function from the caches (struct cache_view) to a plan (controllers/plan.h);
+ * Each is a pure function from the caches (struct cache_view) to a plan (lib/ctrl/plan.h);
  * lib/render/cluster.h builds every object, the same code `nestcp render` runs.
  */
 
@@ -19,12 +19,12 @@
 
 #include "api/catalog.h"
 #include "controllers/brake.h"
+#include "controllers/caches.h"
 #include "controllers/etcdsafety.h"
-#include "lib/util/strmap.h"
-#include "controllers/runtime.h"
-#include "lib/render/catalog.h"
 #include "lib/pki/key.h"
+#include "lib/render/catalog.h"
 #include "lib/render/cluster.h"
+#include "lib/util/strmap.h"
 
 struct etcd_membership;
 struct keypool;
@@ -136,10 +136,10 @@ void nested_etcd_safety(const struct cache_view *view, const struct render_sourc
  * NESTCP_CONTROLLER_MANAGERS. */
 const struct kube_resource *nested_part_resource(enum render_part part);
 
-void nestedcluster_def(struct nested_ctx *ctx, struct controller_def *ret_def);
-void nestedcontrolplane_def(struct nested_ctx *ctx, struct controller_def *ret_def);
+void nestedcluster_def(struct nested_ctx *ctx, struct reconciler_def *ret_def);
+void nestedcontrolplane_def(struct nested_ctx *ctx, struct reconciler_def *ret_def);
 void nestedcomponent_def(struct nested_ctx *ctx, enum render_part part,
-                         struct controller_def *ret_def);
+                         struct reconciler_def *ret_def);
 
 /* The reconcile and map functions the definitions hold (for tests). ctx is the struct
  * nested_ctx, or for components the struct nested_part_ctx. */

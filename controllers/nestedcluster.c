@@ -234,9 +234,9 @@ void nestedcluster_map(void *ctx, const struct cache_view *view, const struct ku
     }
 }
 
-void nestedcluster_def(struct nested_ctx *ctx, struct controller_def *ret_def)
+void nestedcluster_def(struct nested_ctx *ctx, struct reconciler_def *ret_def)
 {
-    *ret_def = (struct controller_def){
+    *ret_def = (struct reconciler_def){
         .name = "nestedcluster",
         .primary = &NESTCP_NESTED_CLUSTERS,
         .reconcile = nestedcluster_reconcile,

@@ -997,9 +997,9 @@ void nestedcomponent_map(void *ctx, const struct cache_view *view,
 }
 
 void nestedcomponent_def(struct nested_ctx *ctx, enum render_part part,
-                         struct controller_def *ret_def)
+                         struct reconciler_def *ret_def)
 {
-    *ret_def = (struct controller_def){
+    *ret_def = (struct reconciler_def){
         .name = api_kind_info(render_part_kind(part))->singular, /* "nestedetcd", ... */
         .primary = nested_part_resource(part),
         .reconcile = nestedcomponent_reconcile,

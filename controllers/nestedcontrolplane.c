@@ -970,9 +970,9 @@ void nestedcontrolplane_map(void *ctx, const struct cache_view *view,
         ncp_wake_queued(ctx, view, obj, enqueue, q);
 }
 
-void nestedcontrolplane_def(struct nested_ctx *ctx, struct controller_def *ret_def)
+void nestedcontrolplane_def(struct nested_ctx *ctx, struct reconciler_def *ret_def)
 {
-    *ret_def = (struct controller_def){
+    *ret_def = (struct reconciler_def){
         .name = "nestedcontrolplane",
         .primary = &NESTCP_CONTROL_PLANES,
         .reconcile = nestedcontrolplane_reconcile,

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 
 #include "controllers/admissionparams.h"
+#include "controllers/caches.h"
 #include "controllers/clustermetrics.h"
 #include "controllers/keypool.h"
 #include "controllers/nested.h"
-#include "controllers/runtime.h"
 #include "lib/render/catalog.h"
 
 /*
@@ -18,6 +18,9 @@
  */
 
 struct controllers {
+    /* The manager borrows them: they live as long as the controllers. */
+    struct reconciler_def defs[2 + RENDER_PART__COUNT];
+    struct reconciler_def admission_def;
     struct render_catalog *cat;
     struct keypool *keys;
     struct nested_ctx ctx;
@@ -41,11 +44,13 @@ int controllers_register(struct manager *m, const struct controllers_opts *opts,
                          struct controllers **ret_ctl, struct err *e)
 {
     struct controllers *ctl = calloc(1, sizeof(*ctl));
-    struct controller_def defs[2 + RENDER_PART__COUNT];
+    struct reconciler_def *defs;
+    size_t n_defs = sizeof(ctl->defs) / sizeof(ctl->defs[0]);
     int r;
 
     if (!ctl)
         return err_set(e, -ENOMEM, "out of memory");
+    defs = ctl->defs;
     if ((r = render_catalog_open(opts->templates_dir, &ctl->cat, e)) < 0) {
         err_prefix(e, "--templates %s: ", opts->templates_dir);
         goto fail;
@@ -61,16 +66,15 @@ int controllers_register(struct manager *m, const struct controllers_opts *opts,
     for (int i = 0; i < RENDER_PART__COUNT; i++)
         nestedcomponent_def(&ctl->ctx, (enum render_part)i, &defs[1 + i]);
     nestedcluster_def(&ctl->ctx, &defs[1 + RENDER_PART__COUNT]);
-    for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
-        if ((r = manager_add_controller(m, &defs[i], e)) < 0)
+    for (size_t i = 0; i < n_defs; i++)
+        if ((r = caches_add_reconciler(m, &defs[i], e)) < 0)
             goto fail;
     if (opts->admission_params_name) {
-        struct controller_def def;
         if ((r = admissionparams_init(&ctl->admission, ctl->cat, opts->admission_params_namespace,
                                       opts->admission_params_name, e)) < 0)
             goto fail;
-        admissionparams_def(&ctl->admission, &def);
-        if ((r = manager_add_controller(m, &def, e)) < 0)
+        admissionparams_def(&ctl->admission, &ctl->admission_def);
+        if ((r = caches_add_reconciler(m, &ctl->admission_def, e)) < 0)
             goto fail;
     }
     /* Last, so that a failure never leaves the manager's registry a collector to freed

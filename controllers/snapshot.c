@@ -9,8 +9,8 @@
 #include <openssl/evp.h>
 
 #include "api/kinds.h"
-#include "controllers/plan.h"
 #include "controllers/status.h"
+#include "lib/ctrl/plan.h"
 #include "lib/kube/client.h"
 #include "lib/kube/store.h"
 

@@ -12,8 +12,8 @@
 #include <cjson/cJSON.h>
 
 #include "api/types.h"
-#include "controllers/plan.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
+#include "lib/ctrl/plan.h"
 
 /* CAPN's condition severities, set on conditions that are False. */
 #define STATUS_SEVERITY_ERROR "Error"

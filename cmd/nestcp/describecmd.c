@@ -11,8 +11,8 @@
 #include "cmd/nestcp/describe.h"
 #include "cmd/nestcp/flags.h"
 #include "cmd/nestcp/mgmt.h"
+#include "controllers/caches.h"
 #include "controllers/lookup.h"
-#include "controllers/runtime.h"
 #include "lib/kube/client.h"
 #include "lib/pki/secret.h"
 

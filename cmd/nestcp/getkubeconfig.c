@@ -11,7 +11,7 @@
 #include "cmd/nestcp/flags.h"
 #include "cmd/nestcp/kcserver.h"
 #include "cmd/nestcp/mgmt.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
 #include "lib/kube/client.h"
 #include "lib/pki/kubeconfig.h"
 #include "lib/pki/secret.h"

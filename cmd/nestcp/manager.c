@@ -13,10 +13,11 @@
 
 #include "cmd/nestcp/cmd.h"
 #include "cmd/nestcp/flags.h"
+#include "controllers/caches.h"
 #include "controllers/controllers.h"
-#include "controllers/httpserver.h"
-#include "controllers/metrics.h"
-#include "controllers/runtime.h"
+#include "lib/ctrl/httpserver.h"
+#include "lib/ctrl/manager.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/kube/client.h"
 #include "lib/kube/config.h"
 #include "lib/util/log.h"
@@ -282,6 +283,7 @@ static int run_manager(const struct settings *s, struct manager_opts *mo,
     kube_client_set_rate_limit(client, s->kube_api_qps, s->kube_api_burst);
     mo->on_lost_leadership = on_lost_leadership;
     mo->userdata = &run;
+    caches_manager_opts(mo);
     if (manager_new(run.loop, client, mo, &run.m, &e) < 0) {
         log_error("cannot create the manager", "error=%s", e.msg);
         goto out;

@@ -6,9 +6,9 @@
 
 #include <ev.h>
 
+#include "controllers/caches.h"
 #include "lib/kube/client.h"
 #include "lib/kube/config.h"
-#include "controllers/runtime.h"
 #include "lib/pki/secret.h"
 
 int mgmt_open(struct mgmt *m, const char *path, const char *ns, struct err *e)

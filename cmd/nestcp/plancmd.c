@@ -12,7 +12,7 @@
 #include "cmd/nestcp/flags.h"
 #include "cmd/nestcp/mgmt.h"
 #include "cmd/nestcp/rolldiff.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
 #include "lib/kube/client.h"
 #include "lib/render/catalog.h"
 #include "lib/render/cluster.h"

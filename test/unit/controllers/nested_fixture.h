@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "controllers/access.h"
-#include "controllers/plan.h"
-#include "controllers/runtime.h"
+#include "controllers/caches.h"
+#include "lib/ctrl/plan.h"
 #include "lib/kube/store.h"
 #include "lib/util/jsonpatch.h"
 #include "lib/util/yamlconv.h"

@@ -155,7 +155,7 @@ static void test_access__metrics_reviews_are_granted(void **state)
     rights_add(&used, KUBE_TOKENREVIEWS.group, KUBE_TOKENREVIEWS.resource, "create", NULL);
     rights_add(&used, KUBE_SUBJECTACCESSREVIEWS.group, KUBE_SUBJECTACCESSREVIEWS.resource,
                "create", NULL);
-    rights_equal(&table, "the table's metrics rows", &used, "controllers/httpserver.c's reviews");
+    rights_equal(&table, "the table's metrics rows", &used, "lib/ctrl/httpserver.c's reviews");
 }
 
 static void test_access__caches_list_and_watch_what_the_table_says(void **state)
@@ -165,7 +165,7 @@ static void test_access__caches_list_and_watch_what_the_table_says(void **state)
 
     memset(&cached, 0, sizeof(cached));
     memset(&table, 0, sizeof(table));
-    for (size_t i = 0; (res = manager_cached_resource(i)); i++)
+    for (size_t i = 0; (res = caches_resource(i)); i++)
         rights_add_words(&cached, res->group, res->resource, "list watch", NULL);
     table_rights(NULL, ACCESS_CACHE, &table);
     rights_equal(&table, "the table's cache rows", &cached, "the manager's caches");
@@ -181,7 +181,7 @@ static void record(void *ud, const struct plan_action *a)
     /* A server-side apply creates what does not exist yet (every one does, the first time). */
     if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY)
         rights_add(ud, a->resource->group, resource, "create", NULL);
-    /* One the cache does not hold is read first (controllers/runtime.c's claim check). */
+    /* One the cache does not hold is read first (lib/ctrl/executor.c's claim check). */
     if (a->claim_uid || a->read_if_exists)
         rights_add(ud, a->resource->group, resource, "get", NULL);
 }

@@ -17,7 +17,7 @@
 struct fx {
     struct render_catalog *cat;
     struct admissionparams ap;
-    struct controller_def def;
+    struct reconciler_def def;
     struct kube_store configmaps;
     struct cache_view view;
     struct plan plan;

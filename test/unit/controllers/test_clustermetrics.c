@@ -6,7 +6,7 @@
 #include <ev.h>
 
 #include "controllers/clustermetrics.h"
-#include "controllers/metrics.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/pki/base64.h"
 #include "lib/pki/cert.h"
 #include "lib/pki/kubeconfig.h"
@@ -619,6 +619,7 @@ static void test_clustermetrics__attached_to_a_manager_updates_at_every_scrape(v
     struct err e;
 
     assert_non_null(loop);
+    caches_manager_opts(&o);
     assert_int_equal(manager_new(loop, NULL, &o, &m, &e), 0);
     assert_int_equal(clustermetrics_new(manager_metrics(m), &cm), 0);
     assert_int_equal(clustermetrics_new(manager_metrics(m), &(struct clustermetrics *){NULL}),

@@ -378,8 +378,8 @@ static void test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled(
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(ca, "metadata"), "labels");
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(ca, "metadata"), "ownerReferences");
     cJSON_ReplaceItemInObject(ca, "type", cJSON_CreateString("kubernetes.io/tls"));
-    cache_view_note(&found, &KUBE_SECRETS, "default", "sample-ca", NULL, ca,
-                    s.f.view.now + CACHE_VIEW_CONFLICT_TTL);
+    ctrl_note_put(&found, &KUBE_SECRETS, "default", "sample-ca", NULL, ca,
+                  s.f.view.now + CACHE_VIEW_CONFLICT_TTL);
     reconcile_ncp(&s, &p);
     assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
     a = fx_action(&p, KUBE_PATCH, "secrets", "sample-ca");
@@ -390,12 +390,12 @@ static void test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled(
     plan_done(&p);
 
     /* A bad one: named, and read again once the note expires. */
-    cache_view_note(&found, &KUBE_SECRETS, "default", "sample-ca", NULL,
-                    cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":"
-                                "{\"name\":\"sample-ca\",\"namespace\":\"default\"},"
-                                "\"data\":{\"tls.crt\":\"bm90IGEgY2VydGlmaWNhdGU=\","
-                                "\"tls.key\":\"bm90IGEgY2VydGlmaWNhdGU=\"}}"),
-                    s.f.view.now + CACHE_VIEW_CONFLICT_TTL);
+    ctrl_note_put(&found, &KUBE_SECRETS, "default", "sample-ca", NULL,
+                  cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":"
+                              "{\"name\":\"sample-ca\",\"namespace\":\"default\"},"
+                              "\"data\":{\"tls.crt\":\"bm90IGEgY2VydGlmaWNhdGU=\","
+                              "\"tls.key\":\"bm90IGEgY2VydGlmaWNhdGU=\"}}"),
+                  s.f.view.now + CACHE_VIEW_CONFLICT_TTL);
     reconcile_ncp(&s, &p);
     assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
     assert_null(fx_action(&p, KUBE_PATCH, "secrets", NULL));
@@ -405,7 +405,7 @@ static void test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled(
     assert_non_null(strstr(ncp_condition(&s, "CertificatesAvailable", "message"),
                            "Secret default/sample-ca: tls.crt"));
     assert_string_equal(ncp_condition(&s, "Ready", "status"), "False");
-    strmap_done(&found, cache_view_note_free);
+    strmap_done(&found, ctrl_note_free);
     sim_done(&s);
 }
 

@@ -16,20 +16,36 @@
 #include <cjson/cJSON.h>
 #include <ev.h>
 
-#include "controllers/httpserver.h"
-#include "controllers/runtime.h"
+#include "lib/ctrl/httpserver.h"
+#include "lib/ctrl/manager.h"
 #include "lib/util/buf.h"
 #include "lib/util/strutil.h"
 #include "test/support/kube_testenv.h"
 
 /*
- * The runtime in this process against the real super cluster, with a tiny controller whose
- * primary is NestedControlPlane. For each one it applies a headless Service it controls (so the
- * shared Services cache maps changes back to it) and a ConfigMap naming the manager that wrote
- * it, then sets status.phase with an update at the cached resourceVersion, recording an Event.
+ * The manager in this process against the real super cluster, with a cache table of its own and
+ * a tiny controller. Its primary is a custom resource with a status subresource, which the
+ * manager knows only by the table: NestedControlPlane, as test/support/crds.sh installs it.
+ * For each one the controller applies a headless Service it controls (so the shared Services
+ * cache maps changes back to it) and a ConfigMap naming the manager that wrote it, then sets
+ * status.phase with an update at the cached resourceVersion, recording an Event. Cluster API's
+ * Cluster is not installed: an optional cache that stays empty.
  */
 
 #define NCP_API_VERSION "controlplane.cluster.x-k8s.io/v1beta1"
+#define OWNED_LABEL "app.kubernetes.io/managed-by"
+#define OWNED_SELECTOR OWNED_LABEL "=ctrl-test"
+
+static const struct kube_resource PRIMARY = {"controlplane.cluster.x-k8s.io", "v1beta1",
+                                             "nestedcontrolplanes", "NestedControlPlane", true};
+static const struct kube_resource ABSENT = {"cluster.x-k8s.io", "v1beta1", "clusters", "Cluster",
+                                            true};
+static const struct ctrl_cache_spec caches[] = {
+    {&PRIMARY, NULL, false, NULL},
+    {&ABSENT, NULL, true, NULL},
+    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL},
+    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL},
+};
 
 struct tiny {
     struct manager *m;
@@ -54,7 +70,7 @@ static cJSON *owned(const char *kind, const char *ns, const char *name, const cJ
     cJSON_AddStringToObject(o, "kind", kind);
     cJSON_AddStringToObject(meta, "name", name);
     cJSON_AddStringToObject(meta, "namespace", ns);
-    cJSON_AddStringToObject(labels, "app.kubernetes.io/managed-by", "nestcp");
+    cJSON_AddStringToObject(labels, OWNED_LABEL, "ctrl-test");
     cJSON_AddStringToObject(ref, "apiVersion", NCP_API_VERSION);
     cJSON_AddStringToObject(ref, "kind", "NestedControlPlane");
     cJSON_AddStringToObject(ref, "name", kube_obj_name(owner));
@@ -64,11 +80,11 @@ static cJSON *owned(const char *kind, const char *ns, const char *name, const cJ
     return o;
 }
 
-static int tiny_reconcile(void *ctx, const struct cache_view *view, const char *ns,
+static int tiny_reconcile(void *ctx, const struct ctrl_view *view, const char *ns,
                           const char *name, struct plan *plan, struct err *e)
 {
     struct tiny *ti = ctx;
-    const cJSON *ncp = kube_store_get(view->control_planes, ns, name);
+    const cJSON *ncp = kube_store_get(view->stores[0], ns, name);
     const cJSON *phase;
     char child[256];
     cJSON *svc, *spec, *ports, *port, *cm, *status;
@@ -106,7 +122,7 @@ static int tiny_reconcile(void *ctx, const struct cache_view *view, const char *
         cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(status, "metadata"),
                                                "resourceVersion", cJSON_CreateString("1"));
     }
-    if (plan_update_status(plan, &NESTCP_CONTROL_PLANES, status, "status: phase Reconciled") < 0 ||
+    if (plan_update_status(plan, &PRIMARY, status, "status: phase Reconciled") < 0 ||
         plan_event(plan, KUBE_EVENT_NORMAL, "Reconciled", "children applied by %s", ti->identity) <
             0)
         return err_set(e, -ENOMEM, "out of memory");
@@ -117,7 +133,7 @@ static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool h
 {
     struct manager_opts o = extra ? *extra : (struct manager_opts){0};
     struct controller_def def = {
-        .name = "tiny", .primary = &NESTCP_CONTROL_PLANES, .reconcile = tiny_reconcile, .ctx = ti};
+        .name = "tiny", .primary = &PRIMARY, .reconcile = tiny_reconcile, .ctx = ti};
     struct httpserver_opts ho = {.metrics_address = "127.0.0.1:0",
                                  .health_address = "127.0.0.1:0",
                                  .metrics_insecure = true};
@@ -131,6 +147,13 @@ static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool h
         }
     }
     ti->client = kt_client(&t);
+    o.caches = caches;
+    o.n_caches = sizeof(caches) / sizeof(caches[0]);
+    o.component = "ctrl-test";
+    o.field_manager = "ctrl-test";
+    o.metrics_prefix = "tester";
+    if (!o.leader_election_id)
+        o.leader_election_id = "ctrl-test";
     assert_int_equal(manager_new(t.loop, ti->client, &o, &ti->m, &e), 0);
     assert_int_equal(manager_add_controller(ti->m, &def, &e), 0);
     if (http)
@@ -194,8 +217,8 @@ static double sample(const char *scrape, const char *line_prefix)
 
 static double applies(const char *scrape)
 {
-    double ok = sample(scrape, "nestcp_api_requests_total{verb=\"apply\",code=\"200\"}");
-    double created = sample(scrape, "nestcp_api_requests_total{verb=\"apply\",code=\"201\"}");
+    double ok = sample(scrape, "tester_api_requests_total{verb=\"apply\",code=\"200\"}");
+    double created = sample(scrape, "tester_api_requests_total{verb=\"apply\",code=\"201\"}");
 
     return (ok > 0 ? ok : 0) + (created > 0 ? created : 0);
 }
@@ -212,7 +235,7 @@ static void create_ncp(const char *name)
     o = kt_obj(json);
     assert_int_equal(kt_sync(&t,
                              &(struct kube_request){.verb = KUBE_CREATE,
-                                                    .resource = &NESTCP_CONTROL_PLANES,
+                                                    .resource = &PRIMARY,
                                                     .body = o},
                              NULL),
                      0);
@@ -302,7 +325,7 @@ static void install_crds(void)
     /* Discovery follows Established by a moment: wait until the resource lists. */
     while (kt_sync(&t,
                    &(struct kube_request){.verb = KUBE_LIST,
-                                          .resource = &NESTCP_CONTROL_PLANES,
+                                          .resource = &PRIMARY,
                                           .namespace_ = t.ns,
                                           .limit = 1},
                    NULL) < 0) {
@@ -313,7 +336,7 @@ static void install_crds(void)
 
 static int group_setup(void **state)
 {
-    kt_setup(&t, "runtime");
+    kt_setup(&t, "ctrl");
     install_crds();
     return 0;
 }
@@ -332,11 +355,11 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static void test_runtime__plans_land_and_events_appear(void **state)
+static void test_manager__plans_land_and_events_appear(void **state)
 {
     struct tiny ti = {.identity = "tiny-a"};
     struct expect cm = {&KUBE_CONFIGMAPS, "a-cm", {"data", "writer"}, "tiny-a"};
-    struct expect phase = {&NESTCP_CONTROL_PLANES, "a", {"status", "phase"}, "Reconciled"};
+    struct expect phase = {&PRIMARY, "a", {"status", "phase"}, "Reconciled"};
     struct expect svc = {&KUBE_SERVICES, "a-svc", {NULL}, NULL};
     struct event_query ev = {"a", "Reconciled"};
     char *r, *scrape;
@@ -389,20 +412,23 @@ static void test_runtime__plans_land_and_events_appear(void **state)
                                "result=\"success\"}") >= 2);
     /* Server-side apply answers 201 when it creates, 200 otherwise. */
     assert_true(applies(scrape) >= 3);
-    assert_true(sample(scrape, "nestcp_api_requests_total{verb=\"update\",code=\"200\"}") >= 1);
+    assert_true(sample(scrape, "tester_api_requests_total{verb=\"update\",code=\"200\"}") >= 1);
     assert_true(sample(scrape, "workqueue_adds_total{name=\"tiny\"}") >= 2);
-    assert_true(sample(scrape, "nestcp_informer_synced{resource=\"services\"}") == 1);
-    assert_true(sample(scrape, "nestcp_informer_objects{resource=\"nestedcontrolplanes\"}") == 1);
-    assert_true(sample(scrape, "nestcp_events_total{result=\"created\"}") >= 1);
-    assert_true(sample(scrape, "leader_election_master_status{name=\"nestcp-manager\"}") == 1);
+    assert_true(sample(scrape, "tester_informer_synced{resource=\"services\"}") == 1);
+    /* The optional cache of a resource not served counts as synced, and stays empty. */
+    assert_true(sample(scrape, "tester_informer_synced{resource=\"clusters\"}") == 1);
+    assert_true(sample(scrape, "tester_informer_objects{resource=\"clusters\"}") == 0);
+    assert_true(sample(scrape, "tester_informer_objects{resource=\"nestedcontrolplanes\"}") == 1);
+    assert_true(sample(scrape, "tester_events_total{result=\"created\"}") >= 1);
+    assert_true(sample(scrape, "leader_election_master_status{name=\"ctrl-test\"}") == 1);
     free(scrape);
     tiny_free(&ti);
 }
 
-static void test_runtime__conflict_is_retried(void **state)
+static void test_manager__conflict_is_retried(void **state)
 {
     struct tiny ti = {.identity = "tiny-b", .conflict_once = true};
-    struct expect phase = {&NESTCP_CONTROL_PLANES, "b", {"status", "phase"}, "Reconciled"};
+    struct expect phase = {&PRIMARY, "b", {"status", "phase"}, "Reconciled"};
     char *scrape;
 
     tiny_start(&ti, NULL, true);
@@ -411,7 +437,7 @@ static void test_runtime__conflict_is_retried(void **state)
     assert_true(kt_wait(&t, has_value, &phase, 20));
     assert_false(ti.conflict_once);
     scrape = http_get(&ti, "/metrics");
-    assert_true(sample(scrape, "nestcp_api_requests_total{verb=\"update\",code=\"409\"}") == 1);
+    assert_true(sample(scrape, "tester_api_requests_total{verb=\"update\",code=\"409\"}") == 1);
     assert_true(sample(scrape, "controller_runtime_reconcile_total{controller=\"tiny\","
                                "result=\"requeue\"}") == 1);
     assert_true(sample(scrape, "controller_runtime_reconcile_errors_total{controller=\"tiny\"}") <=
@@ -425,7 +451,7 @@ static void stopped(void *userdata)
     *(bool *)userdata = true;
 }
 
-static void test_runtime__stop_is_quick_when_idle(void **state)
+static void test_manager__stop_is_quick_when_idle(void **state)
 {
     struct tiny ti = {.identity = "tiny-c"};
     bool done = false;
@@ -462,7 +488,7 @@ static bool other_leads(void *arg)
     return manager_processing(arg);
 }
 
-static void test_runtime__only_the_leader_reconciles_and_a_standby_takes_over(void **state)
+static void test_manager__only_the_leader_reconciles_and_a_standby_takes_over(void **state)
 {
     struct tiny pair[2] = {{.identity = "tiny-one"}, {.identity = "tiny-two"}};
     struct manager_opts o = {.leader_elect = true,
@@ -511,10 +537,10 @@ static void test_runtime__only_the_leader_reconciles_and_a_standby_takes_over(vo
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_runtime__plans_land_and_events_appear, test_teardown),
-        cmocka_unit_test_teardown(test_runtime__conflict_is_retried, test_teardown),
-        cmocka_unit_test_teardown(test_runtime__stop_is_quick_when_idle, test_teardown),
-        cmocka_unit_test_teardown(test_runtime__only_the_leader_reconciles_and_a_standby_takes_over,
+        cmocka_unit_test_teardown(test_manager__plans_land_and_events_appear, test_teardown),
+        cmocka_unit_test_teardown(test_manager__conflict_is_retried, test_teardown),
+        cmocka_unit_test_teardown(test_manager__stop_is_quick_when_idle, test_teardown),
+        cmocka_unit_test_teardown(test_manager__only_the_leader_reconciles_and_a_standby_takes_over,
                                   test_teardown),
     };
 

@@ -1,4 +1,4 @@
-#include "controllers/httpserver.h"
+#include "lib/ctrl/httpserver.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,8 +11,8 @@
 
 #include <openssl/crypto.h>
 
-#include "controllers/metrics.h"
-#include "controllers/runtime.h"
+#include "lib/ctrl/manager.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/kube/client.h"
 #include "lib/pki/tls.h"
 #include "lib/util/httpd.h"

@@ -1,5 +1,5 @@
-#ifndef NESTCP_CONTROLLERS_METRICS_H
-#define NESTCP_CONTROLLERS_METRICS_H
+#ifndef NESTCP_CTRL_METRICS_H
+#define NESTCP_CTRL_METRICS_H
 
 /*
  * A registry of metrics, rendered in the Prometheus text exposition format (version 0.0.4).
@@ -11,7 +11,7 @@
  * (metric_clear(), then metric_set() for each current series).
  *
  *     struct metric *m;
- *     metrics_register(r, METRIC_GAUGE, "nestcp_clusters", "Managed clusters by phase.",
+ *     metrics_register(r, METRIC_GAUGE, "app_widgets", "Widgets by phase.",
  *                      (const char *[]){"phase", NULL}, NULL, 0, &m);
  *     metric_set(m, (const char *[]){"Ready"}, 3);
  *

@@ -1,4 +1,4 @@
-#include "controllers/metrics.h"
+#include "lib/ctrl/metrics.h"
 
 #include <errno.h>
 #include <math.h>

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/metrics.h"
+#include "lib/ctrl/metrics.h"
 #include "lib/util/buf.h"
 
 /* One parsed sample line: name{labels} value. */

@@ -1,5 +1,5 @@
-#ifndef NESTCP_CONTROLLERS_HTTPSERVER_H
-#define NESTCP_CONTROLLERS_HTTPSERVER_H
+#ifndef NESTCP_CTRL_HTTPSERVER_H
+#define NESTCP_CTRL_HTTPSERVER_H
 
 /*
  * The manager's HTTP endpoints, on its loop (lib/util/httpd.h):

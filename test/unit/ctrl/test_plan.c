@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "controllers/plan.h"
+#include "lib/ctrl/plan.h"
 
 static void add_events(struct plan *p, const char *const *reasons, size_t n)
 {

@@ -1,4 +1,4 @@
-#include "controllers/plan.h"
+#include "lib/ctrl/plan.h"
 
 #include <errno.h>
 #include <stdarg.h>

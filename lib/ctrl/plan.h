@@ -1,9 +1,9 @@
-#ifndef NESTCP_CONTROLLERS_PLAN_H
-#define NESTCP_CONTROLLERS_PLAN_H
+#ifndef NESTCP_CTRL_PLAN_H
+#define NESTCP_CTRL_PLAN_H
 
 /*
  * A plan: what one reconcile wants done. Reconcilers build plans from what the caches hold
- * (struct cache_view) without any I/O; the runtime (controllers/runtime.c) carries a plan out on
+ * (struct ctrl_view) without any I/O; the manager (lib/ctrl/manager.h) carries a plan out on
  * the event loop, one action after another in order, stopping at the first failure.
  *
  * Outcome of executing a plan, as the runtime reports it to the workqueue:
@@ -61,7 +61,7 @@ struct plan_action {
      * ownerReference has this uid (the runtime reads it first); NULL: no such check. */
     char *claim_uid;
     /* A create that finds the object exists (the caches, which select by label, do not hold
-     * it): the runtime reads it and keeps it for the next reconcile (cache_view_found). */
+     * it): the runtime reads it and keeps it for the next reconcile (view->found). */
     bool read_if_exists;
     const char *propagation; /* delete: "Orphan"; NULL: "Background" */
     char *why;           /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
@@ -85,9 +85,6 @@ struct plan {
 void plan_init(struct plan *p);
 void plan_done(struct plan *p);
 
-/* The field manager nestcp applies with. */
-#define PLAN_FIELD_MANAGER "nestcp"
-
 /* Each of these takes ownership of obj/body (also on failure) and copies the strings.
  * Returns 0 or -ENOMEM. `why` is a printf format. */
 
@@ -98,17 +95,18 @@ int plan_create(struct plan *p, const struct kube_resource *res, cJSON *obj, con
 
 /* The same, for an object a user may have made without the label the caches select on (a CA
  * Secret from `kubectl create secret tls`): when it exists already the runtime reads it, keeps
- * it for the next reconcile's view (cache_view_found) and requeues the key. */
+ * it for the next reconcile's view (view->found) and requeues the key. */
 int plan_create_else_read(struct plan *p, const struct kube_resource *res, cJSON *obj,
                           const char *why, ...) __attribute__((format(printf, 4, 5)));
 
-/* Server-side apply obj with field manager PLAN_FIELD_MANAGER and force. */
+/* Server-side apply obj with the manager's field manager (manager_opts.field_manager) and
+ * force. */
 int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* The same, for an object the caches do not hold: applied only if it does not exist or is
  * controlled by owner_uid. Otherwise it is left untouched, the runtime records the conflict
- * (cache_view_conflict) with a Warning Event ObjectConflict, and the key backs off. */
+ * (view->conflicts) with a Warning Event ObjectConflict, and the key backs off. */
 int plan_apply_claimed(struct plan *p, const struct kube_resource *res, cJSON *obj,
                        const char *owner_uid, const char *why, ...)
     __attribute__((format(printf, 5, 6)));

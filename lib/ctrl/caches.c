@@ -1,0 +1,359 @@
+#include "lib/ctrl/manager_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/util/buf.h"
+#include "lib/util/log.h"
+#include "lib/util/strutil.h"
+
+/*
+ * The shared caches, one informer each, as the table the caller passes in names them; the
+ * probes of optional resources (a CRD that may not be installed); and the mapping of their
+ * changes to the keys of the controllers.
+ */
+
+#define SYNC_WARN_INTERVAL 30.0
+
+bool ctrl_same_resource(const struct kube_resource *a, const struct kube_resource *b)
+{
+    return a == b || (strcmp(a->group, b->group) == 0 && strcmp(a->resource, b->resource) == 0);
+}
+
+struct cache *ctrl_cache_of(const struct manager *m, const struct kube_resource *res)
+{
+    for (size_t i = 0; i < m->n_caches; i++)
+        if (ctrl_same_resource(m->caches[i].spec->resource, res))
+            return &m->caches[i];
+    return NULL;
+}
+
+const struct kube_store *ctrl_cache_store(const struct manager *m, const struct cache *c)
+{
+    return m->stores[c - m->caches];
+}
+
+void manager_view(const struct manager *m, struct ctrl_view *ret_view)
+{
+    *ret_view = (struct ctrl_view){
+        .stores = m->stores,
+        .n_stores = m->n_caches,
+        .now = time_wall(),
+        .conflicts = &m->conflicts,
+        .found = &m->found,
+        .rejected = &m->rejected,
+    };
+}
+
+/* ---- mapping cache events to keys ---- */
+
+void ctrl_enqueue(void *q, const char *ns, const char *name)
+{
+    struct controller *c = q;
+    struct buf key = BUF_INIT;
+
+    if (!c->q || c->q_shut || !name)
+        return;
+    if ((ns && ns[0] ? buf_printf(&key, "%s/%s", ns, name) : buf_puts(&key, name)) < 0 ||
+        workqueue_add(c->q, key.data) == -ENOMEM)
+        log_error("out of memory: key dropped", "controller=%s name=%s", c->def.name, name);
+    buf_done(&key);
+}
+
+/* Whether apiVersion ("group/version", or "version" for the core group) is in group. */
+static bool api_version_in_group(const char *api_version, const char *group)
+{
+    const char *slash = api_version ? strchr(api_version, '/') : NULL;
+    size_t n = strlen(group);
+
+    if (!api_version)
+        return false;
+    if (!slash)
+        return n == 0;
+    return (size_t)(slash - api_version) == n && strncmp(api_version, group, n) == 0;
+}
+
+/* Without a map: the primary's own changes enqueue it; other objects enqueue their
+ * controller owner when it is of the primary kind. */
+static void default_map(struct controller *c, const struct kube_resource *res, const cJSON *obj)
+{
+    const struct kube_resource *p = c->def.primary;
+    const cJSON *ref, *kind, *api_version, *name;
+
+    if (ctrl_same_resource(res, p)) {
+        ctrl_enqueue(c, kube_obj_namespace(obj), kube_obj_name(obj));
+        return;
+    }
+    ref = kube_obj_controller_ref(obj);
+    kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
+    api_version = cJSON_GetObjectItemCaseSensitive(ref, "apiVersion");
+    name = cJSON_GetObjectItemCaseSensitive(ref, "name");
+    if (cJSON_IsString(kind) && cJSON_IsString(api_version) && cJSON_IsString(name) &&
+        strcmp(kind->valuestring, p->kind) == 0 &&
+        api_version_in_group(api_version->valuestring, p->group))
+        ctrl_enqueue(c, kube_obj_namespace(obj), name->valuestring);
+}
+
+static void dispatch(struct cache *cache, const cJSON *obj)
+{
+    struct manager *m = cache->m;
+    struct ctrl_view view;
+
+    if (!m->processing || !obj)
+        return;
+    manager_view(m, &view);
+    for (size_t i = 0; i < m->n_controllers; i++) {
+        struct controller *c = m->controllers[i];
+        if (c->def.map)
+            c->def.map(c->def.ctx, &view, cache->spec->resource, obj, ctrl_enqueue, c);
+        else
+            default_map(c, cache->spec->resource, obj);
+    }
+}
+
+static void on_add(void *userdata, const cJSON *obj)
+{
+    dispatch(userdata, obj);
+}
+
+static void on_update(void *userdata, const cJSON *old_obj, const cJSON *new_obj)
+{
+    dispatch(userdata, old_obj);
+    dispatch(userdata, new_obj);
+}
+
+static void on_delete(void *userdata, const cJSON *obj, bool final_state_unknown)
+{
+    dispatch(userdata, obj);
+}
+
+/* ---- caches ---- */
+
+static void check_synced(struct manager *m)
+{
+    if (m->synced)
+        return;
+    for (size_t i = 0; i < m->n_caches; i++)
+        if (!m->caches[i].synced)
+            return;
+    m->synced = true;
+    ev_timer_stop(m->loop, &m->sync_timer);
+    log_info("caches synced", "caches=%zu", m->n_caches);
+    ctrl_processing_start(m);
+}
+
+static void on_synced(void *userdata)
+{
+    struct cache *cache = userdata;
+
+    cache->synced = true;
+    check_synced(cache->m);
+}
+
+static int cache_start_informer(struct cache *cache)
+{
+    struct manager *m = cache->m;
+    static const struct kube_informer_handlers handlers = {
+        .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .on_synced = on_synced};
+    struct kube_informer_opts o = {
+        .resource = cache->spec->resource,
+        .namespace_ = m->namespace_,
+        .label_selector = cache->spec->selector,
+        .transform = cache->spec->transform,
+    };
+    int r = kube_informer_new(m->client, &o, &handlers, cache, &cache->inf);
+
+    if (r == 0) {
+        m->stores[cache - m->caches] = kube_informer_store(cache->inf);
+        r = kube_informer_start(cache->inf);
+    }
+    return r;
+}
+
+/* Frees the informer of cache, if any: its view is empty again. */
+static void cache_stop_informer(struct cache *cache)
+{
+    struct manager *m = cache->m;
+
+    kube_informer_free(cache->inf);
+    cache->inf = NULL;
+    m->stores[cache - m->caches] = &m->empty;
+}
+
+static void probe_start(struct cache *cache);
+
+static void probe_done(void *userdata, const struct kube_result *res)
+{
+    struct cache *cache = userdata;
+    struct manager *m = cache->m;
+    const struct kube_resource *rs = cache->spec->resource;
+    double delay;
+
+    cache->probe = NULL;
+    if (res->code == -ECANCELED)
+        return;
+    if (res->code == -ENOENT) {
+        if (!cache->absent)
+            log_info("resource not served, its cache stays empty", "resource=%s.%s retry_s=%g",
+                     rs->resource, rs->group, m->opts.absent_retry);
+        cache->absent = true;
+        cache->synced = true;
+        ev_timer_set(&cache->probe_timer, m->opts.absent_retry, 0);
+        ev_timer_start(m->loop, &cache->probe_timer);
+        check_synced(m);
+        return;
+    }
+    if (res->code < 0) {
+        cache->probe_failures++;
+        delay = kube_informer_backoff(cache->probe_failures, 1.0);
+        log_warn("cannot list resource", "resource=%s.%s error=%s message=%s retry_s=%.1f",
+                 rs->resource, rs->group, err_code_name(res->code), res->message, delay);
+        ev_timer_set(&cache->probe_timer, delay, 0);
+        ev_timer_start(m->loop, &cache->probe_timer);
+        return;
+    }
+    if (cache->absent)
+        log_info("resource now served, starting its cache", "resource=%s.%s", rs->resource,
+                 rs->group);
+    cache->absent = false;
+    if (cache_start_informer(cache) < 0) {
+        log_error("cannot start cache", "resource=%s.%s", rs->resource, rs->group);
+        cache_stop_informer(cache);
+        ev_timer_set(&cache->probe_timer, m->opts.absent_retry, 0);
+        ev_timer_start(m->loop, &cache->probe_timer);
+    }
+}
+
+static void probe_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    probe_start(w->data);
+}
+
+/* An optional resource (its CRD may not be installed): list one object to see whether the
+ * server serves it before starting an informer. */
+static void probe_start(struct cache *cache)
+{
+    struct manager *m = cache->m;
+    struct kube_request req = {
+        .verb = KUBE_LIST, .resource = cache->spec->resource, .namespace_ = m->namespace_,
+        .limit = 1};
+
+    if (m->phase != PHASE_RUNNING)
+        return;
+    if (kube_request_start(m->client, &req, probe_done, cache, &cache->probe) < 0) {
+        cache->probe = NULL;
+        ev_timer_set(&cache->probe_timer, m->opts.absent_retry, 0);
+        ev_timer_start(m->loop, &cache->probe_timer);
+    }
+}
+
+static void sync_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct manager *m = w->data;
+
+    for (size_t i = 0; i < m->n_caches; i++) {
+        const struct cache *cache = &m->caches[i];
+        struct kube_informer_stats st = {0};
+        if (cache->synced)
+            continue;
+        if (cache->inf)
+            kube_informer_get_stats(cache->inf, &st);
+        log_warn("cache not synced yet", "resource=%s.%s list_failures=%lu",
+                 cache->spec->resource->resource, cache->spec->resource->group, st.list_failures);
+    }
+}
+
+static bool enqueue_each(void *userdata, const cJSON *obj)
+{
+    ctrl_enqueue(userdata, kube_obj_namespace(obj), kube_obj_name(obj));
+    return true;
+}
+
+void ctrl_enqueue_all(struct manager *m)
+{
+    for (size_t i = 0; i < m->n_controllers; i++) {
+        struct controller *c = m->controllers[i];
+        struct cache *cache = ctrl_cache_of(m, c->def.primary);
+        if (c->q && c->def.seed)
+            c->def.seed(c->def.ctx, ctrl_enqueue, c);
+        else if (c->q && cache)
+            kube_store_foreach(ctrl_cache_store(m, cache), enqueue_each, c);
+    }
+}
+
+/* ---- the lifecycle of the caches ---- */
+
+int ctrl_caches_init(struct manager *m)
+{
+    size_t n = m->opts.n_caches;
+
+    kube_store_init(&m->empty);
+    ev_timer_init(&m->sync_timer, sync_timer_cb, SYNC_WARN_INTERVAL, SYNC_WARN_INTERVAL);
+    m->sync_timer.data = m;
+    if (n == 0)
+        return 0;
+    m->caches = calloc(n, sizeof(*m->caches));
+    m->stores = calloc(n, sizeof(*m->stores));
+    if (!m->caches || !m->stores)
+        return -ENOMEM;
+    m->n_caches = n;
+    for (size_t i = 0; i < n; i++) {
+        m->caches[i].m = m;
+        m->caches[i].spec = &m->opts.caches[i];
+        m->stores[i] = &m->empty;
+        ev_init(&m->caches[i].probe_timer, probe_timer_cb);
+        m->caches[i].probe_timer.data = &m->caches[i];
+    }
+    return 0;
+}
+
+int ctrl_caches_start(struct manager *m, struct err *e)
+{
+    int r;
+
+    if (!m->client) {
+        /* Tests with a send hook: no server, every cache is empty and synced. */
+        for (size_t i = 0; i < m->n_caches; i++)
+            m->caches[i].synced = true;
+        return 0;
+    }
+    for (size_t i = 0; i < m->n_caches; i++) {
+        struct cache *cache = &m->caches[i];
+        if (cache->spec->optional) {
+            probe_start(cache);
+            continue;
+        }
+        r = cache_start_informer(cache);
+        if (r < 0)
+            return err_set(e, r, "cache of %s.%s: cannot start", cache->spec->resource->resource,
+                           cache->spec->resource->group);
+    }
+    ev_timer_start(m->loop, &m->sync_timer);
+    return 0;
+}
+
+void ctrl_caches_check_synced(struct manager *m)
+{
+    check_synced(m);
+}
+
+void ctrl_caches_stop_probes(struct manager *m)
+{
+    ev_timer_stop(m->loop, &m->sync_timer);
+    for (size_t i = 0; i < m->n_caches; i++) {
+        ev_timer_stop(m->loop, &m->caches[i].probe_timer);
+        if (m->caches[i].probe)
+            kube_call_cancel(m->caches[i].probe);
+    }
+}
+
+void ctrl_caches_done(struct manager *m)
+{
+    ctrl_caches_stop_probes(m);
+    for (size_t i = 0; i < m->n_caches; i++)
+        cache_stop_informer(&m->caches[i]);
+    free(m->caches);
+    free(m->stores);
+    kube_store_done(&m->empty);
+}
