@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/kube/status.h"
 #include "lib/kube/store.h"
 #include "lib/render/admission.h"
 
@@ -20,7 +21,7 @@ int admissionparams_init(struct admissionparams *ap, const struct render_catalog
     snprintf(ap->ns, sizeof(ap->ns), "%s", ns);
     snprintf(ap->name, sizeof(ap->name), "%s", name);
     if ((r = render_admission_params(cat, ns, name, &ap->desired)) < 0)
-        return err_set(e, r, "admission params ConfigMap %s/%s: %s", ns, name, err_code_name(r));
+        return err_set(e, r, "admission params ConfigMap %s/%s: %s", ns, name, kube_code_name(r));
     return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "lib/ctrl/metrics.h"
 #include "lib/kube/client.h"
 #include "lib/kube/config.h"
+#include "lib/kube/status.h"
 #include "lib/util/log.h"
 #include "nestcp_version.h"
 
@@ -112,7 +113,7 @@ static void on_lost_leadership(void *userdata, int code)
 {
     struct run *run = userdata;
 
-    log_error("exiting: this replica is no longer the leader", "error=%s", err_code_name(code));
+    log_error("exiting: this replica is no longer the leader", "error=%s", kube_code_name(code));
     run->exit_code = 1;
     ev_break(run->loop, EVBREAK_ALL);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/kube/status.h"
 #include "lib/util/buf.h"
 #include "lib/util/log.h"
 #include "lib/util/strutil.h"
@@ -208,7 +209,7 @@ static void probe_done(void *userdata, const struct kube_result *res)
         cache->probe_failures++;
         delay = kube_informer_backoff(cache->probe_failures, 1.0);
         log_warn("cannot list resource", "resource=%s.%s error=%s message=%s retry_s=%.1f",
-                 rs->resource, rs->group, err_code_name(res->code), res->message, delay);
+                 rs->resource, rs->group, kube_code_name(res->code), res->message, delay);
         ev_timer_set(&cache->probe_timer, delay, 0);
         ev_timer_start(m->loop, &cache->probe_timer);
         return;

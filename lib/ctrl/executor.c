@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/kube/status.h"
 #include "lib/util/log.h"
 #include "lib/util/strutil.h"
 
@@ -165,7 +166,7 @@ static void action_failed(struct job *j, const struct plan_action *a, int code, 
                  "why=%s error=%s message=%s",
                  c->def.name, j->key, verb_name(a), a->resource->resource,
                  a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
-                 a->name ? a->name : "", a->why, err_code_name(code), message ? message : "");
+                 a->name ? a->name : "", a->why, kube_code_name(code), message ? message : "");
         if (show_rejection(j, a, message)) {
             job_next(j);
             return;
@@ -181,7 +182,7 @@ static void action_failed(struct job *j, const struct plan_action *a, int code, 
                  "message=%s retry_in_s=%.3f",
                  c->def.name, j->key, verb_name(a), a->call ? "-" : a->resource->resource,
                  a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
-                 a->name ? a->name : "", a->why, err_code_name(code), message ? message : "",
+                 a->name ? a->name : "", a->why, kube_code_name(code), message ? message : "",
                  workqueue_retry_delay(c->q, j->key));
     }
     job_finish(j, conflict ? OUTCOME_CONFLICT : OUTCOME_ERROR);

@@ -14,6 +14,7 @@
 #include "lib/ctrl/manager.h"
 #include "lib/ctrl/metrics.h"
 #include "lib/kube/client.h"
+#include "lib/kube/status.h"
 #include "lib/pki/tls.h"
 #include "lib/util/httpd.h"
 #include "lib/util/log.h"
@@ -147,7 +148,7 @@ static void authorized(void *userdata, const struct kube_result *res)
     }
     if (res->code < 0) {
         log_warn("metrics: SubjectAccessReview failed", "user=%s error=%s message=%s", rv->user,
-                 err_code_name(res->code), res->message);
+                 kube_code_name(res->code), res->message);
         review_finish(rv, 500, "Authorization for user %s failed", rv->user);
         return;
     }
@@ -202,7 +203,7 @@ static void authenticated(void *userdata, const struct kube_result *res)
         return;
     }
     if (res->code < 0) {
-        log_warn("metrics: TokenReview failed", "error=%s message=%s", err_code_name(res->code),
+        log_warn("metrics: TokenReview failed", "error=%s message=%s", kube_code_name(res->code),
                  res->message);
         review_finish(rv, 401, "Unauthorized");
         return;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/kube/status.h"
 #include "lib/util/buf.h"
 #include "lib/util/log.h"
 
@@ -133,7 +134,7 @@ static void on_stopped_leading(void *userdata, int code)
     m->leading = false;
     stop_queues(m, NULL);
     log_error("leader election lost, stopping", "lease=%s/%s identity=%s error=%s", m->lease_ns,
-              m->opts.leader_election_id, kube_leader_identity(m->leader), err_code_name(code));
+              m->opts.leader_election_id, kube_leader_identity(m->leader), kube_code_name(code));
     if (m->opts.on_lost_leadership)
         m->opts.on_lost_leadership(m->opts.userdata, code);
 }
@@ -187,7 +188,7 @@ static void ns_probe_done(void *userdata, const struct kube_result *res)
         ns = "default";
     } else if (res->code < 0 && res->code != -EPERM) {
         log_warn("cannot look up the leader election namespace", "namespace=%s error=%s retry_s=%g",
-                 ns, err_code_name(res->code), m->opts.retry_period);
+                 ns, kube_code_name(res->code), m->opts.retry_period);
         ev_timer_set(&m->lease_timer, m->opts.retry_period, 0);
         ev_timer_start(m->loop, &m->lease_timer);
         return;
@@ -285,7 +286,7 @@ static void lease_released(void *userdata, int code)
     if (m->phase != PHASE_RELEASING)
         return;
     if (code < 0)
-        log_warn("lease release failed", "error=%s", err_code_name(code));
+        log_warn("lease release failed", "error=%s", kube_code_name(code));
     else
         log_info("lease released", "lease=%s/%s", m->lease_ns, m->opts.leader_election_id);
     stop_advance(m);

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "lib/util/err.h"
 #include "lib/util/strutil.h"
 
 static const char *status_reason(const cJSON *body)
@@ -132,5 +133,29 @@ int kube_curl_code(CURLcode rc)
         return -ECANCELED;
     default:
         return -EIO;
+    }
+}
+
+const char *kube_code_name(int code)
+{
+    switch (code) {
+    case -EBUSY:
+        return "conflict";
+    case -ESTALE:
+        return "gone";
+    case -ERANGE:
+        return "resource version too large";
+    case -EINVAL:
+        return "invalid";
+    case -EACCES:
+        return "unauthorized";
+    case -EPERM:
+        return "forbidden";
+    case -EAGAIN:
+        return "too many requests";
+    case -EIO:
+        return "server error";
+    default:
+        return err_code_name(code);
     }
 }

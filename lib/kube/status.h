@@ -23,4 +23,9 @@ double kube_status_retry_after(long http_status, const char *header, const cJSON
 /* Code for a libcurl failure. */
 int kube_curl_code(CURLcode rc);
 
+/* What a code of this layer means in the API server's words ("conflict", "gone", "forbidden",
+ * "too many requests", "server error", ...), for logs and messages; other codes are named as
+ * err_code_name names them. Never NULL. */
+const char *kube_code_name(int code);
+
 #endif

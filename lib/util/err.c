@@ -60,19 +60,19 @@ const char *err_code_name(int code)
     case -EEXIST:
         return "already exists";
     case -EBUSY:
-        return "conflict";
+        return "busy";
     case -ESTALE:
-        return "gone";
+        return "stale";
     case -EINVAL:
         return "invalid";
     case -EACCES:
-        return "unauthorized";
+        return "access denied";
     case -EPERM:
-        return "forbidden";
+        return "not permitted";
     case -EAGAIN:
-        return "too many requests";
+        return "try again";
     case -EIO:
-        return "server error";
+        return "input/output error";
     case -ENOMEM:
         return "out of memory";
     case -ETIMEDOUT:
@@ -85,6 +85,8 @@ const char *err_code_name(int code)
         return "not supported";
     case -ECANCELED:
         return "canceled";
+    case -ERANGE:
+        return "out of range";
     default:
         return "error";
     }

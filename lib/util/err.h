@@ -27,7 +27,9 @@ int err_set(struct err *e, int code, const char *fmt, ...) __attribute__((format
  * Returns e->code (0 if e is NULL). */
 int err_prefix(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* A short, stable name for a code: "not found", "conflict", ... ; never NULL. */
+/* A short, stable name for a code as errno means it: "not found", "busy", "timed out", ...;
+ * never NULL. A layer that gives a code a meaning of its own names it too (kube_code_name:
+ * -EBUSY is an API server's "conflict"). */
 const char *err_code_name(int code);
 
 #endif

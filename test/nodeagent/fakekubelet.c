@@ -21,6 +21,7 @@
 
 #include "lib/kube/config.h"
 #include "lib/kube/informer.h"
+#include "lib/kube/status.h"
 #include "lib/kube/workqueue.h"
 #include "lib/util/log.h"
 #include "lib/util/strutil.h"
@@ -153,7 +154,7 @@ static void write_done(void *userdata, const struct kube_result *res)
     default:
         fk->failures++;
         log_warn("status write failed", "pod=%s/%s code=%s message=%s", fk->ns, call->name,
-                 err_code_name(res->code), res->message);
+                 kube_code_name(res->code), res->message);
         result = WORKQUEUE_RESULT_ERROR;
         break;
     }
@@ -194,7 +195,7 @@ static void sync_pod(void *userdata, const char *name)
     if (r < 0) {
         free(call);
         fk->failures++;
-        log_warn("cannot send status", "pod=%s/%s code=%s", fk->ns, name, err_code_name(r));
+        log_warn("cannot send status", "pod=%s/%s code=%s", fk->ns, name, kube_code_name(r));
         workqueue_done(fk->queue, name, WORKQUEUE_RESULT_ERROR);
     }
 }

@@ -9,6 +9,7 @@
 
 #include "lib/kube/config.h"
 #include "lib/kube/informer.h"
+#include "lib/kube/status.h"
 #include "lib/kube/workqueue.h"
 #include "lib/util/log.h"
 #include "lib/util/strmap.h"
@@ -224,7 +225,7 @@ static void token_done(void *userdata, const struct kube_result *res)
     if (res->code < 0 || !token) {
         t->error = res->code < 0 ? res->code : -EINVAL;
         log_warn("token request failed", "key=%s code=%s message=%s", c->key,
-                 err_code_name(t->error), res->message);
+                 kube_code_name(t->error), res->message);
         goto out;
     }
     cJSON_Delete(t->obj);
@@ -384,7 +385,7 @@ static void status_done(void *userdata, const struct kube_result *res)
 
     if (na->closing)
         goto out;
-    log_debug("status written", "pod=%s code=%s", c->key, err_code_name(res->code));
+    log_debug("status written", "pod=%s code=%s", c->key, kube_code_name(res->code));
     if (res->code == 0 || res->code == -ENOENT) {
         p = pod_state(na, c->key, res->code == 0);
         if (p && res->code == 0) {
@@ -395,7 +396,7 @@ static void status_done(void *userdata, const struct kube_result *res)
         workqueue_done(na->syncq, c->key, WORKQUEUE_RESULT_SUCCESS);
     } else {
         log_warn("status update failed", "pod=%s code=%s message=%s", c->key,
-                 err_code_name(res->code), res->message);
+                 kube_code_name(res->code), res->message);
         workqueue_done(na->syncq, c->key, WORKQUEUE_RESULT_ERROR);
     }
 out:
@@ -460,7 +461,7 @@ static void delete_done(void *userdata, const struct kube_result *res)
         log_info("pod deleted", "pod=%s", c->key);
         workqueue_done(na->syncq, c->key, WORKQUEUE_RESULT_SUCCESS);
     } else {
-        log_warn("pod delete failed", "pod=%s code=%s message=%s", c->key, err_code_name(res->code),
+        log_warn("pod delete failed", "pod=%s code=%s message=%s", c->key, kube_code_name(res->code),
                  res->message);
         workqueue_done(na->syncq, c->key, WORKQUEUE_RESULT_ERROR);
     }
