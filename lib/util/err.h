@@ -2,9 +2,15 @@
 #define NESTCP_UTIL_ERR_H
 
 /*
- * Error detail. Functions return 0 or a negative errno-style code; when the caller passes a
- * `struct err *`, the callee also leaves a human-readable message there that names the object
- * and field at fault. The message never contains key material or Secret data.
+ * Error detail, the one kind there is. Functions return 0 or a negative errno-style code; when
+ * the caller passes a `struct err *`, the callee also leaves a human-readable message there
+ * that names the object and field at fault. The message never contains key material or
+ * Secret data.
+ *
+ * Where a user should see every problem at once rather than the first (validating a
+ * manifest), the callee collects the same kind of message, one a line, in a struct api_errors
+ * (api/errors.h, as Kubernetes' field.ErrorList collects field.Errors), which the caller sums
+ * up into a struct err (api_errors_to_err) or prints whole.
  */
 
 #include <stddef.h>
