@@ -2,10 +2,13 @@
 #define NESTCP_CONTROLLERS_NCP_H
 
 /*
- * The NestedControlPlane reconciler's parts, shared by its three files:
+ * The NestedControlPlane reconciler's parts, shared by its five files:
  *
- *   nestedcontrolplane.c  the reconcile: deletion, adoption, the CAs and kubeconfig, status,
- *                         the watch mapping, and the helpers below
+ *   nestedcontrolplane.c  the reconcile: the finalizer, deletion, adoption, the cluster
+ *                         name's owner, the watch mapping, and the helpers below
+ *   ncpsecrets.c          the CA Secrets (created, labelled, near expiry) and the admin
+ *                         kubeconfig
+ *   ncpstatus.c           the status: readiness, replicas, version, phase and conditions
  *   ncprollout.c          the targets: each component's desired state, the rollout state
  *                         machine with the brake, the etcd snapshot before a version change,
  *                         the health of a roll, and the restarts after an etcd restore
@@ -66,6 +69,37 @@ int ncp_set_str(char **dst, const char *src);
 
 /* The service CIDRs the control plane would run with, joined by ",". */
 void ncp_service_cidrs(const struct render_cluster *rc, char *out, size_t size);
+
+/* ---- ncpsecrets.c ---- */
+
+/* Plans the creation of the CA Secrets render_cluster_pki_load made. Returns how many, or
+ * -ENOMEM. */
+int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki);
+
+/* Labels the good CA Secrets that were found live without the cluster-name label. Returns how
+ * many, or -ENOMEM. */
+int ncp_label_found_cas(struct cp *x, const struct render_cluster *rc);
+
+/* CertificatesAvailable, with CertificateAuthorityExpiring for a CA in its last year. Returns
+ * 0 or -ENOMEM. */
+int ncp_ca_expiry(struct cp *x, const struct render_cluster_pki *pki);
+
+/* Creates the admin kubeconfig Secret, or renews the control plane's own before it expires.
+ * Returns 0 (a condition says why it could not) or -ENOMEM. */
+int ncp_plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
+                        const struct render_cluster_pki *pki);
+
+/* ---- ncpstatus.c ---- */
+
+/* The phase the rollout's output means: Provisioning, Ready, Upgrading or Reconfiguring. */
+const char *ncp_phase_of(const struct cp *x, const struct rollout_output *out,
+                         const struct desired_all *da);
+
+/* The status from the rollout's output: readiness, replicas, version, etcd's addresses, the
+ * phase, and the Ready, Available and Upgrading conditions (refusal_reason: a change is
+ * refused, and why). Returns 0 or -ENOMEM. */
+int ncp_aggregate(struct cp *x, const struct rollout_output *out, const struct desired_all *da,
+                  const char *refusal_reason, const char *refusal_message);
 
 /* ---- ncprollout.c ---- */
 

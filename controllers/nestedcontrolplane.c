@@ -18,6 +18,10 @@
  * On deletion it creates nothing, deletes its components and the objects they own, waits
  * until they are gone and then removes its finalizer; the CA and kubeconfig Secrets it owns
  * go with it through garbage collection.
+ *
+ * This file holds the reconcile, the finalizer, deletion, adoption and the watch mapping; the
+ * CA and kubeconfig Secrets are in ncpsecrets.c, the status in ncpstatus.c, the targets in
+ * ncprollout.c and the rotations in ncprotate.c (controllers/ncp.h).
  */
 
 #include <errno.h>
@@ -301,195 +305,6 @@ static int adopt_components(struct cp *x)
     return 0;
 }
 
-/* nestcp renews leaves, not a CA by itself: one in its last year keeps CertificatesAvailable True
- * with reason CertificateAuthorityExpiring naming it, and a Warning Event when that starts;
- * otherwise the control plane comes back when the first CA enters its last year. */
-static int ca_expiry(struct cp *x, const struct render_cluster_pki *pki)
-{
-    const int64_t year = (int64_t)365 * 24 * 3600;
-    const char *which = NULL;
-    char name[RENDER_CLUSTER_NAME_MAX + 32], when[32];
-    int64_t not_after = 0, now = (int64_t)x->view->now;
-    bool told = false; /* the condition said so already: no second Event */
-    int r;
-
-    for (size_t i = 0; i < x->st->conditions.n; i++) {
-        const struct api_condition *c = &x->st->conditions.items[i];
-        told = told || (c->type && strcmp(c->type, "CertificatesAvailable") == 0 && c->reason &&
-                        strcmp(c->reason, "CertificateAuthorityExpiring") == 0);
-    }
-
-    if (render_cluster_pki_earliest_ca(pki, name, sizeof(name), &which, &not_after) < 0 ||
-        not_after - year > now) {
-        if (which)
-            plan_requeue_after(x->plan, (double)(not_after - year - now));
-        return ncp_cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "Available",
-                        "the CA Secrets are present and valid");
-    }
-    time_format_rfc3339((double)not_after, when);
-    r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL,
-                 "CertificateAuthorityExpiring",
-                 "Secret %s/%s: the %s CA expires at %s, in %lld days; nestcp renews leaf "
-                 "certificates, not a CA by itself: rotate it before then "
-                 "(spec.certificates.rotate.%s, docs/certificates.md)",
-                 x->ns, name, which, when, (long long)((not_after - now) / (24 * 3600)),
-                 strcmp(which, "etcd") == 0        ? "etcdCA"
-                 : strcmp(which, "front-proxy") == 0 ? "frontProxyCA"
-                                                     : "clusterCA");
-    if (r == 0 && !told &&
-        plan_event(x->plan, KUBE_EVENT_WARNING, "CertificateAuthorityExpiring",
-                   "Secret %s/%s: the %s CA expires at %s", x->ns, name, which, when) < 0)
-        return -ENOMEM;
-    return r;
-}
-
-/* ---- status ---- */
-
-/* Whether a component from first to last is to run another version than it reports running
- * (its status.version): each may run its own override of the control plane's. */
-static bool versions_changing(const struct cp *x, const struct desired_all *da, int first,
-                              int last)
-{
-    for (int i = first; i <= last; i++) {
-        const cJSON *comp = lookup_component(x->view, x->obj, (enum render_part)i);
-        const cJSON *running = get(get(comp, "status"), "version");
-        if (cJSON_IsString(running) && da->d[i].version[0] &&
-            !api_version_equal(running->valuestring, da->d[i].version))
-            return true;
-    }
-    return false;
-}
-
-/* Whether an API server or controller manager is. */
-static bool version_changing(const struct cp *x, const struct desired_all *da)
-{
-    return versions_changing(x, da, RENDER_PART_APISERVER, RENDER_PART_CONTROLLER_MANAGER);
-}
-
-static const char *phase_of(const struct cp *x, const struct rollout_output *out,
-                            const struct desired_all *da)
-{
-    switch (out->phase) {
-    case ROLLOUT_PHASE_READY:
-        return "Ready";
-    case ROLLOUT_PHASE_UPGRADING: {
-        const char *running = x->st->version ? x->st->version + (x->st->version[0] == 'v') : NULL;
-        return (running && strcmp(running, da->d[RENDER_PART_APISERVER].version) != 0) ||
-                       version_changing(x, da)
-                   ? "Upgrading"
-                   : "Reconfiguring";
-    }
-    default:
-        return out->initialized ? "Ready" : "Provisioning";
-    }
-}
-
-static int copy_etcd_addresses(struct cp *x)
-{
-    const cJSON *etcd = lookup_component(x->view, x->obj, RENDER_PART_ETCD), *a;
-    const cJSON *arr = get(get(etcd, "status"), "addresses");
-    struct api_control_plane_status *st = x->st;
-    int n = cJSON_GetArraySize(arr), i = 0;
-
-    for (size_t k = 0; k < st->n_etcd_addresses; k++) {
-        free(st->etcd_addresses[k].ip);
-        free(st->etcd_addresses[k].hostname);
-    }
-    free(st->etcd_addresses);
-    st->etcd_addresses = NULL;
-    st->n_etcd_addresses = 0;
-    if (!cJSON_IsArray(arr) || n <= 0)
-        return 0;
-    if (!(st->etcd_addresses = calloc((size_t)n, sizeof(*st->etcd_addresses))))
-        return -ENOMEM;
-    cJSON_ArrayForEach(a, arr)
-    {
-        const cJSON *ip = get(a, "ip"), *host = get(a, "hostname"), *port = get(a, "port");
-        struct api_etcd_address *d = &st->etcd_addresses[i];
-        d->ip = cJSON_IsString(ip) ? strdup(ip->valuestring) : NULL;
-        d->hostname = cJSON_IsString(host) ? strdup(host->valuestring) : NULL;
-        d->port = cJSON_IsNumber(port) ? port->valueint : 0;
-        st->n_etcd_addresses = (size_t)++i;
-        if ((cJSON_IsString(ip) && !d->ip) || (cJSON_IsString(host) && !d->hostname))
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-static int aggregate(struct cp *x, const struct rollout_output *out, const struct desired_all *da,
-                     const char *refusal_reason, const char *refusal_message)
-{
-    struct api_control_plane_status *st = x->st;
-    const struct status_sts *as = &da->ss[RENDER_PART_APISERVER];
-    const struct api_rollout_target *at = &st->rollout.apiserver;
-    char version[RENDER_VERSION_MAX + 2];
-    int r;
-
-    st->initialized = st->initialized || out->initialized;
-    st->control_plane_initialized = st->initialized;
-    st->external_managed = true;
-    st->ready = st->initialized && out->serving;
-    st->replicas = as->exists ? as->status_replicas : 0;
-    st->ready_replicas = as->ready;
-    st->updated_replicas = as->updated;
-    /* The v1beta2 contract's names: available as the StatefulSet counts it (ready for
-     * minReadySeconds), up to date as updatedReplicas. */
-    st->available_replicas = as->available;
-    st->up_to_date_replicas = as->updated;
-    if (as->complete && at->version) {
-        snprintf(version, sizeof(version), "v%s", at->version);
-        if ((r = ncp_set_str(&st->version, version)) < 0)
-            return r;
-    }
-    if ((r = ncp_set_str(&st->phase, phase_of(x, out, da))) < 0 || (r = copy_etcd_addresses(x)) < 0)
-        return r;
-    if (st->ready && out->phase == ROLLOUT_PHASE_STALLED)
-        r = ncp_cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
-                     "serving the configuration it ran before; a roll is held back (Upgrading: %s)",
-                     out->reason);
-    else if (st->ready && refusal_reason)
-        /* Nothing rolls while a change is refused: say so, not that a rollout runs. */
-        r = ncp_cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready",
-                     "serving the configuration it runs; a change was refused and nothing rolls "
-                     "(Upgrading: %s)",
-                     refusal_reason);
-    else if (st->ready)
-        r = ncp_cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", "%s",
-                     out->phase == ROLLOUT_PHASE_READY    ? "every component is ready"
-                     : out->phase == ROLLOUT_PHASE_QUEUED ? "serving; a rollout waits for a slot "
-                                                        "(Upgrading: RolloutQueued)"
-                                                      : "serving while a rollout runs");
-    else
-        r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, out->reason, "%s",
-                     out->message);
-    if (r < 0)
-        return r;
-    if ((r = ncp_cond(x, "Available", out->serving ? API_CONDITION_TRUE : API_CONDITION_FALSE,
-                      out->serving ? NULL : STATUS_SEVERITY_INFO,
-                      out->serving ? "Available" : "NotServing", "%s",
-                      out->serving ? "etcd has quorum and the API servers and controller managers "
-                                 "have ready replicas"
-                               : "not every component has ready replicas")) < 0)
-        return r;
-    if (refusal_reason)
-        return ncp_cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING,
-                        refusal_reason, "%s", refusal_message);
-    if (out->phase == ROLLOUT_PHASE_UPGRADING && st->rollout.snapshot.message &&
-        versions_changing(x, da, RENDER_PART_ETCD, RENDER_PART_APISERVER))
-        /* An upgrade says, while it runs, that it runs without a snapshot. */
-        return ncp_cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s; %s",
-                        out->message, st->rollout.snapshot.message);
-    if (out->phase == ROLLOUT_PHASE_UPGRADING || out->phase == ROLLOUT_PHASE_QUEUED)
-        return ncp_cond(x, "Upgrading", API_CONDITION_TRUE, NULL, out->reason, "%s", out->message);
-    if (out->phase == ROLLOUT_PHASE_STALLED)
-        return ncp_cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING, out->reason,
-                        "%s", out->message);
-    if (!st->initialized)
-        return api_conditions_remove(&st->conditions, "Upgrading") >= 0 ? 0 : -ENOMEM;
-    return ncp_cond(x, "Upgrading", API_CONDITION_FALSE, NULL, "UpToDate", "%s",
-                    "every component runs its desired configuration");
-}
-
 /* ---- the normal path ---- */
 
 struct name_claim {
@@ -567,100 +382,8 @@ static int take_key(void *ctx, enum pki_key_alg alg, char **ret_key_pem, struct 
     return keypool_take(ctx, alg, ret_key_pem, e);
 }
 
-static int plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
-{
-    const cJSON *ca;
-    int n = 0;
-
-    cJSON_ArrayForEach(ca, render_cluster_pki_created(pki))
-    {
-        cJSON *copy = cJSON_Duplicate(ca, true);
-        if (!copy || plan_create_else_read(x->plan, &KUBE_SECRETS, copy, "Secret %s/%s: new CA",
-                                           x->ns, kube_obj_name(ca)) < 0)
-            return -ENOMEM;
-        n++;
-    }
-    if (n > 0 && plan_event(x->plan, KUBE_EVENT_NORMAL, "CreatedCertificateAuthorities",
-                            "%d CA Secrets created", n) < 0)
-        return -ENOMEM;
-    return n;
-}
-
-/* A CA Secret the user made without the cluster-name label (kubectl create secret tls) was
- * read live when creating ours found it (cache_view_found) and is good, since the CAs loaded:
- * labelled, so that the cache holds it from now on. Returns the number labelled, or -ENOMEM. */
-static int label_found_cas(struct cp *x, const struct render_cluster *rc)
-{
-    static const char *const purposes[] = {PKI_PURPOSE_CA, PKI_PURPOSE_ETCD, PKI_PURPOSE_PROXY,
-                                           PKI_PURPOSE_SA};
-    char name[RENDER_CLUSTER_NAME_MAX];
-    int n = 0;
-
-    for (size_t i = 0; i < sizeof(purposes) / sizeof(purposes[0]); i++) {
-        cJSON *patch, *labels;
-        if (pki_secret_name(render_cluster_name(rc), purposes[i], name, sizeof(name)) < 0 ||
-            kube_store_get(x->view->secrets, x->ns, name) ||
-            !cache_view_found(x->view, &KUBE_SECRETS, x->ns, name))
-            continue;
-        patch = cJSON_CreateObject();
-        labels = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "metadata"), "labels");
-        if (!labels || !cJSON_AddStringToObject(labels, "cluster.x-k8s.io/cluster-name",
-                                                render_cluster_name(rc))) {
-            cJSON_Delete(patch);
-            return -ENOMEM;
-        }
-        if (plan_merge_patch(x->plan, &KUBE_SECRETS, x->ns, name, NULL, patch,
-                             "Secret %s/%s: a CA supplied without the cluster-name label, "
-                             "labelled so that the cache holds it",
-                             x->ns, name) < 0 ||
-            plan_event(x->plan, KUBE_EVENT_NORMAL, "LabelledCertificateAuthority",
-                       "Secret %s: used as the cluster's %s CA and labelled "
-                       "cluster.x-k8s.io/cluster-name=%s",
-                       name, purposes[i], render_cluster_name(rc)) < 0)
-            return -ENOMEM;
-        n++;
-    }
-    return n;
-}
-
-static int plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
-                           const struct render_cluster_pki *pki)
-{
-    char name[RENDER_CLUSTER_NAME_MAX];
-    const cJSON *live;
-    cJSON *secret = NULL;
-    int64_t renew_at = 0;
-    struct err e;
-    int r;
-
-    if (pki_secret_name(render_cluster_name(rc), PKI_PURPOSE_KUBECONFIG, name, sizeof(name)) < 0)
-        return 0;
-    live = kube_store_get(x->view->secrets, x->ns, name);
-    /* A kubeconfig Secret someone else made is theirs. */
-    if (live && !lookup_controlled_by_uid(live, x->ncp->meta.uid))
-        return 0;
-    err_clear(&e);
-    r = render_cluster_kubeconfig(rc, pki, &x->src, &secret, &renew_at, &e);
-    if (r == -EAGAIN) {
-        plan_requeue_after(x->plan, NESTED_KEY_WAIT);
-        return 0;
-    }
-    if (r < 0)
-        return r == -ENOMEM ? r : ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
-                                      "KubeconfigFailed", "%s", e.msg);
-    if (!secret) {
-        nested_requeue_for_renewal(x->plan, x->view->now, renew_at);
-        return 0;
-    }
-    if (live)
-        return plan_apply(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: kubeconfig renewed",
-                          x->ns, name);
-    return plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: admin kubeconfig", x->ns,
-                       name);
-}
-
 /* Ready False for something the user must fix: phase Failed, as docs/api.md promises, until a
- * later pass finds it fixed (aggregate() then sets the phase of the rollout). */
+ * later pass finds it fixed (ncp_aggregate() then sets the phase of the rollout). */
 static int invalid(struct cp *x, const char *reason, const char *message)
 {
     int r = ncp_set_str(&x->st->phase, "Failed");
@@ -789,7 +512,7 @@ static int reconcile_normal(struct cp *x)
     }
     if (r < 0)
         goto out;
-    if ((r = plan_created_cas(x, pki)) != 0) {
+    if ((r = ncp_plan_created_cas(x, pki)) != 0) {
         if (r > 0)
             r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
                          "Creating", "the CA Secrets are being created");
@@ -798,14 +521,14 @@ static int reconcile_normal(struct cp *x)
                          "the CA Secrets are being created");
         goto out;
     }
-    if ((r = label_found_cas(x, rc)) != 0) {
+    if ((r = ncp_label_found_cas(x, rc)) != 0) {
         if (r > 0)
             r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
                          "Labelling", "CA Secrets supplied without the cluster-name label are "
                                   "being labelled");
         goto out;
     }
-    if ((r = ca_expiry(x, pki)) < 0)
+    if ((r = ncp_ca_expiry(x, pki)) < 0)
         goto out;
 
     r = adopt_components(x);
@@ -813,7 +536,7 @@ static int reconcile_normal(struct cp *x)
         r = 0;
         goto out;
     }
-    if (r < 0 || (r = plan_kubeconfig(x, rc, pki)) < 0)
+    if (r < 0 || (r = ncp_plan_kubeconfig(x, rc, pki)) < 0)
         goto out;
 
     if (!(da = calloc(1, sizeof(*da)))) {
@@ -859,12 +582,12 @@ static int reconcile_normal(struct cp *x)
     if (!refusal && !x->st->service_cidr && x->st->rollout.etcd.config_hash &&
         (r = ncp_set_str(&x->st->service_cidr, cidrs)) < 0)
         goto out;
-    r = aggregate(x, &out, da, refusal, refusal_msg);
+    r = ncp_aggregate(x, &out, da, refusal, refusal_msg);
     if (r == 0)
         r = ncp_rotate_certificates(x, rc, pki, !refusal && out.phase == ROLLOUT_PHASE_READY,
                               (refusal && strcmp(refusal, "ServiceCIDRChangeRefused") != 0) ||
                               (out.phase == ROLLOUT_PHASE_UPGRADING &&
-                               strcmp(phase_of(x, &out, da), "Upgrading") == 0));
+                               strcmp(ncp_phase_of(x, &out, da), "Upgrading") == 0));
 out:
     free(da);
     render_cluster_pki_free(pki);

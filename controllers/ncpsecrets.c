@@ -1,0 +1,148 @@
+/* The NestedControlPlane's Secrets (controllers/ncp.h): the CA Secrets created when missing,
+ * a CA supplied without the cluster-name label labelled, a CA in its last year reported, and
+ * the admin kubeconfig, renewed before it expires. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/conditions.h"
+#include "controllers/lookup.h"
+#include "controllers/ncp.h"
+#include "lib/kube/store.h"
+#include "lib/pki/secret.h"
+#include "lib/util/strutil.h"
+
+int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
+{
+    const cJSON *ca;
+    int n = 0;
+
+    cJSON_ArrayForEach(ca, render_cluster_pki_created(pki))
+    {
+        cJSON *copy = cJSON_Duplicate(ca, true);
+        if (!copy || plan_create_else_read(x->plan, &KUBE_SECRETS, copy, "Secret %s/%s: new CA",
+                                           x->ns, kube_obj_name(ca)) < 0)
+            return -ENOMEM;
+        n++;
+    }
+    if (n > 0 && plan_event(x->plan, KUBE_EVENT_NORMAL, "CreatedCertificateAuthorities",
+                            "%d CA Secrets created", n) < 0)
+        return -ENOMEM;
+    return n;
+}
+
+/* A CA Secret the user made without the cluster-name label (kubectl create secret tls) was
+ * read live when creating ours found it (cache_view_found) and is good, since the CAs loaded:
+ * labelled, so that the cache holds it from now on. Returns the number labelled, or -ENOMEM. */
+int ncp_label_found_cas(struct cp *x, const struct render_cluster *rc)
+{
+    static const char *const purposes[] = {PKI_PURPOSE_CA, PKI_PURPOSE_ETCD, PKI_PURPOSE_PROXY,
+                                           PKI_PURPOSE_SA};
+    char name[RENDER_CLUSTER_NAME_MAX];
+    int n = 0;
+
+    for (size_t i = 0; i < sizeof(purposes) / sizeof(purposes[0]); i++) {
+        cJSON *patch, *labels;
+        if (pki_secret_name(render_cluster_name(rc), purposes[i], name, sizeof(name)) < 0 ||
+            kube_store_get(x->view->secrets, x->ns, name) ||
+            !cache_view_found(x->view, &KUBE_SECRETS, x->ns, name))
+            continue;
+        patch = cJSON_CreateObject();
+        labels = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "metadata"), "labels");
+        if (!labels || !cJSON_AddStringToObject(labels, "cluster.x-k8s.io/cluster-name",
+                                                render_cluster_name(rc))) {
+            cJSON_Delete(patch);
+            return -ENOMEM;
+        }
+        if (plan_merge_patch(x->plan, &KUBE_SECRETS, x->ns, name, NULL, patch,
+                             "Secret %s/%s: a CA supplied without the cluster-name label, "
+                             "labelled so that the cache holds it",
+                             x->ns, name) < 0 ||
+            plan_event(x->plan, KUBE_EVENT_NORMAL, "LabelledCertificateAuthority",
+                       "Secret %s: used as the cluster's %s CA and labelled "
+                       "cluster.x-k8s.io/cluster-name=%s",
+                       name, purposes[i], render_cluster_name(rc)) < 0)
+            return -ENOMEM;
+        n++;
+    }
+    return n;
+}
+
+/* nestcp renews leaves, not a CA by itself: one in its last year keeps CertificatesAvailable True
+ * with reason CertificateAuthorityExpiring naming it, and a Warning Event when that starts;
+ * otherwise the control plane comes back when the first CA enters its last year. */
+int ncp_ca_expiry(struct cp *x, const struct render_cluster_pki *pki)
+{
+    const int64_t year = (int64_t)365 * 24 * 3600;
+    const char *which = NULL;
+    char name[RENDER_CLUSTER_NAME_MAX + 32], when[32];
+    int64_t not_after = 0, now = (int64_t)x->view->now;
+    bool told = false; /* the condition said so already: no second Event */
+    int r;
+
+    for (size_t i = 0; i < x->st->conditions.n; i++) {
+        const struct api_condition *c = &x->st->conditions.items[i];
+        told = told || (c->type && strcmp(c->type, "CertificatesAvailable") == 0 && c->reason &&
+                        strcmp(c->reason, "CertificateAuthorityExpiring") == 0);
+    }
+
+    if (render_cluster_pki_earliest_ca(pki, name, sizeof(name), &which, &not_after) < 0 ||
+        not_after - year > now) {
+        if (which)
+            plan_requeue_after(x->plan, (double)(not_after - year - now));
+        return ncp_cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL, "Available",
+                        "the CA Secrets are present and valid");
+    }
+    time_format_rfc3339((double)not_after, when);
+    r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_TRUE, NULL,
+                 "CertificateAuthorityExpiring",
+                 "Secret %s/%s: the %s CA expires at %s, in %lld days; nestcp renews leaf "
+                 "certificates, not a CA by itself: rotate it before then "
+                 "(spec.certificates.rotate.%s, docs/certificates.md)",
+                 x->ns, name, which, when, (long long)((not_after - now) / (24 * 3600)),
+                 strcmp(which, "etcd") == 0        ? "etcdCA"
+                 : strcmp(which, "front-proxy") == 0 ? "frontProxyCA"
+                                                     : "clusterCA");
+    if (r == 0 && !told &&
+        plan_event(x->plan, KUBE_EVENT_WARNING, "CertificateAuthorityExpiring",
+                   "Secret %s/%s: the %s CA expires at %s", x->ns, name, which, when) < 0)
+        return -ENOMEM;
+    return r;
+}
+
+int ncp_plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
+                        const struct render_cluster_pki *pki)
+{
+    char name[RENDER_CLUSTER_NAME_MAX];
+    const cJSON *live;
+    cJSON *secret = NULL;
+    int64_t renew_at = 0;
+    struct err e;
+    int r;
+
+    if (pki_secret_name(render_cluster_name(rc), PKI_PURPOSE_KUBECONFIG, name, sizeof(name)) < 0)
+        return 0;
+    live = kube_store_get(x->view->secrets, x->ns, name);
+    /* A kubeconfig Secret someone else made is theirs. */
+    if (live && !lookup_controlled_by_uid(live, x->ncp->meta.uid))
+        return 0;
+    err_clear(&e);
+    r = render_cluster_kubeconfig(rc, pki, &x->src, &secret, &renew_at, &e);
+    if (r == -EAGAIN) {
+        plan_requeue_after(x->plan, NESTED_KEY_WAIT);
+        return 0;
+    }
+    if (r < 0)
+        return r == -ENOMEM ? r : ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                                      "KubeconfigFailed", "%s", e.msg);
+    if (!secret) {
+        nested_requeue_for_renewal(x->plan, x->view->now, renew_at);
+        return 0;
+    }
+    if (live)
+        return plan_apply(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: kubeconfig renewed",
+                          x->ns, name);
+    return plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: admin kubeconfig", x->ns,
+                       name);
+}
