@@ -3,7 +3,8 @@
 
 /*
  * The kinds nestcp serves, and Cluster API's Cluster which it reads. Each kind's metadata and
- * schema are data in api/kinds.c; the CRDs under config/crd/ are generated from them
+ * schema are data in api/kinds.c (the component kinds' schemas in api/kinds_component.c,
+ * NestedControlPlane's in api/kinds_ncp.c); the CRDs under config/crd/ are generated from them
  * (hack/gen-crds.sh).
  *
  * Every nestcp kind is served as v1alpha4 (so CAPN manifests apply unchanged) and v1beta1 (the
