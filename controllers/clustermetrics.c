@@ -25,8 +25,7 @@
 #include "lib/util/yamlconv.h"
 
 /* The phases the NestedControlPlane reconciler sets (ncp_phase_of() in controllers/ncpstatus.c
- * and the deletion path in controllers/nestedcontrolplane.c), then the bucket for anything
- * else. */
+ * and the deletion path in controllers/ncpcomponents.c), then the bucket for anything else. */
 static const char *const phases[] = {"Provisioning",  "Ready",  "Upgrading", "Reconfiguring",
                                      "Failed", "Deleting", "Unknown"};
 #define N_PHASES (sizeof(phases) / sizeof(phases[0]))

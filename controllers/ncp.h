@@ -2,10 +2,11 @@
 #define NESTCP_CONTROLLERS_NCP_H
 
 /*
- * The NestedControlPlane reconciler's parts, shared by its five files:
+ * The NestedControlPlane reconciler's parts, shared by its six files:
  *
- *   nestedcontrolplane.c  the reconcile: the finalizer, deletion, adoption, the cluster
- *                         name's owner, the watch mapping, and the helpers below
+ *   nestedcontrolplane.c  the reconcile: the finalizer, the cluster name's owner, the watch
+ *                         mapping, and the helpers below
+ *   ncpcomponents.c       the components: adopted, and deleted with what they own
  *   ncpsecrets.c          the CA Secrets (created, labelled, near expiry) and the admin
  *                         kubeconfig
  *   ncpstatus.c           the status: readiness, replicas, version, phase and conditions
@@ -69,6 +70,24 @@ int ncp_set_str(char **dst, const char *src);
 
 /* The service CIDRs the control plane would run with, joined by ",". */
 void ncp_service_cidrs(const struct render_cluster *rc, char *out, size_t size);
+
+/* Whether the control plane carries nestcp's finalizer. */
+bool ncp_has_finalizer(const struct api_control_plane *ncp);
+
+/* Plans a merge patch of the control plane's finalizers (with or without nestcp's; with it,
+ * the block-move annotation too) and, when endpoint is given, spec.controlPlaneEndpoint.
+ * Returns 0 or -ENOMEM. */
+int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint *endpoint);
+
+/* ---- ncpcomponents.c ---- */
+
+/* On deletion: deletes the components and the objects they own, waits until they are gone,
+ * then removes the finalizer. Returns 0 or -ENOMEM. */
+int ncp_reconcile_delete(struct cp *x);
+
+/* Adopts the components that have no controller. Returns 0, -EPERM (with a condition) when
+ * one is controlled by another owner, or -ENOMEM. */
+int ncp_adopt_components(struct cp *x);
 
 /* ---- ncpsecrets.c ---- */
 
