@@ -85,8 +85,8 @@ int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint 
  * then removes the finalizer. Returns 0 or -ENOMEM. */
 int ncp_reconcile_delete(struct cp *x);
 
-/* Adopts the components that have no controller. Returns 0, -EPERM (with a condition) when
- * one is controlled by another owner, or -ENOMEM. */
+/* Adopts the components that have no controller. Returns 0, STATUS_STOP (with a condition)
+ * when one is controlled by another owner, or -ENOMEM. */
 int ncp_adopt_components(struct cp *x);
 
 /* ---- ncpsecrets.c ---- */
@@ -122,8 +122,8 @@ int ncp_aggregate(struct cp *x, const struct rollout_output *out, const struct d
 
 /* ---- ncprollout.c ---- */
 
-/* Each component's desired {version, config hash} and cached StatefulSet. Returns 0, -EINVAL
- * (a condition says why), -ENOMEM. */
+/* Each component's desired {version, config hash} and cached StatefulSet. Returns 0,
+ * STATUS_STOP (a condition says why), -ENOMEM. */
 int ncp_compute_desired(struct cp *x, const struct render_cluster *rc,
                         const struct render_cluster_pki *pki, struct desired_all *da);
 

@@ -144,8 +144,8 @@ oom:
     return -ENOMEM;
 }
 
-/* Adopts the components that have no controller; returns -EPERM (with a condition) when one
- * is controlled by another owner. */
+/* Adopts the components that have no controller; returns STATUS_STOP (with a condition) when
+ * one is controlled by another owner. */
 int ncp_adopt_components(struct cp *x)
 {
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
@@ -164,7 +164,7 @@ int ncp_adopt_components(struct cp *x)
                          nested_part_resource((enum render_part)i)->kind, kube_obj_name(comp),
                          cJSON_IsString(k) ? k->valuestring : "?",
                          cJSON_IsString(n) ? n->valuestring : "?");
-            return r < 0 ? r : -EPERM;
+            return r < 0 ? r : STATUS_STOP;
         }
         if ((r = adopt(x, (enum render_part)i, comp)) < 0)
             return r;

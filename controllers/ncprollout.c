@@ -52,7 +52,7 @@ int ncp_compute_desired(struct cp *x, const struct render_cluster *rc,
         if (r == -EINVAL || r == -ENOENT) {
             r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, "InvalidSpec",
                          "%s", e.msg);
-            return r < 0 ? r : -EINVAL;
+            return r < 0 ? r : STATUS_STOP;
         }
         if (r < 0)
             return r;

@@ -372,7 +372,7 @@ static int reconcile_normal(struct cp *x)
         goto out;
 
     r = ncp_adopt_components(x);
-    if (r == -EPERM) {
+    if (r == STATUS_STOP) {
         r = 0;
         goto out;
     }
@@ -383,8 +383,8 @@ static int reconcile_normal(struct cp *x)
         r = -ENOMEM;
         goto out;
     }
-    if ((r = ncp_compute_desired(x, rc, pki, da)) < 0) {
-        if (r == -EINVAL)
+    if ((r = ncp_compute_desired(x, rc, pki, da)) != 0) {
+        if (r == STATUS_STOP)
             r = 0;
         goto out;
     }

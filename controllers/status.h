@@ -15,6 +15,11 @@
 #include "controllers/caches.h"
 #include "lib/ctrl/plan.h"
 
+/* What a step of a reconcile returns when it has recorded in a condition why the reconcile
+ * goes no further this time (it waits, or it refuses): the caller stops there, and the status
+ * write that carries the condition still goes out. Not an error, and not an errno value. */
+#define STATUS_STOP 1
+
 /* CAPN's condition severities, set on conditions that are False. */
 #define STATUS_SEVERITY_ERROR "Error"
 #define STATUS_SEVERITY_WARNING "Warning"
