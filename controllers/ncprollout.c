@@ -13,6 +13,7 @@
 #include "controllers/etcdmembership.h"
 #include "controllers/lookup.h"
 #include "controllers/ncp.h"
+#include "controllers/rollerrors.h"
 #include "controllers/rollhealth.h"
 #include "controllers/snapshot.h"
 #include "lib/kube/store.h"
@@ -260,12 +261,24 @@ static int check_roll_health(struct cp *x, const struct desired_all *da, int i)
         da->ss[i].complete || !da->ss[i].template_hash ||
         strcmp(da->ss[i].template_hash, t->config_hash) != 0)
         return 0;
-    if (!rollhealth_failed(da->sts[i], x->view->pods, x->view->now, msg, sizeof(msg), &recheck)) {
-        if (recheck > 0)
-            plan_requeue_after(x->plan, recheck);
-        return 0;
+    if (rollhealth_failed(da->sts[i], x->view->pods, x->view->now, msg, sizeof(msg), &recheck))
+        return ncp_set_str(&t->rolled_back, msg);
+    if (recheck > 0)
+        plan_requeue_after(x->plan, recheck);
+    if (i == ROLLOUT_APISERVER && x->cluster) {
+        /* The API servers of the new revision that are Ready must also answer: their error
+         * rate (controllers/rollerrors.h). */
+        struct rollerrors_input in = {da->sts[i], x->view->pods, x->view->secrets, x->ns,
+                                      x->cluster, x->view->now};
+        bool failed = false;
+        int r = rollerrors_check(&x->ctx->roll_errors, &in, x->plan, msg, sizeof(msg), &failed);
+
+        if (r < 0)
+            return r;
+        if (failed)
+            return ncp_set_str(&t->rolled_back, msg);
     }
-    return ncp_set_str(&t->rolled_back, msg);
+    return 0;
 }
 
 static long long generation_of(const cJSON *obj)

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "controllers/etcdmembership.h"
+#include "controllers/rollerrors.h"
 #include "controllers/status.h"
 #include "lib/kube/store.h"
 #include "lib/pki/base64.h"
@@ -86,6 +87,8 @@ void nested_ctx_done(struct nested_ctx *ctx)
     strmap_done(&ctx->admitted, free);
     etcd_membership_free(ctx->members);
     ctx->members = NULL;
+    rollerrors_free(ctx->roll_errors);
+    ctx->roll_errors = NULL;
 }
 
 int nested_check_render(const struct render_catalog *cat, const struct render_cluster *rc,

@@ -27,6 +27,7 @@
 #include "lib/util/strmap.h"
 
 struct etcd_membership;
+struct rollerrors;
 struct keypool;
 
 /* CAPN's finalizer on NestedControlPlane. */
@@ -67,6 +68,8 @@ struct nested_ctx {
     struct render_check_memo memo;
     /* What the tenants' etcd members last answered (made on first use). */
     struct etcd_membership *members;
+    /* What the API servers a roll started last answered to a scrape (made on first use). */
+    struct rollerrors *roll_errors;
     /* The fleet-wide brake (controllers/brake.h); a value of 0: no limit. */
     struct brake_limit max_rollouts;
     /* Rolls let start whose status write the cache does not show yet, by "ns/name" (struct

@@ -22,6 +22,13 @@ struct kube_store;
 /* A pod of the update revision that is not Ready this long after it was created has failed:
  * longer than the packages' startup probes allow (240 one-second tries). */
 #define ROLLHEALTH_READY_DEADLINE 300.0
+/* An API server of the update revision that answered this many resource requests or more
+ * since it started, at least ROLLHEALTH_ERRORS_PERCENT % of them refused or failed (429, 5xx,
+ * terminated by a filter), has failed (controllers/rollerrors.h). */
+#define ROLLHEALTH_ERRORS_MIN 20
+#define ROLLHEALTH_ERRORS_PERCENT 10
+/* How often such a pod is scraped while it soaks, seconds. */
+#define ROLLHEALTH_SCRAPE_EVERY 5.0
 
 /* Checks the pods <sts>-0 .. <sts>-(replicas - 1) of a StatefulSet that is rolling
  * (currentRevision != updateRevision). Returns true and says in msg which pod failed and how
