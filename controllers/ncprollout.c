@@ -522,6 +522,12 @@ int ncp_step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
                 c->ready_replicas > learners ? c->ready_replicas - learners : c->ready_replicas;
         }
         c->updated_replicas = da->ss[i].updated;
+        if (i == ROLLOUT_APISERVER) {
+            /* A super cluster whose StatefulSets do not report availableReplicas settles
+             * nothing. */
+            const cJSON *av = get(get(da->sts[i], "status"), "availableReplicas");
+            c->settling = cJSON_IsNumber(av) && da->ss[i].available < da->ss[i].ready;
+        }
         if ((r = check_roll_health(x, da, i)) < 0)
             return r;
         c->held = t->rolled_back;
