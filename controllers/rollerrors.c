@@ -285,8 +285,7 @@ int rollerrors_call_of(const struct plan_action *a, const char **ret_pod, const 
     return 0;
 }
 
-void rollerrors_answer(const struct plan_action *a, const struct rollerrors_counts *c,
-                       double now)
+void rollerrors_answer(const struct plan_action *a, const struct rollerrors_counts *c, double now)
 {
     const struct op *op;
 
@@ -311,8 +310,7 @@ static struct pki_kubeconfig_creds *admin_creds(const struct rollerrors_input *i
 
     snprintf(name, sizeof(name), "%s-kubeconfig", in->cluster);
     secret = kube_store_get(in->secrets, in->ns, name);
-    v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"),
-                                         "value");
+    v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"), "value");
     if (!cJSON_IsString(v) || pki_base64_decode(v->valuestring, strlen(v->valuestring),
                                                 PKI_KUBECONFIG_MAX, &yaml, &len) < 0)
         return NULL;
@@ -352,8 +350,8 @@ static int plan_scrape(struct walk *w, const cJSON *pod, const char *uid, const 
         op_free(op);
         return 0; /* the kubeconfig Secret is not in the cache yet */
     }
-    return plan_call(w->plan, &rollerrors_call_ops, op, "metrics of API server %s/%s",
-                     w->in->ns, op->pod);
+    return plan_call(w->plan, &rollerrors_call_ops, op, "metrics of API server %s/%s", w->in->ns,
+                     op->pod);
 }
 
 static bool check_pod(void *userdata, const cJSON *pod)

@@ -80,7 +80,6 @@ int rollerrors_call_of(const struct plan_action *a, const char **ret_pod, const 
                        const char **ret_ip);
 
 /* Records counts as the answer of the scrape a plan action carries, as if it ran (tests). */
-void rollerrors_answer(const struct plan_action *a, const struct rollerrors_counts *c,
-                       double now);
+void rollerrors_answer(const struct plan_action *a, const struct rollerrors_counts *c, double now);
 
 #endif

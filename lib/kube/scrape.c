@@ -24,11 +24,11 @@ struct kube_scrape {
     char *ca, *cert, *key;
     struct curl_blob ca_blob, cert_blob, key_blob;
     char buf[KUBE_SCRAPE_LINE_MAX];
-    size_t len;     /* bytes of the current line in buf */
-    bool overlong;  /* the current line passed the bound: skipped to its newline */
-    long read;      /* body bytes so far */
+    size_t len;    /* bytes of the current line in buf */
+    bool overlong; /* the current line passed the bound: skipped to its newline */
+    long read;     /* body bytes so far */
     bool too_big;
-    bool zombie;    /* answered while inside libcurl; taken off from the loop */
+    bool zombie; /* answered while inside libcurl; taken off from the loop */
     ev_timer reap;
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -199,8 +199,8 @@ int kube_scrape_start(struct kube_transport *t, const struct kube_scrape_target 
     int r = -EINVAL;
 
     if (!t || !tg || !line || !done || !tg->host || !host_ok(tg->host) || !tg->path ||
-        tg->path[0] != '/' || tg->port < 1 || tg->port > 65535 || !tg->ca_pem ||
-        !tg->cert_pem || !tg->key_pem)
+        tg->path[0] != '/' || tg->port < 1 || tg->port > 65535 || !tg->ca_pem || !tg->cert_pem ||
+        !tg->key_pem)
         return -EINVAL;
     if (tg->ip) {
         v6 = inet_pton(AF_INET6, tg->ip, addr) == 1;

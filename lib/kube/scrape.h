@@ -24,8 +24,8 @@ struct kube_scrape_target {
     const char *host; /* the name the serving certificate holds, e.g. c-apiserver.ns.svc */
     const char *ip;   /* where it is reached; NULL: host is resolved */
     int port;
-    const char *path; /* "/metrics" */
-    long timeout_ms;  /* for the whole GET */
+    const char *path;                        /* "/metrics" */
+    long timeout_ms;                         /* for the whole GET */
     const char *ca_pem, *cert_pem, *key_pem; /* copied; the key is wiped when freed */
 };
 
