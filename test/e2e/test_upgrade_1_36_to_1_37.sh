@@ -13,6 +13,9 @@
 #   4. a flag the API server rejects at start: the roll stops after the first pod, which is
 #      rolled back to the last good revision while the other keeps serving; restoring the spec
 #      then rolls nothing;
+#   4b. in-flight limits that leave the API server Ready but refusing most users' requests
+#      with 429: the roll stops after the first pod on its error rate (nestcp reads its
+#      /metrics), the pod is rolled back, and removing the flags rolls nothing;
 #   5. a downgrade to 1.36.3, which is refused with the reason on the object.
 # For each roll: every API server pod is replaced and Ready before any controller-manager pod
 # is replaced (from a recorded pod watch and from the pods' timestamps), etcd is left alone
@@ -382,6 +385,58 @@ until_true 120 rolled || fail "broken flag: restoring the spec did not end the h
 partition=$(kubectl -n "$ns" get sts roll-apiserver -o jsonpath='{.spec.updateStrategy.rollingUpdate.partition}')
 [ "${partition:-0}" = 0 ] || fail "broken flag: the StatefulSet keeps its partition $partition"
 log "broken flag: the spec restored, Upgrading $(upgrading reason), no pod replaced"
+
+# --- 4b. an API server that is Ready but refuses most requests: stopped, rolled back ---
+# In-flight limits of one request, without priority and fairness, answer 429 to most requests
+# of every user but system:masters while /readyz stays 200. Users of a group that may handle
+# ConfigMaps load the new pod; nestcp reads its /metrics and holds the roll back.
+ca_secret=$(kubectl -n "$ns" get secret roll-ca -o json)
+python3 -c 'import base64, json, sys; d = json.load(sys.stdin)["data"]; open(sys.argv[1], "wb").write(base64.b64decode(d["tls.crt"])); open(sys.argv[2], "wb").write(base64.b64decode(d["tls.key"]))' \
+    "$work/tenant-ca.crt" "$work/tenant-ca.key" <<<"$ca_secret"
+chmod 600 "$work/tenant-ca.key"
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/O=gate-devs/CN=gate-user" \
+    -keyout "$work/gate-user.key" -out "$work/gate-user.csr" 2>/dev/null
+openssl x509 -req -in "$work/gate-user.csr" -CA "$work/tenant-ca.crt" -CAkey "$work/tenant-ca.key" \
+    -CAcreateserial -days 1 -out "$work/gate-user.crt" 2>/dev/null || fail "error rate: cannot sign the user's certificate"
+tkubectl "$kc" create clusterrole gate-configmaps --verb=get,list,create,delete --resource=configmaps >/dev/null
+tkubectl "$kc" create clusterrolebinding gate-devs --clusterrole=gate-configmaps --group=gate-devs >/dev/null
+uid0=$(kubectl -n "$ns" get pod roll-apiserver-0 -o jsonpath='{.metadata.uid}')
+python3 "$(dirname "$0")/newpod_load.py" "$ns" roll-apiserver roll-apiserver "$work/admin/ca.crt" \
+    "$work/gate-user.crt" "$work/gate-user.key" "$work/gate-load.txt" 10 >"$work/gate-load.log" 2>&1 &
+load_pid=$!
+pids+=($load_pid)
+ts=$(now)
+kubectl -n "$ns" patch nkas roll-apiserver --type merge -p '{"spec":{"extraArgs":{"max-requests-inflight":"1","max-mutating-requests-inflight":"1","enable-priority-and-fairness":"false"}}}' >/dev/null
+until_true 240 stalled || fail "error rate: the roll did not stall: $(upgrading reason): $(upgrading message)"
+log "error rate: stalled after $(elapsed "$ts") s: $(upgrading message)"
+grep -q "kube-apiserver: the roll to config .* failed and is held back (pod roll-apiserver-1: [0-9]* of [0-9]* API requests since it started were refused or failed (429: [1-9]" <<<"$(upgrading message)" ||
+    fail "error rate: the Upgrading message does not name the pod and its 429s"
+[ "$(upgrading status)" = False ] || fail "error rate: Upgrading is $(upgrading status)"
+until_true 120 rolled_back || fail "error rate: not rolled back: $(kubectl -n "$ns" get pods --no-headers | tr '\n' ';')"
+te=$(now)
+log "error rate: rolled back after $(elapsed "$ts") s"
+stop_pid "$load_pid" 30 || true
+cat "$work/gate-load.log"
+grep -q '^roll-apiserver-1 429 ' "$work/gate-load.txt" || fail "error rate: the load got no 429 from the new pod"
+[ "$(kubectl -n "$ns" get pod roll-apiserver-0 -o jsonpath='{.metadata.uid}')" = "$uid0" ] ||
+    fail "error rate: roll-apiserver-0 was replaced; the roll should have stopped after the first pod"
+record_pids
+for pod in roll-apiserver-0 roll-apiserver-1; do
+    ! grep -qx -- "--max-requests-inflight=1" <<<"$(pod_cmdline "$pod" kube-apiserver)" ||
+        fail "error rate: $pod runs --max-requests-inflight=1"
+done
+kubectl -n "$ns" get events --field-selector reason=RolledBack -o jsonpath='{.items[*].message}' |
+    grep -q "Pod roll-apiserver-1 deleted: it ran the revision of a failed roll" ||
+    fail "error rate: no RolledBack Event for roll-apiserver-1"
+check_availability "error rate" "$ts" "$te" "through the Service name" "$work/avail.log"
+check_availability "error rate" "$ts" "$te" "picking pods from the host" "$work/avail-host.log"
+before=$(uids)
+kubectl -n "$ns" patch nkas roll-apiserver --type merge -p '{"spec":{"extraArgs":{"max-requests-inflight":null,"max-mutating-requests-inflight":null,"enable-priority-and-fairness":null}}}' >/dev/null
+until_true 120 rolled || fail "error rate: removing the flags did not end the hold: $(upgrading reason): $(upgrading message)"
+[ "$(uids)" = "$before" ] || fail "error rate: removing the flags replaced a pod"
+[ -z "$(kubectl -n "$ns" get ncp roll -o jsonpath='{.status.rollout.components.apiserver.rolledBack}')" ] ||
+    fail "error rate: status.rollout still says rolled back"
+log "error rate: the flags removed, Upgrading $(upgrading reason), no pod replaced"
 
 # --- 5. a downgrade is refused, and nothing rolls ---
 before=$(uids)
