@@ -9,7 +9,8 @@ KUBECONFIG) and takes the pods that run the StatefulSet's updateRevision while i
 pods' EndpointSlice would reach (the slice itself cannot hold the node agent's loopback pod
 IPs). WORKERS threads (default 10) then each loop over a create, a get and a list of ConfigMaps
 in namespace default against those pods, round robin, TLS verified against CA for NAME with the
-client certificate CERT/KEY, one connection per request and no retry: what the server answers
+client certificate CERT/KEY, each worker over one kept-alive connection (HTTP/1.1) and
+no retry: what the server answers
 is what is counted. Until SIGTERM; then OUT gets one line per pod and status,
 "<pod> <status> <count>", and the totals are printed.
 """
@@ -38,17 +39,17 @@ def refresh():
     global targets
     while not stop.is_set():
         try:
-            doc = json.loads(subprocess.run(
-                ["kubectl", "-n", ns, "get", "statefulset/" + sts, "pods", "-o", "json"],
+            s, pods = (json.loads(subprocess.run(
+                ["kubectl", "-n", ns, "get"] + what + ["-o", "json"],
                 capture_output=True, timeout=10, check=True).stdout)
-            items = doc["items"]
-            s = [i for i in items if i["kind"] == "StatefulSet"][0]
+                for what in (["statefulset", sts], ["pods"]))
+            items = pods["items"]
             st = s.get("status", {})
             upd = st.get("updateRevision")
             found = []
             if upd and st.get("currentRevision") != upd:
                 for p in items:
-                    if p["kind"] != "Pod" or not p["metadata"]["name"].startswith(sts + "-"):
+                    if not p["metadata"]["name"].startswith(sts + "-"):
                         continue
                     ready = [c for c in p.get("status", {}).get("conditions", [])
                              if c["type"] == "Ready" and c["status"] == "True"]
@@ -58,35 +59,31 @@ def refresh():
                         found.append((p["metadata"]["name"], p["status"]["podIP"]))
             with lock:
                 targets = found
-        except Exception:
-            pass
+        except Exception as e:
+            print("newpod_load: cannot read the pods: %s" % e, file=sys.stderr, flush=True)
         stop.wait(1.0)
 
 
-def request(ip, method, path, body=None):
+def connect(ip):
     conn = http.client.HTTPSConnection(ip, 6443, context=ctx, timeout=10)
     # Verified for NAME while connected to the pod's IP.
     conn.sock = ctx.wrap_socket(socket.create_connection((ip, 6443), timeout=10),
                                 server_hostname=name)
-    try:
-        conn.request(method, path, body=body,
-                     headers={"Content-Type": "application/json", "Accept": "application/json"})
-        r = conn.getresponse()
-        r.read()
-        return str(r.status)
-    finally:
-        conn.close()
+    return conn
 
 
 def work(n):
-    i = 0
+    i, conn, at = 0, None, None
     while not stop.is_set():
         with lock:
             t = list(targets)
         if not t:
+            if conn:
+                conn.close()
+                conn, at = None, None
             stop.wait(0.2)
             continue
-        pod, ip = t[i % len(t)]
+        pod, ip = t[(n + i) % len(t)]
         cm = "load-%d-%d" % (n, i)
         ops = [("POST", "/api/v1/namespaces/default/configmaps",
                 json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
@@ -95,9 +92,24 @@ def work(n):
                ("GET", "/api/v1/namespaces/default/configmaps?limit=50", None)]
         for method, path, body in ops:
             try:
-                code = request(ip, method, path, body)
+                if at != ip:
+                    if conn:
+                        conn.close()
+                    conn, at = connect(ip), ip
+                conn.request(method, path, body=body,
+                             headers={"Content-Type": "application/json",
+                                      "Accept": "application/json"})
+                r = conn.getresponse()
+                r.read()
+                code = str(r.status)
+                if r.getheader("Connection", "").lower() == "close":
+                    conn.close()
+                    conn, at = None, None
             except Exception as e:
                 code = type(e).__name__
+                if conn:
+                    conn.close()
+                conn, at = None, None
             with lock:
                 counts[(pod, code)] = counts.get((pod, code), 0) + 1
         i += 1
