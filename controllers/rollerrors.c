@@ -399,7 +399,7 @@ int rollerrors_check(struct rollerrors **re, const struct rollerrors_input *in, 
     if (w.r < 0)
         return w.r;
     if (w.soaking && !w.failed)
-        plan_requeue_after(plan, ROLLHEALTH_SCRAPE_EVERY);
+        plan_requeue_after(plan, ROLLHEALTH_SCRAPE_EVERY / 2);
     *ret_failed = w.failed;
     return 0;
 }

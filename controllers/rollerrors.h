@@ -68,7 +68,7 @@ struct rollerrors_input {
 
 /* Checks the pods of the update revision: true and in msg which pod failed and how when the
  * last answer of one says it failed (see above). Otherwise false, having planned a scrape of
- * each Ready pod not asked for ROLLHEALTH_SCRAPE_EVERY and a requeue after that. *re is made
+ * each Ready pod not asked for ROLLHEALTH_SCRAPE_EVERY and a requeue after half that. *re is made
  * on first use. Returns 0 or -ENOMEM. */
 int rollerrors_check(struct rollerrors **re, const struct rollerrors_input *in, struct plan *plan,
                      char *msg, size_t size, bool *ret_failed);

@@ -27,8 +27,9 @@ struct kube_store;
  * terminated by a filter), has failed (controllers/rollerrors.h). */
 #define ROLLHEALTH_ERRORS_MIN 20
 #define ROLLHEALTH_ERRORS_PERCENT 10
-/* How often such a pod is scraped while it soaks, seconds. */
-#define ROLLHEALTH_SCRAPE_EVERY 5.0
+/* How often such a pod is scraped while it soaks, seconds; its reconcile looks twice as
+ * often, so that an answer is judged soon after it came. */
+#define ROLLHEALTH_SCRAPE_EVERY 4.0
 
 /* Checks the pods <sts>-0 .. <sts>-(replicas - 1) of a StatefulSet that is rolling
  * (currentRevision != updateRevision). Returns true and says in msg which pod failed and how

@@ -228,7 +228,7 @@ static void test_rollerrors__scrapes_ready_new_pods_and_fails_the_one_that_refus
     plan_init(&p);
     assert_int_equal(rollerrors_check(&re, &in, &p, msg, sizeof(msg), &failed), 0);
     assert_int_equal(calls(&p, &a), 0);
-    assert_true(p.requeue_after == ROLLHEALTH_SCRAPE_EVERY);
+    assert_true(p.requeue_after == ROLLHEALTH_SCRAPE_EVERY / 2);
     plan_done(&p);
 
     /* With it: one scrape of the new pod (the old one is left alone), at its IP under the
@@ -243,7 +243,7 @@ static void test_rollerrors__scrapes_ready_new_pods_and_fails_the_one_that_refus
     assert_string_equal(pod, "c-apiserver-1");
     assert_string_equal(host, "c-apiserver.t.svc");
     assert_string_equal(ip, "10.0.0.11");
-    assert_true(p.requeue_after == ROLLHEALTH_SCRAPE_EVERY);
+    assert_true(p.requeue_after == ROLLHEALTH_SCRAPE_EVERY / 2);
     rollerrors_answer(a, &good, in.now);
     plan_done(&p);
 
