@@ -105,6 +105,16 @@ done
 idle() {
     [ "$(metric_sum workqueue_depth)" = 0 ] && [ "$(metric_sum controller_runtime_active_workers)" = 0 ]
 }
+# The API servers' StatefulSets count a pod available only 20 s after it is Ready
+# (minReadySeconds, the soak of a roll): their status, and the control plane's, change until
+# then.
+available() {
+    kubectl -n "$ns" get statefulsets -o json | python3 -c '
+import json, sys
+sys.exit(0 if all(s.get("status", {}).get("availableReplicas") == s["spec"]["replicas"]
+                  for s in json.load(sys.stdin)["items"]) else 1)'
+}
+until_true 60 available || fail "the StatefulSets' pods never became available"
 until_true 30 idle || fail "the controllers never went idle"
 before=$(versions "$ns")
 writes0=$(metric_sum nestcp_api_requests_total)
