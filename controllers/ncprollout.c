@@ -495,6 +495,19 @@ static int snapshot_gate(struct cp *x, const struct rollout_input *in,
     return 0;
 }
 
+/* API server pods are Ready but not yet available (Ready for less than the StatefulSet's
+ * minReadySeconds). A StatefulSet of Parallel pods replaces every old pod that is not
+ * available at once, so a roll started now would replace them all together: a new target
+ * waits, holding its slot of the brake. A super cluster whose StatefulSets do not report
+ * availableReplicas settles nothing. */
+static bool apiservers_settling(const struct desired_all *da)
+{
+    const cJSON *av = get(get(da->sts[RENDER_PART_APISERVER], "status"), "availableReplicas");
+
+    return cJSON_IsNumber(av) &&
+           da->ss[RENDER_PART_APISERVER].available < da->ss[RENDER_PART_APISERVER].ready;
+}
+
 /* Runs the state machine, with the brake, and writes the targets into status.rollout; returns
  * its output. */
 int ncp_step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
@@ -522,12 +535,6 @@ int ncp_step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
                 c->ready_replicas > learners ? c->ready_replicas - learners : c->ready_replicas;
         }
         c->updated_replicas = da->ss[i].updated;
-        if (i == ROLLOUT_APISERVER) {
-            /* A super cluster whose StatefulSets do not report availableReplicas settles
-             * nothing. */
-            const cJSON *av = get(get(da->sts[i], "status"), "availableReplicas");
-            c->settling = cJSON_IsNumber(av) && da->ss[i].available < da->ss[i].ready;
-        }
         if ((r = check_roll_health(x, da, i)) < 0)
             return r;
         c->held = t->rolled_back;
@@ -537,6 +544,11 @@ int ncp_step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
         return 0;
     if ((r = apply_brake(x, &in, da, out)) < 0 || (r = snapshot_gate(x, &in, da, out)) < 0)
         return r;
+    if (out->target_changed[ROLLOUT_APISERVER] && apiservers_settling(da)) {
+        hold_targets(&in, out, ROLLOUT_PHASE_UPGRADING, BRAKE_REASON_ROLLING);
+        snprintf(out->message, sizeof(out->message),
+                 "kube-apiserver waiting for its pods to be available (minReadySeconds)");
+    }
     x->step_events = x->plan->n_events;
     for (int i = 0; i < ROLLOUT__COUNT; i++) {
         struct api_rollout_target *t = target_of(ro, i);

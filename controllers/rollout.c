@@ -197,13 +197,6 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
                 if (in->c[j].target.hash && !in->c[j].complete)
                     busy = j;
             active = i;
-            if (busy < 0 && s->settling && s->target.hash) {
-                append(out->message, sizeof(out->message),
-                       "%s waiting for its pods to be available (minReadySeconds)",
-                       rollout_component_name((enum rollout_component)i));
-                tail = false;
-                break;
-            }
             if (busy >= 0) {
                 const struct rollout_component_state *b = &in->c[busy];
                 append(out->message, sizeof(out->message), "%s %d/%d updated",

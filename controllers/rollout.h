@@ -50,11 +50,6 @@ struct rollout_component_state {
     /* The roll to target failed and is held back (status.rollout rolledBack): what failed.
      * Nothing moves until the desired state changes; NULL: not held. */
     const char *held;
-    /* Pods are Ready but not yet available (Ready for less than the StatefulSet's
-     * minReadySeconds): a new target waits. A StatefulSet of Parallel pods replaces every pod
-     * of the old revision that is not available at once, so a roll started now would replace
-     * them all together. */
-    bool settling;
 };
 
 struct rollout_input {

@@ -159,24 +159,6 @@ static void test_rollout__flag_change_of_one_component_rolls_only_it(void **stat
     assert_string_equal(out.target[M].hash, "m2");
 }
 
-static void test_rollout__a_change_waits_for_api_servers_to_be_available(void **state)
-{
-    struct rollout_input in = steady();
-    struct rollout_output out;
-
-    in.c[A].desired.hash = "a2";
-    in.c[A].settling = true;
-    rollout_step(&in, &out);
-    assert_moved(&out, -1);
-    assert_int_equal(out.phase, ROLLOUT_PHASE_UPGRADING);
-    assert_string_equal(out.message,
-                        "kube-apiserver waiting for its pods to be available (minReadySeconds)");
-    in.c[A].settling = false;
-    rollout_step(&in, &out);
-    assert_moved(&out, A);
-    assert_string_equal(out.target[A].hash, "a2");
-}
-
 static void test_rollout__earlier_change_waits_for_a_later_rollout_in_progress(void **state)
 {
     struct rollout_input in = steady();
@@ -433,7 +415,6 @@ int main(void)
         cmocka_unit_test(test_rollout__steady_state_moves_nothing),
         cmocka_unit_test(test_rollout__version_bump_rolls_in_dependency_order),
         cmocka_unit_test(test_rollout__flag_change_of_one_component_rolls_only_it),
-        cmocka_unit_test(test_rollout__a_change_waits_for_api_servers_to_be_available),
         cmocka_unit_test(test_rollout__earlier_change_waits_for_a_later_rollout_in_progress),
         cmocka_unit_test(test_rollout__downgrade_is_refused_and_moves_nothing),
         cmocka_unit_test(test_rollout__skipping_a_minor_is_refused),
