@@ -66,9 +66,9 @@ struct kube_call {
     const char *content_type;
     long timeout_ms;
     bool is_list;
-    bool is_probe;      /* the health check's own request */
-    bool idempotent;    /* safe to send again after its connection was found dead */
-    bool zombie; /* cancelled from inside libcurl; reaped from the loop */
+    bool is_probe;   /* the health check's own request */
+    bool idempotent; /* safe to send again after its connection was found dead */
+    bool zombie;     /* cancelled from inside libcurl; reaped from the loop */
     int attempts;
     unsigned long epoch; /* the client's epoch when the current attempt started */
     bool reconnected;    /* already sent again once after a dead connection */
@@ -369,9 +369,8 @@ int kube_client_url(const struct kube_client *c, const struct kube_resource *res
 
     r = buf_puts(out, c->cfg->server);
     if (r == 0)
-        r = res->group && res->group[0]
-                ? buf_printf(out, "/apis/%s/%s", res->group, res->version)
-                : buf_printf(out, "/api/%s", res->version);
+        r = res->group && res->group[0] ? buf_printf(out, "/apis/%s/%s", res->group, res->version)
+                                        : buf_printf(out, "/api/%s", res->version);
     if (r == 0 && res->namespaced && ns && ns[0]) {
         r = buf_puts(out, "/namespaces/");
         if (r == 0)
@@ -414,7 +413,8 @@ int kube_client_setup_easy(struct kube_client *c, CURL *easy, const char *conten
     } else if (r < 0) {
         c->stats.ca_errors++;
     }
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, c->cfg->allow_plain_http ? "http,https" : "https");
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR,
+                     c->cfg->allow_plain_http ? "http,https" : "https");
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
     if (c->ca.data)
@@ -660,8 +660,7 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
         call_free(k);
         return;
     }
-    if (rc != CURLE_OK && k->epoch != c->epoch && k->idempotent && !k->reconnected &&
-        !c->closing) {
+    if (rc != CURLE_OK && k->epoch != c->epoch && k->idempotent && !k->reconnected && !c->closing) {
         /* The health check shut this request's connection down as dead: send it once more,
          * on a new connection. */
         k->reconnected = true;
@@ -751,7 +750,8 @@ static cJSON *delete_options(const struct kube_request *req)
         goto oom;
     if (req->precondition_uid || req->precondition_rv) {
         if (!(pre = cJSON_AddObjectToObject(o, "preconditions")) ||
-            (req->precondition_uid && !cJSON_AddStringToObject(pre, "uid", req->precondition_uid)) ||
+            (req->precondition_uid &&
+             !cJSON_AddStringToObject(pre, "uid", req->precondition_uid)) ||
             (req->precondition_rv &&
              !cJSON_AddStringToObject(pre, "resourceVersion", req->precondition_rv)))
             goto oom;
@@ -959,8 +959,8 @@ static int probe_start(struct kube_client *c)
     buf_init(&k->resp, 1u << 20);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
-    if (buf_printf(&url, "%s%s", c->cfg->server, HEALTH_PATH) < 0 ||
-        !(k->url = buf_steal(&url)) || !(k->x.easy = curl_easy_init()))
+    if (buf_printf(&url, "%s%s", c->cfg->server, HEALTH_PATH) < 0 || !(k->url = buf_steal(&url)) ||
+        !(k->x.easy = curl_easy_init()))
         goto fail;
     r = call_attempt(k);
     if (r < 0)

@@ -6,8 +6,8 @@
 
 const struct kube_resource KUBE_NAMESPACES = {"", "v1", "namespaces", "Namespace", false};
 const struct kube_resource KUBE_PODS = {"", "v1", "pods", "Pod", true};
-const struct kube_resource KUBE_PVCS = {"", "v1", "persistentvolumeclaims",
-                                        "PersistentVolumeClaim", true};
+const struct kube_resource KUBE_PVCS = {"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim",
+                                        true};
 const struct kube_resource KUBE_SERVICES = {"", "v1", "services", "Service", true};
 const struct kube_resource KUBE_SECRETS = {"", "v1", "secrets", "Secret", true};
 const struct kube_resource KUBE_CONFIGMAPS = {"", "v1", "configmaps", "ConfigMap", true};
@@ -38,8 +38,8 @@ static const char *meta_str(const cJSON *obj, const char *key)
 static const char *meta_map_str(const cJSON *obj, const char *map, const char *key)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, map),
-                                                      key);
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, map), key);
 
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
@@ -79,8 +79,7 @@ const cJSON *kube_obj_controller_ref(const cJSON *obj)
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     const cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences"), *ref;
 
-    cJSON_ArrayForEach(ref, refs)
-    {
+    cJSON_ArrayForEach(ref, refs) {
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
             return ref;
     }

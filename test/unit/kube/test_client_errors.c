@@ -153,7 +153,8 @@ static void test_client_errors__plain_http_refused_outside_tests(void **state)
     struct err e;
 
     assert_int_equal(kube_client_new(loop, &cfg, &c, &e), -EINVAL);
-    assert_string_equal(e.msg, "kube client: server http://127.0.0.1:1: only https:// is supported");
+    assert_string_equal(e.msg,
+                        "kube client: server http://127.0.0.1:1: only https:// is supported");
     /* The test-only switch still refuses anything but loopback. */
     cfg.allow_plain_http = true;
     cfg.server = (char *)"http://10.0.0.1:80";
@@ -201,8 +202,8 @@ static void test_client_errors__refused_connection_and_bad_requests(void **state
     char server[64];
     struct kube_config cfg;
     struct kube_client *c = NULL;
-    struct kube_request req = {.verb = KUBE_GET, .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = "default", .name = "x"};
+    struct kube_request req = {
+        .verb = KUBE_GET, .resource = &KUBE_CONFIGMAPS, .namespace_ = "default", .name = "x"};
     struct outcome o = {0};
     struct kube_client_stats st;
     cJSON *patch = cJSON_CreateObject();
@@ -231,8 +232,11 @@ static void test_client_errors__refused_connection_and_bad_requests(void **state
     req.namespace_ = "default";
     req.name = NULL;
     assert_int_equal(kube_request_send(c, &req, record, &o), -EINVAL);
-    req = (struct kube_request){.verb = KUBE_PATCH, .resource = &KUBE_CONFIGMAPS,
-                                .namespace_ = "default", .name = "x", .body = patch,
+    req = (struct kube_request){.verb = KUBE_PATCH,
+                                .resource = &KUBE_CONFIGMAPS,
+                                .namespace_ = "default",
+                                .name = "x",
+                                .body = patch,
                                 .patch_type = KUBE_PATCH_APPLY};
     assert_int_equal(kube_request_send(c, &req, record, &o), -EINVAL); /* no fieldManager */
     req.verb = KUBE_CREATE;
@@ -277,9 +281,8 @@ static void test_client_errors__free_cancels_pending_work(void **state)
     assert_int_equal(kube_request_send(c, &req, record, &a), 0);
     assert_int_equal(kube_list_all(c, &req, record, &b), 0);
     assert_int_equal(kube_request_start(c, &req, record, &x, &call), 0);
-    assert_int_equal(kube_watch_start(c, &KUBE_CONFIGMAPS, NULL, watch_event, watch_end, &w,
-                                      &watch),
-                     0);
+    assert_int_equal(
+        kube_watch_start(c, &KUBE_CONFIGMAPS, NULL, watch_event, watch_end, &w, &watch), 0);
     kube_call_cancel(call);
     assert_int_equal(x.calls, 1);
     assert_int_equal(x.code, -ECANCELED);
@@ -319,7 +322,8 @@ static int listen_port(int *fd)
     return ntohs(a.sin_port);
 }
 
-struct catch {
+struct catch
+{
     ev_io w;
     int conn;
     char req[8192];
@@ -351,8 +355,10 @@ static void catch_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void test_client_errors__a_delete_never_goes_without_its_precondition(void **state)
 {
     struct ev_loop *loop = ev_loop_new(0);
-    struct kube_request req = {.verb = KUBE_DELETE, .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = "default", .name = "x",
+    struct kube_request req = {.verb = KUBE_DELETE,
+                               .resource = &KUBE_CONFIGMAPS,
+                               .namespace_ = "default",
+                               .name = "x",
                                .propagation_policy = "Background",
                                .precondition_uid = "uid-of-ours"};
     cJSON_Hooks hooks = {.malloc_fn = failing_malloc, .free_fn = free};
