@@ -37,6 +37,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "lib/kube/object.h"
 #include "lib/util/err.h"
 
 struct ev_loop;
@@ -266,18 +267,5 @@ unsigned long kube_watch_events(const struct kube_watch *w);
 /* Lines skipped so far: not an event (not JSON, no "type" or "object"), or of an unknown type.
  * The stream goes on after them. */
 unsigned long kube_watch_skipped(const struct kube_watch *w);
-
-/* ---- object helpers (pure) ---- */
-
-/* Borrowed string fields of an object, or NULL. */
-const char *kube_obj_name(const cJSON *obj);
-const char *kube_obj_namespace(const cJSON *obj);
-const char *kube_obj_uid(const cJSON *obj);
-const char *kube_obj_resource_version(const cJSON *obj);
-/* metadata.labels[key] or metadata.annotations[key], or NULL. */
-const char *kube_obj_label(const cJSON *obj, const char *key);
-const char *kube_obj_annotation(const cJSON *obj, const char *key);
-/* The ownerReference with controller: true, or NULL. */
-const cJSON *kube_obj_controller_ref(const cJSON *obj);
 
 #endif

@@ -191,16 +191,15 @@ static void swept(void *userdata, const cJSON *obj)
 int kube_informer_apply_list(struct kube_informer *inf, cJSON *list)
 {
     cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items"), *it;
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(list, "metadata");
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+    const char *rv = kube_obj_resource_version(list);
 
-    if (!cJSON_IsString(rv) || (items && !cJSON_IsArray(items)))
+    if (!rv || (items && !cJSON_IsArray(items)))
         return -EINVAL;
     kube_store_mark_begin(&inf->store);
     while (items && (it = cJSON_DetachItemFromArray(items, 0)))
         upsert(inf, it, true);
     kube_store_sweep(&inf->store, swept, inf);
-    set_rv(inf, rv->valuestring);
+    set_rv(inf, rv);
     inf->stats.lists++;
     if (!inf->synced) {
         inf->synced = true;

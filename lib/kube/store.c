@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/kube/client.h"
+#include "lib/kube/object.h"
 
 /* Every hashed node starts with this. */
 struct hnode {
@@ -246,17 +246,10 @@ static void owner_unlink(struct kube_store *s, struct kube_store_entry *e)
     group_drop_if_empty(&s->by_owner, g);
 }
 
-static const char *controller_uid(const cJSON *obj)
-{
-    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(kube_obj_controller_ref(obj), "uid");
-
-    return cJSON_IsString(uid) ? uid->valuestring : NULL;
-}
-
 /* (Re)computes e's index memberships from e->obj. */
 static int entry_index(struct kube_store *s, struct kube_store_entry *e)
 {
-    const char *owner = controller_uid(e->obj);
+    const char *owner = kube_obj_controller_uid(e->obj);
     struct kube_store_group *g;
 
     if (!e->ns_group || strcmp(e->ns_group->id, e->ns) != 0) {
