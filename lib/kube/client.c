@@ -10,12 +10,11 @@
 
 #include "lib/kube/client_internal.h"
 #include "lib/kube/config.h"
+#include "lib/kube/server.h"
 #include "lib/kube/status.h"
 #include "lib/kube/transport.h"
-#include "lib/util/strutil.h"
 
 #define DEFAULT_TIMEOUT_MS 60000L
-#define CONNECT_TIMEOUT_MS 10000L
 #define DEFAULT_MAX_RETRIES 3
 #define DEFAULT_MAX_WAIT 30.0
 #define DEFAULT_HEALTH_IDLE 15.0
@@ -26,8 +25,7 @@
 struct kube_client {
     struct ev_loop *loop;
     struct kube_transport *t;
-    struct kube_config *cfg;
-    struct curl_blob ca, cert, key;
+    struct kube_server server;
     struct kube_link calls;   /* sentinel of the requests in flight */
     struct kube_link watches; /* sentinel of the running watches */
     int max_retries;
@@ -108,12 +106,17 @@ struct ev_loop *kube_client_loop(const struct kube_client *c)
 
 const char *kube_client_namespace(const struct kube_client *c)
 {
-    return c->cfg->namespace_ ? c->cfg->namespace_ : "default";
+    return c->server.cfg->namespace_ ? c->server.cfg->namespace_ : "default";
 }
 
 struct kube_transport *kube_client_transport(struct kube_client *c)
 {
     return c->t;
+}
+
+struct kube_server *kube_client_server(struct kube_client *c)
+{
+    return &c->server;
 }
 
 void kube_client_set_retry(struct kube_client *c, int max_retries, double max_wait)
@@ -199,6 +202,8 @@ void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats
 {
     *ret_stats = c->stats;
     ret_stats->pending = c->ncalls + c->nwatches;
+    ret_stats->ca_reloads = c->server.ca_reloads;
+    ret_stats->ca_errors = c->server.ca_errors;
 }
 
 /* ---- the connection health check ---- */
@@ -267,30 +272,12 @@ void kube_client_count_watch(struct kube_client *c)
     c->stats.requests++;
 }
 
-/* True for an http:// URL whose host is a loopback address. */
-static bool is_loopback_http(const char *server)
-{
-    static const char *const ok[] = {"http://127.", "http://localhost:", "http://localhost/",
-                                     "http://[::1]"};
-
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-        if (str_has_prefix(server, ok[i]))
-            return true;
-    return false;
-}
-
 int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
                     struct kube_client **ret_client, struct err *e)
 {
     struct kube_client *c;
     int r;
 
-    if (!cfg || !cfg->server)
-        return err_set(e, -EINVAL, "kube client: no server configured");
-    if (!str_has_prefix(cfg->server, "https://") &&
-        !(cfg->allow_plain_http && is_loopback_http(cfg->server)))
-        return err_set(e, -EINVAL, "kube client: server %s: only https:// is supported",
-                       cfg->server);
     c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
@@ -308,169 +295,20 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
     ev_timer_init(&c->pace, pace_cb, 0., 0.);
     c->pace.data = c;
     c->burst = 1;
-    c->cfg = kube_config_dup(cfg);
-    if (!c->cfg) {
-        r = -ENOMEM;
+    r = kube_server_init(&c->server, cfg, e);
+    if (r < 0)
         goto fail;
-    }
     r = kube_transport_new(loop, &c->t);
     if (r < 0) {
         err_set(e, r, "kube client: cannot set up libcurl");
         goto fail;
     }
-    /* Copied into each transfer: the bundle may be replaced (kube_config_ca) while a transfer
-     * set up with the old one has not connected yet. */
-    c->ca = (struct curl_blob){c->cfg->ca_pem, c->cfg->ca_len, CURL_BLOB_COPY};
-    c->cert = (struct curl_blob){c->cfg->cert_pem, c->cfg->cert_len, CURL_BLOB_NOCOPY};
-    c->key = (struct curl_blob){c->cfg->key_pem, c->cfg->key_len, CURL_BLOB_NOCOPY};
     *ret_client = c;
     return 0;
 fail:
-    kube_config_free(c->cfg);
+    kube_server_done(&c->server);
     free(c);
     return r;
-}
-
-/* Percent-encodes everything but RFC 3986 unreserved characters. */
-static int append_escaped(struct buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        int r;
-
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-            r = buf_append(b, s, 1);
-        } else {
-            char enc[3] = {'%', hex[ch >> 4], hex[ch & 15]};
-
-            r = buf_append(b, enc, 3);
-        }
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-int kube_query_add(struct buf *q, const char *key, const char *value)
-{
-    if (buf_puts(q, q->len ? "&" : "?") < 0 || buf_puts(q, key) < 0 || buf_puts(q, "=") < 0)
-        return -ENOMEM;
-    return append_escaped(q, value);
-}
-
-int kube_client_url(const struct kube_client *c, const struct kube_resource *res, const char *ns,
-                    const char *name, const char *subresource, const struct buf *query,
-                    struct buf *out)
-{
-    int r;
-
-    r = buf_puts(out, c->cfg->server);
-    if (r == 0)
-        r = res->group && res->group[0]
-                ? buf_printf(out, "/apis/%s/%s", res->group, res->version)
-                : buf_printf(out, "/api/%s", res->version);
-    if (r == 0 && res->namespaced && ns && ns[0]) {
-        r = buf_puts(out, "/namespaces/");
-        if (r == 0)
-            r = append_escaped(out, ns);
-    }
-    if (r == 0)
-        r = buf_printf(out, "/%s", res->resource);
-    if (r == 0 && name) {
-        r = buf_puts(out, "/");
-        if (r == 0)
-            r = append_escaped(out, name);
-    }
-    if (r == 0 && subresource) {
-        r = buf_puts(out, "/");
-        if (r == 0)
-            r = append_escaped(out, subresource);
-    }
-    if (r == 0 && query && query->len)
-        r = buf_append(out, query->data, query->len);
-    return r;
-}
-
-int kube_client_setup_easy(struct kube_client *c, CURL *easy, const char *content_type,
-                           struct curl_slist **ret_headers)
-{
-    struct curl_slist *h = NULL, *n;
-    const char *token = NULL;
-    struct buf b;
-    int r;
-
-    r = kube_config_token(c->cfg, &token, NULL);
-    if (r < 0 && !token)
-        return r;
-    /* A rotated CA file is picked up by the next connection; connections open now keep the
-     * CA they were verified with. A file that does not parse leaves the working CA in place. */
-    r = kube_config_ca(c->cfg, NULL);
-    if (r > 0) {
-        c->stats.ca_reloads++;
-        c->ca = (struct curl_blob){c->cfg->ca_pem, c->cfg->ca_len, CURL_BLOB_COPY};
-    } else if (r < 0) {
-        c->stats.ca_errors++;
-    }
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, c->cfg->allow_plain_http ? "http,https" : "https");
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca.data)
-        curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &c->ca);
-    if (c->cert.data && c->key.data) {
-        curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &c->cert);
-        curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
-        curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &c->key);
-        curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
-    }
-    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 30L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 10L);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, NULL);
-
-    buf_init(&b, 0);
-    if (!(n = curl_slist_append(h, "Accept: application/json")))
-        goto oom;
-    h = n;
-    if (!(n = curl_slist_append(h, "User-Agent: nestcp")))
-        goto oom;
-    h = n;
-    if (!(n = curl_slist_append(h, "Expect:")))
-        goto oom;
-    h = n;
-    if (content_type) {
-        if (buf_printf(&b, "Content-Type: %s", content_type) < 0)
-            goto oom;
-        if (!(n = curl_slist_append(h, b.data)))
-            goto oom;
-        h = n;
-        buf_reset(&b);
-    }
-    if (token) {
-        if (buf_printf(&b, "Authorization: Bearer %s", token) < 0)
-            goto oom;
-        n = curl_slist_append(h, b.data);
-        explicit_bzero(b.data, b.len);
-        if (!n)
-            goto oom;
-        h = n;
-    }
-    buf_done(&b);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
-    *ret_headers = h;
-    return 0;
-oom:
-    if (b.data)
-        explicit_bzero(b.data, b.len);
-    buf_done(&b);
-    curl_slist_free_all(h);
-    return -ENOMEM;
 }
 
 /* ---- requests ---- */
@@ -574,7 +412,7 @@ static int call_attempt(struct kube_call *k)
     buf_reset(&k->resp);
     k->retry_after[0] = '\0';
     k->errbuf[0] = '\0';
-    r = kube_client_setup_easy(c, easy, k->content_type, &k->headers);
+    r = kube_server_setup_easy(&c->server, easy, k->content_type, &k->headers);
     if (r < 0)
         return r;
     curl_easy_setopt(easy, CURLOPT_URL, k->url);
@@ -848,7 +686,7 @@ static int call_build(struct kube_call *k, const struct kube_request *req)
         goto out;
     if (req->dry_run && kube_query_add(&q, "dryRun", "All") < 0)
         goto out;
-    if (kube_client_url(k->c, res, ns, name, req->subresource, &q, &url) < 0)
+    if (kube_server_url(&k->c->server, res, ns, name, req->subresource, &q, &url) < 0)
         goto out;
     k->url = buf_steal(&url);
     if (!k->url)
@@ -959,7 +797,7 @@ static int probe_start(struct kube_client *c)
     buf_init(&k->resp, 1u << 20);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
-    if (buf_printf(&url, "%s%s", c->cfg->server, HEALTH_PATH) < 0 ||
+    if (buf_printf(&url, "%s%s", c->server.cfg->server, HEALTH_PATH) < 0 ||
         !(k->url = buf_steal(&url)) || !(k->x.easy = curl_easy_init()))
         goto fail;
     r = call_attempt(k);
@@ -1020,7 +858,7 @@ void kube_client_free(struct kube_client *c)
         kube_watch_cancel_from_client(l);
     }
     kube_transport_free(c->t);
-    kube_config_free(c->cfg);
+    kube_server_done(&c->server);
     free(c);
 }
 

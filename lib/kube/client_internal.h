@@ -3,10 +3,7 @@
 
 /* What client.c shares with watch.c; not for use outside lib/kube. */
 
-#include <curl/curl.h>
-
 #include "lib/kube/client.h"
-#include "lib/util/buf.h"
 
 struct kube_transport;
 
@@ -29,21 +26,8 @@ void kube_client_unpace(struct kube_pace *p);
 
 struct kube_transport *kube_client_transport(struct kube_client *c);
 
-/* Appends "&key=value" (value percent-encoded; the first one gets "?"). Returns 0 or -ENOMEM. */
-int kube_query_add(struct buf *q, const char *key, const char *value);
-
-/* Builds server + path for res (/api/v1 or /apis/group/version, namespace, name, subresource)
- * followed by query (may be NULL). Returns 0, -EINVAL (namespaced resource without namespace
- * where one is required is the caller's check), -ENOMEM. */
-int kube_client_url(const struct kube_client *c, const struct kube_resource *res, const char *ns,
-                    const char *name, const char *subresource, const struct buf *query,
-                    struct buf *out);
-
-/* Configures easy for the client (TLS material and verification, keepalive, HTTP/2, auth and
- * Accept headers, plus content_type if not NULL) and sets *ret_headers (caller frees with
- * curl_slist_free_all after the transfer). Returns 0, -ENOMEM, or a token file error. */
-int kube_client_setup_easy(struct kube_client *c, CURL *easy, const char *content_type,
-                           struct curl_slist **ret_headers);
+/* The server every transfer of the client goes to (server.h). */
+struct kube_server *kube_client_server(struct kube_client *c);
 
 /* Watches register so that kube_client_free can end them. */
 void kube_client_watch_link(struct kube_client *c, struct kube_link *l);

@@ -9,6 +9,7 @@
 
 #include "lib/kube/client.h"
 #include "lib/kube/client_internal.h"
+#include "lib/kube/server.h"
 #include "lib/kube/status.h"
 #include "lib/kube/transport.h"
 
@@ -353,13 +354,13 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
         if (kube_query_add(&q, "timeoutSeconds", num) < 0)
             goto fail;
     }
-    if (kube_client_url(c, res, opts->namespace_, NULL, NULL, &q, &url) < 0)
+    if (kube_server_url(kube_client_server(c), res, opts->namespace_, NULL, NULL, &q, &url) < 0)
         goto fail;
     w->url = buf_steal(&url);
     w->x.easy = curl_easy_init();
     if (!w->url || !w->x.easy)
         goto fail;
-    r = kube_client_setup_easy(c, w->x.easy, NULL, &w->headers);
+    r = kube_server_setup_easy(kube_client_server(c), w->x.easy, NULL, &w->headers);
     if (r < 0)
         goto fail;
     if (opts->idle_timeout_seconds > 0)
