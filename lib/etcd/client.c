@@ -14,6 +14,7 @@
 
 #include "lib/kube/transport.h"
 #include "lib/util/buf.h"
+#include "lib/util/list.h"
 
 /* The PEM text every call hands libcurl, shared by the client and its calls so that a call
  * cancelled from inside libcurl (see etcd_call_cancel) may outlive the client. */
@@ -29,7 +30,7 @@ struct etcd_client {
     struct ev_loop *loop;
     struct tls_blobs *tls;
     long timeout_ms;
-    struct etcd_call *calls; /* in flight, doubly linked */
+    struct list_node calls; /* in flight */
     size_t pending;
     bool closing;
 };
@@ -43,7 +44,7 @@ enum call_kind {
 struct etcd_call {
     struct kube_xfer x;
     struct etcd_client *c; /* NULL once the call left the client's list */
-    struct etcd_call *prev, *next;
+    struct list_node node; /* in c->calls */
     struct ev_loop *loop;
     struct tls_blobs *tls;
     enum call_kind kind;
@@ -168,6 +169,7 @@ int etcd_client_new(struct kube_transport *t, const struct etcd_tls *tls,
     c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
+    list_init(&c->calls);
     c->tls = tls_new(tls);
     if (!c->tls) {
         free(c);
@@ -193,11 +195,7 @@ size_t etcd_client_pending(const struct etcd_client *c)
 static void call_link(struct etcd_client *c, struct etcd_call *k)
 {
     k->c = c;
-    k->prev = NULL;
-    k->next = c->calls;
-    if (c->calls)
-        c->calls->prev = k;
-    c->calls = k;
+    list_add_head(&c->calls, &k->node);
     c->pending++;
 }
 
@@ -207,13 +205,7 @@ static void call_unlink(struct etcd_call *k)
 
     if (!c)
         return;
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        c->calls = k->next;
-    if (k->next)
-        k->next->prev = k->prev;
-    k->prev = k->next = NULL;
+    list_remove(&k->node);
     k->c = NULL;
     c->pending--;
 }
@@ -278,8 +270,8 @@ void etcd_client_free(struct etcd_client *c)
     if (!c || c->closing)
         return;
     c->closing = true;
-    while (c->calls)
-        etcd_call_cancel(c->calls);
+    while (!list_empty(&c->calls))
+        etcd_call_cancel(list_entry(list_first(&c->calls), struct etcd_call, node));
     tls_unref(c->tls);
     free(c);
 }
@@ -497,6 +489,7 @@ static int call_start(struct etcd_client *c, const struct etcd_endpoint *ep, enu
     k = calloc(1, sizeof(*k));
     if (!k)
         goto fail;
+    list_init(&k->node);
     k->body = body;
     body = NULL;
     k->kind = kind;

@@ -26,8 +26,8 @@ struct kube_client {
     struct ev_loop *loop;
     struct kube_transport *t;
     struct kube_server server;
-    struct kube_link calls;   /* sentinel of the requests in flight */
-    struct kube_link watches; /* sentinel of the running watches */
+    struct list_node calls;   /* the requests in flight */
+    struct list_node watches; /* the running watches */
     int max_retries;
     double max_wait;
     long timeout_ms;
@@ -46,14 +46,14 @@ struct kube_client {
     double qps;
     int burst;
     double tokens, filled;
-    struct kube_link paced; /* requests and watches waiting for a token, oldest first */
+    struct list_node paced; /* requests and watches waiting for a token, oldest first */
     ev_timer pace;
     unsigned long epoch; /* connections shut down so far; a call remembers it per attempt */
 };
 
 struct kube_call {
     struct kube_xfer x;
-    struct kube_link link;
+    struct list_node link; /* in c->calls */
     struct kube_client *c;
     kube_done_fn done;
     void *userdata;
@@ -78,26 +78,6 @@ struct kube_call {
     char errbuf[CURL_ERROR_SIZE];
     char msgbuf[CURL_ERROR_SIZE + 64];
 };
-
-static void link_init(struct kube_link *l)
-{
-    l->prev = l->next = l;
-}
-
-static void link_add(struct kube_link *head, struct kube_link *l)
-{
-    l->next = head;
-    l->prev = head->prev;
-    head->prev->next = l;
-    head->prev = l;
-}
-
-static void link_del(struct kube_link *l)
-{
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    link_init(l);
-}
 
 struct ev_loop *kube_client_loop(const struct kube_client *c)
 {
@@ -156,7 +136,7 @@ static bool take_token(struct kube_client *c)
 
 static void pace_arm(struct kube_client *c)
 {
-    if (ev_is_active(&c->pace) || c->paced.next == &c->paced)
+    if (ev_is_active(&c->pace) || list_empty(&c->paced))
         return;
     ev_timer_set(&c->pace, (1 - c->tokens) / c->qps, 0.);
     ev_timer_start(c->loop, &c->pace);
@@ -166,10 +146,10 @@ static void pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct kube_client *c = w->data;
 
-    while (c->paced.next != &c->paced && take_token(c)) {
-        struct kube_pace *p = kube_container_of(c->paced.next, struct kube_pace, link);
+    while (!list_empty(&c->paced) && take_token(c)) {
+        struct kube_pace *p = list_entry(list_first(&c->paced), struct kube_pace, link);
 
-        link_del(&p->link);
+        list_remove(&p->link);
         p->go(p);
     }
     pace_arm(c);
@@ -177,9 +157,9 @@ static void pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 bool kube_client_pace(struct kube_client *c, struct kube_pace *p)
 {
-    if (c->paced.next == &c->paced && take_token(c))
+    if (list_empty(&c->paced) && take_token(c))
         return true;
-    link_add(&c->paced, &p->link);
+    list_add_tail(&c->paced, &p->link);
     c->stats.throttled++;
     pace_arm(c);
     return false;
@@ -187,8 +167,7 @@ bool kube_client_pace(struct kube_client *c, struct kube_pace *p)
 
 void kube_client_unpace(struct kube_pace *p)
 {
-    if (p->link.next && p->link.next != &p->link)
-        link_del(&p->link);
+    list_remove(&p->link);
 }
 
 void kube_client_set_health_check(struct kube_client *c, double idle_seconds,
@@ -250,18 +229,18 @@ static void health_cb(struct ev_loop *loop, ev_timer *w, int revents)
     health_arm(c, c->probe ? c->health_idle : c->health_idle - silent);
 }
 
-void kube_client_watch_link(struct kube_client *c, struct kube_link *l)
+void kube_client_watch_link(struct kube_client *c, struct list_node *l)
 {
-    link_add(&c->watches, l);
+    list_add_tail(&c->watches, l);
     c->nwatches++;
     health_update(c);
 }
 
-void kube_client_watch_unlink(struct kube_client *c, struct kube_link *l)
+void kube_client_watch_unlink(struct kube_client *c, struct list_node *l)
 {
-    if (l->next == l)
-        return; /* not linked */
-    link_del(l);
+    if (!list_linked(l))
+        return;
+    list_remove(l);
     c->nwatches--;
     health_update(c);
 }
@@ -282,8 +261,8 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
     if (!c)
         return -ENOMEM;
     c->loop = loop;
-    link_init(&c->calls);
-    link_init(&c->watches);
+    list_init(&c->calls);
+    list_init(&c->watches);
     c->max_retries = DEFAULT_MAX_RETRIES;
     c->max_wait = DEFAULT_MAX_WAIT;
     c->timeout_ms = DEFAULT_TIMEOUT_MS;
@@ -291,7 +270,7 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
     c->health_timeout = DEFAULT_HEALTH_TIMEOUT;
     ev_timer_init(&c->health, health_cb, 0., 0.);
     c->health.data = c;
-    link_init(&c->paced);
+    list_init(&c->paced);
     ev_timer_init(&c->pace, pace_cb, 0., 0.);
     c->pace.data = c;
     c->burst = 1;
@@ -326,7 +305,7 @@ static void call_free(struct kube_call *k)
 
 static void call_link(struct kube_call *k)
 {
-    link_add(&k->c->calls, &k->link);
+    list_add_tail(&k->c->calls, &k->link);
     if (!k->is_probe) {
         k->c->ncalls++;
         health_update(k->c);
@@ -336,9 +315,9 @@ static void call_link(struct kube_call *k)
 static void call_unlink(struct kube_call *k)
 {
     kube_client_unpace(&k->pace);
-    if (k->link.next == &k->link)
+    if (!list_linked(&k->link))
         return;
-    link_del(&k->link);
+    list_remove(&k->link);
     if (!k->is_probe) {
         k->c->ncalls--;
         health_update(k->c);
@@ -730,8 +709,8 @@ int kube_request_start(struct kube_client *c, const struct kube_request *req, ku
     k->done = done;
     k->userdata = userdata;
     k->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : c->timeout_ms;
-    link_init(&k->link);
-    link_init(&k->pace.link);
+    list_init(&k->link);
+    list_init(&k->pace.link);
     k->pace.go = call_paced;
     buf_init(&k->resp, KUBE_BODY_MAX);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
@@ -791,8 +770,8 @@ static int probe_start(struct kube_client *c)
     k->is_probe = true;
     k->method = "GET";
     k->timeout_ms = (long)(c->health_timeout * 1000);
-    link_init(&k->link);
-    link_init(&k->pace.link);
+    list_init(&k->link);
+    list_init(&k->pace.link);
     k->pace.go = call_paced;
     buf_init(&k->resp, 1u << 20);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
@@ -849,12 +828,12 @@ void kube_client_free(struct kube_client *c)
     c->closing = true;
     ev_timer_stop(c->loop, &c->health);
     ev_timer_stop(c->loop, &c->pace);
-    while (c->calls.next != &c->calls)
-        kube_call_cancel(kube_container_of(c->calls.next, struct kube_call, link));
-    while (c->watches.next != &c->watches) {
-        struct kube_link *l = c->watches.next;
+    while (!list_empty(&c->calls))
+        kube_call_cancel(list_entry(list_first(&c->calls), struct kube_call, link));
+    while (!list_empty(&c->watches)) {
+        struct list_node *l = list_first(&c->watches);
 
-        link_del(l);
+        list_remove(l);
         kube_watch_cancel_from_client(l);
     }
     kube_transport_free(c->t);

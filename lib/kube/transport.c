@@ -6,16 +6,16 @@
 
 #include <ev.h>
 
-struct sock;
+#include "lib/util/list.h"
 
 struct kube_transport {
     struct ev_loop *loop;
     CURLM *multi;
     ev_timer timer;
     size_t active;
-    int in_curl;        /* depth of curl_multi_socket_action calls */
-    double last_rx;     /* ev_now() of the last readable event on any socket */
-    struct sock *socks; /* every socket libcurl told us about */
+    int in_curl;            /* depth of curl_multi_socket_action calls */
+    double last_rx;         /* ev_now() of the last readable event on any socket */
+    struct list_node socks; /* every socket libcurl told us about */
 };
 
 /* One per socket libcurl tells us about; the ev_io is embedded, freed after it is stopped. */
@@ -24,7 +24,7 @@ struct sock {
     curl_socket_t fd;
     struct kube_transport *t;
     double last_rx; /* ev_now() of its last readable event, or of its creation */
-    struct sock *prev, *next;
+    struct list_node node;
 };
 
 struct ev_loop *kube_transport_loop(const struct kube_transport *t)
@@ -49,9 +49,12 @@ double kube_transport_last_rx(const struct kube_transport *t)
 
 size_t kube_transport_shutdown_silent(struct kube_transport *t, double since)
 {
+    struct list_node *pos;
     size_t n = 0;
 
-    for (struct sock *s = t->socks; s; s = s->next) {
+    list_foreach(pos, &t->socks) {
+        struct sock *s = list_entry(pos, struct sock, node);
+
         if (s->last_rx >= since)
             continue;
         /* libcurl keeps the descriptor; from now on it reads end-of-file and writes fail, so
@@ -144,12 +147,7 @@ static int multi_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, 
     if (what == CURL_POLL_REMOVE) {
         if (s) {
             ev_io_stop(t->loop, &s->io);
-            if (s->prev)
-                s->prev->next = s->next;
-            else
-                t->socks = s->next;
-            if (s->next)
-                s->next->prev = s->prev;
+            list_remove(&s->node);
             free(s);
             curl_multi_assign(t->multi, fd, NULL);
         }
@@ -162,10 +160,7 @@ static int multi_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, 
         s->fd = fd;
         s->t = t;
         s->last_rx = ev_now(t->loop);
-        s->next = t->socks;
-        if (t->socks)
-            t->socks->prev = s;
-        t->socks = s;
+        list_add_head(&t->socks, &s->node);
         curl_multi_assign(t->multi, fd, s);
     } else {
         ev_io_stop(t->loop, &s->io);
@@ -190,6 +185,7 @@ int kube_transport_new(struct ev_loop *loop, struct kube_transport **ret_t)
     if (!t)
         goto oom;
     t->loop = loop;
+    list_init(&t->socks);
     t->multi = curl_multi_init();
     if (!t->multi)
         goto oom;

@@ -99,7 +99,7 @@ int kube_watch_decoder_feed(struct kube_watch_decoder *d, const char *data, size
 
 struct kube_watch {
     struct kube_xfer x;
-    struct kube_link link;
+    struct list_node link; /* in the client's watches while running */
     struct kube_client *c; /* NULL once the client is gone */
     struct ev_loop *loop;
     struct curl_slist *headers;
@@ -284,9 +284,9 @@ static void watch_done(struct kube_xfer *x, CURLcode rc)
     cJSON_Delete(body);
 }
 
-void kube_watch_cancel_from_client(struct kube_link *l)
+void kube_watch_cancel_from_client(struct list_node *l)
 {
-    struct kube_watch *w = kube_container_of(l, struct kube_watch, link);
+    struct kube_watch *w = list_entry(l, struct kube_watch, link);
 
     kube_client_unpace(&w->pace);
     kube_transport_remove(&w->x);
@@ -333,8 +333,8 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     w->on_event = on_event;
     w->on_end = on_end;
     w->userdata = userdata;
-    w->link.prev = w->link.next = &w->link;
-    w->pace.link.prev = w->pace.link.next = &w->pace.link;
+    list_init(&w->link);
+    list_init(&w->pace.link);
     w->pace.go = watch_paced;
     ev_timer_init(&w->reaper, reaper_cb, 0., 0.);
     w->reaper.data = w;
