@@ -10,6 +10,7 @@
 
 #include "lib/kube/client_internal.h"
 #include "lib/kube/config.h"
+#include "lib/kube/pace.h"
 #include "lib/kube/server.h"
 #include "lib/kube/status.h"
 #include "lib/kube/transport.h"
@@ -42,12 +43,7 @@ struct kube_client {
     struct kube_call *probe;
     double probe_sent;
     size_t ncalls, nwatches; /* in flight, the probe not counted */
-    /* The client-wide rate limit: a token bucket of `burst` tokens refilled at `qps`. */
-    double qps;
-    int burst;
-    double tokens, filled;
-    struct list_node paced; /* requests and watches waiting for a token, oldest first */
-    ev_timer pace;
+    struct kube_pacer pacer; /* the client-wide rate limit */
     unsigned long epoch; /* connections shut down so far; a call remembers it per attempt */
 };
 
@@ -99,6 +95,11 @@ struct kube_server *kube_client_server(struct kube_client *c)
     return &c->server;
 }
 
+struct kube_pacer *kube_client_pacer(struct kube_client *c)
+{
+    return &c->pacer;
+}
+
 void kube_client_set_retry(struct kube_client *c, int max_retries, double max_wait)
 {
     c->max_retries = max_retries < 0 ? 0 : max_retries;
@@ -112,62 +113,7 @@ void kube_client_set_timeout(struct kube_client *c, long timeout_ms)
 
 void kube_client_set_rate_limit(struct kube_client *c, double qps, int burst)
 {
-    c->qps = qps > 0 ? qps : 0;
-    c->burst = burst > 0 ? burst : 1;
-    c->tokens = c->burst;
-    c->filled = ev_now(c->loop);
-}
-
-static bool take_token(struct kube_client *c)
-{
-    double now = ev_now(c->loop);
-
-    if (c->qps <= 0)
-        return true;
-    c->tokens += (now - c->filled) * c->qps;
-    c->filled = now;
-    if (c->tokens > c->burst)
-        c->tokens = c->burst;
-    if (c->tokens < 1)
-        return false;
-    c->tokens -= 1;
-    return true;
-}
-
-static void pace_arm(struct kube_client *c)
-{
-    if (ev_is_active(&c->pace) || list_empty(&c->paced))
-        return;
-    ev_timer_set(&c->pace, (1 - c->tokens) / c->qps, 0.);
-    ev_timer_start(c->loop, &c->pace);
-}
-
-static void pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    struct kube_client *c = w->data;
-
-    while (!list_empty(&c->paced) && take_token(c)) {
-        struct kube_pace *p = list_entry(list_first(&c->paced), struct kube_pace, link);
-
-        list_remove(&p->link);
-        p->go(p);
-    }
-    pace_arm(c);
-}
-
-bool kube_client_pace(struct kube_client *c, struct kube_pace *p)
-{
-    if (list_empty(&c->paced) && take_token(c))
-        return true;
-    list_add_tail(&c->paced, &p->link);
-    c->stats.throttled++;
-    pace_arm(c);
-    return false;
-}
-
-void kube_client_unpace(struct kube_pace *p)
-{
-    list_remove(&p->link);
+    kube_pacer_set(&c->pacer, qps, burst);
 }
 
 void kube_client_set_health_check(struct kube_client *c, double idle_seconds,
@@ -183,6 +129,7 @@ void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats
     ret_stats->pending = c->ncalls + c->nwatches;
     ret_stats->ca_reloads = c->server.ca_reloads;
     ret_stats->ca_errors = c->server.ca_errors;
+    ret_stats->throttled = c->pacer.throttled;
 }
 
 /* ---- the connection health check ---- */
@@ -270,10 +217,7 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
     c->health_timeout = DEFAULT_HEALTH_TIMEOUT;
     ev_timer_init(&c->health, health_cb, 0., 0.);
     c->health.data = c;
-    list_init(&c->paced);
-    ev_timer_init(&c->pace, pace_cb, 0., 0.);
-    c->pace.data = c;
-    c->burst = 1;
+    kube_pacer_init(&c->pacer, loop);
     r = kube_server_init(&c->server, cfg, e);
     if (r < 0)
         goto fail;
@@ -314,7 +258,7 @@ static void call_link(struct kube_call *k)
 
 static void call_unlink(struct kube_call *k)
 {
-    kube_client_unpace(&k->pace);
+    kube_pace_cancel(&k->pace);
     if (!list_linked(&k->link))
         return;
     list_remove(&k->link);
@@ -410,7 +354,7 @@ static int call_attempt(struct kube_call *k)
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, k->errbuf);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, k->timeout_ms);
     k->x.done = call_done;
-    if (!k->is_probe && !kube_client_pace(c, &k->pace))
+    if (!k->is_probe && !kube_pacer_take(&c->pacer, &k->pace))
         return 0; /* call_paced sends it */
     return call_send(k);
 }
@@ -710,8 +654,7 @@ int kube_request_start(struct kube_client *c, const struct kube_request *req, ku
     k->userdata = userdata;
     k->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : c->timeout_ms;
     list_init(&k->link);
-    list_init(&k->pace.link);
-    k->pace.go = call_paced;
+    kube_pace_init(&k->pace, call_paced);
     buf_init(&k->resp, KUBE_BODY_MAX);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
@@ -771,8 +714,7 @@ static int probe_start(struct kube_client *c)
     k->method = "GET";
     k->timeout_ms = (long)(c->health_timeout * 1000);
     list_init(&k->link);
-    list_init(&k->pace.link);
-    k->pace.go = call_paced;
+    kube_pace_init(&k->pace, call_paced);
     buf_init(&k->resp, 1u << 20);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
@@ -827,7 +769,7 @@ void kube_client_free(struct kube_client *c)
         return;
     c->closing = true;
     ev_timer_stop(c->loop, &c->health);
-    ev_timer_stop(c->loop, &c->pace);
+    kube_pacer_done(&c->pacer);
     while (!list_empty(&c->calls))
         kube_call_cancel(list_entry(list_first(&c->calls), struct kube_call, link));
     while (!list_empty(&c->watches)) {

@@ -6,25 +6,15 @@
 #include "lib/kube/client.h"
 #include "lib/util/list.h"
 
+struct kube_pacer;
+struct kube_server;
 struct kube_transport;
 
-/* A request or watch waiting for the client's rate limit; embedded in its owner, and in the
- * client's queue by link while it waits. */
-struct kube_pace {
-    struct list_node link;
-    void (*go)(struct kube_pace *p); /* sends it, from the loop */
-};
-
-/* Takes a token of the client-wide rate limit: true when the request may go now; false when
- * p was queued (FIFO) and p->go will run from the loop when its turn comes. */
-bool kube_client_pace(struct kube_client *c, struct kube_pace *p);
-/* Takes p out of the queue; no-op when it is not queued (p->link list_init'ed). */
-void kube_client_unpace(struct kube_pace *p);
-
+/* The parts of the client a watch uses: its libcurl multi handle (transport.h), the server
+ * every transfer goes to (server.h) and the client-wide rate limit (pace.h). */
 struct kube_transport *kube_client_transport(struct kube_client *c);
-
-/* The server every transfer of the client goes to (server.h). */
 struct kube_server *kube_client_server(struct kube_client *c);
+struct kube_pacer *kube_client_pacer(struct kube_client *c);
 
 /* Watches register so that kube_client_free can end them. */
 void kube_client_watch_link(struct kube_client *c, struct list_node *l);

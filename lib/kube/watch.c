@@ -9,6 +9,7 @@
 
 #include "lib/kube/client.h"
 #include "lib/kube/client_internal.h"
+#include "lib/kube/pace.h"
 #include "lib/kube/server.h"
 #include "lib/kube/status.h"
 #include "lib/kube/transport.h"
@@ -143,7 +144,7 @@ cJSON *kube_watch_steal_object(struct kube_watch *w)
 
 static void watch_destroy(struct kube_watch *w)
 {
-    kube_client_unpace(&w->pace);
+    kube_pace_cancel(&w->pace);
     kube_transport_remove(&w->x);
     if (w->c)
         kube_client_watch_unlink(w->c, &w->link);
@@ -288,7 +289,7 @@ void kube_watch_cancel_from_client(struct list_node *l)
 {
     struct kube_watch *w = list_entry(l, struct kube_watch, link);
 
-    kube_client_unpace(&w->pace);
+    kube_pace_cancel(&w->pace);
     kube_transport_remove(&w->x);
     w->c = NULL;
     if (w->free_requested) {
@@ -334,8 +335,7 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     w->on_end = on_end;
     w->userdata = userdata;
     list_init(&w->link);
-    list_init(&w->pace.link);
-    w->pace.go = watch_paced;
+    kube_pace_init(&w->pace, watch_paced);
     ev_timer_init(&w->reaper, reaper_cb, 0., 0.);
     w->reaper.data = w;
     kube_watch_decoder_init(&w->dec, opts->max_line);
@@ -378,7 +378,7 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_TIME, idle);
     w->x.done = watch_done;
-    if (kube_client_pace(c, &w->pace)) {
+    if (kube_pacer_take(kube_client_pacer(c), &w->pace)) {
         r = kube_transport_add(kube_client_transport(c), &w->x);
         if (r < 0)
             goto fail;
