@@ -44,6 +44,7 @@ struct ev_loop;
 struct kube_call;
 struct kube_client;
 struct kube_config;
+struct kube_list;
 
 /* Bound on one response body; a larger one fails the request with -EFBIG. */
 #define KUBE_BODY_MAX ((size_t)64 << 20)
@@ -209,6 +210,15 @@ void kube_call_cancel(struct kube_call *call);
  * `items` hold every item and whose metadata.resourceVersion is the list's. */
 int kube_list_all(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
                   void *userdata);
+
+/* Like kube_list_all, and hands back a handle for kube_list_cancel (ret_list may be NULL).
+ * The handle is valid until done has run. */
+int kube_list_start(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
+                    void *userdata, struct kube_list **ret_list);
+
+/* Cancels a list still in flight: done runs now, with -ECANCELED. Must not be called from
+ * inside that list's own done callback. */
+void kube_list_cancel(struct kube_list *list);
 
 /* Runs the loop until the request completes and returns its code; the body, if ret_body is
  * not NULL, is handed to the caller (free with cJSON_Delete). For tests and one-shot tools
