@@ -55,8 +55,6 @@ struct etcd_call {
     struct curl_slist *headers, *resolve;
     struct buf resp;
     bool too_big;
-    bool zombie; /* answered while inside libcurl; the transfer is taken off from the loop */
-    ev_timer reap;
     char where[300]; /* "host:port", for messages */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -229,17 +227,13 @@ static void call_free(struct etcd_call *k)
 static void call_finish(struct etcd_call *k, const struct etcd_result *res)
 {
     call_unlink(k);
-    ev_timer_stop(k->loop, &k->reap);
     k->done(k->userdata, res);
     call_free(k);
 }
 
-static void reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void call_closed(struct kube_xfer *x)
 {
-    struct etcd_call *k = w->data;
-
-    kube_transport_remove(&k->x);
-    call_free(k);
+    call_free(kube_container_of(x, struct etcd_call, x));
 }
 
 void etcd_call_cancel(struct etcd_call *k)
@@ -247,22 +241,12 @@ void etcd_call_cancel(struct etcd_call *k)
     struct err er;
     struct etcd_result res = {.code = -ECANCELED, .err = &er};
 
-    if (!k || k->zombie)
+    if (!k || kube_xfer_closing(&k->x))
         return;
     err_set(&er, -ECANCELED, "%s: cancelled", k->where);
-    if (k->x.t && kube_transport_in_curl(k->x.t)) {
-        /* libcurl forbids taking a transfer off from inside its callbacks: answer now, and
-         * take it off from the loop. */
-        call_unlink(k);
-        k->zombie = true;
-        k->done(k->userdata, &res);
-        ev_timer_init(&k->reap, reap_cb, 0., 0.);
-        k->reap.data = k;
-        ev_timer_start(k->loop, &k->reap);
-        return;
-    }
-    kube_transport_remove(&k->x);
-    call_finish(k, &res);
+    call_unlink(k);
+    k->done(k->userdata, &res);
+    kube_transport_close(&k->x, call_closed);
 }
 
 void etcd_client_free(struct etcd_client *c)
@@ -363,11 +347,6 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
     struct err er;
     struct etcd_result res = {.err = &er};
 
-    if (k->zombie) {
-        ev_timer_stop(k->loop, &k->reap);
-        call_free(k);
-        return;
-    }
     err_clear(&er);
     call_result(k, rc, &res, &er, &list, &status);
     if (res.code == 0)
@@ -499,8 +478,6 @@ static int call_start(struct etcd_client *c, const struct etcd_endpoint *ep, enu
     k->tls = c->tls;
     k->tls->refs++;
     buf_init(&k->resp, ETCD_JSON_MAX);
-    ev_timer_init(&k->reap, reap_cb, 0., 0.);
-    k->reap.data = k;
     snprintf(k->where, sizeof(k->where), "%s:%d", ep->host, ep->port);
     if (buf_printf(&b, "https://%s:%d%s", ep->host, ep->port, path) < 0)
         goto fail;

@@ -28,7 +28,7 @@ struct kube_client {
     struct kube_transport *t;
     struct kube_server server;
     struct list_node calls;   /* the requests in flight */
-    struct list_node watches; /* the running watches */
+    struct list_node handles; /* the running watches (struct kube_handle) */
     int max_retries;
     double max_wait;
     long timeout_ms;
@@ -42,7 +42,7 @@ struct kube_client {
     double health_since; /* when the timer was armed from idle */
     struct kube_call *probe;
     double probe_sent;
-    size_t ncalls, nwatches; /* in flight, the probe not counted */
+    size_t ncalls, nhandles; /* in flight, the probe not counted */
     struct kube_pacer pacer; /* the client-wide rate limit */
     unsigned long epoch; /* connections shut down so far; a call remembers it per attempt */
 };
@@ -62,14 +62,13 @@ struct kube_call {
     bool is_list;
     bool is_probe;      /* the health check's own request */
     bool idempotent;    /* safe to send again after its connection was found dead */
-    bool zombie; /* cancelled from inside libcurl; reaped from the loop */
     int attempts;
     unsigned long epoch; /* the client's epoch when the current attempt started */
     bool reconnected;    /* already sent again once after a dead connection */
     struct kube_pace pace;
     struct curl_slist *headers;
     struct buf resp;
-    ev_timer timer; /* retry delay, or the reaper of a zombie */
+    ev_timer timer; /* retry delay */
     char retry_after[32];
     char errbuf[CURL_ERROR_SIZE];
     char msgbuf[CURL_ERROR_SIZE + 64];
@@ -126,7 +125,7 @@ void kube_client_set_health_check(struct kube_client *c, double idle_seconds,
 void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *ret_stats)
 {
     *ret_stats = c->stats;
-    ret_stats->pending = c->ncalls + c->nwatches;
+    ret_stats->pending = c->ncalls + c->nhandles;
     ret_stats->ca_reloads = c->server.ca_reloads;
     ret_stats->ca_errors = c->server.ca_errors;
     ret_stats->throttled = c->pacer.throttled;
@@ -136,7 +135,7 @@ void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats
 
 static bool busy(const struct kube_client *c)
 {
-    return c->ncalls + c->nwatches > 0;
+    return c->ncalls + c->nhandles > 0;
 }
 
 static void health_arm(struct kube_client *c, double delay)
@@ -176,19 +175,25 @@ static void health_cb(struct ev_loop *loop, ev_timer *w, int revents)
     health_arm(c, c->probe ? c->health_idle : c->health_idle - silent);
 }
 
-void kube_client_watch_link(struct kube_client *c, struct list_node *l)
+void kube_client_handle_init(struct kube_handle *h, void (*cancel)(struct kube_handle *h))
 {
-    list_add_tail(&c->watches, l);
-    c->nwatches++;
+    list_init(&h->link);
+    h->cancel = cancel;
+}
+
+void kube_client_handle_add(struct kube_client *c, struct kube_handle *h)
+{
+    list_add_tail(&c->handles, &h->link);
+    c->nhandles++;
     health_update(c);
 }
 
-void kube_client_watch_unlink(struct kube_client *c, struct list_node *l)
+void kube_client_handle_remove(struct kube_client *c, struct kube_handle *h)
 {
-    if (!list_linked(l))
+    if (!list_linked(&h->link))
         return;
-    list_remove(l);
-    c->nwatches--;
+    list_remove(&h->link);
+    c->nhandles--;
     health_update(c);
 }
 
@@ -209,7 +214,7 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
         return -ENOMEM;
     c->loop = loop;
     list_init(&c->calls);
-    list_init(&c->watches);
+    list_init(&c->handles);
     c->max_retries = DEFAULT_MAX_RETRIES;
     c->max_wait = DEFAULT_MAX_WAIT;
     c->timeout_ms = DEFAULT_TIMEOUT_MS;
@@ -400,14 +405,6 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
         call_fail(k, r, "cannot restart the request");
 }
 
-static void reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    struct kube_call *k = w->data;
-
-    kube_transport_remove(&k->x);
-    call_free(k);
-}
-
 static void call_done(struct kube_xfer *x, CURLcode rc)
 {
     struct kube_call *k = kube_container_of(x, struct kube_call, x);
@@ -416,11 +413,6 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
     cJSON *body = NULL;
     const char *m;
 
-    if (k->zombie) {
-        ev_timer_stop(c->loop, &k->timer);
-        call_free(k);
-        return;
-    }
     if (rc != CURLE_OK && k->epoch != c->epoch && k->idempotent && !k->reconnected &&
         !c->closing) {
         /* The health check shut this request's connection down as dead: send it once more,
@@ -740,27 +732,21 @@ int kube_request_send(struct kube_client *c, const struct kube_request *req, kub
     return kube_request_start(c, req, done, userdata, NULL);
 }
 
+static void call_closed(struct kube_xfer *x)
+{
+    call_free(kube_container_of(x, struct kube_call, x));
+}
+
 void kube_call_cancel(struct kube_call *k)
 {
-    struct kube_client *c = k->c;
     struct kube_result res = {.code = -ECANCELED, .message = "cancelled"};
 
-    if (k->zombie)
-        return;
-    ev_timer_stop(c->loop, &k->timer);
-    if (k->x.t && kube_transport_in_curl(c->t)) {
-        /* libcurl forbids removing a transfer from inside its callbacks: answer now, and
-         * take the transfer off from the loop. */
-        call_unlink(k);
-        k->zombie = true;
-        k->done(k->userdata, &res);
-        ev_timer_init(&k->timer, reap_cb, 0., 0.);
-        k->timer.data = k;
-        ev_timer_start(c->loop, &k->timer);
-        return;
-    }
-    kube_transport_remove(&k->x);
-    call_finish(k, &res);
+    if (kube_xfer_closing(&k->x))
+        return; /* cancelled already, and its transfer not yet taken off */
+    ev_timer_stop(k->c->loop, &k->timer);
+    call_unlink(k);
+    k->done(k->userdata, &res);
+    kube_transport_close(&k->x, call_closed);
 }
 
 void kube_client_free(struct kube_client *c)
@@ -772,11 +758,11 @@ void kube_client_free(struct kube_client *c)
     kube_pacer_done(&c->pacer);
     while (!list_empty(&c->calls))
         kube_call_cancel(list_entry(list_first(&c->calls), struct kube_call, link));
-    while (!list_empty(&c->watches)) {
-        struct list_node *l = list_first(&c->watches);
+    while (!list_empty(&c->handles)) {
+        struct kube_handle *h = list_entry(list_first(&c->handles), struct kube_handle, link);
 
-        list_remove(l);
-        kube_watch_cancel_from_client(l);
+        list_remove(&h->link);
+        h->cancel(h);
     }
     kube_transport_free(c->t);
     kube_server_done(&c->server);

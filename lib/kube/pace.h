@@ -14,8 +14,9 @@
 
 #include "lib/util/list.h"
 
+/* Embedded in a request or watch; in the pacer's queue by link while it waits. */
 struct kube_pace {
-    struct list_node link; /* in the pacer's queue while waiting */
+    struct list_node link;
     void (*go)(struct kube_pace *w); /* sends the owner's request, from the loop */
 };
 
