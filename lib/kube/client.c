@@ -14,6 +14,7 @@
 #include "lib/kube/server.h"
 #include "lib/kube/status.h"
 #include "lib/kube/transport.h"
+#include "lib/kube/wire.h"
 
 #define DEFAULT_TIMEOUT_MS 60000L
 #define DEFAULT_MAX_RETRIES 3
@@ -53,11 +54,7 @@ struct kube_call {
     struct kube_client *c;
     kube_done_fn done;
     void *userdata;
-    const char *method; /* static string */
-    char *url;
-    char *body;
-    size_t body_len;
-    const char *content_type;
+    struct kube_wire wire; /* method, URL, body */
     long timeout_ms;
     bool is_list;
     bool is_probe;      /* the health check's own request */
@@ -247,8 +244,7 @@ static void call_free(struct kube_call *k)
         curl_easy_cleanup(k->x.easy);
     curl_slist_free_all(k->headers);
     buf_done(&k->resp);
-    free(k->url);
-    free(k->body);
+    kube_wire_done(&k->wire);
     free(k);
 }
 
@@ -340,17 +336,17 @@ static int call_attempt(struct kube_call *k)
     buf_reset(&k->resp);
     k->retry_after[0] = '\0';
     k->errbuf[0] = '\0';
-    r = kube_server_setup_easy(&c->server, easy, k->content_type, &k->headers);
+    r = kube_server_setup_easy(&c->server, easy, k->wire.content_type, &k->headers);
     if (r < 0)
         return r;
-    curl_easy_setopt(easy, CURLOPT_URL, k->url);
-    if (strcmp(k->method, "GET") == 0)
+    curl_easy_setopt(easy, CURLOPT_URL, k->wire.url);
+    if (strcmp(k->wire.method, "GET") == 0)
         curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
-    else if (strcmp(k->method, "POST") != 0)
-        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, k->method);
-    if (k->body) {
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)k->body_len);
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, k->body);
+    else if (strcmp(k->wire.method, "POST") != 0)
+        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, k->wire.method);
+    if (k->wire.body) {
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)k->wire.body_len);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, k->wire.body);
     }
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, call_write);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, k);
@@ -466,170 +462,6 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
     cJSON_Delete(body);
 }
 
-static const char *patch_content_type(enum kube_patch_type t)
-{
-    switch (t) {
-    case KUBE_PATCH_JSON:
-        return "application/json-patch+json";
-    case KUBE_PATCH_APPLY:
-        return "application/apply-patch+yaml";
-    case KUBE_PATCH_MERGE:
-    default:
-        return "application/merge-patch+json";
-    }
-}
-
-static const char *body_namespace(const cJSON *body)
-{
-    return kube_obj_namespace(body);
-}
-
-/* The DeleteOptions body: req->body (if any) plus policy and preconditions. */
-/* The DeleteOptions body of a DELETE, or NULL when out of memory: never a body without a
- * precondition the request asked for (a DELETE without its uid precondition could remove a
- * same-named successor). */
-static cJSON *delete_options(const struct kube_request *req)
-{
-    cJSON *o = req->body ? cJSON_Duplicate(req->body, 1) : cJSON_CreateObject();
-    cJSON *pre;
-
-    if (!o)
-        return NULL;
-    if (!cJSON_GetObjectItemCaseSensitive(o, "kind") &&
-        (!cJSON_AddStringToObject(o, "kind", "DeleteOptions") ||
-         !cJSON_AddStringToObject(o, "apiVersion", "v1")))
-        goto oom;
-    if (req->propagation_policy &&
-        !cJSON_AddStringToObject(o, "propagationPolicy", req->propagation_policy))
-        goto oom;
-    if (req->precondition_uid || req->precondition_rv) {
-        if (!(pre = cJSON_AddObjectToObject(o, "preconditions")) ||
-            (req->precondition_uid && !cJSON_AddStringToObject(pre, "uid", req->precondition_uid)) ||
-            (req->precondition_rv &&
-             !cJSON_AddStringToObject(pre, "resourceVersion", req->precondition_rv)))
-            goto oom;
-    }
-    return o;
-oom:
-    cJSON_Delete(o);
-    return NULL;
-}
-
-/* Fills method, url, body and content type of k from req. Returns 0 or -EINVAL/-ENOMEM. */
-static int call_build(struct kube_call *k, const struct kube_request *req)
-{
-    const struct kube_resource *res = req->resource;
-    const char *ns = req->namespace_, *name = req->name;
-    bool needs_name = false, collection = false;
-    struct buf q, url;
-    cJSON *opts = NULL;
-    char num[32];
-    int r = -ENOMEM;
-
-    buf_init(&q, 0);
-    buf_init(&url, 0);
-    switch (req->verb) {
-    case KUBE_GET:
-        k->method = "GET";
-        needs_name = true;
-        break;
-    case KUBE_LIST:
-        k->method = "GET";
-        collection = true;
-        k->is_list = true;
-        break;
-    case KUBE_CREATE:
-        k->method = "POST";
-        collection = !req->subresource;
-        needs_name = !!req->subresource;
-        if (!ns)
-            ns = body_namespace(req->body);
-        if (!req->body)
-            return -EINVAL;
-        break;
-    case KUBE_UPDATE:
-        k->method = "PUT";
-        needs_name = true;
-        if (!req->body)
-            return -EINVAL;
-        break;
-    case KUBE_PATCH:
-        k->method = "PATCH";
-        needs_name = true;
-        if (!req->body || (req->patch_type == KUBE_PATCH_APPLY && !req->field_manager))
-            return -EINVAL;
-        break;
-    case KUBE_DELETE:
-        k->method = "DELETE";
-        needs_name = true;
-        break;
-    default:
-        return -EINVAL;
-    }
-    if (!res || (needs_name && (!name || !name[0])))
-        return -EINVAL;
-    if (res->namespaced && !collection && (!ns || !ns[0]))
-        return -EINVAL;
-    if (collection)
-        name = NULL;
-
-    if (req->verb == KUBE_LIST) {
-        if ((req->label_selector && kube_query_add(&q, "labelSelector", req->label_selector)) ||
-            (req->field_selector && kube_query_add(&q, "fieldSelector", req->field_selector)))
-            goto out;
-        if (req->limit > 0) {
-            snprintf(num, sizeof(num), "%ld", req->limit);
-            if (kube_query_add(&q, "limit", num) < 0)
-                goto out;
-        }
-        if (req->continue_token && req->continue_token[0] &&
-            kube_query_add(&q, "continue", req->continue_token) < 0)
-            goto out;
-    }
-    if ((req->verb == KUBE_LIST || req->verb == KUBE_GET) && req->resource_version &&
-        kube_query_add(&q, "resourceVersion", req->resource_version) < 0)
-        goto out;
-    if (req->verb == KUBE_LIST && req->resource_version && req->resource_version_match &&
-        !req->continue_token &&
-        kube_query_add(&q, "resourceVersionMatch", req->resource_version_match) < 0)
-        goto out;
-    if (req->field_manager && req->verb != KUBE_GET && req->verb != KUBE_LIST &&
-        req->verb != KUBE_DELETE && kube_query_add(&q, "fieldManager", req->field_manager) < 0)
-        goto out;
-    if (req->verb == KUBE_PATCH && req->patch_type == KUBE_PATCH_APPLY && req->force &&
-        kube_query_add(&q, "force", "true") < 0)
-        goto out;
-    if (req->dry_run && kube_query_add(&q, "dryRun", "All") < 0)
-        goto out;
-    if (kube_server_url(&k->c->server, res, ns, name, req->subresource, &q, &url) < 0)
-        goto out;
-    k->url = buf_steal(&url);
-    if (!k->url)
-        goto out;
-
-    if (req->verb == KUBE_DELETE) {
-        opts = delete_options(req);
-        if (!opts)
-            goto out;
-        k->body = cJSON_PrintUnformatted(opts);
-        k->content_type = "application/json";
-    } else if (req->verb == KUBE_CREATE || req->verb == KUBE_UPDATE || req->verb == KUBE_PATCH) {
-        k->body = cJSON_PrintUnformatted(req->body);
-        k->content_type =
-            req->verb == KUBE_PATCH ? patch_content_type(req->patch_type) : "application/json";
-    }
-    if ((k->content_type && !k->body))
-        goto out;
-    if (k->body)
-        k->body_len = strlen(k->body);
-    r = 0;
-out:
-    cJSON_Delete(opts);
-    buf_done(&q);
-    buf_done(&url);
-    return r;
-}
-
 int kube_request_start(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
                        void *userdata, struct kube_call **ret_call)
 {
@@ -645,12 +477,13 @@ int kube_request_start(struct kube_client *c, const struct kube_request *req, ku
     k->done = done;
     k->userdata = userdata;
     k->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : c->timeout_ms;
+    k->is_list = req->verb == KUBE_LIST;
     list_init(&k->link);
     kube_pace_init(&k->pace, call_paced);
     buf_init(&k->resp, KUBE_BODY_MAX);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
-    r = call_build(k, req);
+    r = kube_wire_build(&k->wire, &c->server, req);
     if (r < 0)
         goto fail;
     k->x.easy = curl_easy_init();
@@ -703,7 +536,7 @@ static int probe_start(struct kube_client *c)
     k->done = probe_done;
     k->userdata = c;
     k->is_probe = true;
-    k->method = "GET";
+    k->wire.method = "GET";
     k->timeout_ms = (long)(c->health_timeout * 1000);
     list_init(&k->link);
     kube_pace_init(&k->pace, call_paced);
@@ -711,7 +544,7 @@ static int probe_start(struct kube_client *c)
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
     if (buf_printf(&url, "%s%s", c->server.cfg->server, HEALTH_PATH) < 0 ||
-        !(k->url = buf_steal(&url)) || !(k->x.easy = curl_easy_init()))
+        !(k->wire.url = buf_steal(&url)) || !(k->x.easy = curl_easy_init()))
         goto fail;
     r = call_attempt(k);
     if (r < 0)
