@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include <curl/curl.h>
-#include <ev.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -27,7 +26,6 @@ struct tls_blobs {
 
 struct etcd_client {
     struct kube_transport *t;
-    struct ev_loop *loop;
     struct tls_blobs *tls;
     long timeout_ms;
     struct list_node calls; /* in flight */
@@ -45,7 +43,6 @@ struct etcd_call {
     struct kube_xfer x;
     struct etcd_client *c; /* NULL once the call left the client's list */
     struct list_node node; /* in c->calls */
-    struct ev_loop *loop;
     struct tls_blobs *tls;
     enum call_kind kind;
     etcd_done_fn done;
@@ -174,7 +171,6 @@ int etcd_client_new(struct kube_transport *t, const struct etcd_tls *tls,
         return -ENOMEM;
     }
     c->t = t;
-    c->loop = kube_transport_loop(t);
     c->timeout_ms = ETCD_TIMEOUT_DEFAULT_MS;
     *ret_client = c;
     return 0;
@@ -474,7 +470,6 @@ static int call_start(struct etcd_client *c, const struct etcd_endpoint *ep, enu
     k->kind = kind;
     k->done = done;
     k->userdata = userdata;
-    k->loop = c->loop;
     k->tls = c->tls;
     k->tls->refs++;
     buf_init(&k->resp, ETCD_JSON_MAX);

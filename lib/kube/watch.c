@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ev.h>
-
 #include "lib/kube/client.h"
 #include "lib/kube/client_internal.h"
 #include "lib/kube/pace.h"
@@ -102,7 +100,6 @@ struct kube_watch {
     struct kube_xfer x;
     struct kube_handle handle; /* in the client's handles while running */
     struct kube_client *c;     /* NULL once the client is gone */
-    struct ev_loop *loop;
     struct curl_slist *headers;
     char *url;
     struct kube_watch_decoder dec;
@@ -313,7 +310,6 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     if (!w)
         return -ENOMEM;
     w->c = c;
-    w->loop = kube_client_loop(c);
     w->on_event = on_event;
     w->on_end = on_end;
     w->userdata = userdata;
