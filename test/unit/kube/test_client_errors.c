@@ -267,9 +267,10 @@ static void test_client_errors__free_cancels_pending_work(void **state)
     struct kube_config cfg = plain_cfg("http://127.0.0.1:1");
     struct kube_client *c = NULL;
     struct kube_request req = {.verb = KUBE_LIST, .resource = &KUBE_CONFIGMAPS};
-    struct outcome a = {0}, b = {0}, w = {0}, x = {0};
+    struct outcome a = {0}, b = {0}, w = {0}, x = {0}, y = {0};
     struct kube_watch *watch = NULL;
     struct kube_call *call = NULL;
+    struct kube_list *list = NULL;
     struct err e;
 
     cfg.allow_plain_http = true;
@@ -280,10 +281,16 @@ static void test_client_errors__free_cancels_pending_work(void **state)
     assert_int_equal(kube_watch_start(c, &KUBE_CONFIGMAPS, NULL, watch_event, watch_end, &w,
                                       &watch),
                      0);
+    assert_int_equal(kube_list_start(c, &req, record, &y, &list), 0);
     kube_call_cancel(call);
     assert_int_equal(x.calls, 1);
     assert_int_equal(x.code, -ECANCELED);
+    kube_list_cancel(list);
+    assert_int_equal(y.calls, 1);
+    assert_int_equal(y.code, -ECANCELED);
     kube_client_free(c);
+    assert_int_equal(x.calls, 1);
+    assert_int_equal(y.calls, 1);
     assert_int_equal(a.calls, 1);
     assert_int_equal(a.code, -ECANCELED);
     assert_int_equal(b.calls, 1);
