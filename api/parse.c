@@ -84,8 +84,7 @@ static void get_strmap(struct px *x, const cJSON *o, const char *key, struct api
 {
     const cJSON *map = child_obj(o, key), *c;
 
-    cJSON_ArrayForEach(c, map)
-    {
+    cJSON_ArrayForEach(c, map) {
         char *v = scalar_text(x, c);
         if (v && api_strmap_set(m, c->string, v) < 0)
             x->oom = true;
@@ -99,8 +98,7 @@ static void get_strlist(struct px *x, const cJSON *o, const char *key, struct ap
 
     if (!cJSON_IsArray(arr))
         return;
-    cJSON_ArrayForEach(c, arr)
-    {
+    cJSON_ArrayForEach(c, arr) {
         if (cJSON_IsString(c) && api_strlist_add(l, c->valuestring) < 0)
             x->oom = true;
     }
@@ -110,8 +108,7 @@ static void get_gates(struct px *x, const cJSON *o, const char *key, struct api_
 {
     const cJSON *map = child_obj(o, key), *c;
 
-    cJSON_ArrayForEach(c, map)
-    {
+    cJSON_ArrayForEach(c, map) {
         if (cJSON_IsBool(c) && api_gates_set(g, c->string, cJSON_IsTrue(c)) < 0)
             x->oom = true;
     }
@@ -154,8 +151,7 @@ static void get_conditions(struct px *x, const cJSON *o, struct api_conditions *
         x->oom = true;
         return;
     }
-    cJSON_ArrayForEach(c, arr)
-    {
+    cJSON_ArrayForEach(c, arr) {
         struct api_condition *d = &cs->items[cs->n];
         if (!cJSON_IsObject(c))
             continue;
@@ -185,8 +181,7 @@ static void get_members(struct px *x, const cJSON *o, struct api_etcd_member_sta
         x->oom = true;
         return;
     }
-    cJSON_ArrayForEach(c, arr)
-    {
+    cJSON_ArrayForEach(c, arr) {
         if (!cJSON_IsObject(c))
             continue;
         m[i].name = get_str(x, c, "name");
@@ -214,8 +209,7 @@ static void get_addresses(struct px *x, const cJSON *o, struct api_etcd_address 
         x->oom = true;
         return;
     }
-    cJSON_ArrayForEach(c, arr)
-    {
+    cJSON_ArrayForEach(c, arr) {
         if (!cJSON_IsObject(c))
             continue;
         a[i].ip = get_str(x, c, "ip");
@@ -264,8 +258,7 @@ static void get_meta(struct px *x, const cJSON *obj, struct api_meta *m)
         x->oom = true;
         return;
     }
-    cJSON_ArrayForEach(c, owners)
-    {
+    cJSON_ArrayForEach(c, owners) {
         struct api_owner_ref *o = &m->owners[m->n_owners];
         if (!cJSON_IsObject(c))
             continue;

@@ -170,8 +170,7 @@ int api_schema_check(const struct api_schema *s, const cJSON *v, const char *pat
             api_errors_add_value(errs, path, v, "is not an object");
             return 1;
         }
-        cJSON_ArrayForEach(c, v)
-        {
+        cJSON_ArrayForEach(c, v) {
             snprintf(sub, sizeof(sub), "%s[%s]", path, c->string);
             if (cJSON_IsNull(c)) {
                 api_errors_add_value(errs, sub, c, "is not %s",
@@ -197,8 +196,7 @@ int api_schema_check(const struct api_schema *s, const cJSON *v, const char *pat
                            cJSON_GetArraySize(v), s->min);
             n++;
         }
-        cJSON_ArrayForEach(c, v)
-        {
+        cJSON_ArrayForEach(c, v) {
             snprintf(sub, sizeof(sub), "%s[%d]", path, i++);
             if (cJSON_IsNull(c)) {
                 api_errors_add_value(errs, sub, c, "is not %s",
@@ -246,8 +244,7 @@ int api_schema_default(const struct api_schema *s, cJSON *v)
     case API_SCHEMA_MAP:
         if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
             return 0;
-        cJSON_ArrayForEach(c, v)
-        {
+        cJSON_ArrayForEach(c, v) {
             if (api_schema_default(s->items, c) < 0)
                 return -ENOMEM;
         }

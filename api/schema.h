@@ -50,9 +50,9 @@ struct api_schema {
     const char *const *enums; /* NULL-terminated allowed strings, or NULL */
     const char *def;          /* default value as JSON text, or NULL */
     long long min, max;
-    unsigned max_length;            /* strings; 0: no limit */
-    const struct api_schema *props; /* OBJECT */
-    const struct api_schema *items; /* ARRAY, MAP */
+    unsigned max_length;                 /* strings; 0: no limit */
+    const struct api_schema *props;      /* OBJECT */
+    const struct api_schema *items;      /* ARRAY, MAP */
     const struct api_schema_rule *rules; /* CEL rules on this value, or NULL */
 };
 

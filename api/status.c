@@ -80,8 +80,7 @@ static void add_addresses(struct jb *b, cJSON *o, const struct api_etcd_address 
     }
 }
 
-static void add_members(struct jb *b, cJSON *o, const struct api_etcd_member_status *m,
-                        size_t n)
+static void add_members(struct jb *b, cJSON *o, const struct api_etcd_member_status *m, size_t n)
 {
     cJSON *arr;
 

@@ -120,7 +120,7 @@ struct api_certificates {
     /* serviceAccountKey.maxTokenExpirationSeconds and .rotationOverlapSeconds (default: the
      * former) */
     int32_t sa_max_token_expiration, sa_rotation_overlap;
-    char *rotate_sa_key; /* rotate.serviceAccountKey: a new value requests a rotation */
+    char *rotate_sa_key;            /* rotate.serviceAccountKey: a new value requests a rotation */
     char *rotate_ca[API_CA__COUNT]; /* rotate.clusterCA, .etcdCA, .frontProxyCA */
 };
 
@@ -177,7 +177,7 @@ struct api_rollout {
 /* ---- NestedControlPlane ---- */
 
 struct api_network_policy {
-    bool enabled;                      /* default true */
+    bool enabled;                       /* default true */
     struct api_strlist apiserver_cidrs; /* apiServerAllowedCIDRs; empty: any source */
 };
 
@@ -204,8 +204,8 @@ struct api_control_plane_status {
     struct api_rollout rollout;
     struct api_etcd_address *etcd_addresses; /* status.etcd.addresses */
     size_t n_etcd_addresses;
-    char *service_cidr; /* status.apiserver.serviceCidr */
-    struct api_sa_key_status sa_key; /* status.certificates.serviceAccountKey */
+    char *service_cidr;                              /* status.apiserver.serviceCidr */
+    struct api_sa_key_status sa_key;                 /* status.certificates.serviceAccountKey */
     struct api_ca_rotation_status ca[API_CA__COUNT]; /* status.certificates.<ca> */
 };
 

@@ -149,8 +149,8 @@ static void check_known(const char *version, const char *component, const char *
         return;
     }
     api_errors_add_str(errs, path, version,
-                       "is not %s version the installed packages know (supported lines: %s)",
-                       what, lines ? lines : "none");
+                       "is not %s version the installed packages know (supported lines: %s)", what,
+                       lines ? lines : "none");
 }
 
 /* ---- network ---- */
@@ -525,10 +525,22 @@ static void check_storage(const struct api_etcd_storage *st, struct api_errors *
  * only through the membership API, so a replaced value could start a second cluster on an
  * empty data directory, or run a member without its data. */
 static const char *const etcd_membership_flags[] = {
-    "name", "data-dir", "wal-dir", "initial-cluster", "initial-cluster-state",
-    "initial-cluster-token", "initial-advertise-peer-urls", "advertise-client-urls",
-    "listen-client-urls", "listen-client-http-urls", "listen-peer-urls", "force-new-cluster",
-    "unsafe-no-fsync", "discovery", "discovery-srv", "discovery-srv-name",
+    "name",
+    "data-dir",
+    "wal-dir",
+    "initial-cluster",
+    "initial-cluster-state",
+    "initial-cluster-token",
+    "initial-advertise-peer-urls",
+    "advertise-client-urls",
+    "listen-client-urls",
+    "listen-client-http-urls",
+    "listen-peer-urls",
+    "force-new-cluster",
+    "unsafe-no-fsync",
+    "discovery",
+    "discovery-srv",
+    "discovery-srv-name",
 };
 
 static void check_etcd_extra_args(const struct api_strmap *args, struct api_errors *errs)

@@ -132,8 +132,8 @@ bool access_allows(const char *group, const char *resource, const char *verb)
 {
     for (const struct access_rule *r = access_rules; r->resource; r++)
         if (!r->resource_name && r->use != ACCESS_LEADER && r->use != ACCESS_METRICS &&
-            strcmp(r->group, group) == 0 &&
-            strcmp(r->resource, resource) == 0 && has_word(r->verbs, verb))
+            strcmp(r->group, group) == 0 && strcmp(r->resource, resource) == 0 &&
+            has_word(r->verbs, verb))
             return true;
     return false;
 }

@@ -16,8 +16,8 @@ int admissionparams_init(struct admissionparams *ap, const struct render_catalog
     memset(ap, 0, sizeof(*ap));
     if (!ns || !*ns || !name || !*name || strlen(ns) >= sizeof(ap->ns) ||
         strlen(name) >= sizeof(ap->name))
-        return err_set(e, -EINVAL, "admission params \"%s/%s\": want NAMESPACE/NAME",
-                       ns ? ns : "", name ? name : "");
+        return err_set(e, -EINVAL, "admission params \"%s/%s\": want NAMESPACE/NAME", ns ? ns : "",
+                       name ? name : "");
     snprintf(ap->ns, sizeof(ap->ns), "%s", ns);
     snprintf(ap->name, sizeof(ap->name), "%s", name);
     if ((r = render_admission_params(cat, ns, name, &ap->desired)) < 0)
@@ -47,8 +47,7 @@ static bool up_to_date(const cJSON *have, const cJSON *want)
         cJSON_GetObjectItemCaseSensitive(have, "metadata"), "labels");
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, wl)
-    {
+    cJSON_ArrayForEach(it, wl) {
         const cJSON *h = cJSON_GetObjectItemCaseSensitive(hl, it->string);
         if (!cJSON_IsString(h) || strcmp(h->valuestring, it->valuestring) != 0)
             return false;

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 int brake_limit_parse(const char *s, struct brake_limit *ret_limit)
 {
     size_t n = s ? strlen(s) : 0;
@@ -64,8 +63,8 @@ static void waiting_message(const struct brake_input *in, struct brake_output *o
     snprintf(out->message, sizeof(out->message),
              "waiting for a rollout slot: %d control plane%s rolling (%s%s), %d allowed at once "
              "(--max-concurrent-rollouts); %d waiting ahead of this one",
-             out->rolling, out->rolling == 1 ? "" : "s", names,
-             out->rolling > shown ? ", ..." : "", in->limit, out->ahead);
+             out->rolling, out->rolling == 1 ? "" : "s", names, out->rolling > shown ? ", ..." : "",
+             in->limit, out->ahead);
 }
 
 void brake_decide(const struct brake_input *in, struct brake_output *out)

@@ -50,10 +50,10 @@ struct brake_peer {
 };
 
 struct brake_input {
-    const char *ns, *name; /* the control plane that would start a roll */
-    bool rolling;          /* it holds a slot already (a later wave of its roll) */
-    bool urgent;           /* the roll renews a certificate expiring within BRAKE_URGENT */
-    double queued_since;   /* when it started to wait; now when it does not wait yet */
+    const char *ns, *name;          /* the control plane that would start a roll */
+    bool rolling;                   /* it holds a slot already (a later wave of its roll) */
+    bool urgent;                    /* the roll renews a certificate expiring within BRAKE_URGENT */
+    double queued_since;            /* when it started to wait; now when it does not wait yet */
     const struct brake_peer *peers; /* every other control plane */
     size_t n_peers;
     int limit; /* brake_limit_resolve */

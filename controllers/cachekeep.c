@@ -107,9 +107,17 @@ bool cachekeep_pod(void *ctx, cJSON *obj)
     /* The etcd membership reads these of its members' pods, the health of a roll
      * (controllers/rollhealth.h) the containers' restarts. */
     static const char *const keep[] = {
-        "apiVersion",     "kind",          "metadata",          "spec.schedulingGates",
-        "spec.volumes",   "status.phase",  "status.conditions", "status.podIP",
-        "status.podIPs",  "status.containerStatuses",           NULL,
+        "apiVersion",
+        "kind",
+        "metadata",
+        "spec.schedulingGates",
+        "spec.volumes",
+        "status.phase",
+        "status.conditions",
+        "status.podIP",
+        "status.podIPs",
+        "status.containerStatuses",
+        NULL,
     };
 
     (void)ctx;

@@ -148,8 +148,8 @@ const cJSON *cache_view_found(const struct cache_view *view, const struct kube_r
 /* The manager's callbacks, which hand a reconciler its named view; ctx is the
  * struct reconciler_def. */
 
-static int reconcile_named(void *ctx, const struct ctrl_view *v, const char *ns,
-                           const char *name, struct plan *plan, struct err *e)
+static int reconcile_named(void *ctx, const struct ctrl_view *v, const char *ns, const char *name,
+                           struct plan *plan, struct err *e)
 {
     const struct reconciler_def *def = ctx;
     struct cache_view view;

@@ -56,16 +56,16 @@ struct cache_view {
     const struct kube_store *nested_clusters;     /* NestedCluster */
     const struct kube_store *clusters;            /* Cluster API Cluster (empty if no CRD) */
     /* Each cache holds what controllers/cachekeep.h keeps of its objects. */
-    const struct kube_store *secrets;             /* label cluster.x-k8s.io/cluster-name, and
-                                                   * only nestcp's or named like them */
-    const struct kube_store *services;            /* label app.kubernetes.io/managed-by=nestcp */
-    const struct kube_store *statefulsets;        /* label app.kubernetes.io/managed-by=nestcp */
-    const struct kube_store *pods;                /* control-plane pods: MANAGER_POD_SELECTOR */
-    const struct kube_store *claims;              /* their claims: MANAGER_CLAIM_SELECTOR */
-    const struct kube_store *configmaps;          /* label app.kubernetes.io/managed-by=nestcp */
-    const struct kube_store *networkpolicies;     /* label app.kubernetes.io/managed-by=nestcp */
-    const struct kube_store *jobs;                /* etcd snapshots (controllers/snapshot.h) */
-    double now;                                   /* wall clock, seconds since the epoch */
+    const struct kube_store *secrets;         /* label cluster.x-k8s.io/cluster-name, and
+                                               * only nestcp's or named like them */
+    const struct kube_store *services;        /* label app.kubernetes.io/managed-by=nestcp */
+    const struct kube_store *statefulsets;    /* label app.kubernetes.io/managed-by=nestcp */
+    const struct kube_store *pods;            /* control-plane pods: MANAGER_POD_SELECTOR */
+    const struct kube_store *claims;          /* their claims: MANAGER_CLAIM_SELECTOR */
+    const struct kube_store *configmaps;      /* label app.kubernetes.io/managed-by=nestcp */
+    const struct kube_store *networkpolicies; /* label app.kubernetes.io/managed-by=nestcp */
+    const struct kube_store *jobs;            /* etcd snapshots (controllers/snapshot.h) */
+    double now;                               /* wall clock, seconds since the epoch */
     /* Objects of a name nestcp would write that someone else controls, found by a
      * plan_apply_claimed; read with cache_view_conflict. NULL: none. */
     const struct strmap *conflicts;

@@ -15,8 +15,7 @@ static bool pending(const struct carot_input *in)
 
 bool carot_running(const struct carot_input *in)
 {
-    return in->has_next || in->has_previous ||
-           rotation_phase_running(in->phase);
+    return in->has_next || in->has_previous || rotation_phase_running(in->phase);
 }
 
 static void say(char *buf, size_t size, const char *fmt, va_list ap)
@@ -60,8 +59,7 @@ static void event(struct carot_output *out, const struct carot_input *in, const 
 /* What the shared gate reads of this request. */
 static struct rotation_request request_of(const struct carot_input *in)
 {
-    return (struct rotation_request){in->requested, in->taken, in->upgrading, in->busy,
-                                     in->rolled};
+    return (struct rotation_request){in->requested, in->taken, in->upgrading, in->busy, in->rolled};
 }
 
 /* A request made while this rotation runs waits for it; the condition says so. */

@@ -27,8 +27,8 @@
 
 /* The phases the NestedControlPlane reconciler sets (ncp_phase_of() in controllers/ncpstatus.c
  * and the deletion path in controllers/ncpcomponents.c), then the bucket for anything else. */
-static const char *const phases[] = {"Provisioning",  "Ready",  "Upgrading", "Reconfiguring",
-                                     "Failed", "Deleting", "Unknown"};
+static const char *const phases[] = {"Provisioning", "Ready",    "Upgrading", "Reconfiguring",
+                                     "Failed",       "Deleting", "Unknown"};
 #define N_PHASES (sizeof(phases) / sizeof(phases[0]))
 
 /* The earliest NotAfter of one Secret's certificates, as of one resourceVersion. */
@@ -37,7 +37,7 @@ struct memo {
     char *rv;
     bool readable; /* at least one certificate was read */
     int64_t not_after;
-    unsigned seen; /* the last update that looked at the Secret */
+    unsigned seen;         /* the last update that looked at the Secret */
     struct list_node link; /* in the metrics' memos */
 };
 
@@ -157,8 +157,7 @@ static int kubeconfig_not_after(const char *text, size_t len, bool *found, int64
     r = yamlconv_parse_one(text, len, "kubeconfig", &doc, &e);
     if (r < 0)
         return r == -ENOMEM ? r : 0;
-    cJSON_ArrayForEach(u, cJSON_GetObjectItemCaseSensitive(doc, "users"))
-    {
+    cJSON_ArrayForEach(u, cJSON_GetObjectItemCaseSensitive(doc, "users")) {
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(u, "user"), "client-certificate-data");
         unsigned char *pem = NULL;
@@ -188,8 +187,7 @@ static int secret_read(const cJSON *secret, bool *found, int64_t *earliest)
     *found = false;
     if (!cJSON_IsObject(data))
         return 0;
-    cJSON_ArrayForEach(item, data)
-    {
+    cJSON_ArrayForEach(item, data) {
         bool cert = str_has_suffix(item->string, ".crt");
         bool kubeconfig =
             str_has_suffix(item->string, ".conf") || strcmp(item->string, "value") == 0;
@@ -309,8 +307,8 @@ static int cluster_expiry(struct pass *p, const char *ns, const char *cluster)
             created = cJSON_GetObjectItemCaseSensitive(md, "creationTimestamp");
         double at;
         if (cJSON_IsString(created) && time_parse_rfc3339(created->valuestring, &at) == 0 &&
-            (r = metric_set(p->cm->sa_key_age, (const char *[]){ns, cluster},
-                            p->view->now - at)) < 0)
+            (r = metric_set(p->cm->sa_key_age, (const char *[]){ns, cluster}, p->view->now - at)) <
+                0)
             return r;
     }
     for (int i = 0; i < RENDER_PART__COUNT; i++) {

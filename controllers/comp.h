@@ -45,8 +45,8 @@ struct comp {
     int64_t gen;
     const char *target_hash, *target_version; /* from the control plane, or NULL */
     const char *rolled_back; /* the roll to the target failed and is held back: what failed */
-    bool moving_to_claims; /* etcd: its members move from emptyDir to claims */
-    bool members_settled;  /* etcd: every member votes and its pod is Ready */
+    bool moving_to_claims;   /* etcd: its members move from emptyDir to claims */
+    bool members_settled;    /* etcd: every member votes and its pod is Ready */
     /* etcd: the restore's Events, told once its status write and pod release succeeded */
     size_t restore_events, restore_events_end;
     char restoring[768]; /* etcd: what a running restore does; "" when none runs */
@@ -77,8 +77,8 @@ int comp_cond(struct comp *x, const char *type, const char *status, const char *
               const char *reason, const char *msg);
 
 /* Ready False (and Progressing True) with a reason: nothing below it happens. */
-int comp_not_ready(struct comp *x, const char *severity, const char *reason, const char *fmt,
-                   ...) __attribute__((format(printf, 4, 5)));
+int comp_not_ready(struct comp *x, const char *severity, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* ---- compobjects.c ---- */
 

@@ -41,16 +41,17 @@ int comp_report_persistence(struct comp *x, const struct render_cluster *rc, con
  * it runs, 0 when the membership step goes on, or a negative errno. */
 static int restore_step(struct comp *x, const struct render_cluster *rc, cJSON *objs)
 {
-    struct etcd_restore_input in = {
-        .view = x->view, .etcd = x->obj, .ns = x->ns, .cluster = render_cluster_name(rc),
-        .now = x->view->now};
+    struct etcd_restore_input in = {.view = x->view,
+                                    .etcd = x->obj,
+                                    .ns = x->ns,
+                                    .cluster = render_cluster_name(rc),
+                                    .now = x->view->now};
     struct etcd_restore_output out;
     const cJSON *o;
     struct err e;
     int r;
 
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         if (!in.sts && str(o, "kind") && strcmp(str(o, "kind"), "StatefulSet") == 0)
             in.sts = o;
     }
@@ -61,7 +62,7 @@ static int restore_step(struct comp *x, const struct render_cluster *rc, cJSON *
         return r;
     if (out.reason &&
         (r = comp_cond(x, ETCD_RESTORE_CONDITION, out.status,
-                       out.warning ? STATUS_SEVERITY_WARNING
+                       out.warning                                   ? STATUS_SEVERITY_WARNING
                        : strcmp(out.status, API_CONDITION_TRUE) == 0 ? NULL
                                                                      : STATUS_SEVERITY_INFO,
                        out.reason, out.message)) < 0)
@@ -88,15 +89,18 @@ static int restore_step(struct comp *x, const struct render_cluster *rc, cJSON *
 /* etcd: a snapshot the NestedEtcd's annotation asks for (controllers/etcdsnapshot.h). */
 static int snapshot_step(struct comp *x, const struct render_cluster *rc, const char *certs)
 {
-    struct etcd_snapshot_input in = {.view = x->view, .etcd = x->obj, .ns = x->ns,
-                                     .cluster = render_cluster_name(rc), .certs = certs};
+    struct etcd_snapshot_input in = {.view = x->view,
+                                     .etcd = x->obj,
+                                     .ns = x->ns,
+                                     .cluster = render_cluster_name(rc),
+                                     .certs = certs};
     struct etcd_snapshot_output out;
     int r;
 
     if ((r = etcd_snapshot_step(&in, x->st, x->plan, &out)) < 0 || !out.reason)
         return r;
     return comp_cond(x, ETCD_SNAPSHOT_CONDITION, out.status,
-                     out.warning ? STATUS_SEVERITY_WARNING
+                     out.warning                                   ? STATUS_SEVERITY_WARNING
                      : strcmp(out.status, API_CONDITION_TRUE) == 0 ? NULL
                                                                    : STATUS_SEVERITY_INFO,
                      out.reason, out.message);
@@ -131,8 +135,7 @@ int comp_reconcile_members(struct comp *x, const struct render_cluster *rc, cons
         return r < 0 ? r : 0;
     if ((r = snapshot_step(x, rc, certs)) < 0)
         return r;
-    if ((r = etcd_membership_step(base->members, &in, x->st, x->plan, &x->after_status, &out)) <
-        0)
+    if ((r = etcd_membership_step(base->members, &in, x->st, x->plan, &x->after_status, &out)) < 0)
         return r;
     err_clear(&e);
     if ((r = render_transform_statefulset_scale(objs, out.replicas, out.partition, &e)) < 0)

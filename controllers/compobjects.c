@@ -15,8 +15,8 @@
 #include "lib/render/transform.h"
 
 /* What packages may render, in the order their objects are deleted with a control plane. */
-static const struct kube_resource *const rendered[] = {
-    &KUBE_STATEFULSETS, &KUBE_SERVICES, &KUBE_CONFIGMAPS, &KUBE_NETWORKPOLICIES};
+static const struct kube_resource *const rendered[] = {&KUBE_STATEFULSETS, &KUBE_SERVICES,
+                                                       &KUBE_CONFIGMAPS, &KUBE_NETWORKPOLICIES};
 
 const struct kube_resource *nestedcomponent_rendered(size_t i)
 {
@@ -63,8 +63,7 @@ static bool find_conflict(struct comp *x, const cJSON *objs)
     const char *uid = kube_obj_uid(x->obj);
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         const struct kube_resource *res = resource_of(o);
         const struct kube_store *store = res ? nestedcomponent_rendered_store(x->view, res) : NULL;
         const char *name = kube_obj_name(o), *why;
@@ -123,8 +122,7 @@ int comp_apply_changed(struct comp *x, cJSON *objs)
                 cJSON_GetObjectItemCaseSensitive(live, "spec"), "volumeClaimTemplates")) == 0) {
             int r = 0;
             if (x->members_settled && !status_deleting(live))
-                r = plan_delete_orphan(x->plan, res, x->ns, kube_obj_name(live),
-                                       kube_obj_uid(live),
+                r = plan_delete_orphan(x->plan, res, x->ns, kube_obj_name(live), kube_obj_uid(live),
                                        "StatefulSet %s/%s: replaced by one with a claim per "
                                        "member; its pods stay and are adopted",
                                        x->ns, kube_obj_name(live));
@@ -135,9 +133,8 @@ int comp_apply_changed(struct comp *x, cJSON *objs)
         }
         if ((live ? plan_apply(x->plan, res, o, "%s %s/%s: rendered configuration changed",
                                res->kind, x->ns, kube_obj_name(o))
-                  : plan_apply_claimed(x->plan, res, o, kube_obj_uid(x->obj),
-                                       "%s %s/%s: missing", res->kind, x->ns,
-                                       kube_obj_name(o))) < 0)
+                  : plan_apply_claimed(x->plan, res, o, kube_obj_uid(x->obj), "%s %s/%s: missing",
+                                       res->kind, x->ns, kube_obj_name(o))) < 0)
             return -ENOMEM;
     }
     return 0;
@@ -160,8 +157,7 @@ static bool delete_unrendered(void *userdata, const cJSON *live)
 
     if (!name || status_deleting(live))
         return true;
-    cJSON_ArrayForEach(o, u->objs)
-    {
+    cJSON_ArrayForEach(o, u->objs) {
         if (resource_of(o) == u->res && strcmp(kube_obj_name(o), name) == 0)
             return true;
     }
@@ -229,8 +225,7 @@ int comp_hold_back(struct comp *x, cJSON *objs, const char *stsname)
     struct err e;
     int r;
 
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         const cJSON *kind = get(o, "kind"), *n = get(get(o, "spec"), "replicas");
         if (cJSON_IsString(kind) && strcmp(kind->valuestring, "StatefulSet") == 0 &&
             cJSON_IsNumber(n))

@@ -19,13 +19,13 @@ struct ev_loop;
 struct manager;
 
 struct controllers_opts {
-    const char *templates_dir; /* the package catalog (lib/render) */
-    int64_t cert_renew_before; /* seconds: renew a certificate with less validity left */
-    int64_t cert_validity;     /* seconds: leaves' validity; 0: each validityDays */
-    bool allow_privileged;     /* patches may pass the gate's privilege rules (admin only) */
+    const char *templates_dir;     /* the package catalog (lib/render) */
+    int64_t cert_renew_before;     /* seconds: renew a certificate with less validity left */
+    int64_t cert_validity;         /* seconds: leaves' validity; 0: each validityDays */
+    bool allow_privileged;         /* patches may pass the gate's privilege rules (admin only) */
     const char *manager_namespace; /* the manager's pods' namespace (NetworkPolicies); NULL:
                                       RENDER_CLUSTER_MANAGER_NAMESPACE */
-    struct ev_loop *loop;      /* the manager's loop, for RSA keys made off it; NULL: inline */
+    struct ev_loop *loop;          /* the manager's loop, for RSA keys made off it; NULL: inline */
     /* The admission policy's parameters ConfigMap the manager keeps equal to the catalog
      * (controllers/admissionparams.h); NULL name: none. */
     const char *admission_params_namespace, *admission_params_name;

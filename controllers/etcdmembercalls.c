@@ -116,11 +116,10 @@ static struct etcd_member_list *list_copy(const struct etcd_member_list *l)
     return c;
 }
 
-static void tell(struct obs *o, enum kube_event_type type, const char *reason, const char *fmt,
-                 ...) __attribute__((format(printf, 4, 5)));
+static void tell(struct obs *o, enum kube_event_type type, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static void tell(struct obs *o, enum kube_event_type type, const char *reason, const char *fmt,
-                 ...)
+static void tell(struct obs *o, enum kube_event_type type, const char *reason, const char *fmt, ...)
 {
     struct told *t;
     va_list ap;
@@ -169,8 +168,7 @@ static void record(struct op *op, const struct etcd_result *res, double sent, do
     case ETCD_MEMBERS_ADD_LEARNER:
         tell(o, KUBE_EVENT_NORMAL, "AddedMember", "added %s to etcd as a learner (ID %s)",
              op->peer_url,
-             etcd_json_format_id(res->members && res->members->added ? res->members->added->id
-                                                                    : 0,
+             etcd_json_format_id(res->members && res->members->added ? res->members->added->id : 0,
                                  id));
         break;
     case ETCD_MEMBERS_PROMOTE:
@@ -179,8 +177,8 @@ static void record(struct op *op, const struct etcd_result *res, double sent, do
              etcd_json_format_id(op->member_id, id));
         break;
     case ETCD_MEMBERS_REMOVE:
-        tell(o, KUBE_EVENT_NORMAL, "RemovedMember", "removed member %s (ID %s) from etcd",
-             op->pod, etcd_json_format_id(op->member_id, id));
+        tell(o, KUBE_EVENT_NORMAL, "RemovedMember", "removed member %s (ID %s) from etcd", op->pod,
+             etcd_json_format_id(op->member_id, id));
         break;
     default:
         break;
@@ -285,8 +283,8 @@ int etcd_membership_call_of(const struct plan_action *a, struct etcd_membership_
     return 0;
 }
 
-void etcd_membership_answer(const struct plan_action *a, const struct etcd_result *res,
-                            double sent, double now)
+void etcd_membership_answer(const struct plan_action *a, const struct etcd_result *res, double sent,
+                            double now)
 {
     if (a->call == &etcd_membership_call_ops)
         record(a->call_arg, res, sent, now);

@@ -59,8 +59,7 @@ static char *secret_pem(const cJSON *secret, const char *key)
 }
 
 /* The recorded member of ordinal name in st, or NULL. */
-static struct api_etcd_member_status *member_of(struct api_component_status *st,
-                                                const char *name)
+static struct api_etcd_member_status *member_of(struct api_component_status *st, const char *name)
 {
     for (size_t i = 0; i < st->n_members; i++)
         if (st->members[i].name && strcmp(st->members[i].name, name) == 0)
@@ -190,8 +189,7 @@ static int check_cluster_id(struct step *s, struct etcd_membership_output *out, 
     }
     if (!s->st->cluster_id)
         return set_str(&s->st->cluster_id, id);
-    if (etcd_json_parse_id(s->st->cluster_id, &recorded) == 0 &&
-        recorded == l->header.cluster_id)
+    if (etcd_json_parse_id(s->st->cluster_id, &recorded) == 0 && recorded == l->header.cluster_id)
         return 0;
     *ret_ok = false;
     out->refused = true;
@@ -237,8 +235,7 @@ static int plan_etcd_call(struct step *s, struct plan *after)
     op->ordinal = at;
     snprintf(op->pod, sizeof(op->pod), "%s",
              s->d.ordinal >= 0 ? s->pod_name[s->d.ordinal] : s->pod_name[at]);
-    snprintf(op->host, sizeof(op->host), "%s.%s-etcd.%s.svc", s->pod_name[at], in->cluster,
-             in->ns);
+    snprintf(op->host, sizeof(op->host), "%s.%s-etcd.%s.svc", s->pod_name[at], in->cluster, in->ns);
     snprintf(op->ip, sizeof(op->ip), "%s", str(get(pod, "status"), "podIP"));
     snprintf(op->peer_url, sizeof(op->peer_url), "%s", s->d.peer_url);
     op->member_id = s->d.member_id;
@@ -249,8 +246,8 @@ static int plan_etcd_call(struct step *s, struct plan *after)
         etcd_membership_op_free(op);
         return 0; /* the certs Secret is not in the cache yet */
     }
-    return plan_call(after, &etcd_membership_call_ops, op, "etcd %s/%s: %s via %s",
-                     in->ns, in->cluster, s->d.message, s->pod_name[at]);
+    return plan_call(after, &etcd_membership_call_ops, op, "etcd %s/%s: %s via %s", in->ns,
+                     in->cluster, s->d.message, s->pod_name[at]);
 }
 
 static int plan_release(struct step *s, struct plan *after)
@@ -406,8 +403,7 @@ static bool on_old_storage(const struct step *s, int i)
 
     if (!s->pod[i] || s->mi.storage != API_STORAGE_PVC)
         return false;
-    cJSON_ArrayForEach(v, get(get(s->pod[i], "spec"), "volumes"))
-    {
+    cJSON_ArrayForEach(v, get(get(s->pod[i], "spec"), "volumes")) {
         const char *name = str(v, "name");
         if (name && strcmp(name, "data") == 0)
             return !get(v, "persistentVolumeClaim");
@@ -440,16 +436,15 @@ static int move_to_claim(struct step *s, bool settled, struct plan *after,
         if (s->d.phase == ETCD_MEMBERS_PHASE_OBSERVING)
             out->reason = NULL;
         else
-            say(out, false, s->d.reason, "%s (%d members still to move to claims)",
-                s->d.message, n);
+            say(out, false, s->d.reason, "%s (%d members still to move to claims)", s->d.message,
+                n);
         return 1;
     }
     say(out, false, "MovingToClaim",
         "moving member %s to a claim of its own: its pod is replaced and the member added "
         "again (%d members still to move)",
         s->pod_name[lowest], n);
-    return plan_delete(after, &KUBE_PODS, in->ns, s->pod_name[lowest],
-                       kube_obj_uid(s->pod[lowest]),
+    return plan_delete(after, &KUBE_PODS, in->ns, s->pod_name[lowest], kube_obj_uid(s->pod[lowest]),
                        "Pod %s/%s: member moves from emptyDir to a claim of its own", in->ns,
                        s->pod_name[lowest]) < 0
                ? -ENOMEM
@@ -494,8 +489,8 @@ int etcd_membership_step(struct etcd_membership *em, const struct etcd_membershi
     out->replicas = s.mi.sts_exists ? s.mi.sts_replicas : in->desired;
     /* What etcd confirmed since the last reconcile. */
     for (int i = 0; i < s.o->n_told; i++)
-        if (plan_event(plan, s.o->told[i].type, s.o->told[i].reason, "%s",
-                       s.o->told[i].message) < 0)
+        if (plan_event(plan, s.o->told[i].type, s.o->told[i].reason, "%s", s.o->told[i].message) <
+            0)
             return -ENOMEM;
     s.o->n_told = 0;
     if ((r = check_cluster_id(&s, out, &id_ok)) < 0)
@@ -569,8 +564,8 @@ int etcd_membership_step(struct etcd_membership *em, const struct etcd_membershi
     else if (s.d.phase == ETCD_MEMBERS_PHASE_REFUSED)
         say(out, true, s.d.reason, "%s", s.d.message);
     else if (out->converged)
-        say(out, false, "Scaled", "%d of %d members voting, every member's pod Ready",
-            in->desired, in->desired);
+        say(out, false, "Scaled", "%d of %d members voting, every member's pod Ready", in->desired,
+            in->desired);
     else if (settled && stale)
         say(out, false, "ReplacingMember",
             "replacing member %s-etcd-%d to run the new configuration, one member at a time",

@@ -108,7 +108,7 @@ int etcd_membership_call_of(const struct plan_action *a, struct etcd_membership_
 
 /* Records res as the answer to the call action a, sent at sent and answered at now, as the
  * call itself does when etcd answers. */
-void etcd_membership_answer(const struct plan_action *a, const struct etcd_result *res,
-                            double sent, double now);
+void etcd_membership_answer(const struct plan_action *a, const struct etcd_result *res, double sent,
+                            double now);
 
 #endif

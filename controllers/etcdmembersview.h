@@ -70,7 +70,6 @@ static inline bool pod_running(const struct etcd_members_pod *p)
     return p->exists && !p->gated;
 }
 
-
 /* ---- etcdmembers.c ---- */
 
 /* The ordinal whose peer URL m has; -1 for a foreign member. */

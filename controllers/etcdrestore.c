@@ -41,8 +41,7 @@ static const char *arg_of(const cJSON *container, const char *flag)
     const cJSON *a;
     size_t n = strlen(flag);
 
-    cJSON_ArrayForEach(a, get(container, "args"))
-    {
+    cJSON_ArrayForEach(a, get(container, "args")) {
         if (cJSON_IsString(a) && strncmp(a->valuestring, "--", 2) == 0 &&
             strncmp(a->valuestring + 2, flag, n) == 0 && a->valuestring[2 + n] == '=')
             return a->valuestring + 3 + n;
@@ -54,8 +53,7 @@ static const cJSON *etcd_container(const cJSON *sts)
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, get(get(get(get(sts, "spec"), "template"), "spec"), "containers"))
-    {
+    cJSON_ArrayForEach(c, get(get(get(get(sts, "spec"), "template"), "spec"), "containers")) {
         if (is(text(c, "name"), "etcd"))
             return c;
     }
@@ -148,19 +146,18 @@ oom:
 }
 
 int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_status *st,
-                      struct plan *plan, struct plan *after_status,
-                      struct etcd_restore_output *out)
+                      struct plan *plan, struct plan *after_status, struct etcd_restore_output *out)
 {
     const char *want = kube_obj_annotation(in->etcd, ETCD_RESTORE_ANNOTATION);
-    const cJSON *claim_v = get(get(get(get(in->etcd, "spec"), "snapshots"),
-                                   "persistentVolumeClaim"),
-                               "claimName");
+    const cJSON *claim_v =
+        get(get(get(get(in->etcd, "spec"), "snapshots"), "persistentVolumeClaim"), "claimName");
     const char *claim = cJSON_IsString(claim_v) ? claim_v->valuestring : NULL;
     const cJSON *container = etcd_container(in->sts), *pod, *data, *sts, *job;
-    const char *image = text(container, "image"), *token = arg_of(container, "initial-cluster-token");
+    const char *image = text(container, "image"),
+               *token = arg_of(container, "initial-cluster-token");
     const char *completed_at, *domain;
-    char sts_name[300], member[320], peer_url[800], job_name[SNAPSHOT_NAME_MAX], key[600],
-        why[512], left[340], when[32];
+    char sts_name[300], member[320], peer_url[800], job_name[SNAPSHOT_NAME_MAX], key[600], why[512],
+        left[340], when[32];
     int r;
 
     memset(out, 0, sizeof(*out));
@@ -170,8 +167,8 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
     {
         const char *phase = text(get(get(in->etcd, "status"), "restore"), "phase");
         if ((is(phase, ETCD_RESTORE_RESTORED) || is(phase, ETCD_RESTORE_STOPPING)) &&
-            (r = snapshot_prune(in->view->jobs, kube_obj_uid(in->etcd),
-                                SNAPSHOT_RESTORE_COMPONENT, NULL, plan)) < 0)
+            (r = snapshot_prune(in->view->jobs, kube_obj_uid(in->etcd), SNAPSHOT_RESTORE_COMPONENT,
+                                NULL, plan)) < 0)
             return r;
     }
     if (!want || !*want)
@@ -243,12 +240,10 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
             want);
         return 0;
     }
-    snprintf(peer_url, sizeof(peer_url), "https://%s.%s", member,
-             domain + strlen("$(POD_NAME)."));
+    snprintf(peer_url, sizeof(peer_url), "https://%s.%s", member, domain + strlen("$(POD_NAME)."));
     if (!pod || !data || !kube_obj_uid(data)) {
         say(out, "False", "Restoring", false,
-            "restoring snapshot %s: waiting for pod %s and its new claim %s", want, member,
-            left);
+            "restoring snapshot %s: waiting for pod %s and its new claim %s", want, member, left);
         return 0;
     }
     /* One Job per claim: a member recreated on another claim is restored again. */
@@ -256,13 +251,20 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
     snapshot_restore_name(in->cluster, key, job_name);
     job = kube_store_get(in->view->jobs, in->ns, job_name);
     if (!job) {
-        struct snapshot_restore_input ri = {
-            .ns = in->ns, .cluster = in->cluster,
-            .owner_api_version = text(in->etcd, "apiVersion"),
-            .owner_name = kube_obj_name(in->etcd), .owner_uid = kube_obj_uid(in->etcd),
-            .name = job_name, .snapshot = want, .claim = claim, .data_claim = left,
-            .image = image, .member = member, .peer_url = peer_url, .token = token,
-            .bump_revision = ETCD_RESTORE_BUMP};
+        struct snapshot_restore_input ri = {.ns = in->ns,
+                                            .cluster = in->cluster,
+                                            .owner_api_version = text(in->etcd, "apiVersion"),
+                                            .owner_name = kube_obj_name(in->etcd),
+                                            .owner_uid = kube_obj_uid(in->etcd),
+                                            .name = job_name,
+                                            .snapshot = want,
+                                            .claim = claim,
+                                            .data_claim = left,
+                                            .image = image,
+                                            .member = member,
+                                            .peer_url = peer_url,
+                                            .token = token,
+                                            .bump_revision = ETCD_RESTORE_BUMP};
         cJSON *obj = snapshot_restore_job(&ri);
 
         if (!obj || plan_create(plan, &KUBE_JOBS, obj, "Job %s/%s: restore snapshot %s into %s",

@@ -48,7 +48,7 @@ struct etcd_safety {
      * members: the StatefulSet is replaced by one with claims (its pods orphaned and adopted)
      * and the members move to claims one at a time, each added again from the others. */
     bool moving_to_claims;
-    char message[1024];  /* why refused, or (not_persistent) what would be lost and how to fix */
+    char message[1024]; /* why refused, or (not_persistent) what would be lost and how to fix */
 };
 
 void etcd_safety_check(const struct etcd_safety_input *in, struct etcd_safety *out);

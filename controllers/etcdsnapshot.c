@@ -44,11 +44,10 @@ int etcd_snapshot_step(const struct etcd_snapshot_input *in, struct api_componen
                        struct plan *plan, struct etcd_snapshot_output *out)
 {
     const char *want = kube_obj_annotation(in->etcd, ETCD_SNAPSHOT_ANNOTATION);
-    const cJSON *claim_v = get(get(get(get(in->etcd, "spec"), "snapshots"),
-                                   "persistentVolumeClaim"),
-                               "claimName");
-    const char *claim = cJSON_IsString(claim_v) && claim_v->valuestring[0] ? claim_v->valuestring
-                                                                           : NULL;
+    const cJSON *claim_v =
+        get(get(get(get(in->etcd, "spec"), "snapshots"), "persistentVolumeClaim"), "claimName");
+    const char *claim =
+        cJSON_IsString(claim_v) && claim_v->valuestring[0] ? claim_v->valuestring : NULL;
     const char *host, *image, *done_at;
     const cJSON *job, *sts;
     char key[700], name[SNAPSHOT_NAME_MAX], sts_name[300], why[512];
@@ -65,9 +64,8 @@ int etcd_snapshot_step(const struct etcd_snapshot_input *in, struct api_componen
             return r;
     }
     if (!want || !*want ||
-        (is(st->snapshot_request, want) &&
-         (is(st->snapshot_phase, ETCD_SNAPSHOT_COMPLETE) ||
-          is(st->snapshot_phase, ETCD_SNAPSHOT_FAILED))))
+        (is(st->snapshot_request, want) && (is(st->snapshot_phase, ETCD_SNAPSHOT_COMPLETE) ||
+                                            is(st->snapshot_phase, ETCD_SNAPSHOT_FAILED))))
         return 0;
     if (!claim) {
         say(out, "False", "NoSnapshotClaim", true,
@@ -89,22 +87,25 @@ int etcd_snapshot_step(const struct etcd_snapshot_input *in, struct api_componen
     }
     job = kube_store_get(in->view->jobs, in->ns, name);
     if (!job) {
-        struct snapshot_job_input ji = {
-            .ns = in->ns, .cluster = in->cluster,
-            .owner_api_version = cJSON_IsString(get(in->etcd, "apiVersion"))
-                                     ? get(in->etcd, "apiVersion")->valuestring
-                                     : "",
-            .owner_kind = api_kind_info(API_KIND_NESTED_ETCD)->name,
-            .owner_name = kube_obj_name(in->etcd), .owner_uid = kube_obj_uid(in->etcd),
-            .name = name, .claim = claim, .certs_secret = in->certs};
+        struct snapshot_job_input ji = {.ns = in->ns,
+                                        .cluster = in->cluster,
+                                        .owner_api_version =
+                                            cJSON_IsString(get(in->etcd, "apiVersion"))
+                                                ? get(in->etcd, "apiVersion")->valuestring
+                                                : "",
+                                        .owner_kind = api_kind_info(API_KIND_NESTED_ETCD)->name,
+                                        .owner_name = kube_obj_name(in->etcd),
+                                        .owner_uid = kube_obj_uid(in->etcd),
+                                        .name = name,
+                                        .claim = claim,
+                                        .certs_secret = in->certs};
         cJSON *obj;
 
         snprintf(sts_name, sizeof(sts_name), "%s-etcd", in->cluster);
         sts = kube_store_get(in->view->statefulsets, in->ns, sts_name);
         if (!in->certs || snapshot_source(in->view->pods, sts, in->etcd, &host, &image) < 0) {
             say(out, "False", ETCD_SNAPSHOT_TAKING, false,
-                "snapshot %s (request %s): waiting for a ready member to take it from", name,
-                want);
+                "snapshot %s (request %s): waiting for a ready member to take it from", name, want);
             return 0;
         }
         ji.endpoint_host = host;
@@ -114,8 +115,8 @@ int etcd_snapshot_step(const struct etcd_snapshot_input *in, struct api_componen
                         name, want) < 0)
             return -ENOMEM;
         say(out, "False", ETCD_SNAPSHOT_TAKING, false,
-            "Job %s writes snapshot %s.db (request %s) from %s to claim %s", name, name, want,
-            host, claim);
+            "Job %s writes snapshot %s.db (request %s) from %s to claim %s", name, name, want, host,
+            claim);
         return 0;
     }
     switch (snapshot_job_state(job, why, sizeof(why), &done_at)) {
@@ -127,8 +128,8 @@ int etcd_snapshot_step(const struct etcd_snapshot_input *in, struct api_componen
         if ((r = str_set(&st->snapshot_phase, ETCD_SNAPSHOT_FAILED)) < 0)
             return r;
         say(out, "False", "SnapshotFailed", true,
-            "snapshot %s (request %s) failed: Job %s: %s; ask again with another value of %s",
-            name, want, name, why, ETCD_SNAPSHOT_ANNOTATION);
+            "snapshot %s (request %s) failed: Job %s: %s; ask again with another value of %s", name,
+            want, name, why, ETCD_SNAPSHOT_ANNOTATION);
         return 0;
     case SNAPSHOT_COMPLETE:
         break;

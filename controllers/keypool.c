@@ -29,9 +29,9 @@ struct keypool {
     /* Shared with the worker, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    size_t todo[N_ALGS];        /* keys the worker still has to generate */
+    size_t todo[N_ALGS];         /* keys the worker still has to generate */
     struct keylist done[N_ALGS]; /* generated, not yet moved to stock */
-    size_t failed[N_ALGS];      /* generations that failed */
+    size_t failed[N_ALGS];       /* generations that failed */
     bool stop;
 };
 

@@ -123,8 +123,7 @@ const cJSON *lookup_capi_cluster(const struct cache_view *view, const cJSON *obj
     return member_capi_cluster(&src, obj, kind, ret_by_owner, NULL);
 }
 
-const char *lookup_cluster_name(const struct cache_view *view, const cJSON *obj,
-                                enum api_kind kind)
+const char *lookup_cluster_name(const struct cache_view *view, const cJSON *obj, enum api_kind kind)
 {
     struct render_source src = source_of(view);
 
@@ -152,16 +151,14 @@ const cJSON *lookup_control_plane_of_component(const struct cache_view *view,
     return member_control_plane_of_component(&src, component, part);
 }
 
-const cJSON *lookup_control_plane_of_nested_cluster(const struct cache_view *view,
-                                                    const cJSON *nc)
+const cJSON *lookup_control_plane_of_nested_cluster(const struct cache_view *view, const cJSON *nc)
 {
     struct render_source src = source_of(view);
 
     return member_control_plane_of_nested_cluster(&src, nc);
 }
 
-const cJSON *lookup_nested_cluster_of_control_plane(const struct cache_view *view,
-                                                    const cJSON *ncp)
+const cJSON *lookup_nested_cluster_of_control_plane(const struct cache_view *view, const cJSON *ncp)
 {
     struct render_source src = source_of(view);
 
@@ -226,17 +223,17 @@ void lookup_control_planes_for(const struct cache_view *view, const struct kube_
         const cJSON *ref = kube_obj_controller_ref(obj);
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(ref, "kind");
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
-        const cJSON *sts = cJSON_IsString(k) && strcmp(k->valuestring, "StatefulSet") == 0 &&
-                                   cJSON_IsString(n)
-                               ? kube_store_get(view->statefulsets, ns, n->valuestring)
-                               : NULL;
+        const cJSON *sts =
+            cJSON_IsString(k) && strcmp(k->valuestring, "StatefulSet") == 0 && cJSON_IsString(n)
+                ? kube_store_get(view->statefulsets, ns, n->valuestring)
+                : NULL;
         if (sts)
             ncp = control_plane_of_owner(view, sts);
     } else {
         ncp = control_plane_of_owner(view, obj);
         if (!ncp && !kube_obj_controller_ref(obj) && eq(res->resource, "secrets"))
-            ncp = member_control_plane_of_cluster_name(&src, ns,
-                                                       kube_obj_label(obj, MEMBER_CLUSTER_NAME_LABEL));
+            ncp = member_control_plane_of_cluster_name(
+                &src, ns, kube_obj_label(obj, MEMBER_CLUSTER_NAME_LABEL));
     }
     if (ncp)
         fn(userdata, ncp);

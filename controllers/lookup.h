@@ -51,8 +51,7 @@ const cJSON *lookup_control_plane_of_component(const struct cache_view *view,
 
 /* The control plane of a NestedCluster: through its Cluster's spec.controlPlaneRef, or, with
  * no Cluster, the control plane in its namespace with the same cluster name. */
-const cJSON *lookup_control_plane_of_nested_cluster(const struct cache_view *view,
-                                                    const cJSON *nc);
+const cJSON *lookup_control_plane_of_nested_cluster(const struct cache_view *view, const cJSON *nc);
 
 /* The NestedCluster of a control plane: its Cluster's spec.infrastructureRef, or, with no
  * Cluster, the NestedCluster in its namespace with the same cluster name. NULL if none. */

@@ -72,9 +72,10 @@ int ncp_reconcile_delete(struct cp *x)
         c.uids[i] = kube_obj_uid(comp);
         c.left++;
         if (!status_deleting(comp) &&
-            plan_delete(x->plan, nested_part_resource((enum render_part)i), x->ns, kube_obj_name(comp),
-                        kube_obj_uid(comp), "%s %s/%s: the control plane is being deleted",
-                        nested_part_resource((enum render_part)i)->kind, x->ns, kube_obj_name(comp)) < 0)
+            plan_delete(
+                x->plan, nested_part_resource((enum render_part)i), x->ns, kube_obj_name(comp),
+                kube_obj_uid(comp), "%s %s/%s: the control plane is being deleted",
+                nested_part_resource((enum render_part)i)->kind, x->ns, kube_obj_name(comp)) < 0)
             return -ENOMEM;
     }
     /* What the components own goes now too, so nothing runs on without them. */
@@ -117,13 +118,11 @@ static int adopt(struct cp *x, enum render_part part, const cJSON *comp)
 
     meta = cJSON_AddObjectToObject(patch, "metadata");
     arr = cJSON_AddArrayToObject(meta, "ownerReferences");
-    if (!arr || !cJSON_AddStringToObject(meta, "resourceVersion",
-                                         kube_obj_resource_version(comp)
-                                             ? kube_obj_resource_version(comp)
-                                             : ""))
+    if (!arr || !cJSON_AddStringToObject(
+                    meta, "resourceVersion",
+                    kube_obj_resource_version(comp) ? kube_obj_resource_version(comp) : ""))
         goto oom;
-    cJSON_ArrayForEach(ref, refs)
-    {
+    cJSON_ArrayForEach(ref, refs) {
         if (!cJSON_AddItemToArray(arr, cJSON_Duplicate(ref, true)))
             goto oom;
     }

@@ -20,10 +20,10 @@
 
 static struct api_rollout_target *target_of(struct api_rollout *ro, int i)
 {
-    return i == ROLLOUT_ETCD ? &ro->etcd
-                             : i == ROLLOUT_APISERVER ? &ro->apiserver : &ro->controller_manager;
+    return i == ROLLOUT_ETCD        ? &ro->etcd
+           : i == ROLLOUT_APISERVER ? &ro->apiserver
+                                    : &ro->controller_manager;
 }
-
 
 int ncp_compute_desired(struct cp *x, const struct render_cluster *rc,
                         const struct render_cluster_pki *pki, struct desired_all *da)
@@ -71,7 +71,6 @@ static int etcd_learners(const cJSON *etcd)
     return n;
 }
 
-
 /* ---- the brake (controllers/brake.h) ---- */
 
 /* The Upgrading condition of a cached control plane: status, reason, lastTransitionTime. */
@@ -81,8 +80,7 @@ static void upgrading_of(const cJSON *ncp, const char **ret_status, const char *
     const cJSON *c;
 
     *ret_status = *ret_reason = *ret_since = NULL;
-    cJSON_ArrayForEach(c, get(get(ncp, "status"), "conditions"))
-    {
+    cJSON_ArrayForEach(c, get(get(ncp, "status"), "conditions")) {
         const cJSON *t = get(c, "type");
         if (!cJSON_IsString(t) || strcmp(t->valuestring, "Upgrading") != 0)
             continue;
@@ -103,8 +101,8 @@ static bool str_is(const char *a, const char *b)
 /* What the brake reads of one cached control plane: rolling (Upgrading True, RollingOut, or
  * let start by this process and not yet shown by the cache), waiting (Upgrading True,
  * RolloutQueued, neither paused nor being deleted) and since when. */
-static void peer_of(const struct nested_ctx *ctx, const struct cache_view *view,
-                    const cJSON *ncp, struct brake_peer *ret)
+static void peer_of(const struct nested_ctx *ctx, const struct cache_view *view, const cJSON *ncp,
+                    struct brake_peer *ret)
 {
     const char *status, *reason, *since;
     char key[2 * RENDER_CLUSTER_NAME_MAX + 2];
@@ -230,7 +228,8 @@ static int apply_brake(struct cp *x, const struct rollout_input *in, const struc
     }
     bi.peers = p.items;
     bi.n_peers = p.n;
-    bi.limit = brake_limit_resolve(&x->ctx->max_rollouts, kube_store_count(x->view->control_planes));
+    bi.limit =
+        brake_limit_resolve(&x->ctx->max_rollouts, kube_store_count(x->view->control_planes));
     brake_decide(&bi, &bo);
     free(p.items);
     if (bo.go)
@@ -308,8 +307,7 @@ int ncp_restart_after_restore(struct cp *x, const struct desired_all *da)
                 time_parse_rfc3339(ts->valuestring, &created) < 0 || created >= restored)
                 continue;
             if (plan_delete(x->plan, &KUBE_PODS, x->ns, name, kube_obj_uid(pod),
-                            "Pod %s/%s: it started before etcd was restored", x->ns,
-                            name) < 0 ||
+                            "Pod %s/%s: it started before etcd was restored", x->ns, name) < 0 ||
                 plan_event(x->plan, KUBE_EVENT_NORMAL, "RestartedAfterRestore",
                            "Pod %s deleted: it started before etcd was restored from a "
                            "snapshot at %s, and restarts with none of the discarded history",
@@ -349,9 +347,9 @@ static void version_changes(const struct rollout_input *in, const struct rollout
 
     buf[0] = '\0';
     for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
-        starts = starts || (out->target_changed[parts[k]] &&
-                            version_moves(in->c[parts[k]].target.version,
-                                          out->target[parts[k]].version));
+        starts = starts ||
+                 (out->target_changed[parts[k]] &&
+                  version_moves(in->c[parts[k]].target.version, out->target[parts[k]].version));
     for (size_t k = 0; starts && k < sizeof(parts) / sizeof(parts[0]); k++) {
         const char *from = in->c[parts[k]].target.version, *to = in->c[parts[k]].desired.version;
         int n;
@@ -381,15 +379,15 @@ static int record_snapshot(struct api_rollout_snapshot *s, const char *name, con
  * complete once, etcd is snapshotted to the claim its NestedEtcd names (controllers/snapshot.h):
  * nothing moves until the snapshot Job has completed; a failed one stops the roll. Where no
  * claim is named the roll goes on, and status.rollout.snapshot says no snapshot was taken. */
-static int snapshot_gate(struct cp *x, const struct rollout_input *in,
-                         const struct desired_all *da, struct rollout_output *out)
+static int snapshot_gate(struct cp *x, const struct rollout_input *in, const struct desired_all *da,
+                         struct rollout_output *out)
 {
     struct api_rollout_snapshot *sn = &x->st->rollout.snapshot;
     const cJSON *etcd = lookup_component(x->view, x->obj, RENDER_PART_ETCD), *job;
-    const cJSON *claim_v = get(get(get(get(etcd, "spec"), "snapshots"), "persistentVolumeClaim"),
-                               "claimName");
-    const char *claim = cJSON_IsString(claim_v) && claim_v->valuestring[0] ? claim_v->valuestring
-                                                                           : NULL;
+    const cJSON *claim_v =
+        get(get(get(get(etcd, "spec"), "snapshots"), "persistentVolumeClaim"), "claimName");
+    const char *claim =
+        cJSON_IsString(claim_v) && claim_v->valuestring[0] ? claim_v->valuestring : NULL;
     const char *done_at, *host, *image;
     char before[256], key[512], name[SNAPSHOT_NAME_MAX], why[512], msg[1024];
     int r;
@@ -411,45 +409,49 @@ static int snapshot_gate(struct cp *x, const struct rollout_input *in,
         if (sn->name && str_is(sn->before, before))
             return 0;
         str_printf(msg, sizeof(msg),
-                 "no etcd snapshot was taken before %s: NestedEtcd %s/%s names no "
-                 "spec.snapshots.persistentVolumeClaim",
-                 before, x->ns, kube_obj_name(etcd));
+                   "no etcd snapshot was taken before %s: NestedEtcd %s/%s names no "
+                   "spec.snapshots.persistentVolumeClaim",
+                   before, x->ns, kube_obj_name(etcd));
         return record_snapshot(sn, NULL, NULL, NULL, before, msg);
     }
     /* One snapshot per requested change: the versions it goes to and the generations that
      * asked for them (a change asked again later is snapshotted again). */
     str_printf(key, sizeof(key), "%s/%s etcd=%s apiserver=%s gen=%lld,%lld,%lld", x->ns, x->name,
-             in->c[ROLLOUT_ETCD].desired.version ? in->c[ROLLOUT_ETCD].desired.version : "",
-             in->c[ROLLOUT_APISERVER].desired.version ? in->c[ROLLOUT_APISERVER].desired.version
-                                                      : "",
-             (long long)x->gen, generation_of(etcd),
-             generation_of(lookup_component(x->view, x->obj, RENDER_PART_APISERVER)));
+               in->c[ROLLOUT_ETCD].desired.version ? in->c[ROLLOUT_ETCD].desired.version : "",
+               in->c[ROLLOUT_APISERVER].desired.version ? in->c[ROLLOUT_APISERVER].desired.version
+                                                        : "",
+               (long long)x->gen, generation_of(etcd),
+               generation_of(lookup_component(x->view, x->obj, RENDER_PART_APISERVER)));
     snapshot_name(x->cluster, key, name);
     if (str_is(sn->name, name) && str_is(sn->claim_name, claim) && sn->taken_at)
         return 0;
     job = kube_store_get(x->view->jobs, x->ns, name);
     if (!job) {
-        struct snapshot_job_input ji = {
-            .ns = x->ns, .cluster = x->cluster, .owner_name = x->name,
-            .owner_api_version = text_of(x->obj, "apiVersion"), .owner_uid = kube_obj_uid(x->obj),
-            .name = name, .claim = claim, .certs_secret = da->ss[ROLLOUT_ETCD].certs};
+        struct snapshot_job_input ji = {.ns = x->ns,
+                                        .cluster = x->cluster,
+                                        .owner_name = x->name,
+                                        .owner_api_version = text_of(x->obj, "apiVersion"),
+                                        .owner_uid = kube_obj_uid(x->obj),
+                                        .name = name,
+                                        .claim = claim,
+                                        .certs_secret = da->ss[ROLLOUT_ETCD].certs};
         cJSON *obj;
 
         hold_targets(in, out, ROLLOUT_PHASE_UPGRADING, BRAKE_REASON_ROLLING);
         if (!ji.certs_secret ||
             snapshot_source(x->view->pods, da->sts[ROLLOUT_ETCD], etcd, &host, &image) < 0) {
             str_printf(out->message, sizeof(out->message),
-                     "waiting for a ready etcd member to snapshot before %s", before);
+                       "waiting for a ready etcd member to snapshot before %s", before);
             return 0;
         }
         ji.endpoint_host = host;
         ji.image = image;
         str_printf(out->message, sizeof(out->message),
-                 "taking etcd snapshot %s.db on claim %s before %s (Job %s)", name, claim,
-                 before, name);
+                   "taking etcd snapshot %s.db on claim %s before %s (Job %s)", name, claim, before,
+                   name);
         if (!(obj = snapshot_job(&ji)) ||
-            plan_create(x->plan, &KUBE_JOBS, obj, "Job %s/%s: etcd snapshot before %s", x->ns,
-                        name, before) < 0 ||
+            plan_create(x->plan, &KUBE_JOBS, obj, "Job %s/%s: etcd snapshot before %s", x->ns, name,
+                        before) < 0 ||
             plan_event(x->plan, KUBE_EVENT_NORMAL, "TakingSnapshot",
                        "Job %s writes etcd snapshot %s.db from %s to claim %s before %s", name,
                        name, host, claim, before) < 0)
@@ -460,16 +462,16 @@ static int snapshot_gate(struct cp *x, const struct rollout_input *in,
     case SNAPSHOT_RUNNING:
         hold_targets(in, out, ROLLOUT_PHASE_UPGRADING, BRAKE_REASON_ROLLING);
         str_printf(out->message, sizeof(out->message),
-                 "taking etcd snapshot %s.db on claim %s before %s (Job %s)", name, claim,
-                 before, name);
+                   "taking etcd snapshot %s.db on claim %s before %s (Job %s)", name, claim, before,
+                   name);
         return 0;
     case SNAPSHOT_FAILED:
         hold_targets(in, out, ROLLOUT_PHASE_STALLED, "SnapshotFailed");
         str_printf(out->message, sizeof(out->message),
-                 "etcd snapshot Job %s failed (%s); %s waits. Delete the Job to take the "
-                 "snapshot again, or remove spec.snapshots from NestedEtcd %s to go on without "
-                 "one",
-                 name, why, before, kube_obj_name(etcd));
+                   "etcd snapshot Job %s failed (%s); %s waits. Delete the Job to take the "
+                   "snapshot again, or remove spec.snapshots from NestedEtcd %s to go on without "
+                   "one",
+                   name, why, before, kube_obj_name(etcd));
         return 0;
     case SNAPSHOT_COMPLETE:
         break;
@@ -541,8 +543,8 @@ int ncp_step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
             !in.c[i].complete)
             active = i;
     }
-    if ((r = ncp_set_str(&ro->step, active >= 0 ? render_part_field((enum render_part)active)
-                                                 : NULL)) < 0)
+    if ((r = ncp_set_str(&ro->step,
+                         active >= 0 ? render_part_field((enum render_part)active) : NULL)) < 0)
         return r;
     return ncp_set_str(&ro->target_version, in.c[ROLLOUT_APISERVER].desired.version);
 }

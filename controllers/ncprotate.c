@@ -38,7 +38,7 @@ static const char *annotation_of(const cJSON *obj, const char *key)
 /* A merge patch of a key Secret, conditional on the resourceVersion the decision read: data
  * and annotations as given (null removes a key). Takes data and annotations. */
 static int patch_secret(struct cp *x, const cJSON *sa, cJSON *data, cJSON *annotations,
-                    const char *why)
+                        const char *why)
 {
     const cJSON *rv = get(get(sa, "metadata"), "resourceVersion");
     cJSON *patch = cJSON_CreateObject(), *md = cJSON_CreateObject();
@@ -59,7 +59,8 @@ static int patch_secret(struct cp *x, const cJSON *sa, cJSON *data, cJSON *annot
         data = NULL;
     }
     if (!annotations || !data ||
-        !cJSON_AddStringToObject(md, "resourceVersion", cJSON_IsString(rv) ? rv->valuestring : "")) {
+        !cJSON_AddStringToObject(md, "resourceVersion",
+                                 cJSON_IsString(rv) ? rv->valuestring : "")) {
         cJSON_Delete(patch);
         return -ENOMEM;
     }
@@ -116,7 +117,8 @@ out:
  * moved as they are (base64), nothing is decoded. */
 static int plan_sa_switch(struct cp *x, const cJSON *sa)
 {
-    const cJSON *np = data_of(sa, PKI_SECRET_SA_NEXT_PUB), *nk = data_of(sa, PKI_SECRET_SA_NEXT_KEY);
+    const cJSON *np = data_of(sa, PKI_SECRET_SA_NEXT_PUB),
+                *nk = data_of(sa, PKI_SECRET_SA_NEXT_KEY);
     const cJSON *old = data_of(sa, PKI_SECRET_TLS_CRT);
     const char *made = annotation_of(sa, PKI_SA_NEXT_KEY_CREATED_ANNOTATION);
     cJSON *data = cJSON_CreateObject(), *ann = cJSON_CreateObject();
@@ -138,7 +140,8 @@ static int plan_sa_switch(struct cp *x, const cJSON *sa)
         cJSON_Delete(ann);
         return -ENOMEM;
     }
-    return patch_secret(x, sa, data, ann, "the new service-account key signs, the old one verifies");
+    return patch_secret(x, sa, data, ann,
+                        "the new service-account key signs, the old one verifies");
 }
 
 static int plan_sa_drop(struct cp *x, const cJSON *sa)
@@ -383,8 +386,7 @@ static int plan_ca_step(struct cp *x, const cJSON *secret, enum carot_action act
 }
 
 static int ca_act(struct cp *x, const struct render_cluster_pki *pki, enum api_ca ca,
-                  const struct carot_input *in, const cJSON *secret,
-                  const struct carot_output *out)
+                  const struct carot_input *in, const cJSON *secret, const struct carot_output *out)
 {
     struct api_ca_rotation_status *st = &x->st->ca[ca];
     int r = 0;

@@ -18,8 +18,7 @@ int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
     const cJSON *ca;
     int n = 0;
 
-    cJSON_ArrayForEach(ca, render_cluster_pki_created(pki))
-    {
+    cJSON_ArrayForEach(ca, render_cluster_pki_created(pki)) {
         cJSON *copy = cJSON_Duplicate(ca, true);
         if (!copy || plan_create_else_read(x->plan, &KUBE_SECRETS, copy, "Secret %s/%s: new CA",
                                            x->ns, kube_obj_name(ca)) < 0)
@@ -101,7 +100,7 @@ int ncp_ca_expiry(struct cp *x, const struct render_cluster_pki *pki)
                  "certificates, not a CA by itself: rotate it before then "
                  "(spec.certificates.rotate.%s, docs/certificates.md)",
                  x->ns, name, which, when, (long long)((not_after - now) / (24 * 3600)),
-                 strcmp(which, "etcd") == 0        ? "etcdCA"
+                 strcmp(which, "etcd") == 0          ? "etcdCA"
                  : strcmp(which, "front-proxy") == 0 ? "frontProxyCA"
                                                      : "clusterCA");
     if (r == 0 && !told &&
@@ -134,15 +133,16 @@ int ncp_plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
         return 0;
     }
     if (r < 0)
-        return r == -ENOMEM ? r : ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
-                                      "KubeconfigFailed", "%s", e.msg);
+        return r == -ENOMEM ? r
+                            : ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                                       "KubeconfigFailed", "%s", e.msg);
     if (!secret) {
         nested_requeue_for_renewal(x->plan, x->view->now, renew_at);
         return 0;
     }
     if (live)
-        return plan_apply(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: kubeconfig renewed",
-                          x->ns, name);
+        return plan_apply(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: kubeconfig renewed", x->ns,
+                          name);
     return plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: admin kubeconfig", x->ns,
                        name);
 }

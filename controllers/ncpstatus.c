@@ -14,8 +14,7 @@
 
 /* Whether a component from first to last is to run another version than it reports running
  * (its status.version): each may run its own override of the control plane's. */
-static bool versions_changing(const struct cp *x, const struct desired_all *da, int first,
-                              int last)
+static bool versions_changing(const struct cp *x, const struct desired_all *da, int first, int last)
 {
     for (int i = first; i <= last; i++) {
         const cJSON *comp = lookup_component(x->view, x->obj, (enum render_part)i);
@@ -69,8 +68,7 @@ static int copy_etcd_addresses(struct cp *x)
         return 0;
     if (!(st->etcd_addresses = calloc((size_t)n, sizeof(*st->etcd_addresses))))
         return -ENOMEM;
-    cJSON_ArrayForEach(a, arr)
-    {
+    cJSON_ArrayForEach(a, arr) {
         const cJSON *ip = get(a, "ip"), *host = get(a, "hostname"), *port = get(a, "port");
         struct api_etcd_address *d = &st->etcd_addresses[i];
         d->ip = cJSON_IsString(ip) ? strdup(ip->valuestring) : NULL;
@@ -125,8 +123,8 @@ int ncp_aggregate(struct cp *x, const struct rollout_output *out, const struct d
         r = ncp_cond(x, "Ready", API_CONDITION_TRUE, NULL, "Ready", "%s",
                      out->phase == ROLLOUT_PHASE_READY    ? "every component is ready"
                      : out->phase == ROLLOUT_PHASE_QUEUED ? "serving; a rollout waits for a slot "
-                                                        "(Upgrading: RolloutQueued)"
-                                                      : "serving while a rollout runs");
+                                                            "(Upgrading: RolloutQueued)"
+                                                          : "serving while a rollout runs");
     else
         r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, out->reason, "%s",
                      out->message);
@@ -136,8 +134,8 @@ int ncp_aggregate(struct cp *x, const struct rollout_output *out, const struct d
                       out->serving ? NULL : STATUS_SEVERITY_INFO,
                       out->serving ? "Available" : "NotServing", "%s",
                       out->serving ? "etcd has quorum and the API servers and controller managers "
-                                 "have ready replicas"
-                               : "not every component has ready replicas")) < 0)
+                                     "have ready replicas"
+                                   : "not every component has ready replicas")) < 0)
         return r;
     if (refusal_reason)
         return ncp_cond(x, "Upgrading", API_CONDITION_FALSE, STATUS_SEVERITY_WARNING,

@@ -48,8 +48,8 @@ static void memo_remember(void *ctx, const char *digest, int64_t until, int64_t 
         free(c);
 }
 
-void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
-                     struct keypool *keys, int64_t cert_renew_before)
+void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat, struct keypool *keys,
+                     int64_t cert_renew_before)
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->cat = cat;
@@ -154,8 +154,9 @@ void nested_etcd_safety(const struct cache_view *view, const struct render_sourc
     }
     in.exists = ss.exists;
     in.live_replicas = ss.replicas;
-    in.live_claims = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
-                         cJSON_GetObjectItemCaseSensitive(sts, "spec"), "volumeClaimTemplates")) > 0;
+    in.live_claims =
+        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(sts, "spec"), "volumeClaimTemplates")) > 0;
     in.changes = desired_hash && ss.template_hash && strcmp(desired_hash, ss.template_hash) != 0;
     in.replicas = etcd->spec.replicas > 0 ? etcd->spec.replicas : 1;
     in.storage = etcd->spec.storage.kind;
@@ -173,8 +174,7 @@ int nested_secret_not_after(const cJSON *secret, int64_t *ret_not_after)
     int64_t earliest = 0;
     bool found = false;
 
-    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(secret, "data"))
-    {
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(secret, "data")) {
         const char *key = v->string;
         bool cert = str_has_suffix(key, ".crt"), conf = str_has_suffix(key, ".conf");
         struct pki_kubeconfig_creds *creds = NULL;

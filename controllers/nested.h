@@ -56,10 +56,10 @@ struct nested_part_ctx {
 struct nested_ctx {
     const struct render_catalog *cat;
     struct api_catalog api_cat;
-    struct keypool *keys;      /* RSA keys off the loop; NULL: generated inline */
-    int64_t cert_renew_before; /* seconds; 0: each control plane's renewBeforeDays */
-    int64_t cert_validity;     /* seconds; 0: each control plane's validityDays */
-    bool allow_privileged;     /* render_cluster_set_allow_privileged, the admin's flag */
+    struct keypool *keys;          /* RSA keys off the loop; NULL: generated inline */
+    int64_t cert_renew_before;     /* seconds; 0: each control plane's renewBeforeDays */
+    int64_t cert_validity;         /* seconds; 0: each control plane's validityDays */
+    bool allow_privileged;         /* render_cluster_set_allow_privileged, the admin's flag */
     const char *manager_namespace; /* render_cluster_set_manager_namespace; NULL: default */
     struct nested_part_ctx parts[RENDER_PART__COUNT];
     /* Certificate checks that passed, kept across reconciles (render_check_memo). */
@@ -111,8 +111,8 @@ void nested_requeue_for_renewal(struct plan *plan, double now, int64_t renew_at)
 /* Applies the manager's certificate flags to rc. */
 void nested_cert_policy(const struct nested_ctx *ctx, struct render_cluster *rc);
 
-void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat,
-                     struct keypool *keys, int64_t cert_renew_before);
+void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat, struct keypool *keys,
+                     int64_t cert_renew_before);
 void nested_ctx_done(struct nested_ctx *ctx);
 
 /* Renders every component of rc that exists with a placeholder certs Secret, so that what
@@ -167,8 +167,7 @@ const struct kube_store *nestedcomponent_rendered_store(const struct cache_view 
 
 int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const char *ns,
                               const char *name, struct plan *plan, struct err *e);
-void nestedcomponent_map(void *ctx, const struct cache_view *view,
-                         const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
-                         void *q);
+void nestedcomponent_map(void *ctx, const struct cache_view *view, const struct kube_resource *res,
+                         const cJSON *obj, enqueue_fn enqueue, void *q);
 
 #endif

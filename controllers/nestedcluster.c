@@ -43,8 +43,7 @@ static const char *ready_message(const cJSON *ncp)
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, get(get(ncp, "status"), "conditions"))
-    {
+    cJSON_ArrayForEach(c, get(get(ncp, "status"), "conditions")) {
         const cJSON *type = get(c, "type"), *msg = get(c, "message");
         if (cJSON_IsString(type) && strcmp(type->valuestring, "Ready") == 0)
             return cJSON_IsString(msg) ? msg->valuestring : "";
@@ -106,13 +105,13 @@ static int observe(const struct cache_view *view, const cJSON *obj,
                              STATUS_SEVERITY_WARNING, "EndpointMismatch", gen, view->now,
                              "spec.controlPlaneEndpoint %s:%d differs from %s:%d, the endpoint "
                              "of NestedControlPlane %s",
-                             nc->control_plane_endpoint.host, nc->control_plane_endpoint.port,
-                             host, port, kube_obj_name(ncp));
+                             nc->control_plane_endpoint.host, nc->control_plane_endpoint.port, host,
+                             port, kube_obj_name(ncp));
         if (r > 0 && plan_event(p, KUBE_EVENT_WARNING, "EndpointMismatch",
-                                 "spec.controlPlaneEndpoint %s:%d differs from the control "
-                                 "plane's %s:%d",
-                                 nc->control_plane_endpoint.host, nc->control_plane_endpoint.port,
-                                 host, port) < 0)
+                                "spec.controlPlaneEndpoint %s:%d differs from the control "
+                                "plane's %s:%d",
+                                nc->control_plane_endpoint.host, nc->control_plane_endpoint.port,
+                                host, port) < 0)
             r = -ENOMEM;
     } else {
         r = api_conditions_remove(&st->conditions, "EndpointConsistent") >= 0 ? 0 : -ENOMEM;
@@ -158,8 +157,8 @@ int nestedcluster_reconcile(void *ctx, const struct cache_view *view, const char
     r = api_nested_cluster_from_json(obj, &nc, &errs);
     if (r == -EINVAL) {
         errors_message(&errs, &msg);
-        r = status_plan_invalid(plan, &NESTCP_NESTED_CLUSTERS, obj, "InvalidSpec", msg.msg,
-                                NULL, view->now);
+        r = status_plan_invalid(plan, &NESTCP_NESTED_CLUSTERS, obj, "InvalidSpec", msg.msg, NULL,
+                                view->now);
         goto out;
     }
     if (r < 0)
@@ -175,9 +174,8 @@ int nestedcluster_reconcile(void *ctx, const struct cache_view *view, const char
     r = api_nested_cluster_validate(nc, &errs);
     if (r == -EINVAL) {
         errors_message(&errs, &msg);
-        r = status_condition(&st->conditions, "Ready", API_CONDITION_FALSE,
-                             STATUS_SEVERITY_ERROR, "InvalidSpec", nc->meta.generation, view->now,
-                             "%s", msg.msg);
+        r = status_condition(&st->conditions, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                             "InvalidSpec", nc->meta.generation, view->now, "%s", msg.msg);
         st->ready = false;
         if (r > 0 && plan_event(plan, KUBE_EVENT_WARNING, "InvalidSpec", "%s", msg.msg) < 0)
             r = -ENOMEM;

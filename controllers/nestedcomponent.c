@@ -163,8 +163,7 @@ static int reconcile_children(struct comp *x)
     if (r == -EINVAL || r == -ENOENT) {
         api_errors_to_err(&errs, NULL, &e);
         r = comp_not_ready(x, STATUS_SEVERITY_ERROR,
-                           r == -EINVAL ? api_errors_reason(&errs) : "MissingObjects",
-                           "%s", e.msg);
+                           r == -EINVAL ? api_errors_reason(&errs) : "MissingObjects", "%s", e.msg);
         goto out;
     }
     if (r < 0)
@@ -197,8 +196,7 @@ static int reconcile_children(struct comp *x)
 
     snprintf(stsname, sizeof(stsname), "%s-%s", render_cluster_name(rc),
              render_part_short(x->part));
-    status_statefulset(kube_store_get(x->view->statefulsets, x->ns, stsname), x->target_hash,
-                       &ss);
+    status_statefulset(kube_store_get(x->view->statefulsets, x->ns, stsname), x->target_hash, &ss);
     err_clear(&why);
     r = render_cluster_certs_find(rc, pki, &x->src, x->part, ss.certs, certs, &renew_at, &why);
     if (r == 0)
@@ -231,9 +229,9 @@ static int reconcile_children(struct comp *x)
         r = plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: new certificates", x->ns,
                         certs);
         secret = NULL;
-        if (r < 0 || plan_event(x->plan, KUBE_EVENT_NORMAL, "IssuedCertificates",
-                                "Secret %s: %s", certs,
-                                ss.certs ? why.msg : "the component's first certificates") < 0) {
+        if (r < 0 ||
+            plan_event(x->plan, KUBE_EVENT_NORMAL, "IssuedCertificates", "Secret %s: %s", certs,
+                       ss.certs ? why.msg : "the component's first certificates") < 0) {
             r = -ENOMEM;
             goto out;
         }
@@ -289,8 +287,8 @@ out:
 /* The control plane's target for this component. */
 static void read_target(struct comp *x)
 {
-    const cJSON *t = get(get(get(get(x->ncp, "status"), "rollout"), "components"),
-                         render_part_field(x->part));
+    const cJSON *t =
+        get(get(get(get(x->ncp, "status"), "rollout"), "components"), render_part_field(x->part));
 
     x->target_hash = str(t, "configHash");
     x->target_version = str(t, "version");
@@ -306,8 +304,7 @@ static int reconcile_parsed(struct comp *x)
     int r;
 
     x->ncp = lookup_control_plane_of_component(x->view, x->obj, x->part);
-    cl = x->ncp ? lookup_capi_cluster(x->view, x->ncp, API_KIND_NESTED_CONTROL_PLANE, NULL)
-                : NULL;
+    cl = x->ncp ? lookup_capi_cluster(x->view, x->ncp, API_KIND_NESTED_CONTROL_PLANE, NULL) : NULL;
     if (status_paused(x->obj, cl) || (x->ncp && status_paused(x->ncp, NULL)))
         return comp_cond(x, "Paused", API_CONDITION_TRUE, NULL, "Paused",
                          "reconciliation is paused (annotation cluster.x-k8s.io/paused or Cluster "
@@ -338,8 +335,8 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
                               const char *name, struct plan *plan, struct err *e)
 {
     struct nested_part_ctx *pc = ctx;
-    struct comp x = {.pc = pc, .part = pc->part, .view = view, .plan = plan, .ns = ns,
-                     .name = name};
+    struct comp x = {
+        .pc = pc, .part = pc->part, .view = view, .plan = plan, .ns = ns, .name = name};
     struct api_errors errs = API_ERRORS_INIT;
     const cJSON *ncp;
     const char *rejected;
@@ -381,14 +378,13 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
      * until a plan goes through. */
     rejected = cache_view_rejected(view, nested_part_resource(pc->part), ns, name);
     if (r >= 0 && rejected)
-        r = status_condition(&x.st->conditions, "Ready", API_CONDITION_FALSE,
-                             STATUS_SEVERITY_ERROR, "WriteRejected", x.gen, view->now, "%s",
-                             rejected);
+        r = status_condition(&x.st->conditions, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                             "WriteRejected", x.gen, view->now, "%s", rejected);
     if (r >= 0) {
         const struct api_condition *ready = api_conditions_get(&x.st->conditions, "Ready");
         free(x.st->phase);
-        x.st->phase = strdup(ready && !strcmp(ready->status, API_CONDITION_TRUE) ? "Ready"
-                                                                                 : "Unready");
+        x.st->phase =
+            strdup(ready && !strcmp(ready->status, API_CONDITION_TRUE) ? "Ready" : "Unready");
         r = x.st->phase ? status_plan_write(plan, nested_part_resource(pc->part), x.obj,
                                             api_component_status_to_json(x.c->kind, x.st), old)
                         : -ENOMEM;
@@ -428,9 +424,8 @@ static void enqueue_component_of(void *userdata, const cJSON *ncp)
         m->enqueue(m->q, kube_obj_namespace(comp), kube_obj_name(comp));
 }
 
-void nestedcomponent_map(void *ctx, const struct cache_view *view,
-                         const struct kube_resource *res, const cJSON *obj, enqueue_fn enqueue,
-                         void *q)
+void nestedcomponent_map(void *ctx, const struct cache_view *view, const struct kube_resource *res,
+                         const cJSON *obj, enqueue_fn enqueue, void *q)
 {
     struct nested_part_ctx *pc = ctx;
     const struct kube_resource *own = nested_part_resource(pc->part);

@@ -64,8 +64,8 @@ int ncp_cond(struct cp *x, const char *type, const char *status, const char *sev
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    r = status_condition(&x->st->conditions, type, status, severity, reason, x->gen,
-                         x->view->now, "%s", msg);
+    r = status_condition(&x->st->conditions, type, status, severity, reason, x->gen, x->view->now,
+                         "%s", msg);
     if (r > 0 && severity && strcmp(severity, STATUS_SEVERITY_INFO) != 0 &&
         plan_event(x->plan, KUBE_EVENT_WARNING, reason, "%s", msg) < 0)
         return -ENOMEM;
@@ -111,9 +111,9 @@ int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint 
 
     meta = cJSON_AddObjectToObject(patch, "metadata");
     fins = cJSON_AddArrayToObject(meta, "finalizers");
-    if (!fins || !cJSON_AddStringToObject(meta, "resourceVersion", x->ncp->meta.resource_version
-                                                                       ? x->ncp->meta.resource_version
-                                                                       : ""))
+    if (!fins || !cJSON_AddStringToObject(
+                     meta, "resourceVersion",
+                     x->ncp->meta.resource_version ? x->ncp->meta.resource_version : ""))
         goto oom;
     if (with_finalizer && !has_block_move(x->ncp)) {
         ann = cJSON_AddObjectToObject(meta, "annotations");
@@ -127,8 +127,8 @@ int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint 
     if (with_finalizer && !cJSON_AddItemToArray(fins, cJSON_CreateString(NESTED_FINALIZER)))
         goto oom;
     if (endpoint) {
-        ep = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"),
-                                     "controlPlaneEndpoint");
+        ep =
+            cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"), "controlPlaneEndpoint");
         if (!ep || !cJSON_AddStringToObject(ep, "host", endpoint->host) ||
             !cJSON_AddNumberToObject(ep, "port", endpoint->port))
             goto oom;
@@ -136,7 +136,7 @@ int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint 
     x->spec_patched = true;
     return plan_merge_patch(x->plan, &NESTCP_CONTROL_PLANES, x->ns, x->name, NULL, patch,
                             "NestedControlPlane %s/%s: %s%s", x->ns, x->name,
-                            !with_finalizer         ? "finalizer removed"
+                            !with_finalizer          ? "finalizer removed"
                             : has_block_move(x->ncp) ? "finalizer"
                                                      : "finalizer, block-move annotation",
                             endpoint ? " and controlPlaneEndpoint" : "");
@@ -161,8 +161,7 @@ static const char *claimed_name(const cJSON *ncp)
     const cJSON *ref;
     const char *label = kube_obj_label(ncp, "cluster.x-k8s.io/cluster-name");
 
-    cJSON_ArrayForEach(ref, get(get(ncp, "metadata"), "ownerReferences"))
-    {
+    cJSON_ArrayForEach(ref, get(get(ncp, "metadata"), "ownerReferences")) {
         const cJSON *k = get(ref, "kind"), *n = get(ref, "name");
         if (cJSON_IsString(k) && strcmp(k->valuestring, "Cluster") == 0 && cJSON_IsString(n))
             return n->valuestring;
@@ -215,7 +214,6 @@ static bool cluster_name_owner(const struct cp *x, const struct render_cluster *
     snprintf(out, size, "%s", c.owner);
     return true;
 }
-
 
 static int take_key(void *ctx, enum pki_key_alg alg, char **ret_key_pem, struct err *e)
 {
@@ -315,7 +313,8 @@ static int reconcile_normal(struct cp *x)
     /* The finalizer and the endpoint, before anything is created; the patch makes the
      * control plane reconcile again. */
     {
-        const struct api_endpoint *ep = &render_cluster_control_plane(rc)->spec.control_plane_endpoint;
+        const struct api_endpoint *ep =
+            &render_cluster_control_plane(rc)->spec.control_plane_endpoint;
         bool need_ep = !x->ncp->spec.control_plane_endpoint.host && ep->host;
         if (!ncp_has_finalizer(x->ncp) || !has_block_move(x->ncp) || need_ep) {
             r = ncp_patch_self(x, true, need_ep ? ep : NULL);
@@ -324,8 +323,8 @@ static int reconcile_normal(struct cp *x)
     }
     r = ncp_cond(x, "MoveBlocked", API_CONDITION_TRUE, NULL, "TenantDataNotMovable", "%s",
                  "clusterctl move would copy the Cluster API objects but not the tenant's "
-                 "StatefulSets and etcd data, which this cluster would then delete; the annotation "
-                 NESTED_BLOCK_MOVE " makes it wait");
+                 "StatefulSets and etcd data, which this cluster would then delete; the "
+                 "annotation " NESTED_BLOCK_MOVE " makes it wait");
     if (r < 0)
         goto out;
 
@@ -364,8 +363,9 @@ static int reconcile_normal(struct cp *x)
     if ((r = ncp_label_found_cas(x, rc)) != 0) {
         if (r > 0)
             r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
-                         "Labelling", "CA Secrets supplied without the cluster-name label are "
-                                  "being labelled");
+                         "Labelling",
+                         "CA Secrets supplied without the cluster-name label are "
+                         "being labelled");
         goto out;
     }
     if ((r = ncp_ca_expiry(x, pki)) < 0)
@@ -403,10 +403,9 @@ static int reconcile_normal(struct cp *x)
     /* Nothing rolls etcd in a way that loses the tenant's data (controllers/etcdsafety.h). */
     if (!refusal) {
         struct etcd_safety es;
-        nested_etcd_safety(x->view, &x->src, rc,
-                           da->d[RENDER_PART_ETCD].known ? da->d[RENDER_PART_ETCD].config_hash
-                                                         : NULL,
-                           &es);
+        nested_etcd_safety(
+            x->view, &x->src, rc,
+            da->d[RENDER_PART_ETCD].known ? da->d[RENDER_PART_ETCD].config_hash : NULL, &es);
         if (es.refusal) {
             refusal = es.refusal;
             snprintf(refusal_msg, sizeof(refusal_msg), "%s", es.message);
@@ -425,9 +424,9 @@ static int reconcile_normal(struct cp *x)
     r = ncp_aggregate(x, &out, da, refusal, refusal_msg);
     if (r == 0)
         r = ncp_rotate_certificates(x, rc, pki, !refusal && out.phase == ROLLOUT_PHASE_READY,
-                              (refusal && strcmp(refusal, "ServiceCIDRChangeRefused") != 0) ||
-                              (out.phase == ROLLOUT_PHASE_UPGRADING &&
-                               strcmp(ncp_phase_of(x, &out, da), "Upgrading") == 0));
+                                    (refusal && strcmp(refusal, "ServiceCIDRChangeRefused") != 0) ||
+                                        (out.phase == ROLLOUT_PHASE_UPGRADING &&
+                                         strcmp(ncp_phase_of(x, &out, da), "Upgrading") == 0));
 out:
     free(da);
     render_cluster_pki_free(pki);
@@ -455,10 +454,10 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
     if (r == -EINVAL) {
         err_clear(&msg);
         api_errors_to_err(&errs, NULL, &msg);
-        r = status_deleting(x.obj) ? 0
-                                   : status_plan_invalid(plan, &NESTCP_CONTROL_PLANES, x.obj,
-                                                         "InvalidSpec", msg.msg, "Failed",
-                                                         view->now);
+        r = status_deleting(x.obj)
+                ? 0
+                : status_plan_invalid(plan, &NESTCP_CONTROL_PLANES, x.obj, "InvalidSpec", msg.msg,
+                                      "Failed", view->now);
         goto out;
     }
     if (r < 0)
@@ -486,9 +485,8 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
      * until a plan goes through. */
     rejected = cache_view_rejected(view, &NESTCP_CONTROL_PLANES, ns, name);
     if (r >= 0 && rejected && !x.ncp->meta.deleting)
-        r = status_condition(&x.st->conditions, "Ready", API_CONDITION_FALSE,
-                             STATUS_SEVERITY_ERROR, "WriteRejected", x.gen, view->now, "%s",
-                             rejected);
+        r = status_condition(&x.st->conditions, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR,
+                             "WriteRejected", x.gen, view->now, "%s", rejected);
     if (r >= 0 && !x.spec_patched)
         r = status_plan_write(plan, &NESTCP_CONTROL_PLANES, x.obj,
                               api_control_plane_status_to_json(x.st), old);

@@ -79,8 +79,7 @@ static bool restarted(const cJSON *pod, char *msg, size_t size)
     const cJSON *cs, *worst = NULL;
     int most = -1;
 
-    cJSON_ArrayForEach(cs, get(get(pod, "status"), "containerStatuses"))
-    {
+    cJSON_ArrayForEach(cs, get(get(pod, "status"), "containerStatuses")) {
         int n = num(cs, "restartCount", 0);
         if (n > most) {
             most = n;

@@ -8,7 +8,8 @@
 #include "lib/render/cluster.h"
 
 /* A component is indexed alike here and in lib/render (render_part). */
-_Static_assert(ROLLOUT_ETCD == (int)RENDER_PART_ETCD && ROLLOUT_APISERVER == (int)RENDER_PART_APISERVER &&
+_Static_assert(ROLLOUT_ETCD == (int)RENDER_PART_ETCD &&
+                   ROLLOUT_APISERVER == (int)RENDER_PART_APISERVER &&
                    ROLLOUT_CONTROLLER_MANAGER == (int)RENDER_PART_CONTROLLER_MANAGER &&
                    ROLLOUT__COUNT == (int)RENDER_PART__COUNT,
                "rollout_component and render_part differ");
@@ -158,8 +159,8 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
 
     /* Version rules across every component, before anything moves. */
     for (i = 0; i < ROLLOUT__COUNT && !refused; i++)
-        refused = check_step((enum rollout_component)i, &in->c[i], out->message,
-                             sizeof(out->message));
+        refused =
+            check_step((enum rollout_component)i, &in->c[i], out->message, sizeof(out->message));
     if (!refused)
         refused = check_skew(in, out->message, sizeof(out->message));
     if (refused) {
@@ -200,8 +201,8 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
             if (busy >= 0) {
                 const struct rollout_component_state *b = &in->c[busy];
                 append(out->message, sizeof(out->message), "%s %d/%d updated",
-                       rollout_component_name((enum rollout_component)busy),
-                       b->updated_replicas, b->replicas);
+                       rollout_component_name((enum rollout_component)busy), b->updated_replicas,
+                       b->replicas);
                 append(out->message, sizeof(out->message), "%s waiting for %s to finish",
                        rollout_component_name((enum rollout_component)i),
                        rollout_component_name((enum rollout_component)busy));

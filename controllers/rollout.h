@@ -71,8 +71,8 @@ struct rollout_output {
     struct rollout_target target[ROLLOUT__COUNT]; /* borrowed from the input */
     bool target_changed[ROLLOUT__COUNT];
     enum rollout_phase phase;
-    bool initialized;  /* the first wave has completed (sticky) */
-    bool serving;      /* every component has all its replicas ready (whatever version) */
+    bool initialized; /* the first wave has completed (sticky) */
+    bool serving;     /* every component has all its replicas ready (whatever version) */
     /* For conditions and events: */
     const char *reason; /* CamelCase: "Provisioning", "RollingOut", "Ready",
                            "DowngradeRefused", "MinorSkipRefused", "VersionSkewRefused",

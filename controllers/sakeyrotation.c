@@ -15,8 +15,7 @@ static bool pending(const struct sakey_input *in)
 
 bool sakey_running(const struct sakey_input *in)
 {
-    return in->has_next || in->has_previous ||
-           rotation_phase_running(in->phase);
+    return in->has_next || in->has_previous || rotation_phase_running(in->phase);
 }
 
 static void waiting(struct sakey_output *out, const char *phase, const char *fmt, ...)
@@ -42,8 +41,7 @@ static const struct rotation_subject who = {NULL, "the service-account key"};
 /* What the shared gate reads of this request. */
 static struct rotation_request request_of(const struct sakey_input *in)
 {
-    return (struct rotation_request){in->requested, in->taken, in->upgrading, in->busy,
-                                     in->rolled};
+    return (struct rotation_request){in->requested, in->taken, in->upgrading, in->busy, in->rolled};
 }
 
 /* A request made while a rotation runs waits for it; the condition says so. */
@@ -87,7 +85,8 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
     /* Rule 1: nestcp never writes a <c>-sa it did not make, so it rotates none. */
     if (!in->owned && (pending(in) || in->has_next || in->has_previous)) {
         out->refusal = out->reason = "ServiceAccountKeySupplied";
-        str_printf(out->message, sizeof(out->message),
+        str_printf(
+            out->message, sizeof(out->message),
             "the service-account key Secret was supplied, not made by nestcp: nestcp does not "
             "rotate it (replace it yourself, docs/certificates.md)");
         return;
@@ -102,10 +101,11 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
             out->rotating = true;
             out->reason = SAKEY_PHASE_SIGNING;
             str_printf(out->message, sizeof(out->message),
-                "phase 2 of 3: the API servers, then the controller manager, roll to sign "
-                "service-account tokens with the new key");
+                       "phase 2 of 3: the API servers, then the controller manager, roll to sign "
+                       "service-account tokens with the new key");
             out->event_reason = "ServiceAccountKeyTrusted";
-            str_printf(out->event_message, sizeof(out->event_message),
+            str_printf(
+                out->event_message, sizeof(out->event_message),
                 "rotation \"%.63s\", phase 1 of 3 done: every API server verifies tokens with the "
                 "old and the new key; the new key now signs (phase 2)",
                 in->taken ? in->taken : "");
@@ -133,9 +133,9 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
                         when);
                 out->event_reason = "ServiceAccountKeySigning";
                 str_printf(out->event_message, sizeof(out->event_message),
-                    "rotation \"%.63s\", phase 2 of 3 done: every API server and controller "
-                    "manager signs with the new key; the old key is dropped after %s",
-                    in->taken ? in->taken : "", when);
+                           "rotation \"%.63s\", phase 2 of 3 done: every API server and controller "
+                           "manager signs with the new key; the old key is dropped after %s",
+                           in->taken ? in->taken : "", when);
                 out->requeue_after = (double)in->overlap;
             } else {
                 waiting(out, SAKEY_PHASE_SIGNING,
@@ -149,9 +149,9 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
             time_format_rfc3339((double)in->signing_since, since);
             out->event_reason = "ServiceAccountKeyDropped";
             str_printf(out->event_message, sizeof(out->event_message),
-                "rotation \"%.63s\": the old public key was removed, %lld s after every "
-                "component signed with the new key (%s); the API servers roll without it",
-                in->taken ? in->taken : "", (long long)in->overlap, since);
+                       "rotation \"%.63s\": the old public key was removed, %lld s after every "
+                       "component signed with the new key (%s); the API servers roll without it",
+                       in->taken ? in->taken : "", (long long)in->overlap, since);
         } else {
             time_format_rfc3339((double)out->drop_after, when);
             waiting(out, SAKEY_PHASE_OVERLAP,
@@ -173,7 +173,8 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
             out->phase = SAKEY_PHASE_COMPLETE;
             done(in->taken, true, out);
             out->event_reason = "ServiceAccountKeyRotated";
-            str_printf(out->event_message, sizeof(out->event_message),
+            str_printf(
+                out->event_message, sizeof(out->event_message),
                 "rotation \"%.63s\", phase 3 of 3 done: no API server accepts tokens signed by "
                 "the old key",
                 in->taken ? in->taken : "");
@@ -210,7 +211,8 @@ void sakey_rotation_step(const struct sakey_input *in, struct sakey_output *out)
             "phase 1 of 3: waiting for the API servers to roll to verify service-account "
             "tokens with the old and the new key (still signing with the old one)");
     out->event_reason = "ServiceAccountKeyRotationStarted";
-    str_printf(out->event_message, sizeof(out->event_message),
+    str_printf(
+        out->event_message, sizeof(out->event_message),
         "rotation \"%.63s\" started: a new service-account key was made; phase 1 of 3: the API "
         "servers roll to verify tokens with the old and the new key",
         in->requested);

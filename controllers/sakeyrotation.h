@@ -50,11 +50,11 @@ struct sakey_input {
     bool has_previous;     /* <c>-sa holds previous.pub */
     bool owned;            /* <c>-sa is the control plane's (nestcp made it) */
     bool initialized;      /* the control plane was complete once */
-    bool rolled;    /* every component runs the configuration the Secrets imply, all ready */
-    bool upgrading; /* a version change is rolling out or held back */
-    const char *busy; /* another rotation runs: what it rotates ("the etcd CA"); NULL: none */
-    int64_t overlap; /* spec ... .rotationOverlapSeconds */
-    int64_t now;     /* seconds since the epoch */
+    bool rolled;           /* every component runs the configuration the Secrets imply, all ready */
+    bool upgrading;        /* a version change is rolling out or held back */
+    const char *busy;      /* another rotation runs: what it rotates ("the etcd CA"); NULL: none */
+    int64_t overlap;       /* spec ... .rotationOverlapSeconds */
+    int64_t now;           /* seconds since the epoch */
 };
 
 enum sakey_action {
@@ -79,7 +79,7 @@ struct sakey_output {
     /* An Event of what the action did (recorded after it succeeded); NULL: none. */
     const char *event_reason;
     char event_message[512];
-    int64_t drop_after; /* signingSince + overlap once known, else 0 */
+    int64_t drop_after;   /* signingSince + overlap once known, else 0 */
     double requeue_after; /* seconds; 0: none (a roll's progress brings the next reconcile) */
 };
 

@@ -116,7 +116,7 @@ struct job_shape {
     struct {
         const char *volume, *claim, *path;
         bool read_only;
-    } claims[2]; /* volume NULL: none */
+    } claims[2];        /* volume NULL: none */
     const char *secret; /* mounted at /etc/etcd/pki; NULL: none */
 };
 
@@ -230,12 +230,16 @@ cJSON *snapshot_job(const struct snapshot_job_input *in)
 {
     char endpoint[512], file[SNAPSHOT_NAME_MAX + 32];
     struct job_shape j = {
-        .ns = in->ns, .cluster = in->cluster, .name = in->name,
-        .component = SNAPSHOT_COMPONENT, .image = in->image,
+        .ns = in->ns,
+        .cluster = in->cluster,
+        .name = in->name,
+        .component = SNAPSHOT_COMPONENT,
+        .image = in->image,
         .owner_api_version = in->owner_api_version,
-        .owner_kind = in->owner_kind ? in->owner_kind
-                                     : api_kind_info(API_KIND_NESTED_CONTROL_PLANE)->name,
-        .owner_name = in->owner_name, .owner_uid = in->owner_uid,
+        .owner_kind =
+            in->owner_kind ? in->owner_kind : api_kind_info(API_KIND_NESTED_CONTROL_PLANE)->name,
+        .owner_name = in->owner_name,
+        .owner_uid = in->owner_uid,
         .command = "etcdctl",
         .args = {endpoint, "--cacert=/etc/etcd/pki/ca.crt",
                  "--cert=/etc/etcd/pki/healthcheck-client.crt",
@@ -252,14 +256,17 @@ cJSON *snapshot_job(const struct snapshot_job_input *in)
 
 cJSON *snapshot_restore_job(const struct snapshot_restore_input *in)
 {
-    char file[SNAPSHOT_NAME_MAX + 32], name[300], cluster[1024], peer[800], token[300],
-        bump[64];
+    char file[SNAPSHOT_NAME_MAX + 32], name[300], cluster[1024], peer[800], token[300], bump[64];
     struct job_shape j = {
-        .ns = in->ns, .cluster = in->cluster, .name = in->name,
-        .component = SNAPSHOT_RESTORE_COMPONENT, .image = in->image,
+        .ns = in->ns,
+        .cluster = in->cluster,
+        .name = in->name,
+        .component = SNAPSHOT_RESTORE_COMPONENT,
+        .image = in->image,
         .owner_api_version = in->owner_api_version,
         .owner_kind = api_kind_info(API_KIND_NESTED_ETCD)->name,
-        .owner_name = in->owner_name, .owner_uid = in->owner_uid,
+        .owner_name = in->owner_name,
+        .owner_uid = in->owner_uid,
         .command = "etcdutl",
         .args = {"snapshot", "restore", file, "--data-dir=/var/lib/etcd/data", name, cluster, peer,
                  token, bump, "--mark-compacted", NULL},
@@ -281,8 +288,7 @@ static const cJSON *condition(const cJSON *job, const char *type)
     const cJSON *c;
 
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(job, "status"), "conditions"))
-    {
+                              cJSON_GetObjectItemCaseSensitive(job, "status"), "conditions")) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "status");
         if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0 && cJSON_IsString(s) &&
@@ -323,8 +329,8 @@ enum snapshot_state snapshot_job_state(const cJSON *job, char *why, size_t size,
 int snapshot_source(const struct kube_store *pods, const cJSON *sts, const cJSON *etcd,
                     const char **ret_host, const char **ret_image)
 {
-    const cJSON *replicas = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(sts, "spec"), "replicas");
+    const cJSON *replicas =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sts, "spec"), "replicas");
     const cJSON *addresses = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(etcd, "status"), "addresses");
     const char *ns = kube_obj_namespace(sts), *name = kube_obj_name(sts);
@@ -343,16 +349,14 @@ int snapshot_source(const struct kube_store *pods, const cJSON *sts, const cJSON
         pod = kube_store_get(pods, ns, pod_name);
         if (!pod || !status_pod_ready(pod))
             continue;
-        cJSON_ArrayForEach(cs, cJSON_GetObjectItemCaseSensitive(
-                                   cJSON_GetObjectItemCaseSensitive(pod, "status"),
-                                   "containerStatuses"))
-        {
+        cJSON_ArrayForEach(
+            cs, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "status"),
+                                                 "containerStatuses")) {
             const char *c = text(cs, "name");
             if (c && strcmp(c, "etcd") == 0)
                 image = text(cs, "image");
         }
-        cJSON_ArrayForEach(a, addresses)
-        {
+        cJSON_ArrayForEach(a, addresses) {
             const char *h = text(a, "hostname");
             if (h && strncmp(h, pod_name, len) == 0 && h[len] == '.')
                 host = h;
@@ -375,7 +379,8 @@ struct prune {
 static bool prune_one(void *userdata, const cJSON *job)
 {
     struct prune *p = userdata;
-    const char *name = kube_obj_name(job), *which = kube_obj_label(job, "app.kubernetes.io/component");
+    const char *name = kube_obj_name(job),
+               *which = kube_obj_label(job, "app.kubernetes.io/component");
     const char *done;
     char why[256];
 

@@ -67,11 +67,11 @@ struct snapshot_restore_input {
     const char *ns, *cluster;
     /* The NestedEtcd that controls the Job. */
     const char *owner_api_version, *owner_name, *owner_uid;
-    const char *name;       /* the Job's */
-    const char *snapshot;   /* <snapshot>.db is restored */
-    const char *claim;      /* the snapshots claim, mounted read-only */
-    const char *data_claim; /* the member's new claim; the data goes to its data/ */
-    const char *image;      /* the etcd image: its etcdutl */
+    const char *name;                      /* the Job's */
+    const char *snapshot;                  /* <snapshot>.db is restored */
+    const char *claim;                     /* the snapshots claim, mounted read-only */
+    const char *data_claim;                /* the member's new claim; the data goes to its data/ */
+    const char *image;                     /* the etcd image: its etcdutl */
     const char *member, *peer_url, *token; /* the one member the data is made for */
     long long bump_revision;
 };

@@ -93,7 +93,7 @@ static int num(const cJSON *o, const char *key, int dflt)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
     return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e9 ? (int)v->valuedouble
-                                                                           : dflt;
+                                                                            : dflt;
 }
 
 void status_statefulset(const cJSON *sts, const char *hash, struct status_sts *ret)
@@ -118,12 +118,11 @@ void status_statefulset(const cJSON *sts, const char *hash, struct status_sts *r
     ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"),
                                            "annotations");
     ret->template_hash = jstr(ann, "nestcp.x-k8s.io/config-hash");
-    vols = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "spec"),
-                                            "volumes");
+    vols =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "spec"), "volumes");
     if (!cJSON_IsArray(vols))
         vols = NULL;
-    cJSON_ArrayForEach(v, vols)
-    {
+    cJSON_ArrayForEach(v, vols) {
         const char *n = jstr(v, "name");
         if (n && strcmp(n, "certs") == 0)
             ret->certs = jstr(cJSON_GetObjectItemCaseSensitive(v, "secret"), "secretName");
@@ -147,8 +146,7 @@ bool status_pod_ready(const cJSON *pod)
     const cJSON *c;
 
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(pod, "status"), "conditions"))
-    {
+                              cJSON_GetObjectItemCaseSensitive(pod, "status"), "conditions")) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
         const cJSON *status = cJSON_GetObjectItemCaseSensitive(c, "status");
         if (cJSON_IsString(type) && cJSON_IsString(status) &&
@@ -173,8 +171,7 @@ static int conditions_from_json(const cJSON *arr, struct api_conditions *ret)
     if (!items)
         return -ENOMEM;
     ret->items = items;
-    cJSON_ArrayForEach(c, arr)
-    {
+    cJSON_ArrayForEach(c, arr) {
         const cJSON *g = cJSON_GetObjectItemCaseSensitive(c, "observedGeneration");
         struct api_condition *d = &items[i];
         const char *f[6] = {jstr(c, "type"),   jstr(c, "status"),  jstr(c, "severity"),
@@ -240,8 +237,8 @@ int status_plan_invalid(struct plan *p, const struct kube_resource *res, const c
     r = conditions_from_json(cJSON_GetObjectItemCaseSensitive(old, "conditions"), &cs);
     if (r < 0)
         return r;
-    r = status_condition(&cs, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, reason, gen,
-                         now, "%s", message);
+    r = status_condition(&cs, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_ERROR, reason, gen, now,
+                         "%s", message);
     if (r < 0)
         goto out;
     r = -ENOMEM;
@@ -281,8 +278,7 @@ bool status_condition_current(const cJSON *obj, const char *type)
     const cJSON *c;
 
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(obj, "status"), "conditions"))
-    {
+                              cJSON_GetObjectItemCaseSensitive(obj, "status"), "conditions")) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "status");
         const cJSON *og = cJSON_GetObjectItemCaseSensitive(c, "observedGeneration");

@@ -26,11 +26,12 @@ static const struct command commands[] = {
      cmd_manager, cmd_manager_flags, NULL},
     {"render", NULL, "print the objects the controllers would create, without a cluster",
      cmd_render_help, cmd_render, cmd_render_flags, NULL},
-    {"get kubeconfig", "NAME", "print a tenant cluster's admin kubeconfig",
-     cmd_get_kubeconfig_help, cmd_get_kubeconfig, cmd_get_kubeconfig_flags, NULL},
-    {"describe", "NAME", "show a tenant control plane and its objects as a tree",
-     cmd_describe_help, cmd_describe, cmd_describe_flags, NULL},
-    {"plan", NULL, "list which components of which control planes would roll with this nestcp, and why",
+    {"get kubeconfig", "NAME", "print a tenant cluster's admin kubeconfig", cmd_get_kubeconfig_help,
+     cmd_get_kubeconfig, cmd_get_kubeconfig_flags, NULL},
+    {"describe", "NAME", "show a tenant control plane and its objects as a tree", cmd_describe_help,
+     cmd_describe, cmd_describe_flags, NULL},
+    {"plan", NULL,
+     "list which components of which control planes would roll with this nestcp, and why",
      cmd_plan_help, cmd_plan, cmd_plan_flags, NULL},
     {"completion", "bash|zsh", "print a shell completion script", cmd_completion_help,
      cmd_completion, NULL, "bash zsh"},
@@ -207,11 +208,15 @@ static int command_case(const struct command *c, const char *top, struct buf *ou
     if (buf_printf(out, "    \"%s\")\n", c->name) < 0 ||
         (values.len + files.len + dirs.len && buf_puts(out, "        case \"$prev\" in\n") < 0))
         goto out;
-    if (files.len && buf_printf(out, "            %s) COMPREPLY=($(compgen -f -- \"$cur\")); "
-                                     "return ;;\n", files.data) < 0)
+    if (files.len && buf_printf(out,
+                                "            %s) COMPREPLY=($(compgen -f -- \"$cur\")); "
+                                "return ;;\n",
+                                files.data) < 0)
         goto out;
-    if (dirs.len && buf_printf(out, "            %s) COMPREPLY=($(compgen -d -- \"$cur\")); "
-                                    "return ;;\n", dirs.data) < 0)
+    if (dirs.len && buf_printf(out,
+                               "            %s) COMPREPLY=($(compgen -d -- \"$cur\")); "
+                               "return ;;\n",
+                               dirs.data) < 0)
         goto out;
     if (values.len && buf_printf(out, "            %s) return ;;\n", values.data) < 0)
         goto out;
@@ -256,7 +261,7 @@ static int bash_function(struct buf *out)
                 snprintf(word, sizeof(word), "%.*s", (int)len, name);
                 group_members(word, members, sizeof(members));
                 /* "a, b" -> "a b" */
-                for (char *p = members; (p = strstr(p, ", ")); )
+                for (char *p = members; (p = strstr(p, ", "));)
                     memmove(p, p + 1, strlen(p + 1) + 1);
                 if (buf_printf(&scan, "            %s) cmd=\"%s $w\" ;;\n", word, word) < 0 ||
                     buf_printf(&cases, "    %s) opts=\"%s\" ;;\n", word, members) < 0)
@@ -356,7 +361,7 @@ int cmd_completion(int argc, char **argv)
 static int roff_inline(const char *s, struct buf *out)
 {
     for (const char *p = s; *p; p++) {
-        int r = *p == '\\' ? buf_puts(out, "\\e")
+        int r = *p == '\\'  ? buf_puts(out, "\\e")
                 : *p == '-' ? buf_puts(out, "\\-")
                             : buf_append(out, p, 1);
         if (r < 0)

@@ -184,8 +184,7 @@ void describe_secret_expiry(const cJSON *secret, struct describe_expiry *x)
 
     x->code = 0;
     x->msg[0] = '\0';
-    cJSON_ArrayForEach(v, field(secret, "data", NULL))
-    {
+    cJSON_ArrayForEach(v, field(secret, "data", NULL)) {
         const char *key = v->string;
         unsigned char *data = NULL;
         size_t len = 0;
@@ -304,9 +303,9 @@ static int add_component(struct builder *b, int parent, enum render_part part)
     }
     if (describe_object_status(c->obj, &b->line) < 0)
         return -ENOMEM;
-    target = string_at(field(field(b->in->ncp, "status", "rollout"), "components",
-                             render_part_field(part)),
-                       "version", NULL);
+    target = string_at(
+        field(field(b->in->ncp, "status", "rollout"), "components", render_part_field(part)),
+        "version", NULL);
     if (target && buf_printf(&b->line, ", target %s", target) < 0)
         return -ENOMEM;
     node = add_name(b, parent, kind, NULL, kube_obj_name(c->obj));
@@ -353,8 +352,8 @@ int describe_build(const struct describe_input *in, struct tree *t)
     r = -ENOMEM;
     if (describe_object_status(in->ncp, &b.line) < 0)
         goto out;
-    ncp = add_name(&b, root, "NestedControlPlane", root < 0 ? in->ns : NULL,
-                   kube_obj_name(in->ncp));
+    ncp =
+        add_name(&b, root, "NestedControlPlane", root < 0 ? in->ns : NULL, kube_obj_name(in->ncp));
     if ((r = ncp) < 0 || (r = add_conditions(&b, ncp, in->ncp)) < 0)
         goto out;
     if (in->nested_cluster && !in->cluster) {

@@ -24,8 +24,8 @@ struct describe_expiry {
     const char *secret; /* the Secret's name, NULL when there is none to read */
     int code;           /* 0, or why it could not be read (message in msg) */
     char msg[256];
-    int64_t not_after;  /* the earliest NotAfter of its certificates */
-    char key[128];      /* the key that holds that certificate */
+    int64_t not_after; /* the earliest NotAfter of its certificates */
+    char key[128];     /* the key that holds that certificate */
 };
 
 struct describe_component {
@@ -44,8 +44,8 @@ struct describe_input {
     const char *cluster_name;
     struct describe_component comps[RENDER_PART__COUNT];
     struct describe_expiry kubeconfig; /* the admin kubeconfig's client certificate */
-    bool show_conditions; /* every condition as a line of its own */
-    int64_t now;          /* seconds since the epoch, for "in N days" */
+    bool show_conditions;              /* every condition as a line of its own */
+    int64_t now;                       /* seconds since the epoch, for "in N days" */
 };
 
 /* The status column of a nestcp object or Cluster: its Ready condition ("Ready: True",

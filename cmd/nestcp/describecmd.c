@@ -108,8 +108,8 @@ static cJSON *list_items(struct fetch *f, const struct kube_resource *res, const
 
 static const char *ref_name(const cJSON *obj, const char *field_name, const char *kind)
 {
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "spec"), field_name);
+    const cJSON *ref =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"), field_name);
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(ref, "kind");
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
 

@@ -23,11 +23,11 @@ struct flag_list {
 };
 
 struct flag {
-    const char *name;  /* without the leading dashes */
-    char shorthand;    /* 0 for none */
+    const char *name; /* without the leading dashes */
+    char shorthand;   /* 0 for none */
     enum flag_type type;
-    void *value;       /* holds the default on entry */
-    const char *arg;   /* the placeholder in help text ("DIR"), NULL for bools */
+    void *value;     /* holds the default on entry */
+    const char *arg; /* the placeholder in help text ("DIR"), NULL for bools */
     const char *help;
 };
 

@@ -126,15 +126,15 @@ int cmd_get_kubeconfig(int argc, char **argv)
     nflags = get_flags(&s, flags, FLAGS_MAX);
     if (nflags < 0)
         return 1;
-    r = flags_parse("get kubeconfig", "NAME", cmd_get_kubeconfig_help, flags, nflags, argc,
-                    argv, &rest, &nrest);
+    r = flags_parse("get kubeconfig", "NAME", cmd_get_kubeconfig_help, flags, nflags, argc, argv,
+                    &rest, &nrest);
     if (r != 0)
         return r > 0 ? 0 : 2;
     if (nrest != 1 || !rest[0][0]) {
-        fprintf(stderr, "nestcp get kubeconfig: %s (usage: nestcp get kubeconfig NAME [-n NS] "
-                        "[--server URL])\n",
-                nrest == 0 || !rest[0][0] ? "which cluster? NAME is missing"
-                                          : "one NAME only");
+        fprintf(stderr,
+                "nestcp get kubeconfig: %s (usage: nestcp get kubeconfig NAME [-n NS] "
+                "[--server URL])\n",
+                nrest == 0 || !rest[0][0] ? "which cluster? NAME is missing" : "one NAME only");
         free(rest);
         return 2;
     }

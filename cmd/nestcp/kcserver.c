@@ -133,8 +133,8 @@ int kcserver_rewrite(const char *text, size_t len, const char *origin, const cha
         goto out;
     }
     ctx = named(contexts, current->valuestring);
-    ctx_cluster = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(ctx, "context"), "cluster");
+    ctx_cluster = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ctx, "context"),
+                                                   "cluster");
     if (!ctx || !cJSON_IsString(ctx_cluster)) {
         err_set(e, r, "%s: contexts[%s].context.cluster is not set", origin, current->valuestring);
         goto out;

@@ -159,8 +159,10 @@ static int check_admission_params(struct settings *s, struct controllers_opts *c
     } else if (!slash || slash == v || !slash[1] || strchr(slash + 1, '/') ||
                (size_t)(slash - v) >= sizeof(s->admission_ns) ||
                strlen(slash + 1) >= sizeof(s->admission_name)) {
-        fprintf(stderr, "nestcp manager: --admission-params: \"%s\" is not NAMESPACE/NAME or "
-                        "none\n", v);
+        fprintf(stderr,
+                "nestcp manager: --admission-params: \"%s\" is not NAMESPACE/NAME or "
+                "none\n",
+                v);
         return -EINVAL;
     } else {
         snprintf(s->admission_ns, sizeof(s->admission_ns), "%.*s", (int)(slash - v), v);
@@ -215,8 +217,7 @@ static int check_settings(const struct settings *s, struct manager_opts *mo,
     co->cert_renew_before = (int64_t)renew_before;
     /* Unset: each control plane's spec.certificates.validityDays. */
     validity = 0;
-    if (s->cert_validity &&
-        (parse_duration(s->cert_validity, &validity) < 0 || validity < 60)) {
+    if (s->cert_validity && (parse_duration(s->cert_validity, &validity) < 0 || validity < 60)) {
         fprintf(stderr,
                 "nestcp manager: --cert-validity: \"%s\" is not a duration of at least 1m "
                 "(e.g. 24h)\n",
@@ -388,8 +389,9 @@ static int manager_flags(struct settings *s, struct flag *out, int cap)
          "(TokenReview) and allows get on /metrics (SubjectAccessReview); false: plain HTTP, "
          "unauthenticated, on a loopback address only"},
         {"metrics-cert-dir", 0, FLAG_STRING, &s->metrics_cert_dir, "DIR",
-         "the metrics serving certificate: " HTTPSERVER_CERT_FILE " (with its chain) and "
-         HTTPSERVER_KEY_FILE " in DIR, read at start; unset: a self-signed one made at start"},
+         "the metrics serving certificate: " HTTPSERVER_CERT_FILE
+         " (with its chain) and " HTTPSERVER_KEY_FILE
+         " in DIR, read at start; unset: a self-signed one made at start"},
         {"health-probe-bind-address", 0, FLAG_STRING, &s->health_address, "ADDR",
          "serve /healthz and /readyz on host:port; \"0\" turns it off"},
         {"log-level", 0, FLAG_STRING, &s->log_level, "LEVEL", "error, warn, info, debug or trace"},

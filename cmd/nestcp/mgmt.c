@@ -24,8 +24,9 @@ int mgmt_open(struct mgmt *m, const char *path, const char *ns, struct err *e)
     r = kube_config_load(path && path[0] ? path : NULL, &m->cfg, e);
     if (r < 0) {
         if (r == -ENOENT && !(path && path[0]) && !e->msg[0])
-            err_set(e, r, "no kubeconfig: give --kubeconfig, set $KUBECONFIG, or create "
-                          "~/.kube/config");
+            err_set(e, r,
+                    "no kubeconfig: give --kubeconfig, set $KUBECONFIG, or create "
+                    "~/.kube/config");
         return r;
     }
     r = kube_client_new(m->loop, m->cfg, &m->client, e);

@@ -52,8 +52,7 @@ static int plan_flags(struct plan_settings *s, struct flag *out, int cap)
     const struct flag flags[] = {
         {"namespace", 'n', FLAG_STRING, &s->namespace_, "NS",
          "the control planes' namespace; unset: the kubeconfig context's namespace"},
-        {"all-namespaces", 'A', FLAG_BOOL, &s->all_namespaces, NULL,
-         "every namespace"},
+        {"all-namespaces", 'A', FLAG_BOOL, &s->all_namespaces, NULL, "every namespace"},
         {"templates", 0, FLAG_STRING, &s->templates, "DIR",
          "the package catalog of this nestcp, as the manager would read it"},
         {"output", 'o', FLAG_STRING, &s->output, "FORMAT", "text or json"},
@@ -122,8 +121,7 @@ static const cJSON *rendered_statefulset(const cJSON *objs)
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         const char *k = str_of(o, "kind", NULL);
         if (k && strcmp(k, "StatefulSet") == 0)
             return o;
@@ -139,8 +137,7 @@ static int add_change(cJSON *changes, const struct rolldiff_change *c)
         !cJSON_AddStringToObject(o, "kind", rolldiff_kind_name(c->kind)) ||
         (c->container[0] && !cJSON_AddStringToObject(o, "container", c->container)) ||
         !cJSON_AddStringToObject(o, "name", c->what) ||
-        !cJSON_AddStringToObject(o, "from", c->from) ||
-        !cJSON_AddStringToObject(o, "to", c->to))
+        !cJSON_AddStringToObject(o, "from", c->from) || !cJSON_AddStringToObject(o, "to", c->to))
         return -ENOMEM;
     return 0;
 }
@@ -159,8 +156,7 @@ static int plan_component(const struct render_catalog *cat, const struct render_
     struct err e;
     int r;
 
-    snprintf(sts_name, sizeof(sts_name), "%s-%s", render_cluster_name(rc),
-             render_part_short(part));
+    snprintf(sts_name, sizeof(sts_name), "%s-%s", render_cluster_name(rc), render_part_short(part));
     if (!cJSON_AddStringToObject(comp, "component", render_part_component(part)) ||
         !cJSON_AddStringToObject(comp, "statefulSet", sts_name))
         return -ENOMEM;
@@ -213,9 +209,8 @@ static int plan_component(const struct render_catalog *cat, const struct render_
     goto out;
 fail:
     if (r != -ENOMEM)
-        r = cJSON_AddStringToObject(comp, "error", e.msg[0] ? e.msg : err_code_name(r))
-                ? -EINVAL
-                : -ENOMEM;
+        r = cJSON_AddStringToObject(comp, "error", e.msg[0] ? e.msg : err_code_name(r)) ? -EINVAL
+                                                                                        : -ENOMEM;
 out:
     free(d);
     cJSON_Delete(objs);
@@ -316,8 +311,7 @@ static int print_text(const cJSON *result, struct buf *b)
     const cJSON *cp, *comp, *ch;
     int n = 0, rolling = 0;
 
-    cJSON_ArrayForEach(cp, cJSON_GetObjectItemCaseSensitive(result, "controlPlanes"))
-    {
+    cJSON_ArrayForEach(cp, cJSON_GetObjectItemCaseSensitive(result, "controlPlanes")) {
         const char *msg = str_of(cp, "message", NULL), *cluster = str_of(cp, "cluster", NULL);
         struct buf which = BUF_INIT;
         int r;
@@ -325,8 +319,8 @@ static int print_text(const cJSON *result, struct buf *b)
         n++;
         cJSON_ArrayForEach(comp, cJSON_GetObjectItemCaseSensitive(cp, "components"))
             if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(comp, "roll")) &&
-                buf_printf(&which, "%s%s", which.len ? ", " : "",
-                           str_of(comp, "component", NULL)) < 0)
+                buf_printf(&which, "%s%s", which.len ? ", " : "", str_of(comp, "component", NULL)) <
+                    0)
                 return -ENOMEM;
         rolling += which.len > 0;
         r = buf_printf(b, "NestedControlPlane %s/%s", str_of(cp, "namespace", NULL),
@@ -335,21 +329,24 @@ static int print_text(const cJSON *result, struct buf *b)
             r = buf_printf(b, " (cluster %s)", cluster);
         if (r >= 0)
             r = buf_printf(b, ": %s%s\n",
-                           msg ? msg : which.len ? "would roll " : "nothing would roll",
-                           msg ? "" : which.len ? which.data : "");
+                           msg         ? msg
+                           : which.len ? "would roll "
+                                       : "nothing would roll",
+                           msg         ? ""
+                           : which.len ? which.data
+                                       : "");
         buf_done(&which);
         if (r < 0)
             return -ENOMEM;
-        cJSON_ArrayForEach(comp, cJSON_GetObjectItemCaseSensitive(cp, "components"))
-        {
+        cJSON_ArrayForEach(comp, cJSON_GetObjectItemCaseSensitive(cp, "components")) {
             const char *err = str_of(comp, "error", NULL);
             const cJSON *more = cJSON_GetObjectItemCaseSensitive(comp, "moreChanges");
-            const char *state =
-                err ? "cannot be rendered: "
-                : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(comp, "create"))
-                    ? "would be created (not a roll)"
-                : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(comp, "roll")) ? "would roll"
-                                                                              : "unchanged";
+            const char *state = err ? "cannot be rendered: "
+                                : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(comp, "create"))
+                                    ? "would be created (not a roll)"
+                                : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(comp, "roll"))
+                                    ? "would roll"
+                                    : "unchanged";
             if (buf_printf(b, "  %-24s %s%s", str_of(comp, "component", NULL), state,
                            err ? err : "") < 0)
                 return -ENOMEM;
@@ -361,8 +358,7 @@ static int print_text(const cJSON *result, struct buf *b)
                 return -ENOMEM;
             if (buf_puts(b, "\n") < 0)
                 return -ENOMEM;
-            cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(comp, "changes"))
-            {
+            cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(comp, "changes")) {
                 const char *kind = str_of(ch, "kind", NULL);
                 const char *label = strcmp(kind, "flag") == 0           ? "flag"
                                     : strcmp(kind, "version") == 0      ? "version of"
@@ -378,8 +374,7 @@ static int print_text(const cJSON *result, struct buf *b)
                 return -ENOMEM;
         }
     }
-    return buf_printf(b, "%d control plane%s; %d would roll.\n", n, n == 1 ? "" : "s",
-                      rolling) < 0
+    return buf_printf(b, "%d control plane%s; %d would roll.\n", n, n == 1 ? "" : "s", rolling) < 0
                ? -ENOMEM
                : 0;
 }
@@ -450,8 +445,7 @@ int cmd_plan(int argc, char **argv)
         }
     }
     render_source_from_objects(objs, &src);
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         const char *kind = str_of(o, "kind", NULL);
         cJSON *cp;
         if (!kind || strcmp(kind, "NestedControlPlane") != 0)

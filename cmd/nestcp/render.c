@@ -129,8 +129,7 @@ static int normalise(cJSON *docs, const char *ns, struct api_errors *errs)
     cJSON *d;
     int i = 0;
 
-    cJSON_ArrayForEach(d, docs)
-    {
+    cJSON_ArrayForEach(d, docs) {
         cJSON *md = cJSON_GetObjectItemCaseSensitive(d, "metadata");
         const char *av = str_of(d, "apiVersion"), *kind = str_of(d, "kind");
         enum api_kind k;
@@ -159,8 +158,7 @@ static int normalise(cJSON *docs, const char *ns, struct api_errors *errs)
                 cJSON_Delete(sd);
                 return -ENOMEM;
             }
-            cJSON_ArrayForEach(it, sd)
-            {
+            cJSON_ArrayForEach(it, sd) {
                 char *b64 = NULL;
                 if (!cJSON_IsString(it)) {
                     api_errors_add(errs, NULL, "Secret %s/%s: stringData.%s: is not a string",
@@ -191,8 +189,7 @@ static int render_all(const struct render_catalog *cat, const cJSON *docs, bool 
     int n = 0, r = 0;
 
     render_source_from_objects(docs, &src);
-    cJSON_ArrayForEach(d, docs)
-    {
+    cJSON_ArrayForEach(d, docs) {
         const cJSON *md = cJSON_GetObjectItemCaseSensitive(d, "metadata");
         enum api_kind k;
         int q;
@@ -400,7 +397,8 @@ int cmd_render(int argc, char **argv)
     }
     if ((r = normalise(docs, ns, &errs)) == -ENOMEM)
         goto oom;
-    if (api_errors_count(&errs) == 0 && (r = render_all(cat, docs, allow_privileged, out, &errs)) == -ENOMEM)
+    if (api_errors_count(&errs) == 0 &&
+        (r = render_all(cat, docs, allow_privileged, out, &errs)) == -ENOMEM)
         goto oom;
     if (api_errors_count(&errs) > 0) {
         if (api_errors_format(&errs, &msg) < 0)

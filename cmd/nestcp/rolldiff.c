@@ -61,8 +61,7 @@ static const cJSON *named(const cJSON *list, const char *name)
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, list)
-    {
+    cJSON_ArrayForEach(o, list) {
         const char *n = str(o, "name");
         if (n && name && strcmp(n, name) == 0)
             return o;
@@ -88,8 +87,7 @@ static const char *flag_value(const cJSON *container, const char *name, size_t l
 
     for (size_t l = 0; l < 2; l++) {
         const cJSON *a;
-        cJSON_ArrayForEach(a, get(container, lists[l]))
-        {
+        cJSON_ArrayForEach(a, get(container, lists[l])) {
             const char *s = cJSON_IsString(a) ? a->valuestring : NULL;
             if (s && strncmp(s, name, len) == 0 && (s[len] == '=' || s[len] == '\0'))
                 found = s[len] == '=' ? s + len + 1 : "";
@@ -106,8 +104,7 @@ static void diff_flags(struct rolldiff *d, const char *cname, const cJSON *rende
 
     for (size_t l = 0; l < 2; l++) {
         const cJSON *a;
-        cJSON_ArrayForEach(a, get(removed_only ? running : rendered, lists[l]))
-        {
+        cJSON_ArrayForEach(a, get(removed_only ? running : rendered, lists[l])) {
             const char *s = cJSON_IsString(a) ? a->valuestring : NULL;
             char name[192];
             size_t len;
@@ -192,8 +189,7 @@ static bool is_container(const char *path)
 static bool skipped(const char *path, const char *key)
 {
     if (is_container(path))
-        return strcmp(key, "image") == 0 || strcmp(key, "command") == 0 ||
-               strcmp(key, "args") == 0;
+        return strcmp(key, "image") == 0 || strcmp(key, "command") == 0 || strcmp(key, "args") == 0;
     if (strstr(path, ".volumes[" CERTS_VOLUME "]"))
         return strcmp(key, "secret") == 0;
     return strcmp(key, HASH_ANNOTATION) == 0;
@@ -206,8 +202,7 @@ static void diff_fields(struct rolldiff *d, const cJSON *r, const cJSON *l, cons
     const cJSON *c;
 
     if (cJSON_IsObject(r) && cJSON_IsObject(l)) {
-        cJSON_ArrayForEach(c, r)
-        {
+        cJSON_ArrayForEach(c, r) {
             if (skipped(path, c->string))
                 continue;
             snprintf(sub, sizeof(sub), "%s.%s", path, c->string);
@@ -217,13 +212,11 @@ static void diff_fields(struct rolldiff *d, const cJSON *r, const cJSON *l, cons
     }
     if (cJSON_IsArray(r) && cJSON_IsArray(l) && r->child && cJSON_IsObject(r->child) &&
         str(r->child, "name")) {
-        cJSON_ArrayForEach(c, r)
-        {
+        cJSON_ArrayForEach(c, r) {
             snprintf(sub, sizeof(sub), "%s[%s]", path, str(c, "name") ? str(c, "name") : "?");
             diff_fields(d, c, named(l, str(c, "name")), sub);
         }
-        cJSON_ArrayForEach(c, l)
-        {
+        cJSON_ArrayForEach(c, l) {
             if (named(r, str(c, "name")))
                 continue;
             snprintf(sub, sizeof(sub), "%s[%s]", path, str(c, "name") ? str(c, "name") : "?");
@@ -231,12 +224,10 @@ static void diff_fields(struct rolldiff *d, const cJSON *r, const cJSON *l, cons
         }
         return;
     }
-    if (cJSON_IsArray(r) && cJSON_IsArray(l) &&
-        cJSON_GetArraySize(r) == cJSON_GetArraySize(l)) {
+    if (cJSON_IsArray(r) && cJSON_IsArray(l) && cJSON_GetArraySize(r) == cJSON_GetArraySize(l)) {
         int i = 0;
         const cJSON *lc = l->child;
-        cJSON_ArrayForEach(c, r)
-        {
+        cJSON_ArrayForEach(c, r) {
             snprintf(sub, sizeof(sub), "%s[%d]", path, i++);
             diff_fields(d, c, lc, sub);
             lc = lc ? lc->next : NULL;
@@ -266,8 +257,7 @@ int rolldiff_statefulset(const cJSON *rendered, const cJSON *running, struct rol
     ret->roll = !rh || !lh || strcmp(rh, lh) != 0;
     if (!ret->roll)
         return 0;
-    cJSON_ArrayForEach(c, get(get(rt, "spec"), "containers"))
-    {
+    cJSON_ArrayForEach(c, get(get(rt, "spec"), "containers")) {
         const char *name = str(c, "name");
         const cJSON *lc = named(get(get(lt, "spec"), "containers"), name);
         const char *ri = str(c, "image"), *li = str(lc, "image");

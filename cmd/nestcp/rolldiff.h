@@ -37,11 +37,11 @@ struct rolldiff_change {
 };
 
 struct rolldiff {
-    bool roll;              /* the config hashes differ */
-    char running_hash[72];  /* "" when the running one has none */
+    bool roll;             /* the config hashes differ */
+    char running_hash[72]; /* "" when the running one has none */
     char rendered_hash[72];
-    size_t n;               /* changes named, at most ROLLDIFF_MAX */
-    size_t more;            /* changes found past ROLLDIFF_MAX */
+    size_t n;    /* changes named, at most ROLLDIFF_MAX */
+    size_t more; /* changes found past ROLLDIFF_MAX */
     struct rolldiff_change changes[ROLLDIFF_MAX];
 };
 

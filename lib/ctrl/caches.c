@@ -236,9 +236,10 @@ static void probe_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void probe_start(struct cache *cache)
 {
     struct manager *m = cache->m;
-    struct kube_request req = {
-        .verb = KUBE_LIST, .resource = cache->spec->resource, .namespace_ = m->namespace_,
-        .limit = 1};
+    struct kube_request req = {.verb = KUBE_LIST,
+                               .resource = cache->spec->resource,
+                               .namespace_ = m->namespace_,
+                               .limit = 1};
 
     if (m->phase != PHASE_RUNNING)
         return;

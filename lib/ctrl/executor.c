@@ -24,11 +24,11 @@ struct job {
     size_t next;
     double started;
     struct kube_call *call;
-    void *call_handle; /* a plan call in flight (struct plan_call_ops) */
-    double retry_after; /* the server's Retry-After on the failed action: the least requeue */
-    bool claimed;       /* the current action's claim_uid was checked against the live object */
-    bool rejected;      /* a write was rejected: only the status write still runs */
-    size_t events_done; /* the plan's Events recorded so far */
+    void *call_handle;     /* a plan call in flight (struct plan_call_ops) */
+    double retry_after;    /* the server's Retry-After on the failed action: the least requeue */
+    bool claimed;          /* the current action's claim_uid was checked against the live object */
+    bool rejected;         /* a write was rejected: only the status write still runs */
+    size_t events_done;    /* the plan's Events recorded so far */
     struct list_node link; /* in its controller's jobs */
 };
 
@@ -127,16 +127,17 @@ static size_t status_action_after(const struct job *j)
 
 /* A rejected write is shown where the user looks: a Warning Event WriteRejected now, and the
  * reconciled object's status through view->rejected (its Ready condition, say), whose status
- * write (planned after the rejected one) still runs. Returns true when that status write goes ahead. */
+ * write (planned after the rejected one) still runs. Returns true when that status write goes
+ * ahead. */
 static bool show_rejection(struct job *j, const struct plan_action *a, const char *message)
 {
     struct manager *m = j->c->m;
     char why[1024];
     size_t k;
 
-    snprintf(why, sizeof(why), "%s of %s %s%s%s was rejected: %s", verb_name(a),
-             a->resource->kind, a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
-             a->name ? a->name : "", message && message[0] ? message : "no reason given");
+    snprintf(why, sizeof(why), "%s of %s %s%s%s was rejected: %s", verb_name(a), a->resource->kind,
+             a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "", a->name ? a->name : "",
+             message && message[0] ? message : "no reason given");
     ctrl_note_put(&m->rejected, j->c->def.primary, j->ns, j->name, why, NULL,
                   time_wall() + 86400.0);
     record_event(j, KUBE_EVENT_WARNING, "WriteRejected", why);
@@ -155,7 +156,8 @@ static void action_failed(struct job *j, const struct plan_action *a, int code, 
     bool conflict = code == -EBUSY || (code == -EEXIST && a->verb == KUBE_CREATE);
 
     if (!j->rejected && write_rejected(a, code)) {
-        log_warn("action rejected", "controller=%s key=%s verb=%s resource=%s object=%s%s%s "
+        log_warn("action rejected",
+                 "controller=%s key=%s verb=%s resource=%s object=%s%s%s "
                  "why=%s error=%s message=%s",
                  c->def.name, j->key, verb_name(a), a->resource->resource,
                  a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
@@ -254,8 +256,7 @@ static void observe_write(struct manager *m, const struct plan_action *a,
         return;
     if (kube_informer_observe_write(c->inf, res->body) < 0)
         log_warn("a written object could not be cached", "resource=%s object=%s/%s",
-                 a->resource->resource, a->namespace_ ? a->namespace_ : "",
-                 a->name ? a->name : "");
+                 a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name ? a->name : "");
 }
 
 static void action_done(void *userdata, const struct kube_result *res)
@@ -318,7 +319,6 @@ static void call_start(struct job *j, const struct plan_action *a)
     if (r < 0)
         action_failed(j, a, r, "the call could not be started");
 }
-
 
 /* The live object an action with a claim_uid would write: absent or controlled by claim_uid,
  * the action goes ahead; controlled by anyone else (or nobody), it is left untouched. */
@@ -400,9 +400,8 @@ static void job_next(struct job *j)
         return;
     }
     if (a->claim_uid && !j->claimed) {
-        log_debug("claim check", "controller=%s key=%s resource=%s object=%s/%s",
-                  j->c->def.name, j->key, a->resource->resource,
-                  a->namespace_ ? a->namespace_ : "", a->name);
+        log_debug("claim check", "controller=%s key=%s resource=%s object=%s/%s", j->c->def.name,
+                  j->key, a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name);
         get_object(j, a, claim_done);
         return;
     }
@@ -464,8 +463,7 @@ static void record_events(struct job *j, size_t succeeded)
     if (j->events_done >= j->plan.n_events || j->plan.events[j->events_done].after > succeeded)
         return;
     ref = job_ref(j);
-    while (j->events_done < j->plan.n_events &&
-           j->plan.events[j->events_done].after <= succeeded) {
+    while (j->events_done < j->plan.n_events && j->plan.events[j->events_done].after <= succeeded) {
         const struct plan_event *ev = &j->plan.events[j->events_done++];
         kube_recorder_event(j->c->m->recorder, &ref, ev->type, ev->reason, "%s", ev->message);
     }

@@ -42,7 +42,7 @@ struct review {
     struct httpserver *s;
     uint64_t id; /* the connection waiting for the answer */
     struct kube_call *call;
-    char *user; /* the authenticated user's name, for the answer and the log */
+    char *user;            /* the authenticated user's name, for the answer and the log */
     struct list_node link; /* in the server's reviews */
 };
 

@@ -379,7 +379,6 @@ int manager_stop(struct manager *m, void (*done)(void *userdata), void *userdata
     return 0;
 }
 
-
 struct metrics *manager_metrics(struct manager *m)
 {
     return m->metrics;
@@ -409,16 +408,16 @@ static int opts_check(const struct manager_opts *opts, bool have_client, struct 
     *o = *opts;
     if (!o->component || !o->component[0] || !o->field_manager || !o->field_manager[0] ||
         !o->metrics_prefix || !o->metrics_prefix[0])
-        return err_set(e, -EINVAL, "manager: a component, a field manager and a metrics prefix "
-                                   "are required");
+        return err_set(e, -EINVAL,
+                       "manager: a component, a field manager and a metrics prefix "
+                       "are required");
     if (o->n_caches > 0 && !o->caches)
         return err_set(e, -EINVAL, "manager: %zu caches and no table", o->n_caches);
     for (size_t i = 0; i < o->n_caches; i++)
         if (!o->caches[i].resource)
             return err_set(e, -EINVAL, "manager: cache %zu has no resource", i);
     if (o->concurrency < 0 || o->lease_duration < 0 || o->renew_deadline < 0 ||
-        o->retry_period < 0 || o->shutdown_timeout < 0 || o->absent_retry < 0 ||
-        o->sync_period < 0)
+        o->retry_period < 0 || o->shutdown_timeout < 0 || o->absent_retry < 0 || o->sync_period < 0)
         return err_set(e, -EINVAL, "manager: negative concurrency or duration");
     if (o->leader_elect && !have_client)
         return err_set(e, -EINVAL, "manager: leader election needs a client");

@@ -89,7 +89,7 @@ void ctrl_note_free(void *value);
 typedef void (*enqueue_fn)(void *q, const char *ns, const char *name);
 
 struct controller_def {
-    const char *name; /* "nestedetcd": log field and metrics label */
+    const char *name;                    /* "nestedetcd": log field and metrics label */
     const struct kube_resource *primary; /* one of the caches */
     /* Builds the plan for primary ns/name from view. Returns 0, or a negative code with a
      * message in e (the runtime logs it and retries the key with backoff; the plan is dropped).
@@ -118,8 +118,8 @@ struct manager_opts {
     /* The caches, borrowed for the manager's lifetime; the view's stores follow this order. */
     const struct ctrl_cache_spec *caches;
     size_t n_caches;
-    const char *component;     /* the source of Events; required */
-    const char *field_manager; /* of creates, updates and server-side applies; required */
+    const char *component;      /* the source of Events; required */
+    const char *field_manager;  /* of creates, updates and server-side applies; required */
     const char *metrics_prefix; /* of the metrics not named as controller-runtime's; required */
     /* Why action a may not be sent (what the manager's RBAC would answer 403), or NULL to let
      * it through; a refused action fails with -EPERM and this message. NULL: none refused. */

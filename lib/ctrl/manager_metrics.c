@@ -101,8 +101,7 @@ int ctrl_metrics_init(struct manager *m)
         {&m->mx.wq_depth, METRIC_GAUGE, "workqueue_depth", "Keys queued and ready.", queue},
         {&m->mx.wq_waiting, METRIC_GAUGE, "_workqueue_waiting",
          "Keys waiting for a delay (requeue after, or retry backoff).", queue},
-        {&m->mx.wq_in_flight, METRIC_GAUGE, "_workqueue_in_flight", "Keys being processed.",
-         queue},
+        {&m->mx.wq_in_flight, METRIC_GAUGE, "_workqueue_in_flight", "Keys being processed.", queue},
         {&m->mx.wq_adds, METRIC_COUNTER, "workqueue_adds_total", "Keys queued.", queue},
         {&m->mx.wq_retries, METRIC_COUNTER, "workqueue_retries_total",
          "Keys re-queued after a failure, rate-limited.", queue},
@@ -131,11 +130,9 @@ int ctrl_metrics_init(struct manager *m)
          "Watch streams that ended and were resumed, by reason (timeout, expired, error).", reason},
         {&m->mx.inf_missed_deletes, METRIC_COUNTER, "_informer_missed_deletes_total",
          "Deletions found by a relist.", resource},
-        {&m->mx.inf_objects, METRIC_GAUGE, "_informer_objects", "Objects in a cache.",
-         resource},
+        {&m->mx.inf_objects, METRIC_GAUGE, "_informer_objects", "Objects in a cache.", resource},
         {&m->mx.inf_bytes, METRIC_GAUGE, "_informer_bytes",
-         "Heap bytes the objects of a cache take, as cached.",
-         resource},
+         "Heap bytes the objects of a cache take, as cached.", resource},
         {&m->mx.inf_synced, METRIC_GAUGE, "_informer_synced",
          "1 once a cache has synced (or its CRD is absent).", resource},
         {&m->mx.leader_status, METRIC_GAUGE, "leader_election_master_status",
@@ -156,8 +153,8 @@ int ctrl_metrics_init(struct manager *m)
                 return -EINVAL;
             name = prefixed;
         }
-        r = metrics_register(m->metrics, defs[i].type, name, defs[i].help, defs[i].labels, NULL,
-                             0, defs[i].m);
+        r = metrics_register(m->metrics, defs[i].type, name, defs[i].help, defs[i].labels, NULL, 0,
+                             defs[i].m);
         if (r < 0)
             return r;
     }

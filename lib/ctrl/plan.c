@@ -53,8 +53,8 @@ static char *vformat(const char *fmt, va_list ap)
 
 static const char *meta_str(const cJSON *obj, const char *field)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
 
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
@@ -119,8 +119,8 @@ int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, cons
 int plan_create_else_read(struct plan *p, const struct kube_resource *res, cJSON *obj,
                           const char *why, ...)
 {
-    struct plan_action a = {.verb = KUBE_CREATE, .resource = res, .body = obj,
-                            .read_if_exists = true};
+    struct plan_action a = {
+        .verb = KUBE_CREATE, .resource = res, .body = obj, .read_if_exists = true};
     va_list ap;
     int r;
 
@@ -171,8 +171,8 @@ int plan_merge_patch(struct plan *p, const struct kube_resource *res, const char
     return r;
 }
 
-int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *obj,
-                       const char *why, ...)
+int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why,
+                       ...)
 {
     struct plan_action a = {.verb = KUBE_UPDATE, .resource = res, .body = obj};
     va_list ap;
@@ -197,8 +197,7 @@ int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns,
     return r;
 }
 
-int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt,
-               ...)
+int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt, ...)
 {
     struct plan_event ev = {.type = type, .after = p->n_actions};
     va_list ap;

@@ -54,8 +54,8 @@ struct plan_action {
     const struct kube_resource *resource;
     char *namespace_;
     char *name;
-    char *subresource;   /* "status" or NULL */
-    cJSON *body;         /* owned; the object, the patch, or delete options */
+    char *subresource;      /* "status" or NULL */
+    cJSON *body;            /* owned; the object, the patch, or delete options */
     char *precondition_uid; /* delete: only this incarnation */
     /* Server-side apply only to an object that does not exist yet or whose controller
      * ownerReference has this uid (the runtime reads it first); NULL: no such check. */
@@ -64,7 +64,7 @@ struct plan_action {
      * it): the runtime reads it and keeps it for the next reconcile (view->found). */
     bool read_if_exists;
     const char *propagation; /* delete: "Orphan"; NULL: "Background" */
-    char *why;           /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
+    char *why;               /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
 };
 
 struct plan_event {
@@ -118,8 +118,8 @@ int plan_merge_patch(struct plan *p, const struct kube_resource *res, const char
 
 /* Replace the status of obj (a full object carrying metadata.resourceVersion, so a concurrent
  * write gives 409 and the key is reconciled again). */
-int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *obj,
-                       const char *why, ...) __attribute__((format(printf, 4, 5)));
+int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why,
+                       ...) __attribute__((format(printf, 4, 5)));
 
 /* Delete ns/name with propagation Background, only if its uid is still `uid` (NULL: any). */
 int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns, const char *name,
@@ -135,8 +135,8 @@ int plan_delete_orphan(struct plan *p, const struct kube_resource *res, const ch
 int plan_call(struct plan *p, const struct plan_call_ops *ops, void *arg, const char *why, ...)
     __attribute__((format(printf, 4, 5)));
 
-int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt,
-               ...) __attribute__((format(printf, 4, 5)));
+int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Holds the events [first, end) until every action planned so far succeeded: for an Event that
  * reports what the plan's last write (its status) records. */

@@ -242,8 +242,7 @@ static int get_urls(const cJSON *obj, const char *field, const char *path, char 
     v = calloc((size_t)size, sizeof(*v));
     if (!v)
         return -ENOMEM;
-    cJSON_ArrayForEach(it, a)
-    {
+    cJSON_ArrayForEach(it, a) {
         if (!cJSON_IsString(it) || strlen(it->valuestring) > ETCD_URL_MAX) {
             strv_free(v, n);
             err_set(e, -EBADMSG, "etcd response: %s.%s[%zu]: %s", path, field, n,
@@ -330,8 +329,7 @@ int etcd_json_parse_members(const char *json, size_t len, struct etcd_member_lis
             if (!list->members)
                 goto out;
         }
-        cJSON_ArrayForEach(it, a)
-        {
+        cJSON_ArrayForEach(it, a) {
             snprintf(path, sizeof(path), "members[%zu]", list->n_members);
             r = parse_member(it, path, &list->members[list->n_members], e);
             if (r < 0)
@@ -423,8 +421,7 @@ int etcd_json_parse_status(const char *json, size_t len, struct etcd_status *ret
             r = bad(e, "", "errors", "not an array");
             goto out;
         }
-        cJSON_ArrayForEach(it, errors)
-        {
+        cJSON_ArrayForEach(it, errors) {
             if (!cJSON_IsString(it)) {
                 r = bad(e, "", "errors", "holds something other than a string");
                 goto out;

@@ -45,7 +45,7 @@ struct kube_client {
     double probe_sent;
     size_t ncalls, nhandles; /* in flight, the probe not counted */
     struct kube_pacer pacer; /* the client-wide rate limit */
-    unsigned long epoch; /* connections shut down so far; a call remembers it per attempt */
+    unsigned long epoch;     /* connections shut down so far; a call remembers it per attempt */
 };
 
 struct kube_call {
@@ -57,8 +57,8 @@ struct kube_call {
     struct kube_wire wire; /* method, URL, body */
     long timeout_ms;
     bool is_list;
-    bool is_probe;      /* the health check's own request */
-    bool idempotent;    /* safe to send again after its connection was found dead */
+    bool is_probe;   /* the health check's own request */
+    bool idempotent; /* safe to send again after its connection was found dead */
     int attempts;
     unsigned long epoch; /* the client's epoch when the current attempt started */
     bool reconnected;    /* already sent again once after a dead connection */
@@ -409,8 +409,7 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
     cJSON *body = NULL;
     const char *m;
 
-    if (rc != CURLE_OK && k->epoch != c->epoch && k->idempotent && !k->reconnected &&
-        !c->closing) {
+    if (rc != CURLE_OK && k->epoch != c->epoch && k->idempotent && !k->reconnected && !c->closing) {
         /* The health check shut this request's connection down as dead: send it once more,
          * on a new connection. */
         k->reconnected = true;

@@ -80,11 +80,11 @@ extern const struct kube_resource KUBE_TOKENREVIEWS;
 extern const struct kube_resource KUBE_SUBJECTACCESSREVIEWS;
 
 struct kube_result {
-    int code;           /* 0 or a negative code from the table above */
-    long http_status;   /* 0 when the request never got a response */
-    cJSON *body;        /* the decoded response body (an object, a list or a Status), or NULL */
+    int code;            /* 0 or a negative code from the table above */
+    long http_status;    /* 0 when the request never got a response */
+    cJSON *body;         /* the decoded response body (an object, a list or a Status), or NULL */
     const char *message; /* the server's Status.message or a transport error; never NULL */
-    double retry_after; /* seconds from Retry-After on 429/503, else 0 */
+    double retry_after;  /* seconds from Retry-After on 429/503, else 0 */
 };
 
 typedef void (*kube_done_fn)(void *userdata, const struct kube_result *result);
@@ -121,13 +121,13 @@ struct kube_request {
     const char *field_selector;
     long limit;
     const char *continue_token;
-    const char *resource_version; /* LIST/GET: "0" for any cached version, or exact */
+    const char *resource_version;       /* LIST/GET: "0" for any cached version, or exact */
     const char *resource_version_match; /* LIST: "NotOlderThan" or "Exact", with the above */
     /* DELETE */
-    const char *propagation_policy;     /* "Foreground", "Background", "Orphan" */
-    const char *precondition_uid;       /* delete only this incarnation */
-    const char *precondition_rv;        /* delete only at this resourceVersion */
-    long timeout_ms;                    /* 0: the client's default */
+    const char *propagation_policy; /* "Foreground", "Background", "Orphan" */
+    const char *precondition_uid;   /* delete only this incarnation */
+    const char *precondition_rv;    /* delete only at this resourceVersion */
+    long timeout_ms;                /* 0: the client's default */
 };
 
 /* Creates a client for cfg (borrowed: the client copies what it needs) on loop.
@@ -177,11 +177,11 @@ void kube_client_set_health_check(struct kube_client *c, double idle_seconds,
 
 /* Counters since the client was created. */
 struct kube_client_stats {
-    unsigned long requests;   /* HTTP requests sent, including retries and list pages */
-    unsigned long retries;    /* automatic retries after 429 */
-    unsigned long lists;      /* LIST requests (each page counts) */
-    unsigned long watches;    /* watch streams opened */
-    unsigned long pending;    /* requests and watches in flight now */
+    unsigned long requests;          /* HTTP requests sent, including retries and list pages */
+    unsigned long retries;           /* automatic retries after 429 */
+    unsigned long lists;             /* LIST requests (each page counts) */
+    unsigned long watches;           /* watch streams opened */
+    unsigned long pending;           /* requests and watches in flight now */
     unsigned long health_checks;     /* health check GETs sent (not counted in requests) */
     unsigned long dead_connections;  /* connections shut down by the health check */
     unsigned long reconnect_retries; /* requests sent again after their connection died */

@@ -190,8 +190,7 @@ static bool find_named(const struct kube_config_source *src, size_t n, const cha
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(src[s].doc, list), *it;
         int i = 0;
 
-        cJSON_ArrayForEach(it, arr)
-        {
+        cJSON_ArrayForEach(it, arr) {
             const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
 
             if (cJSON_IsString(nm) && strcmp(nm->valuestring, name) == 0) {
@@ -291,8 +290,10 @@ int kube_config_ca(struct kube_config *cfg, struct err *e)
         return err_set(e, r, "CA file %s: %s", cfg->ca_file, strerror(-r));
     if (!ca_bundle_valid(text, len)) {
         free(text);
-        return err_set(e, -EINVAL, "CA file %s: not a PEM bundle of certificates; keeping the "
-                                   "previous one", cfg->ca_file);
+        return err_set(e, -EINVAL,
+                       "CA file %s: not a PEM bundle of certificates; keeping the "
+                       "previous one",
+                       cfg->ca_file);
     }
     if (cfg->ca_pem && len == cfg->ca_len && memcmp(text, cfg->ca_pem, len) == 0) {
         free(text);
@@ -424,8 +425,7 @@ static int check_source(const struct kube_config_source *s, struct err *e)
         if (l && !cJSON_IsNull(l) && !cJSON_IsArray(l))
             return err_set(e, -EINVAL, "%s: %s: must be a list", s->origin, lists[i]);
         /* As kubectl: a name defined twice in one file makes the file invalid. */
-        cJSON_ArrayForEach(a, l)
-        {
+        cJSON_ArrayForEach(a, l) {
             const char *na, *nb;
             int ib = 0;
 
@@ -433,8 +433,7 @@ static int check_source(const struct kube_config_source *s, struct err *e)
                 ia++;
                 continue;
             }
-            cJSON_ArrayForEach(b, l)
-            {
+            cJSON_ArrayForEach(b, l) {
                 if (ib == ia)
                     break;
                 if (get_str(b, "name", &nb) == 0 && nb && strcmp(na, nb) == 0)

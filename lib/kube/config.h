@@ -28,18 +28,18 @@
 #define KUBE_CONFIG_FILES_MAX 64
 
 struct kube_config {
-    char *server;      /* "https://host:port", no trailing slash */
-    char *ca_pem;      /* PEM bundle, or NULL for the system trust store */
+    char *server; /* "https://host:port", no trailing slash */
+    char *ca_pem; /* PEM bundle, or NULL for the system trust store */
     size_t ca_len;
-    char *ca_file;     /* the bundle's file, re-read when it changes (kube_config_ca), or NULL */
-    char *cert_pem;    /* client certificate (PEM) or NULL */
+    char *ca_file;  /* the bundle's file, re-read when it changes (kube_config_ca), or NULL */
+    char *cert_pem; /* client certificate (PEM) or NULL */
     size_t cert_len;
-    char *key_pem;     /* client key (PEM) or NULL; never logged */
+    char *key_pem; /* client key (PEM) or NULL; never logged */
     size_t key_len;
-    char *token;       /* bearer token (static, or the last read of token_file) or NULL */
-    char *token_file;  /* re-read when it changes (see kube_config_token) or NULL */
-    char *namespace_;  /* the context's namespace, or "default" */
-    char *origin;      /* the file or "in-cluster", for messages */
+    char *token;      /* bearer token (static, or the last read of token_file) or NULL */
+    char *token_file; /* re-read when it changes (see kube_config_token) or NULL */
+    char *namespace_; /* the context's namespace, or "default" */
+    char *origin;     /* the file or "in-cluster", for messages */
     /* Tests only: accept an http:// server, and only on a loopback address. No loader ever
      * sets this; a kubeconfig with an http:// server is refused. */
     bool allow_plain_http;
@@ -108,8 +108,9 @@ void kube_config_free(struct kube_config *cfg);
  * was last read (a rotated management-cluster CA, e.g. the service account's ca.crt). The new
  * bundle replaces ca_pem only if it holds at least one certificate that parses; otherwise
  * the working one is kept, the error returned, and the same file is not read again until it
- * changes (a missing file is reported once, and read again when it is back). Returns 1 when ca_pem changed, 0 when it did not (or there is no ca_file),
- * -ENOENT/-EACCES/... (the file) or -EINVAL (no certificate in it), with a message in e. */
+ * changes (a missing file is reported once, and read again when it is back). Returns 1 when ca_pem
+ * changed, 0 when it did not (or there is no ca_file), -ENOENT/-EACCES/... (the file) or -EINVAL
+ * (no certificate in it), with a message in e. */
 int kube_config_ca(struct kube_config *cfg, struct err *e);
 
 /* The bearer token to send now (NULL: none). With a token file, re-reads it when its mtime,

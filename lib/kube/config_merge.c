@@ -18,8 +18,8 @@
 /* One kubeconfig file, read and parsed. */
 struct kc_file {
     char *path;
-    char *dir;   /* relative paths in the file resolve here; NULL: the current directory */
-    cJSON *doc;  /* NULL: the file is empty */
+    char *dir;  /* relative paths in the file resolve here; NULL: the current directory */
+    cJSON *doc; /* NULL: the file is empty */
 };
 
 static void kc_file_done(struct kc_file *f)

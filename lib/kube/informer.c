@@ -40,9 +40,9 @@ struct kube_informer {
     char *rv;
     bool synced;
     bool bookmarks;
-    bool rv_unavailable; /* the server lost rv or has not reached it: list without one */
-    bool listing_at_rv;  /* the list in flight asks for rv (NotOlderThan) */
-    bool relist_next;    /* events were skipped: relist instead of resuming the watch */
+    bool rv_unavailable;          /* the server lost rv or has not reached it: list without one */
+    bool listing_at_rv;           /* the list in flight asks for rv (NotOlderThan) */
+    bool relist_next;             /* events were skipped: relist instead of resuming the watch */
     unsigned long skipped_before; /* lines skipped by earlier watches */
     struct kube_watch *watch;
     struct kube_list *listing;  /* the list in flight */
@@ -444,7 +444,8 @@ static void start_watch(struct kube_informer *inf)
     };
     int r;
 
-    o.timeout_seconds = inf->watch_timeout + (long)(random01(inf) * (double)(inf->watch_timeout + 1));
+    o.timeout_seconds =
+        inf->watch_timeout + (long)(random01(inf) * (double)(inf->watch_timeout + 1));
     if (o.timeout_seconds > 2 * inf->watch_timeout)
         o.timeout_seconds = 2 * inf->watch_timeout;
     inf->watch_started = time_mono();

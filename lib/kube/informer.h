@@ -47,14 +47,14 @@ struct kube_store;
 
 struct kube_informer_opts {
     const struct kube_resource *resource;
-    const char *namespace_;      /* NULL: all namespaces */
-    const char *label_selector;  /* NULL: everything */
+    const char *namespace_;     /* NULL: all namespaces */
+    const char *label_selector; /* NULL: everything */
     const char *field_selector;
-    long page_size;              /* list page size; 0: 500 */
-    long watch_timeout_seconds;  /* each watch asks for a random timeout in [t, 2t]; 0: 300 */
-    size_t max_line;             /* bound on one watch event; 0: KUBE_WATCH_LINE_MAX */
-    bool disable_bookmarks;      /* do not ask for BOOKMARK events */
-    long watch_idle_seconds;     /* with bookmarks: end a watch silent this long; 0: 90 */
+    long page_size;             /* list page size; 0: 500 */
+    long watch_timeout_seconds; /* each watch asks for a random timeout in [t, 2t]; 0: 300 */
+    size_t max_line;            /* bound on one watch event; 0: KUBE_WATCH_LINE_MAX */
+    bool disable_bookmarks;     /* do not ask for BOOKMARK events */
+    long watch_idle_seconds;    /* with bookmarks: end a watch silent this long; 0: 90 */
     /* As client-go's TransformFunc: called with every object the server sends (listed,
      * added, modified, deleted) before it is cached or handed to a handler; it may remove in
      * place what the program never reads (lib/kube/transform.h). Returns false for an object
@@ -75,7 +75,7 @@ struct kube_informer_handlers {
 };
 
 struct kube_informer_stats {
-    unsigned long lists;          /* complete lists applied (1 + relists) */
+    unsigned long lists; /* complete lists applied (1 + relists) */
     unsigned long list_failures;
     unsigned long watches;        /* watch streams opened */
     unsigned long watch_timeouts; /* streams that ended quietly (server timeout, or silent for

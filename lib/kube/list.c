@@ -119,8 +119,8 @@ static void page_done(void *userdata, const struct kube_result *res)
     }
     cJSON_AddItemToObject(la->first, "items", la->items);
     la->items = NULL;
-    out = (struct kube_result){.code = 0, .http_status = res->http_status, .body = la->first,
-                               .message = ""};
+    out = (struct kube_result){
+        .code = 0, .http_status = res->http_status, .body = la->first, .message = ""};
     list_finish(la, &out);
 }
 

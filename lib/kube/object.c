@@ -55,8 +55,7 @@ const cJSON *kube_obj_controller_ref(const cJSON *obj)
 {
     const cJSON *ref;
 
-    cJSON_ArrayForEach(ref, kube_obj_owner_refs(obj))
-    {
+    cJSON_ArrayForEach(ref, kube_obj_owner_refs(obj)) {
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
             return ref;
     }

@@ -4,8 +4,8 @@
 
 const struct kube_resource KUBE_NAMESPACES = {"", "v1", "namespaces", "Namespace", false};
 const struct kube_resource KUBE_PODS = {"", "v1", "pods", "Pod", true};
-const struct kube_resource KUBE_PVCS = {"", "v1", "persistentvolumeclaims",
-                                        "PersistentVolumeClaim", true};
+const struct kube_resource KUBE_PVCS = {"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim",
+                                        true};
 const struct kube_resource KUBE_SERVICES = {"", "v1", "services", "Service", true};
 const struct kube_resource KUBE_SECRETS = {"", "v1", "secrets", "Secret", true};
 const struct kube_resource KUBE_CONFIGMAPS = {"", "v1", "configmaps", "ConfigMap", true};

@@ -86,9 +86,8 @@ int kube_server_url(const struct kube_server *s, const struct kube_resource *res
 
     r = buf_puts(out, s->cfg->server);
     if (r == 0)
-        r = res->group && res->group[0]
-                ? buf_printf(out, "/apis/%s/%s", res->group, res->version)
-                : buf_printf(out, "/api/%s", res->version);
+        r = res->group && res->group[0] ? buf_printf(out, "/apis/%s/%s", res->group, res->version)
+                                        : buf_printf(out, "/api/%s", res->version);
     if (r == 0 && res->namespaced && ns && ns[0]) {
         r = buf_puts(out, "/namespaces/");
         if (r == 0)
@@ -131,7 +130,8 @@ int kube_server_setup_easy(struct kube_server *s, CURL *easy, const char *conten
     } else if (r < 0) {
         s->ca_errors++;
     }
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, s->cfg->allow_plain_http ? "http,https" : "https");
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR,
+                     s->cfg->allow_plain_http ? "http,https" : "https");
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
     if (s->ca.data)

@@ -260,8 +260,7 @@ static void watch_done(struct kube_xfer *x, CURLcode rc)
         if (code == 0)
             code = -EIO;
         m = kube_status_message(body);
-        snprintf(w->end_msg, sizeof(w->end_msg), "HTTP %ld%s%s", status, m ? ": " : "",
-                 m ? m : "");
+        snprintf(w->end_msg, sizeof(w->end_msg), "HTTP %ld%s%s", status, m ? ": " : "", m ? m : "");
         msg = w->end_msg;
     }
     watch_end(w, code, msg);

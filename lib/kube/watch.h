@@ -6,8 +6,8 @@
  * may arrive split at any byte. A line longer than the bound is an error, never unbounded
  * growth. A complete line that is not an event (not JSON, no string "type", no object
  * "object") is skipped and counted, and decoding goes on with the next line, as client-go's
- * reflector skips events it cannot use. kube_watch_start (client.h) feeds it from the HTTP stream; it is separate so tests
- * and fuzzers can drive it directly.
+ * reflector skips events it cannot use. kube_watch_start (client.h) feeds it from the HTTP stream;
+ * it is separate so tests and fuzzers can drive it directly.
  */
 
 #include <stddef.h>
@@ -19,8 +19,7 @@
 /* Called per complete event: type is the event's "type" string, object its "object" (both
  * borrowed; the callback may detach object from event to keep it). Return 0 to go on, or a
  * negative code to stop decoding (kube_watch_decoder_feed returns it). */
-typedef int (*kube_watch_decoded_fn)(void *userdata, const char *type, cJSON *object,
-                                     cJSON *event);
+typedef int (*kube_watch_decoded_fn)(void *userdata, const char *type, cJSON *object, cJSON *event);
 
 struct kube_watch_decoder {
     struct buf line; /* the incomplete line so far */

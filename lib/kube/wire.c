@@ -46,7 +46,8 @@ static cJSON *delete_options(const struct kube_request *req)
         goto oom;
     if (req->precondition_uid || req->precondition_rv) {
         if (!(pre = cJSON_AddObjectToObject(o, "preconditions")) ||
-            (req->precondition_uid && !cJSON_AddStringToObject(pre, "uid", req->precondition_uid)) ||
+            (req->precondition_uid &&
+             !cJSON_AddStringToObject(pre, "uid", req->precondition_uid)) ||
             (req->precondition_rv &&
              !cJSON_AddStringToObject(pre, "resourceVersion", req->precondition_rv)))
             goto oom;

@@ -199,8 +199,7 @@ static const cJSON *find_named(const cJSON *doc, const char *list, const char *i
     const cJSON *it;
     int i = 0;
 
-    cJSON_ArrayForEach(it, arr)
-    {
+    cJSON_ArrayForEach(it, arr) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
         if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) {
             const cJSON *o = cJSON_GetObjectItemCaseSensitive(it, inner);

@@ -71,8 +71,9 @@ struct pki_kubeconfig_creds {
 
 /* Parses a kubeconfig (at most PKI_KUBECONFIG_MAX bytes) and resolves its current context
  * (or its only context when current-context is empty). Only embedded `*-data` credentials are
- * read, and each must parse as a PEM certificate or private key. `origin` names the input in messages ("Secret default/foo-kubeconfig: value").
- * Returns 0, -EINVAL (malformed; the field path is in e), -ENOBUFS, -ENOMEM. */
+ * read, and each must parse as a PEM certificate or private key. `origin` names the input in
+ * messages ("Secret default/foo-kubeconfig: value"). Returns 0, -EINVAL (malformed; the field path
+ * is in e), -ENOBUFS, -ENOMEM. */
 int pki_kubeconfig_read(const char *yaml, size_t len, const char *origin,
                         struct pki_kubeconfig_creds **ret_creds, struct err *e);
 

@@ -336,8 +336,7 @@ static int check_ca_rotation(const struct pki_ca_rotation *rot, int64_t now, str
     return r;
 }
 
-int pki_secret_read_ca_rotation(const cJSON *secret, struct pki_ca_rotation *ret,
-                                struct err *e)
+int pki_secret_read_ca_rotation(const cJSON *secret, struct pki_ca_rotation *ret, struct err *e)
 {
     struct pki_ca_rotation rot = {0};
     char ref[512];

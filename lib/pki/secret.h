@@ -108,8 +108,7 @@ struct pki_ca_rotation {
  * is NULL; nothing is parsed (pki_secret_check_ca_rotation checks them). Returns 0, -EINVAL
  * (not base64, not text, or not a Secret), -ENOBUFS, -ENOMEM; *ret is filled only on success
  * and freed with pki_ca_rotation_done. */
-int pki_secret_read_ca_rotation(const cJSON *secret, struct pki_ca_rotation *ret,
-                                struct err *e);
+int pki_secret_read_ca_rotation(const cJSON *secret, struct pki_ca_rotation *ret, struct err *e);
 void pki_ca_rotation_done(struct pki_ca_rotation *rot);
 
 /* Validates the rotation keys of a CA Secret: next.crt/next.key a CA pair valid at now (0: the

@@ -77,8 +77,8 @@ static void key_free(char *pem)
     }
 }
 
-int pki_tls_self_signed(const char *const *names, size_t n, int64_t validity,
-                        char **ret_chain_pem, char **ret_key_pem, struct err *e)
+int pki_tls_self_signed(const char *const *names, size_t n, int64_t validity, char **ret_chain_pem,
+                        char **ret_key_pem, struct err *e)
 {
     struct pki_cert_spec ca, leaf;
     char *ca_cert = NULL, *ca_key = NULL, *cert = NULL, *key = NULL, *chain = NULL;

@@ -26,7 +26,7 @@ int pki_tls_server_ctx(const char *chain_pem, const char *key_pem, const char *w
  * validity seconds (0: one year) and a serverAuth leaf it signs. *ret_chain_pem holds the
  * leaf then the CA, *ret_key_pem the leaf's key (the CA's key is not kept). Returns 0, -EINVAL
  * (a bad name), -ENOMEM. */
-int pki_tls_self_signed(const char *const *names, size_t n, int64_t validity,
-                        char **ret_chain_pem, char **ret_key_pem, struct err *e);
+int pki_tls_self_signed(const char *const *names, size_t n, int64_t validity, char **ret_chain_pem,
+                        char **ret_key_pem, struct err *e);
 
 #endif

@@ -54,8 +54,7 @@ static int add_flags(struct names *s, const cJSON *list)
 {
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, list)
-    {
+    cJSON_ArrayForEach(it, list) {
         const cJSON *f = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "flag") : it;
         if (cJSON_IsString(f) && names_add(s, f->valuestring) < 0)
             return -ENOMEM;
@@ -67,7 +66,9 @@ static int add_gates(struct names *s, const cJSON *gates)
 {
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, gates) if (names_add(s, it->string) < 0) return -ENOMEM;
+    cJSON_ArrayForEach(it, gates)
+        if (names_add(s, it->string) < 0)
+            return -ENOMEM;
     return 0;
 }
 
@@ -80,8 +81,7 @@ static int put_lines(const struct render_catalog *c, cJSON *data, const char *wh
     char key[128];
     int r = 0;
 
-    cJSON_ArrayForEach(it, lines)
-    {
+    cJSON_ArrayForEach(it, lines) {
         bool all = true;
         for (size_t i = 0; i < ncomps; i++)
             all = all && render_catalog_package(c, comps[i], it->valuestring);
@@ -106,8 +106,7 @@ static int put_component(const struct render_catalog *c, cJSON *data, const char
     int r = 0;
     bool k8s = strcmp(comp, "kube-apiserver") == 0;
 
-    cJSON_ArrayForEach(it, lines)
-    {
+    cJSON_ArrayForEach(it, lines) {
         const struct render_package *p = render_catalog_package(c, comp, it->valuestring);
         const cJSON *meta = p ? render_package_metadata(p) : NULL;
         const cJSON *removed = cJSON_GetObjectItemCaseSensitive(meta, "removedFlags");
@@ -131,8 +130,8 @@ static int put_component(const struct render_catalog *c, cJSON *data, const char
                 r = put_names(data, key, &s);
         }
         s.n = 0;
-        if (r == 0 && k8s && render_catalog_package(c, "kube-controller-manager",
-                                                    it->valuestring)) {
+        if (r == 0 && k8s &&
+            render_catalog_package(c, "kube-controller-manager", it->valuestring)) {
             snprintf(key, sizeof(key), "kubernetes.%s.featureGates", it->valuestring);
             r = add_gates(&s, gates);
             if (r == 0)
@@ -205,8 +204,7 @@ int render_admission_params(const struct render_catalog *c, const char *ns, cons
     if ((r = put_lines(c, data, "etcd", cJSON_GetObjectItemCaseSensitive(comp, "packages"), etcd,
                        1)) < 0)
         goto out;
-    cJSON_ArrayForEach(comp, versions)
-    {
+    cJSON_ArrayForEach(comp, versions) {
         if ((r = put_component(c, data, comp->string,
                                cJSON_GetObjectItemCaseSensitive(comp, "packages"))) < 0)
             goto out;

@@ -205,8 +205,7 @@ static int load_channel(struct render_catalog *c, const char *dir, const char *n
         cJSON_Delete(doc);
         return err_set(e, -EINVAL, "channel %s: \"manifests\" must be a list", name);
     }
-    cJSON_ArrayForEach(it, m)
-    {
+    cJSON_ArrayForEach(it, m) {
         const cJSON *pn = cJSON_GetObjectItemCaseSensitive(it, "name");
         const cJSON *pv = cJSON_GetObjectItemCaseSensitive(it, "version");
         int a, b, p;
@@ -423,8 +422,7 @@ static const char *channel_latest(const struct channel *ch, const char *componen
     const cJSON *it, *m = cJSON_GetObjectItemCaseSensitive(ch->doc, "manifests");
     const char *best = NULL;
 
-    cJSON_ArrayForEach(it, m)
-    {
+    cJSON_ArrayForEach(it, m) {
         const char *n = cJSON_GetObjectItemCaseSensitive(it, "name")->valuestring;
         const char *v = cJSON_GetObjectItemCaseSensitive(it, "version")->valuestring;
         if (strcmp(n, component) == 0 && (!best || version_cmp(v, best) > 0))
@@ -435,8 +433,8 @@ static const char *channel_latest(const struct channel *ch, const char *componen
 
 /* True when major.minor is older than every line of component that is shipped: a retired line,
  * not merely one nobody has packaged yet. */
-static bool older_than_every_line(const struct render_catalog *c, const char *component,
-                                  int major, int minor)
+static bool older_than_every_line(const struct render_catalog *c, const char *component, int major,
+                                  int minor)
 {
     for (int i = 0; i < c->npkgs; i++) {
         const struct render_package *p = &c->pkgs[i];
@@ -517,8 +515,9 @@ int render_catalog_resolve(const struct render_catalog *c, const char *component
                            "%s); move to the oldest supported line one minor version at a "
                            "time, through every line in between",
                            major, minor, patch, component, major, minor, known);
-        return err_set(e, -ENOENT, "version %d.%d.%d: no %s package for %d.%d (supported lines: %s)",
-                       major, minor, patch, component, major, minor, known);
+        return err_set(e, -ENOENT,
+                       "version %d.%d.%d: no %s package for %d.%d (supported lines: %s)", major,
+                       minor, patch, component, major, minor, known);
     }
     snprintf(ret_version, RENDER_VERSION_MAX, "%d.%d.%d", major, minor, patch);
     *ret_pkg = p;
@@ -575,8 +574,9 @@ bool render_package_knows_flag(const struct render_package *p, const char *flag)
 {
     const cJSON *it, *flags = cJSON_GetObjectItemCaseSensitive(p->meta, "flags");
 
-    cJSON_ArrayForEach(it, flags) if (cJSON_IsString(it) &&
-                                      strcmp(it->valuestring, flag) == 0) return true;
+    cJSON_ArrayForEach(it, flags)
+        if (cJSON_IsString(it) && strcmp(it->valuestring, flag) == 0)
+            return true;
     return false;
 }
 

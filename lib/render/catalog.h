@@ -35,7 +35,8 @@ void render_catalog_free(struct render_catalog *c);
  * "1.20" package), else the newest version the channel lists (channel NULL or "" means
  * "stable"). Writes the normalised version ("1.36.3") to ret_version. Returns 0, -ENOENT (no such
  * component, channel, or package for that minor), -EOPNOTSUPP (a retired line: older than every
- * line shipped), -EINVAL (malformed version or channel name). The package is borrowed from the catalog. */
+ * line shipped), -EINVAL (malformed version or channel name). The package is borrowed from the
+ * catalog. */
 int render_catalog_resolve(const struct render_catalog *c, const char *component,
                            const char *version, const char *channel,
                            const struct render_package **ret_pkg,

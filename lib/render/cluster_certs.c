@@ -239,9 +239,8 @@ static int check_piece(const struct render_cluster_pki *pki, const struct piece 
     case P_COPY_CERT:
     case P_COPY_KEY:
         a = secret_value(secret, p->key);
-        r = a && strcmp(a, copied(pki, p)) == 0
-                ? 0
-                : err_set(e, -ESTALE, "not the current %s", p->key);
+        r = a && strcmp(a, copied(pki, p)) == 0 ? 0
+                                                : err_set(e, -ESTALE, "not the current %s", p->key);
         break;
     case P_LEAF:
         snprintf(k, sizeof(k), "%s.crt", p->key);
@@ -378,8 +377,7 @@ static int data_hash(const cJSON *data, char out[RENDER_CLUSTER_HASH_MAX])
     const cJSON *it;
     int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
 
-    cJSON_ArrayForEach(it, data)
-    {
+    cJSON_ArrayForEach(it, data) {
         ok = ok && EVP_DigestUpdate(ctx, it->string, strlen(it->string) + 1) == 1 &&
              EVP_DigestUpdate(ctx, it->valuestring, strlen(it->valuestring) + 1) == 1;
     }
@@ -641,8 +639,7 @@ const char *render_cluster_certs_mounted(const cJSON *statefulset)
         "volumes");
     const cJSON *v;
 
-    cJSON_ArrayForEach(v, vols)
-    {
+    cJSON_ArrayForEach(v, vols) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(v, "name");
         const cJSON *sn = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(v, "secret"), "secretName");

@@ -42,8 +42,9 @@ int render_cluster_find_capi_cluster(struct render_cluster *rc, const struct ren
         return -ENOENT;
     }
     if (count > 1) {
-        api_errors_add(errs, NULL, "%s: %d Clusters name it in spec.controlPlaneRef; at most one may",
-                       what, count);
+        api_errors_add(errs, NULL,
+                       "%s: %d Clusters name it in spec.controlPlaneRef; at most one may", what,
+                       count);
         return -EINVAL;
     }
     if (!cl)
@@ -131,17 +132,15 @@ int render_cluster_find_components(struct render_cluster *rc, const struct rende
                 ret = -EINVAL;
                 continue;
             }
-            if (!obj &&
-                set_missing(p,
-                            "%s: not set, and no %s in namespace %s is owned by this "
-                            "control plane or labelled %s=%s",
-                            ref, kname, rc->ns, MEMBER_CLUSTER_NAME_LABEL, rc->name) < 0)
+            if (!obj && set_missing(p,
+                                    "%s: not set, and no %s in namespace %s is owned by this "
+                                    "control plane or labelled %s=%s",
+                                    ref, kname, rc->ns, MEMBER_CLUSTER_NAME_LABEL, rc->name) < 0)
                 return -ENOMEM;
         }
         if (!obj)
             continue;
-        render_cluster_what(kind, rc->ns, render_cluster_meta_str(obj, "name"), what,
-                            sizeof(what));
+        render_cluster_what(kind, rc->ns, render_cluster_meta_str(obj, "name"), what, sizeof(what));
         r = api_component_from_json(obj, &p->obj, &local);
         if (r == 0 && p->obj->kind != kind) {
             api_errors_add(&local, "kind", "is not %s", kname);

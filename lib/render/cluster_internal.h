@@ -25,13 +25,13 @@ struct render_cluster {
     struct render_cluster_part parts[RENDER_PART__COUNT];
     render_key_fn key_fn; /* NULL: pki_key_generate */
     void *key_ctx;
-    int64_t renew_before; /* seconds; 0: renewBeforeDays */
-    int64_t leaf_validity; /* seconds; 0: validityDays */
+    int64_t renew_before;                 /* seconds; 0: renewBeforeDays */
+    int64_t leaf_validity;                /* seconds; 0: validityDays */
     const struct render_check_memo *memo; /* NULL: every check runs */
-    bool etcd_storage_kept; /* spec.storage unset, the etcd StatefulSet runs on emptyDir */
-    bool allow_privileged; /* the admin lets patches and flags pass the privilege rules */
+    bool etcd_storage_kept;     /* spec.storage unset, the etcd StatefulSet runs on emptyDir */
+    bool allow_privileged;      /* the admin lets patches and flags pass the privilege rules */
     char manager_namespace[64]; /* where the manager's pods run (NetworkPolicy peers) */
-    char skew[1600]; /* why the resolved versions break the version skew policy, or "" */
+    char skew[1600];            /* why the resolved versions break the version skew policy, or "" */
 };
 
 /* "<Kind> <ns>/<name>" for messages. */

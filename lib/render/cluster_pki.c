@@ -144,7 +144,7 @@ void render_pki_digest_end(struct digest *d, char out[RENDER_CLUSTER_HASH_MAX])
 }
 
 bool render_pki_memo_passed(const struct render_cluster_pki *pki, const char *digest,
-                        int64_t *ret_value)
+                            int64_t *ret_value)
 {
     const struct render_check_memo *m = pki->rc->memo;
 
@@ -206,8 +206,8 @@ static int new_key(const struct render_cluster_pki *pki, char **ret_key_pem, str
 
 /* pki_cert_issue with a key from the key source. */
 int render_pki_issue_cert(const struct render_cluster_pki *pki, const char *ca_cert_pem,
-                      const char *ca_key_pem, const struct pki_cert_spec *spec, char **ret_cert_pem,
-                      char **ret_key_pem, struct err *e)
+                          const char *ca_key_pem, const struct pki_cert_spec *spec,
+                          char **ret_cert_pem, char **ret_key_pem, struct err *e)
 {
     char *key = NULL;
     int r;
@@ -301,7 +301,7 @@ static bool is_serving(enum pki_kubeadm_cert which)
 
 /* The CA pair a leaf is issued from, and checked against. */
 struct pki_pem_pair render_pki_signer_of(const struct render_cluster_pki *pki,
-                                     enum pki_kubeadm_cert which)
+                                         enum pki_kubeadm_cert which)
 {
     int i = ca_of(which);
 
@@ -391,9 +391,8 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
                 render_pki_digest_str(&d, cJSON_IsString(c) ? c->valuestring : NULL);
                 render_pki_digest_str(&d, cJSON_IsString(k) ? k->valuestring : NULL);
                 static const char *const rot[] = {
-                    PKI_SECRET_SA_NEXT_PUB,     PKI_SECRET_SA_NEXT_KEY,
-                    PKI_SECRET_SA_PREVIOUS_PUB, PKI_SECRET_CA_NEXT_CRT,
-                    PKI_SECRET_CA_PREVIOUS_CRT, PKI_SECRET_CA_PREVIOUS_KEY};
+                    PKI_SECRET_SA_NEXT_PUB, PKI_SECRET_SA_NEXT_KEY,     PKI_SECRET_SA_PREVIOUS_PUB,
+                    PKI_SECRET_CA_NEXT_CRT, PKI_SECRET_CA_PREVIOUS_CRT, PKI_SECRET_CA_PREVIOUS_KEY};
                 for (size_t j = 0; j < sizeof(rot) / sizeof(rot[0]); j++) {
                     const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, rot[j]);
                     render_pki_digest_str(&d, cJSON_IsString(v) ? v->valuestring : NULL);
@@ -496,4 +495,3 @@ int render_cluster_pki_earliest_ca(const struct render_cluster_pki *pki, char *r
     *ret_not_after = at;
     return 0;
 }
-

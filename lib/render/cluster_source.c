@@ -53,8 +53,9 @@ static const cJSON *objects_get(void *ctx, enum api_kind kind, const char *ns, c
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, (const cJSON *)ctx) if (is_kind(o, kind) && in_namespace(o, ns) &&
-                                                  named(o, name)) return o;
+    cJSON_ArrayForEach(o, (const cJSON *)ctx)
+        if (is_kind(o, kind) && in_namespace(o, ns) && named(o, name))
+            return o;
     return NULL;
 }
 
@@ -63,8 +64,7 @@ static void objects_each(void *ctx, enum api_kind kind, const char *ns, render_s
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, (const cJSON *)ctx)
-    {
+    cJSON_ArrayForEach(o, (const cJSON *)ctx) {
         if (is_kind(o, kind) && in_namespace(o, ns) && !fn(userdata, o))
             return;
     }
@@ -74,8 +74,9 @@ static const cJSON *objects_get_secret(void *ctx, const char *ns, const char *na
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, (const cJSON *)ctx) if (is_secret(o) && in_namespace(o, ns) &&
-                                                  named(o, name)) return o;
+    cJSON_ArrayForEach(o, (const cJSON *)ctx)
+        if (is_secret(o) && in_namespace(o, ns) && named(o, name))
+            return o;
     return NULL;
 }
 
@@ -83,8 +84,9 @@ static const cJSON *objects_get_statefulset(void *ctx, const char *ns, const cha
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, (const cJSON *)ctx) if (is_statefulset(o) && in_namespace(o, ns) &&
-                                                  named(o, name)) return o;
+    cJSON_ArrayForEach(o, (const cJSON *)ctx)
+        if (is_statefulset(o) && in_namespace(o, ns) && named(o, name))
+            return o;
     return NULL;
 }
 
@@ -95,8 +97,7 @@ static bool controlled_by(const cJSON *obj, const char *uid)
                     cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "ownerReferences"),
                 *ref;
 
-    cJSON_ArrayForEach(ref, refs)
-    {
+    cJSON_ArrayForEach(ref, refs) {
         const cJSON *u = cJSON_GetObjectItemCaseSensitive(ref, "uid");
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
             return cJSON_IsString(u) && strcmp(u->valuestring, uid) == 0;
@@ -109,8 +110,7 @@ static void objects_each_secret(void *ctx, const char *ns, const char *owner_uid
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, (const cJSON *)ctx)
-    {
+    cJSON_ArrayForEach(o, (const cJSON *)ctx) {
         if (is_secret(o) && in_namespace(o, ns) && (!owner_uid || controlled_by(o, owner_uid)) &&
             !fn(userdata, o))
             return;

@@ -144,9 +144,9 @@ int render_cluster_values(const struct render_cluster *rc, enum render_part part
     if (!(o = cJSON_AddObjectToObject(v, "networkPolicy")) ||
         !cJSON_AddBoolToObject(o, "enabled", np->enabled) ||
         !add(o, "apiServerAllowedCIDRs", strlist_json(&np->apiserver_cidrs)) ||
-        !cJSON_AddStringToObject(o, "managerNamespace", rc->manager_namespace[0]
-                                                            ? rc->manager_namespace
-                                                            : RENDER_CLUSTER_MANAGER_NAMESPACE))
+        !cJSON_AddStringToObject(o, "managerNamespace",
+                                 rc->manager_namespace[0] ? rc->manager_namespace
+                                                          : RENDER_CLUSTER_MANAGER_NAMESPACE))
         goto oom;
     if (part == RENDER_PART_APISERVER &&
         (!(o = cJSON_AddObjectToObject(v, "serviceAccount")) ||
@@ -167,8 +167,7 @@ const char *render_cluster_config_hash(const cJSON *objects)
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, objects)
-    {
+    cJSON_ArrayForEach(o, objects) {
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
         const cJSON *tmd, *h;
         if (!cJSON_IsString(k) || strcmp(k->valuestring, "StatefulSet") != 0)
@@ -305,8 +304,7 @@ int render_cluster_all(const struct render_catalog *cat, const struct render_clu
         goto out;
     {
         const cJSON *ca;
-        cJSON_ArrayForEach(ca, render_cluster_pki_created(pki))
-        {
+        cJSON_ArrayForEach(ca, render_cluster_pki_created(pki)) {
             cJSON *copy = cJSON_Duplicate(ca, true);
             if (!copy || !cJSON_AddItemToArray(out, copy)) {
                 cJSON_Delete(copy);

@@ -107,8 +107,7 @@ static int each_container_ref(const cJSON *c, const char *cpath, ref_fn fn, void
     char path[256];
     int i = 0, r;
 
-    cJSON_ArrayForEach(env, get(c, "env"))
-    {
+    cJSON_ArrayForEach(env, get(c, "env")) {
         const cJSON *vf = get(env, "valueFrom");
         str_printf(path, sizeof(path), "%s.env[%d].valueFrom", cpath, i++);
         if (get(vf, "secretKeyRef") &&
@@ -119,8 +118,7 @@ static int each_container_ref(const cJSON *c, const char *cpath, ref_fn fn, void
             return r;
     }
     i = 0;
-    cJSON_ArrayForEach(from, get(c, "envFrom"))
-    {
+    cJSON_ArrayForEach(from, get(c, "envFrom")) {
         str_printf(path, sizeof(path), "%s.envFrom[%d]", cpath, i++);
         if (get(from, "secretRef") &&
             (r = fn(ud, REF_SECRET, str(get(from, "secretRef"), "name"), path)) < 0)
@@ -143,8 +141,7 @@ static int each_ref(const cJSON *pod, const char *ppath, ref_fn fn, void *ud)
     char path[256];
     int i = 0, r;
 
-    cJSON_ArrayForEach(v, get(pod, "volumes"))
-    {
+    cJSON_ArrayForEach(v, get(pod, "volumes")) {
         str_printf(path, sizeof(path), "%s.volumes[%d]", ppath, i++);
         if (get(v, "secret") &&
             (r = fn(ud, REF_SECRET, str(get(v, "secret"), "secretName"), path)) < 0)
@@ -155,8 +152,7 @@ static int each_ref(const cJSON *pod, const char *ppath, ref_fn fn, void *ud)
         if (get(v, "persistentVolumeClaim") &&
             (r = fn(ud, REF_CLAIM, str(get(v, "persistentVolumeClaim"), "claimName"), path)) < 0)
             return r;
-        cJSON_ArrayForEach(src, get(get(v, "projected"), "sources"))
-        {
+        cJSON_ArrayForEach(src, get(get(v, "projected"), "sources")) {
             if (get(src, "secret") &&
                 (r = fn(ud, REF_SECRET, str(get(src, "secret"), "name"), path)) < 0)
                 return r;
@@ -167,8 +163,7 @@ static int each_ref(const cJSON *pod, const char *ppath, ref_fn fn, void *ud)
     }
     for (size_t l = 0; l < sizeof(container_lists) / sizeof(*container_lists); l++) {
         i = 0;
-        cJSON_ArrayForEach(c, get(pod, container_lists[l]))
-        {
+        cJSON_ArrayForEach(c, get(pod, container_lists[l])) {
             str_printf(path, sizeof(path), "%s.%s[%d]", ppath, container_lists[l], i++);
             if ((r = each_container_ref(c, path, fn, ud)) < 0)
                 return r;
@@ -278,11 +273,9 @@ static int check_privilege(struct gate *g, const cJSON *pod, const char *ppath)
     str_printf(path, sizeof(path), "%s.securityContext", ppath);
     if ((r = check_security_context(g, get(pod, "securityContext"), path)) < 0)
         return r;
-    cJSON_ArrayForEach(v, get(pod, "volumes"))
-    {
+    cJSON_ArrayForEach(v, get(pod, "volumes")) {
         const cJSON *f;
-        cJSON_ArrayForEach(f, v)
-        {
+        cJSON_ArrayForEach(f, v) {
             if (volume_type_allowed(f->string))
                 continue;
             str_printf(path, sizeof(path), "%s.volumes[%d].%s", ppath, i, f->string);
@@ -293,18 +286,17 @@ static int check_privilege(struct gate *g, const cJSON *pod, const char *ppath)
     }
     for (size_t l = 0; l < sizeof(container_lists) / sizeof(*container_lists); l++) {
         i = 0;
-        cJSON_ArrayForEach(c, get(pod, container_lists[l]))
-        {
+        cJSON_ArrayForEach(c, get(pod, container_lists[l])) {
             int j = 0;
-            str_printf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l], i);
+            str_printf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l],
+                       i);
             if ((r = check_security_context(g, get(c, "securityContext"), path)) < 0)
                 return r;
-            cJSON_ArrayForEach(port, get(c, "ports"))
-            {
+            cJSON_ArrayForEach(port, get(c, "ports")) {
                 const cJSON *hp = get(port, "hostPort");
                 if (cJSON_IsNumber(hp) && hp->valueint != 0) {
                     str_printf(path, sizeof(path), "%s.%s[%d].ports[%d].hostPort", ppath,
-                          container_lists[l], i, j);
+                               container_lists[l], i, j);
                     return refuse(g, path, "host ports are not allowed");
                 }
                 j++;
@@ -331,7 +323,8 @@ static bool drops_all(const cJSON *c)
     const cJSON *d;
 
     cJSON_ArrayForEach(d, get(get(get(c, "securityContext"), "capabilities"), "drop"))
-        if (cJSON_IsString(d) && strcmp(d->valuestring, "ALL") == 0) return true;
+        if (cJSON_IsString(d) && strcmp(d->valuestring, "ALL") == 0)
+            return true;
     return false;
 }
 
@@ -346,8 +339,7 @@ static bool seccomp_confined(const cJSON *profile)
  * not take away: a non-root user (never uid 0), no privilege escalation, every capability
  * dropped, a confined seccomp profile, and a read-only root filesystem. A package that does
  * not set one of them is not held to it here (the API server's Pod Security admission is). */
-static int check_restricted(struct gate *g, const cJSON *bpod, const cJSON *pod,
-                            const char *ppath)
+static int check_restricted(struct gate *g, const cJSON *bpod, const cJSON *pod, const char *ppath)
 {
     const cJSON *c;
     char path[320];
@@ -355,13 +347,13 @@ static int check_restricted(struct gate *g, const cJSON *bpod, const cJSON *pod,
 
     for (size_t l = 0; l < sizeof(container_lists) / sizeof(*container_lists); l++) {
         i = 0;
-        cJSON_ArrayForEach(c, get(pod, container_lists[l]))
-        {
+        cJSON_ArrayForEach(c, get(pod, container_lists[l])) {
             const cJSON *bc = container_named(bpod, container_lists[l], str(c, "name"));
             const cJSON *uid = effective(pod, c, "runAsUser");
             const cJSON *sc = get(c, "securityContext");
 
-            str_printf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l], i++);
+            str_printf(path, sizeof(path), "%s.%s[%d].securityContext", ppath, container_lists[l],
+                       i++);
             if (cJSON_IsNumber(uid) && uid->valuedouble == 0)
                 return refuse(g, path, "runAsUser 0 is not allowed (the pod runs as non-root)");
             if (!bc)
@@ -496,8 +488,7 @@ static const char *flag_value(const cJSON *c, const char *name)
     const cJSON *a;
 
     for (size_t l = 0; l < 2; l++)
-        cJSON_ArrayForEach(a, get(c, lists[l]))
-        {
+        cJSON_ArrayForEach(a, get(c, lists[l])) {
             const char *s = cJSON_IsString(a) ? a->valuestring : "";
             if (strncmp(s, "--", 2) || strncmp(s + 2, name, n))
                 continue;
@@ -541,7 +532,9 @@ static const cJSON *container_named(const cJSON *pod, const char *list, const ch
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, get(pod, list)) if (same_str(str(c, "name"), name)) return c;
+    cJSON_ArrayForEach(c, get(pod, list))
+        if (same_str(str(c, "name"), name))
+            return c;
     return NULL;
 }
 
@@ -552,8 +545,7 @@ static int check_flags(struct gate *g, const cJSON *base, const cJSON *pod, cons
     char path[320];
     int i = 0;
 
-    cJSON_ArrayForEach(c, get(pod, "containers"))
-    {
+    cJSON_ArrayForEach(c, get(pod, "containers")) {
         const cJSON *bc = container_named(base, "containers", str(c, "name"));
         const char *was, *is;
         str_printf(path, sizeof(path), "%s.containers[%d]", ppath, i++);

@@ -70,8 +70,7 @@ static const cJSON *controller_ref(const cJSON *obj)
 {
     const cJSON *r;
 
-    cJSON_ArrayForEach(r, get(get(obj, "metadata"), "ownerReferences"))
-    {
+    cJSON_ArrayForEach(r, get(get(obj, "metadata"), "ownerReferences")) {
         if (cJSON_IsTrue(get(r, "controller")))
             return r;
     }
@@ -122,8 +121,7 @@ const char *member_owner_cluster_name(const cJSON *obj)
 {
     const cJSON *ref;
 
-    cJSON_ArrayForEach(ref, get(get(obj, "metadata"), "ownerReferences"))
-    {
+    cJSON_ArrayForEach(ref, get(get(obj, "metadata"), "ownerReferences")) {
         if (eq(str(ref, "kind"), "Cluster") && in_group(str(ref, "apiVersion"), API_GROUP_CLUSTER))
             return str(ref, "name");
     }
@@ -316,9 +314,8 @@ static bool find_by_cluster_name(void *userdata, const cJSON *obj)
 
 /* The standalone object of kind (no Cluster) with this cluster name in ns: first the one named
  * like the cluster, then any. */
-static const cJSON *standalone_by_cluster_name(const struct render_source *src,
-                                               enum api_kind kind, const char *ns,
-                                               const char *cluster_name)
+static const cJSON *standalone_by_cluster_name(const struct render_source *src, enum api_kind kind,
+                                               const char *ns, const char *cluster_name)
 {
     struct name_search s = {.src = src, .kind = kind, .cluster_name = cluster_name};
     const cJSON *obj;
@@ -353,23 +350,20 @@ const cJSON *member_nested_cluster_of_control_plane(const struct render_source *
                                                     const cJSON *ncp)
 {
     bool by_owner;
-    const cJSON *cl =
-        member_capi_cluster(src, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner, NULL);
+    const cJSON *cl = member_capi_cluster(src, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner, NULL);
 
     if (cl)
         return cluster_ref_target(src, cl, "infrastructureRef", API_KIND_NESTED_CLUSTER);
     if (by_owner)
         return NULL;
-    return standalone_by_cluster_name(
-        src, API_KIND_NESTED_CLUSTER, ns_of(ncp),
-        member_cluster_name(src, ncp, API_KIND_NESTED_CONTROL_PLANE));
+    return standalone_by_cluster_name(src, API_KIND_NESTED_CLUSTER, ns_of(ncp),
+                                      member_cluster_name(src, ncp, API_KIND_NESTED_CONTROL_PLANE));
 }
 
-const cJSON *member_control_plane_of_cluster_name(const struct render_source *src,
-                                                  const char *ns, const char *cluster_name)
+const cJSON *member_control_plane_of_cluster_name(const struct render_source *src, const char *ns,
+                                                  const char *cluster_name)
 {
-    const cJSON *cl =
-        cluster_name ? src->get(src->ctx, API_KIND_CLUSTER, ns, cluster_name) : NULL;
+    const cJSON *cl = cluster_name ? src->get(src->ctx, API_KIND_CLUSTER, ns, cluster_name) : NULL;
     const cJSON *ncp;
 
     if (cl) {
@@ -397,8 +391,7 @@ static bool each_owned_by_cluster(void *userdata, const cJSON *ncp)
 }
 
 void member_control_planes_of_cluster(const struct render_source *src, const cJSON *cl,
-                                      void (*fn)(void *userdata, const cJSON *ncp),
-                                      void *userdata)
+                                      void (*fn)(void *userdata, const cJSON *ncp), void *userdata)
 {
     const cJSON *ncp =
         cluster_ref_target(src, cl, "controlPlaneRef", API_KIND_NESTED_CONTROL_PLANE);

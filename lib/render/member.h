@@ -86,13 +86,12 @@ const cJSON *member_nested_cluster_of_control_plane(const struct render_source *
 
 /* The control plane of a cluster name in ns: through the Cluster of that name, else the
  * standalone one. NULL if none. */
-const cJSON *member_control_plane_of_cluster_name(const struct render_source *src,
-                                                  const char *ns, const char *cluster_name);
+const cJSON *member_control_plane_of_cluster_name(const struct render_source *src, const char *ns,
+                                                  const char *cluster_name);
 
 /* Calls fn for each control plane a Cluster concerns: the one its controlPlaneRef names, and
  * any that name it as their owner. */
 void member_control_planes_of_cluster(const struct render_source *src, const cJSON *cl,
-                                      void (*fn)(void *userdata, const cJSON *ncp),
-                                      void *userdata);
+                                      void (*fn)(void *userdata, const cJSON *ncp), void *userdata);
 
 #endif

@@ -70,8 +70,7 @@ static int merge_flag(cJSON *list, const char *flag, struct err *e)
     size_t k = flag_key_len(flag);
     cJSON *it, *nv;
 
-    cJSON_ArrayForEach(it, list)
-    {
+    cJSON_ArrayForEach(it, list) {
         if (!cJSON_IsString(it))
             continue;
         if (k ? (flag_key_len(it->valuestring) == k && strncmp(it->valuestring, flag, k) == 0)
@@ -105,8 +104,7 @@ static int merge_list(cJSON *cur, const cJSON *patch, enum list_kind kind, const
     char pk[256], ck[256], sub[512];
     int r;
 
-    cJSON_ArrayForEach(pe, patch)
-    {
+    cJSON_ArrayForEach(pe, patch) {
         cJSON *ce = NULL, *fresh;
         if (kind == LIST_FLAGS) {
             if (!cJSON_IsString(pe))
@@ -121,8 +119,7 @@ static int merge_list(cJSON *cur, const cJSON *patch, enum list_kind kind, const
                            kind == LIST_PORTS          ? "containerPort or port"
                            : kind == LIST_BY_META_NAME ? "metadata.name"
                                                        : "name");
-        cJSON_ArrayForEach(ce, cur)
-        {
+        cJSON_ArrayForEach(ce, cur) {
             element_key(kind, ce, ck, sizeof(ck));
             if (strcmp(ck, pk) == 0)
                 break;
@@ -154,8 +151,7 @@ static int smp_into(cJSON *target, const cJSON *patch, const char *path, struct 
     char sub[512];
     int r;
 
-    cJSON_ArrayForEach(m, patch)
-    {
+    cJSON_ArrayForEach(m, patch) {
         cJSON *cur = cJSON_GetObjectItemCaseSensitive(target, m->string), *nv;
         bool ok;
         if (strcmp(m->string, "$patch") == 0)
@@ -353,8 +349,7 @@ int render_patch_apply_all(cJSON *objects, const cJSON *patches, struct err *e)
         return err_set(e, -EINVAL, "spec.patches: must be a list");
     if (!(work = cJSON_Duplicate(objects, true)))
         return oom(e);
-    cJSON_ArrayForEach(p, patches)
-    {
+    cJSON_ArrayForEach(p, patches) {
         if ((r = apply_one(work, p, i++, e)) < 0)
             break;
     }
@@ -435,13 +430,13 @@ int render_patch_extra_args(cJSON *objects, const char *container, const cJSON *
     if (!(kvs = calloc((size_t)n, sizeof(*kvs))))
         return oom(e);
     n = 0;
-    cJSON_ArrayForEach(it, extra_args) kvs[n++] = it;
+    cJSON_ArrayForEach(it, extra_args)
+        kvs[n++] = it;
     qsort(kvs, (size_t)n, sizeof(*kvs), cmp_members);
-    cJSON_ArrayForEach(obj, objects)
-    {
+    cJSON_ArrayForEach(obj, objects) {
         cJSON *c, *args;
-        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(render_pod_spec(obj), "containers"))
-        {
+        cJSON_ArrayForEach(c,
+                           cJSON_GetObjectItemCaseSensitive(render_pod_spec(obj), "containers")) {
             if (!same(str_at(c, "name", NULL), container))
                 continue;
             found++;

@@ -13,8 +13,9 @@
 #include "lib/render/transform.h"
 #include "lib/util/yamlconv.h"
 
-#define NAME_MAX_LEN 52 /* a StatefulSet name leaves room for the controller-revision-hash label   \
-                         */
+#define NAME_MAX_LEN                                                                               \
+    52 /* a StatefulSet name leaves room for the controller-revision-hash label                    \
+        */
 
 static const struct {
     const char *component, *short_name;
@@ -133,8 +134,9 @@ static int string_list(const cJSON *v, const char *path, const char *def, cJSON 
     }
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
         return err_set(e, -EINVAL, "%s: must be a non-empty list of strings", path);
-    cJSON_ArrayForEach(it, v) if (!cJSON_IsString(it) || !it->valuestring[0]) return err_set(
-        e, -EINVAL, "%s: must be a non-empty list of strings", path);
+    cJSON_ArrayForEach(it, v)
+        if (!cJSON_IsString(it) || !it->valuestring[0])
+            return err_set(e, -EINVAL, "%s: must be a non-empty list of strings", path);
     if (!(*ret = cJSON_Duplicate(v, true)))
         return oom(e);
     return 0;
@@ -227,13 +229,11 @@ static int build_etcd(const cJSON *values, const char *cluster, const char *ns,
             goto fail;
     } else {
         const cJSON *m;
-        cJSON_ArrayForEach(m, members) if (!cJSON_AddItemToArray(
-                                               urls, cJSON_CreateString(
-                                                         get(m, "clientURL")->valuestring)))
-        {
-            r = oom(e);
-            goto fail;
-        }
+        cJSON_ArrayForEach(m, members)
+            if (!cJSON_AddItemToArray(urls, cJSON_CreateString(get(m, "clientURL")->valuestring))) {
+                r = oom(e);
+                goto fail;
+            }
     }
     if (ll && !cJSON_IsNull(ll) && !cJSON_IsBool(ll)) {
         r = err_set(e, -EINVAL, "etcd.listenLoopback: must be a bool");
@@ -273,8 +273,7 @@ static int build_secrets(const cJSON *values, const char *cluster, const char *s
 
     if (sv && !cJSON_IsNull(sv) && !cJSON_IsObject(sv))
         return err_set(e, -EINVAL, "secrets: must be an object");
-    cJSON_ArrayForEach(it, sv)
-    {
+    cJSON_ArrayForEach(it, sv) {
         if (strcmp(it->string, "certs") != 0)
             return err_set(e, -EINVAL, "secrets.%s: unknown Secret role", it->string);
     }
@@ -300,8 +299,7 @@ static int check_feature_gates(const struct render_package *pkg, const char *ver
 
     if (gates && !cJSON_IsNull(gates) && !cJSON_IsObject(gates))
         return err_set(e, -EINVAL, "featureGates: must be an object of booleans");
-    cJSON_ArrayForEach(it, gates)
-    {
+    cJSON_ArrayForEach(it, gates) {
         int locked;
         if (!cJSON_IsBool(it))
             return err_set(e, -EINVAL, "featureGates.%s: must be true or false", it->string);
@@ -323,8 +321,7 @@ static int check_extra_args(const struct render_package *pkg, const char *versio
 
     if (args && !cJSON_IsNull(args) && !cJSON_IsObject(args))
         return err_set(e, -EINVAL, "extraArgs: must be an object");
-    cJSON_ArrayForEach(it, args)
-    {
+    cJSON_ArrayForEach(it, args) {
         if (!render_package_knows_flag(pkg, it->string))
             return err_set(e, -EINVAL, "extraArgs.%s: %s %s has no flag --%s", it->string,
                            render_package_component(pkg), version, it->string);
@@ -404,10 +401,10 @@ static int build_network_policy(const cJSON *values, cJSON *ctx, struct err *e)
         return err_set(e, -EINVAL, "networkPolicy.managerNamespace: \"%s\" is not a namespace",
                        mns);
     cidrs = get(np, "apiServerAllowedCIDRs");
-    if (cidrs && !cJSON_IsNull(cidrs) &&
-        (!cJSON_IsArray(cidrs) || cJSON_GetArraySize(cidrs) > 64))
-        return err_set(e, -EINVAL, "networkPolicy.apiServerAllowedCIDRs: must be a list of at "
-                                   "most 64 CIDRs");
+    if (cidrs && !cJSON_IsNull(cidrs) && (!cJSON_IsArray(cidrs) || cJSON_GetArraySize(cidrs) > 64))
+        return err_set(e, -EINVAL,
+                       "networkPolicy.apiServerAllowedCIDRs: must be a list of at "
+                       "most 64 CIDRs");
     if (!(out = cJSON_CreateObject()) || put(ctx, "networkPolicy", out) < 0 ||
         !cJSON_AddBoolToObject(out, "enabled", !cJSON_IsFalse(en)) ||
         put_str(out, "managerNamespace", mns) < 0 ||
@@ -415,8 +412,7 @@ static int build_network_policy(const cJSON *values, cJSON *ctx, struct err *e)
         put_str(labels, MANAGER_POD_LABEL_KEY, MANAGER_POD_LABEL_VALUE) < 0 ||
         !(list = cJSON_AddArrayToObject(out, "apiServerAllowedCIDRs")))
         return oom(e);
-    cJSON_ArrayForEach(c, cidrs)
-    {
+    cJSON_ArrayForEach(c, cidrs) {
         if (!cJSON_IsString(c) || !*c->valuestring || strlen(c->valuestring) > 64 ||
             strspn(c->valuestring, "0123456789abcdefABCDEF.:/") != strlen(c->valuestring))
             return err_set(e, -EINVAL, "networkPolicy.apiServerAllowedCIDRs: \"%s\" is not a CIDR",
@@ -497,8 +493,7 @@ int render_context(const struct render_catalog *c, const cJSON *values,
         (r = build_labels(ctx, cluster, component, short_name, e)) < 0 ||
         (r = build_etcd(values, cluster, ns, component, replicas, ctx, e)) < 0 ||
         (r = build_secrets(values, cluster, short_name, ctx, e)) < 0 ||
-        (r = build_storage(values, ctx, e)) < 0 ||
-        (r = build_network_policy(values, ctx, e)) < 0 ||
+        (r = build_storage(values, ctx, e)) < 0 || (r = build_network_policy(values, ctx, e)) < 0 ||
         (r = check_feature_gates(pkg, resolved, get(values, "featureGates"), ctx, e)) < 0 ||
         (r = check_extra_args(pkg, resolved, get(values, "extraArgs"), e)) < 0)
         goto fail;
@@ -555,8 +550,7 @@ static int check_objects(const cJSON *objects, const char *ns, struct err *e)
 {
     cJSON *obj;
 
-    cJSON_ArrayForEach(obj, objects)
-    {
+    cJSON_ArrayForEach(obj, objects) {
         cJSON *meta = (cJSON *)get(obj, "metadata");
         if (!cJSON_IsObject(obj) || !cJSON_IsString(get(obj, "apiVersion")) ||
             !cJSON_IsString(get(obj, "kind")) || !cJSON_IsObject(meta) ||

@@ -276,8 +276,7 @@ static int run_range(struct exec *x, const struct node *n, const cJSON *dot)
                            items[i]);
         free(items);
     } else {
-        cJSON_ArrayForEach(it, list)
-        {
+        cJSON_ArrayForEach(it, list) {
             r = range_step(x, n, base, n->key_var ? cJSON_CreateNumber(i) : NULL, it);
             if (r < 0)
                 break;

@@ -112,7 +112,8 @@ const cJSON **tmpl_sorted_members(const cJSON *obj, int *ret_count)
 
     if (!items)
         return NULL;
-    cJSON_ArrayForEach(it, obj) items[i++] = it;
+    cJSON_ArrayForEach(it, obj)
+        items[i++] = it;
     qsort(items, (size_t)count, sizeof(*items), cmp_keys);
     *ret_count = count;
     return items;
@@ -159,8 +160,7 @@ static int join_into(struct exec *x, int line, const cJSON *list, const char *se
     const cJSON *it;
     int r;
 
-    cJSON_ArrayForEach(it, list)
-    {
+    cJSON_ArrayForEach(it, list) {
         if (it != list->child && (r = buf_puts(b, sep)) < 0)
             return err_set(x->e, r, "%s:%d: join result too large", x->t->name, line);
         if ((r = tmpl_append_text(x, line, it, b)) < 0)
@@ -324,8 +324,7 @@ static int fn_concat(struct exec *x, int line, cJSON **a, int n, cJSON **ret)
             return fail(x, line, "concat wants lists, not a %s", tmpl_type_name(a[i]));
         }
     for (int i = 0; l && i < n; i++)
-        cJSON_ArrayForEach(it, a[i])
-        {
+        cJSON_ArrayForEach(it, a[i]) {
             if (!add_copy(l, it)) {
                 cJSON_Delete(l);
                 return err_set(x->e, -ENOMEM, "out of memory");

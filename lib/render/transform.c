@@ -64,8 +64,9 @@ static int add_labels(cJSON *holder, const cJSON *labels)
 
     if (!meta || !(l = ensure_object(meta, "labels")))
         return -ENOMEM;
-    cJSON_ArrayForEach(it,
-                       labels) if (set_string(l, it->string, it->valuestring) < 0) return -ENOMEM;
+    cJSON_ArrayForEach(it, labels)
+        if (set_string(l, it->string, it->valuestring) < 0)
+            return -ENOMEM;
     return 0;
 }
 
@@ -74,10 +75,10 @@ int render_transform_labels(cJSON *objects, const cJSON *labels, struct err *e)
     const cJSON *it;
     cJSON *obj, *tpl;
 
-    cJSON_ArrayForEach(it, labels) if (!cJSON_IsString(it)) return err_set(
-        e, -EINVAL, "label %s: value must be a string", it->string);
-    cJSON_ArrayForEach(obj, objects)
-    {
+    cJSON_ArrayForEach(it, labels)
+        if (!cJSON_IsString(it))
+            return err_set(e, -EINVAL, "label %s: value must be a string", it->string);
+    cJSON_ArrayForEach(obj, objects) {
         if (add_labels(obj, labels) < 0)
             return oom(e);
         if ((tpl = pod_template(obj)) && add_labels(tpl, labels) < 0)
@@ -97,8 +98,7 @@ int render_transform_owner(cJSON *objects, const cJSON *owner, struct err *e)
         if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(owner, keys[i])) ||
             !cJSON_GetObjectItemCaseSensitive(owner, keys[i])->valuestring[0])
             return err_set(e, -EINVAL, "owner.%s: required", keys[i]);
-    cJSON_ArrayForEach(obj, objects)
-    {
+    cJSON_ArrayForEach(obj, objects) {
         cJSON *meta = ensure_object(obj, "metadata"), *refs, *ref, *it, *next;
         const char *uid = cJSON_GetObjectItemCaseSensitive(owner, "uid")->valuestring;
         if (!meta)
@@ -159,8 +159,7 @@ static int rewrite_list(cJSON *list, const char *registry)
 {
     cJSON *c;
 
-    cJSON_ArrayForEach(c, list)
-    {
+    cJSON_ArrayForEach(c, list) {
         cJSON *img = cJSON_GetObjectItemCaseSensitive(c, "image");
         char *n = NULL;
         if (!cJSON_IsString(img))
@@ -185,8 +184,7 @@ int render_transform_registry(cJSON *objects, const char *registry, struct err *
     n = strlen(registry);
     if (registry[n - 1] == '/' || strpbrk(registry, " @\t\n"))
         return err_set(e, -EINVAL, "imageRegistry \"%s\": want host[:port][/path]", registry);
-    cJSON_ArrayForEach(obj, objects)
-    {
+    cJSON_ArrayForEach(obj, objects) {
         cJSON *ps = render_pod_spec(obj);
         if (!ps)
             continue;
@@ -253,8 +251,7 @@ static int pod_inputs(const cJSON *objects, const char *extra_input, char **ret)
 
     if (buf_puts(&b, extra_input ? extra_input : "") < 0)
         goto oom;
-    cJSON_ArrayForEach(obj, objects)
-    {
+    cJSON_ArrayForEach(obj, objects) {
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
         char *data;
         int r;
@@ -283,8 +280,7 @@ int render_transform_config_hash(cJSON *objects, const char *extra_input, struct
 
     if (r < 0)
         return err_set(e, r, "config hash: out of memory");
-    cJSON_ArrayForEach(obj, objects)
-    {
+    cJSON_ArrayForEach(obj, objects) {
         drop_annotation(obj);
         if ((tpl = pod_template(obj))) {
             drop_annotation(tpl);
@@ -311,14 +307,12 @@ static int set_number(cJSON *o, const char *key, int value)
     return cJSON_AddItemToObject(o, key, n) ? 0 : (cJSON_Delete(n), -ENOMEM);
 }
 
-int render_transform_statefulset_scale(cJSON *objects, int replicas, int partition,
-                                       struct err *e)
+int render_transform_statefulset_scale(cJSON *objects, int replicas, int partition, struct err *e)
 {
     cJSON *obj;
     char whole[65];
 
-    cJSON_ArrayForEach(obj, objects)
-    {
+    cJSON_ArrayForEach(obj, objects) {
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
         cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec"), *us, *ru;
         int r;

@@ -44,7 +44,6 @@ int render_transform_config_hash(cJSON *objects, const char *extra_input, struct
  * the pod template and its hash are left as they are. For the etcd reconciler, whose member
  * count and roll position come from etcd's membership rather than from the spec. Returns 0 or
  * -ENOMEM. */
-int render_transform_statefulset_scale(cJSON *objects, int replicas, int partition,
-                                       struct err *e);
+int render_transform_statefulset_scale(cJSON *objects, int replicas, int partition, struct err *e);
 
 #endif

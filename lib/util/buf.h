@@ -16,7 +16,10 @@ struct buf {
     size_t max; /* 0: unbounded; otherwise appends past max bytes fail with -ENOBUFS */
 };
 
-#define BUF_INIT {NULL, 0, 0, 0}
+#define BUF_INIT                                                                                   \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 void buf_init(struct buf *b, size_t max);
 void buf_done(struct buf *b);

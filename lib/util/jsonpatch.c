@@ -271,8 +271,7 @@ static int parse_op(const cJSON *item, struct op *ret_op, struct err *e)
 
     if (!cJSON_IsObject(item))
         return err_set(e, -EINVAL, "not an object");
-    cJSON_ArrayForEach(m, item)
-    {
+    cJSON_ArrayForEach(m, item) {
         const char **slot = NULL;
         if (strcmp(m->string, "value") == 0) {
             if (op.value)
@@ -410,8 +409,7 @@ int jsonpatch_apply(const cJSON *doc, const cJSON *ops, cJSON **ret_doc, struct 
     work = cJSON_Duplicate(doc, true);
     if (!work)
         return err_set(e, -ENOMEM, "out of memory");
-    cJSON_ArrayForEach(item, ops)
-    {
+    cJSON_ArrayForEach(item, ops) {
         struct op op = {0};
         r = parse_op(item, &op, e);
         if (r < 0) {
@@ -439,8 +437,7 @@ static int merge_into(cJSON *target, const cJSON *patch)
 {
     const cJSON *m;
 
-    cJSON_ArrayForEach(m, patch)
-    {
+    cJSON_ArrayForEach(m, patch) {
         cJSON *cur = cJSON_GetObjectItemCaseSensitive(target, m->string);
         cJSON *nv;
         bool ok;

@@ -29,7 +29,7 @@ struct list_node {
 };
 
 /* The member of type `type` that embeds node `ptr` as its field `member`. */
-#define list_entry(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define list_entry(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* Makes n an empty list head, or an unlinked member. */
 static inline void list_init(struct list_node *n)

@@ -63,10 +63,10 @@ static bool looks_float(const char *s)
 }
 
 static const char *const null_words[] = {"", "~", "null", "Null", "NULL", NULL};
-static const char *const true_words[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on",
-                                         "On",   "ON",   "y",    "Y",   NULL};
-static const char *const false_words[] = {"false", "False", "FALSE", "no", "No", "NO", "off",
-                                          "Off",   "OFF",   "n",     "N",  NULL};
+static const char *const true_words[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
+                                         "on",   "On",   "ON",   "y",   "Y",   NULL};
+static const char *const false_words[] = {"false", "False", "FALSE", "no", "No", "NO",
+                                          "off",   "Off",   "OFF",   "n",  "N",  NULL};
 
 /* Resolves a plain scalar to a typed cJSON node. */
 static cJSON *resolve_plain(const char *s)
@@ -79,8 +79,8 @@ static cJSON *resolve_plain(const char *s)
         return cJSON_CreateTrue();
     if (str_in(s, false_words))
         return cJSON_CreateFalse();
-    if ((s[0] >= '0' && s[0] <= '9') || ((s[0] == '-' || s[0] == '+') && s[1] >= '0' &&
-                                         s[1] <= '9')) {
+    if ((s[0] >= '0' && s[0] <= '9') ||
+        ((s[0] == '-' || s[0] == '+') && s[1] >= '0' && s[1] <= '9')) {
         long long v;
         errno = 0;
         v = strtoll(s, &end, 0);
@@ -143,8 +143,7 @@ static int attach(struct parse_state *st, cJSON *node, const char *origin, const
             /* At the top of a document this is most often two files joined without the "---"
              * that starts a document: say so. */
             snprintf(msg, sizeof(msg), "duplicate key \"%.200s\"%s", top->pending_key,
-                     st->depth == 1 ? " (a second object without a \"---\" line before it?)"
-                                    : "");
+                     st->depth == 1 ? " (a second object without a \"---\" line before it?)" : "");
             return mark_err(e, origin, m, msg);
         }
         return 0;
@@ -345,13 +344,11 @@ static int emit_node(yaml_emitter_t *em, const cJSON *n)
         const cJSON *c;
 
         if (obj)
-            yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
-                                                empty ? YAML_FLOW_MAPPING_STYLE
-                                                      : YAML_BLOCK_MAPPING_STYLE);
+            yaml_mapping_start_event_initialize(
+                &ev, NULL, NULL, 1, empty ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
         else
-            yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-                                                 empty ? YAML_FLOW_SEQUENCE_STYLE
-                                                       : YAML_BLOCK_SEQUENCE_STYLE);
+            yaml_sequence_start_event_initialize(
+                &ev, NULL, NULL, 1, empty ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
         if (!yaml_emitter_emit(em, &ev))
             return -ENOMEM;
         for (c = n->child; c; c = c->next) {
@@ -449,7 +446,8 @@ int yamlconv_emit_all(const cJSON *docs, struct buf *out)
     arr = calloc((size_t)n, sizeof(*arr));
     if (!arr)
         return -ENOMEM;
-    cJSON_ArrayForEach(c, docs) arr[i++] = c;
+    cJSON_ArrayForEach(c, docs)
+        arr[i++] = c;
     r = emit_docs(arr, n, out);
     free(arr);
     return r;

@@ -58,8 +58,7 @@ int main(int argc, char **argv)
         }
         kube_store_init(&before);
         kube_store_init(&after);
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
-        {
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
             cJSON *a = cJSON_Duplicate(it, true), *b = cJSON_Duplicate(it, true), *old = NULL;
             char *t = cJSON_PrintUnformatted(it);
 

@@ -133,12 +133,14 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(ns, sizeof(ns), "bench-%d", (int)getpid());
-    snprintf(json, sizeof(json), "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
-                                 "{\"name\":\"%s\"}}", ns);
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
+             "{\"name\":\"%s\"}}",
+             ns);
     nsobj = cJSON_Parse(json);
     if (kube_request_sync(client,
-                          &(struct kube_request){.verb = KUBE_CREATE,
-                                                 .resource = &KUBE_NAMESPACES, .body = nsobj},
+                          &(struct kube_request){
+                              .verb = KUBE_CREATE, .resource = &KUBE_NAMESPACES, .body = nsobj},
                           NULL, &e) < 0) {
         fprintf(stderr, "bench_informer: namespace: %s\n", e.msg);
         return 2;
@@ -147,8 +149,8 @@ int main(int argc, char **argv)
 
     p = (struct pump){.total = objects, .max_in_flight = 32};
     t = run_pump(&p);
-    printf("create: %d ConfigMaps in %.2f s, %.0f req/s with 32 in flight (%d failed)\n",
-           objects, t, objects / t, p.failures);
+    printf("create: %d ConfigMaps in %.2f s, %.0f req/s with 32 in flight (%d failed)\n", objects,
+           t, objects / t, p.failures);
 
     /* Memory per cached object. */
     o.namespace_ = ns;
@@ -178,16 +180,18 @@ int main(int argc, char **argv)
     kube_informer_free(inf);
 
     for (size_t i = 0; i < sizeof(in_flight) / sizeof(in_flight[0]); i++) {
-        p = (struct pump){.get = true, .max_in_flight = in_flight[i],
-                          .deadline = time_mono() + get_seconds};
+        p = (struct pump){
+            .get = true, .max_in_flight = in_flight[i], .deadline = time_mono() + get_seconds};
         t = run_pump(&p);
-        printf("get: %ld requests in %.2f s, %.0f req/s with %d in flight (%d failed)\n", p.done,
-               t, p.done / t, in_flight[i], p.failures);
+        printf("get: %ld requests in %.2f s, %.0f req/s with %d in flight (%d failed)\n", p.done, t,
+               p.done / t, in_flight[i], p.failures);
     }
 
     kube_request_sync(client,
-                      &(struct kube_request){.verb = KUBE_DELETE, .resource = &KUBE_NAMESPACES,
-                                             .name = ns, .propagation_policy = "Background"},
+                      &(struct kube_request){.verb = KUBE_DELETE,
+                                             .resource = &KUBE_NAMESPACES,
+                                             .name = ns,
+                                             .propagation_policy = "Background"},
                       NULL, NULL);
     kube_client_free(client);
     kube_config_free(cfg);

@@ -177,15 +177,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (yamlconv_parse_all((const char *)data, size, "fuzz", &docs, NULL) < 0)
         return 0;
     /* A Cluster anywhere in the stream is the owner the others default from. */
-    cJSON_ArrayForEach(doc, docs)
-    {
+    cJSON_ArrayForEach(doc, docs) {
         if (!cl && api_capi_cluster_from_json(doc, &cl, &errs) < 0)
             cl = NULL;
         api_errors_done(&errs);
         api_errors_init(&errs);
     }
-    cJSON_ArrayForEach(doc, docs)
-    {
+    cJSON_ArrayForEach(doc, docs) {
         for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
             cJSON *forced;
 

@@ -44,8 +44,7 @@ static void handler(void *userdata, const struct httpd_request *req, struct http
     fuzz_check(req->path[0] == '/', "fuzz_httpd", "path does not start with /", req->path);
     fuzz_check(!strpbrk(req->path, "? \r\n"), "fuzz_httpd", "path holds ? or space or EOL",
                req->path);
-    fuzz_check(!strpbrk(req->query, " \r\n"), "fuzz_httpd", "query holds space or EOL",
-               req->query);
+    fuzz_check(!strpbrk(req->query, " \r\n"), "fuzz_httpd", "query holds space or EOL", req->query);
     if (strcmp(req->path, "/missing") == 0) {
         resp->status = 404;
         buf_puts(&resp->body, "not found\n");
@@ -70,7 +69,8 @@ static void setup_once(void)
 
 static int connect_to_server(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)httpd_port(server)),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)httpd_port(server)),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
@@ -142,8 +142,7 @@ static void check_response(const struct buf *resp, const uint8_t *data, size_t s
     fuzz_check(resp->len == head + len || resp->len == head, "fuzz_httpd",
                "Content-Length does not match the body", r);
     /* A request that does not end within the bound is refused, not buffered on. */
-    if (size >= MAX_HEADER && !complete_within_bound(data, size) &&
-        !memchr(data, '\0', MAX_HEADER))
+    if (size >= MAX_HEADER && !complete_within_bound(data, size) && !memchr(data, '\0', MAX_HEADER))
         fuzz_check(status == 431, "fuzz_httpd", "oversized request not answered 431", r);
 }
 

@@ -58,8 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* The pointers the operations name resolve or fail cleanly. */
     if (cJSON_IsArray(patch)) {
-        cJSON_ArrayForEach(op, patch)
-        {
+        cJSON_ArrayForEach(op, patch) {
             const cJSON *path = cJSON_GetObjectItemCaseSensitive(op, "path");
             if (cJSON_IsString(path)) {
                 r = jsonpatch_pointer_get(doc, path->valuestring, &found);

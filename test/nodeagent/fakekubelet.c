@@ -1,9 +1,9 @@
 /*
  * nestcp-fake-kubelet: only the kubelet's last word. It watches the Pods of one namespace (and
  * label selector) and writes every Pod that is not Ready, not being deleted and not held back
- * by a scheduling gate as Running and Ready through its status subresource; it runs nothing. The controllers' integration tests and
- * test/bench/bench_clusters.sh use it on a super cluster without nodes, where the StatefulSet
- * controller then counts those Pods ready.
+ * by a scheduling gate as Running and Ready through its status subresource; it runs nothing. The
+ * controllers' integration tests and test/bench/bench_clusters.sh use it on a super cluster without
+ * nodes, where the StatefulSet controller then counts those Pods ready.
  *
  * Writes are PUTs at the cached resourceVersion, at most --concurrency in flight; a conflict is
  * retried from the cache once the watch has brought the newer Pod.
@@ -61,8 +61,7 @@ static bool needs_status(const cJSON *pod)
     if (get_path(pod, "metadata", "deletionTimestamp") ||
         cJSON_GetArraySize(get_path(pod, "spec", "schedulingGates")) > 0)
         return false;
-    cJSON_ArrayForEach(c, get_path(pod, "status", "conditions"))
-    {
+    cJSON_ArrayForEach(c, get_path(pod, "status", "conditions")) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
         const cJSON *status = cJSON_GetObjectItemCaseSensitive(c, "status");
 
@@ -89,8 +88,7 @@ static bool set_item(cJSON *obj, const char *key, cJSON *item)
  * status fields. Returns 0 or -ENOMEM. */
 static int set_ready_status(cJSON *pod)
 {
-    static const char *const types[] = {"Initialized", "Ready", "ContainersReady",
-                                        "PodScheduled"};
+    static const char *const types[] = {"Initialized", "Ready", "ContainersReady", "PodScheduled"};
     cJSON *st = cJSON_GetObjectItemCaseSensitive(pod, "status"), *conds, *cstats, *c, *s;
     const cJSON *spec_c;
     char now[32];
@@ -111,8 +109,7 @@ static int set_ready_status(cJSON *pod)
             !cJSON_AddStringToObject(c, "lastTransitionTime", now))
             return -ENOMEM;
     }
-    cJSON_ArrayForEach(spec_c, get_path(pod, "spec", "containers"))
-    {
+    cJSON_ArrayForEach(spec_c, get_path(pod, "spec", "containers")) {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(spec_c, "name");
         const cJSON *image = cJSON_GetObjectItemCaseSensitive(spec_c, "image");
 

@@ -74,8 +74,7 @@ int hosts_render(const struct hosts_pod *self, const struct hosts_pod *pods, siz
             continue; /* self comes first, above */
         r = pod_line(self, p, domain, out);
     }
-    cJSON_ArrayForEach(svc, services)
-    {
+    cJSON_ArrayForEach(svc, services) {
         const char *name = podobj_str(svc, "metadata", "name", NULL);
         const char *ns = podobj_str(svc, "metadata", "namespace", NULL);
         const struct hosts_pod *ep;

@@ -134,10 +134,10 @@ struct release_image {
 static int add_release_rule(struct imagemap *m, const char *root, const struct release *rel,
                             const char *tag)
 {
-    static const struct release_image kube[] = {{"kube-apiserver", "kube-apiserver"},
-                                                {"kube-controller-manager",
-                                                 "kube-controller-manager"},
-                                                {NULL, NULL}};
+    static const struct release_image kube[] = {
+        {"kube-apiserver", "kube-apiserver"},
+        {"kube-controller-manager", "kube-controller-manager"},
+        {NULL, NULL}};
     static const struct release_image etcd[] = {{"etcd", "etcd"}, {NULL, NULL}};
     static const struct release_image capi[] = {{"cluster-api-controller", "manager"},
                                                 {NULL, NULL}};

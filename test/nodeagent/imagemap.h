@@ -38,8 +38,8 @@ int imagemap_add(struct imagemap *m, const char *suffix, const char *binary);
 
 /* Adds rules for every release that hack/kube-build.sh cached under bin_root
  * (`kubernetes-1.36.3/bin/kube-apiserver`, `etcd-3.6.17/bin/etcd`,
- * `cluster-api-1.14.2/bin/manager` for the image `cluster-api-controller`, ...): an image tagged with
- * a release runs that release, one tagged with a line (or another patch of it) the line's
+ * `cluster-api-1.14.2/bin/manager` for the image `cluster-api-controller`, ...): an image tagged
+ * with a release runs that release, one tagged with a line (or another patch of it) the line's
  * newest release, any other tag the newest release. NULL or a missing directory adds nothing.
  * Returns 0, -ENAMETOOLONG or -ENOMEM. */
 int imagemap_add_defaults(struct imagemap *m, const char *bin_root);

@@ -46,7 +46,7 @@ struct nodeagent {
     double heartbeat;
     struct kube_informer *secrets, *configmaps, *claims, *volumes, *services, *pods;
     struct kube_informer *unscheduled[NA_SELECTORS_MAX]; /* one per selector (or one for all) */
-    int synced; /* caches of NA_CACHES synced */
+    int synced;                                          /* caches of NA_CACHES synced */
     struct workqueue *syncq, *bindq;
     struct strmap state; /* key -> struct na_pod */
     struct na_token *tokens;
@@ -461,8 +461,8 @@ static void delete_done(void *userdata, const struct kube_result *res)
         log_info("pod deleted", "pod=%s", c->key);
         workqueue_done(na->syncq, c->key, WORKQUEUE_RESULT_SUCCESS);
     } else {
-        log_warn("pod delete failed", "pod=%s code=%s message=%s", c->key, kube_code_name(res->code),
-                 res->message);
+        log_warn("pod delete failed", "pod=%s code=%s message=%s", c->key,
+                 kube_code_name(res->code), res->message);
         workqueue_done(na->syncq, c->key, WORKQUEUE_RESULT_ERROR);
     }
 out:

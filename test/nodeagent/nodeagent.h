@@ -7,8 +7,8 @@
  *
  *   - registers a Node (Ready, 127.0.0.1, plenty of capacity) and heartbeats it every
  *     `heartbeat` seconds (node status and a Lease in kube-node-lease);
- *   - binds Pending, unscheduled pods (those matching one of `selectors`, or all) to that Node through
- *     pods/binding;
+ *   - binds Pending, unscheduled pods (those matching one of `selectors`, or all) to that Node
+ * through pods/binding;
  *   - runs the pods bound to the Node with the local runtime (runtime.h), with Secrets,
  *     ConfigMaps, PersistentVolumeClaims, PersistentVolumes and Services from informers; a
  *     pod's containers start once every claim it mounts is Bound, on the PersistentVolume's
@@ -33,7 +33,7 @@ struct nodeagent_opts {
      * or empty: every pod). */
     const char *const *selectors;
     const char *namespace_; /* bind only pods of this namespace; NULL: any */
-    double heartbeat;      /* seconds; 0: 10 */
+    double heartbeat;       /* seconds; 0: 10 */
     /* state_dir, images, pod_net, backoff, cluster_domain; the callbacks, resolve and
      * node_name are the agent's own. */
     struct runtime_opts runtime;

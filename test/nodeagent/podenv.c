@@ -203,8 +203,7 @@ static int podenv_from(const cJSON *pod, const cJSON *src, podobj_resolve_fn res
 
         if (strcmp(kind, "Secret") == 0 && pass == 1)
             break;
-        cJSON_ArrayForEach(item, podobj_get(obj, member, NULL))
-        {
+        cJSON_ArrayForEach(item, podobj_get(obj, member, NULL)) {
             char *value = NULL;
             size_t len;
 
@@ -245,14 +244,12 @@ int podenv_build(const cJSON *pod, const cJSON *container, const struct podenv_f
     }
     if (r < 0)
         return r;
-    cJSON_ArrayForEach(item, podobj_get(container, "envFrom", NULL))
-    {
+    cJSON_ArrayForEach(item, podobj_get(container, "envFrom", NULL)) {
         r = podenv_from(pod, item, resolve, userdata, env, e);
         if (r < 0)
             return r;
     }
-    cJSON_ArrayForEach(item, podobj_get(container, "env", NULL))
-    {
+    cJSON_ArrayForEach(item, podobj_get(container, "env", NULL)) {
         const char *name = podobj_str(item, "name", NULL);
         const char *value = podobj_str(item, "value", NULL);
         const cJSON *from = podobj_get(item, "valueFrom", NULL);

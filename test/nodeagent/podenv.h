@@ -53,8 +53,8 @@ const char *podenv_get(const struct podenv *env, const char *name);
  * status.podIP, status.hostIP) for pod, or NULL when the path is not supported. Borrowed from
  * pod, fields or tmp (which holds a label or annotation key). fields may be NULL: only the
  * pod's own fields are known then. */
-const char *podenv_fieldref(const cJSON *pod, const char *path,
-                            const struct podenv_fields *fields, char *tmp, size_t tmpsize);
+const char *podenv_fieldref(const cJSON *pod, const char *path, const struct podenv_fields *fields,
+                            char *tmp, size_t tmpsize);
 
 /* Builds the environment of container (an element of pod.spec.containers) into env (which
  * must be empty): PATH, HOSTNAME and HOME, KUBERNETES_SERVICE_HOST and _PORT (when fields

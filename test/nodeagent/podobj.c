@@ -132,8 +132,7 @@ bool podobj_selector_matches(const cJSON *selector, const cJSON *labels)
 
     if (!cJSON_IsObject(selector) || !selector->child)
         return false;
-    cJSON_ArrayForEach(pair, selector)
-    {
+    cJSON_ArrayForEach(pair, selector) {
         const cJSON *l =
             cJSON_IsObject(labels) ? cJSON_GetObjectItemCaseSensitive(labels, pair->string) : NULL;
 
@@ -148,8 +147,7 @@ int podobj_named_port(const cJSON *container, const char *name, int *ret_port)
 {
     const cJSON *port;
 
-    cJSON_ArrayForEach(port, podobj_get(container, "ports", NULL))
-    {
+    cJSON_ArrayForEach(port, podobj_get(container, "ports", NULL)) {
         const char *n = podobj_str(port, "name", NULL);
         long p = podobj_long(port, "containerPort", 0);
 

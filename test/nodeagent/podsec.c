@@ -9,14 +9,46 @@
 
 /* Capability names in the order of their numbers (linux/capability.h). */
 static const char *const cap_names[] = {
-    "CHOWN",           "DAC_OVERRIDE",   "DAC_READ_SEARCH", "FOWNER",          "FSETID",
-    "KILL",            "SETGID",         "SETUID",          "SETPCAP",         "LINUX_IMMUTABLE",
-    "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN",       "NET_RAW",         "IPC_LOCK",
-    "IPC_OWNER",       "SYS_MODULE",     "SYS_RAWIO",       "SYS_CHROOT",      "SYS_PTRACE",
-    "SYS_PACCT",       "SYS_ADMIN",      "SYS_BOOT",        "SYS_NICE",        "SYS_RESOURCE",
-    "SYS_TIME",        "SYS_TTY_CONFIG", "MKNOD",           "LEASE",           "AUDIT_WRITE",
-    "AUDIT_CONTROL",   "SETFCAP",        "MAC_OVERRIDE",    "MAC_ADMIN",       "SYSLOG",
-    "WAKE_ALARM",      "BLOCK_SUSPEND",  "AUDIT_READ",      "PERFMON",         "BPF",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
     "CHECKPOINT_RESTORE",
 };
 #define CAP_COUNT ((int)(sizeof(cap_names) / sizeof(*cap_names)))
@@ -51,13 +83,11 @@ static int id_field(const cJSON *psc, const cJSON *csc, const char *field, long 
     return 0;
 }
 
-static int caps_apply(const cJSON *list, const char *field, uint64_t *caps, bool add,
-                      struct err *e)
+static int caps_apply(const cJSON *list, const char *field, uint64_t *caps, bool add, struct err *e)
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, list)
-    {
+    cJSON_ArrayForEach(c, list) {
         int n;
 
         if (cJSON_IsString(c) && strcasecmp(c->valuestring, "ALL") == 0) {
@@ -89,8 +119,7 @@ long podsec_fs_group(const cJSON *pod, bool *ret_on_root_mismatch)
     return (long)g->valuedouble;
 }
 
-int podsec_resolve(const cJSON *pod, const cJSON *container, struct podsec *ret_sec,
-                   struct err *e)
+int podsec_resolve(const cJSON *pod, const cJSON *container, struct podsec *ret_sec, struct err *e)
 {
     const cJSON *psc = podobj_get(pod, "spec", "securityContext", NULL);
     const cJSON *csc = podobj_get(container, "securityContext", NULL);
@@ -107,18 +136,16 @@ int podsec_resolve(const cJSON *pod, const cJSON *container, struct podsec *ret_
     if (!nonroot)
         nonroot = podobj_get(psc, "runAsNonRoot", NULL);
     if (cJSON_IsTrue(nonroot) && uid <= 0)
-        return err_set(e, -EINVAL,
-                       "container has runAsNonRoot and %s", uid == 0
-                           ? "runAsUser is 0"
-                           : "image will run as root (no runAsUser: this node runs images as "
-                             "root)");
+        return err_set(e, -EINVAL, "container has runAsNonRoot and %s",
+                       uid == 0 ? "runAsUser is 0"
+                                : "image will run as root (no runAsUser: this node runs images as "
+                                  "root)");
     s.set_ids = uid >= 0 || gid >= 0;
     s.uid = uid > 0 ? (uid_t)uid : 0;
     s.gid = gid > 0 ? (gid_t)gid : 0;
     if (fs_group >= 0)
         s.groups[s.ngroups++] = (gid_t)fs_group;
-    cJSON_ArrayForEach(g, podobj_get(psc, "supplementalGroups", NULL))
-    {
+    cJSON_ArrayForEach(g, podobj_get(psc, "supplementalGroups", NULL)) {
         if (!cJSON_IsNumber(g) || g->valuedouble < 0 || g->valuedouble > 2147483647.0)
             return err_set(e, -EINVAL, "securityContext.supplementalGroups: not a valid id");
         if (s.ngroups == PODSEC_MAX_GROUPS)

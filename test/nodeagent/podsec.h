@@ -38,15 +38,14 @@ struct podsec {
     size_t ngroups;
     bool no_new_privs;
     bool readonly_root;
-    bool limit_caps;  /* capabilities.drop or .add given */
-    uint64_t caps;    /* with limit_caps: the capabilities kept (bit n = capability n) */
+    bool limit_caps; /* capabilities.drop or .add given */
+    uint64_t caps;   /* with limit_caps: the capabilities kept (bit n = capability n) */
 };
 
 /* The effective security settings of container (an element of pod.spec.containers) in pod.
  * Returns 0, or -EINVAL with e naming the field (runAsNonRoot with a root user, an unknown
  * capability, a uid or gid out of range, too many groups). */
-int podsec_resolve(const cJSON *pod, const cJSON *container, struct podsec *ret_sec,
-                   struct err *e);
+int podsec_resolve(const cJSON *pod, const cJSON *container, struct podsec *ret_sec, struct err *e);
 
 /* The capability named name ("NET_ADMIN" or "CAP_NET_ADMIN", any case), or -EINVAL. */
 int podsec_capability(const char *name);

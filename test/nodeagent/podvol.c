@@ -259,8 +259,7 @@ int podvol_claims_resolve(const cJSON *pod, podobj_resolve_fn resolve, void *use
 
     if (!claims)
         return -ENOMEM;
-    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL))
-    {
+    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL)) {
         const char *name = podobj_str(vol, "name", NULL);
         const char *claim = podobj_str(vol, "persistentVolumeClaim", "claimName", NULL);
         const char *path = NULL;
@@ -347,8 +346,7 @@ static int write_source(const cJSON *pod, const char *kind, const cJSON *src, un
     if (r < 0)
         return err_set(e, r, "%s %s/%s not found", kind, ns, name);
     if (cJSON_IsArray(items) && cJSON_GetArraySize(items) > 0) {
-        cJSON_ArrayForEach(item, items)
-        {
+        cJSON_ArrayForEach(item, items) {
             const char *key = podobj_str(item, "key", NULL);
             const char *path = podobj_str(item, "path", NULL);
             unsigned mode = (unsigned)podobj_long(item, "mode", (long)def_mode) & 07777;
@@ -378,8 +376,7 @@ static int write_source(const cJSON *pod, const char *kind, const cJSON *src, un
 
         if (pass == 1 && strcmp(kind, "Secret") == 0)
             break;
-        cJSON_ArrayForEach(item, podobj_get(obj, member, NULL))
-        {
+        cJSON_ArrayForEach(item, podobj_get(obj, member, NULL)) {
             char *data = NULL;
             size_t len;
 
@@ -416,8 +413,8 @@ static int write_token(const cJSON *pod, const cJSON *src, unsigned mode, const 
 
     if (!name || !path)
         return err_set(e, -EINVAL, "serviceAccountToken source without a path");
-    if ((size_t)snprintf(key, sizeof(key), "%s/%s/%s/%ld/%s", name, uid, sa, lifetime,
-                         audience) >= sizeof(key))
+    if ((size_t)snprintf(key, sizeof(key), "%s/%s/%s/%ld/%s", name, uid, sa, lifetime, audience) >=
+        sizeof(key))
         return err_set(e, -ENAMETOOLONG, "serviceAccountToken: audience too long");
     r = resolve ? resolve(userdata, "ServiceAccountToken", ns, key, &obj) : -ENOENT;
     if (r == -EAGAIN)
@@ -433,14 +430,13 @@ static int write_token(const cJSON *pod, const cJSON *src, unsigned mode, const 
 
 /* Writes a downwardAPI source (a projected source or a downwardAPI volume): one file per item,
  * the pod's own fields only (metadata.name, namespace, uid, labels['k'], annotations['k']). */
-static int write_downward(const cJSON *pod, const cJSON *src, unsigned def_mode,
-                          const char *voldir, struct podvol_names *names, struct err *e)
+static int write_downward(const cJSON *pod, const cJSON *src, unsigned def_mode, const char *voldir,
+                          struct podvol_names *names, struct err *e)
 {
     const cJSON *item;
     int r;
 
-    cJSON_ArrayForEach(item, podobj_get(src, "items", NULL))
-    {
+    cJSON_ArrayForEach(item, podobj_get(src, "items", NULL)) {
         const char *path = podobj_str(item, "path", NULL);
         const char *field = podobj_str(item, "fieldRef", "fieldPath", NULL);
         unsigned mode = (unsigned)podobj_long(item, "mode", (long)def_mode) & 07777;
@@ -596,8 +592,7 @@ static int prepare_volume(const cJSON *pod, const cJSON *vol, const struct podvo
         unsigned mode = (unsigned)podobj_long(src, "defaultMode", PODVOL_DEFAULT_MODE) & 07777;
         const cJSON *s;
 
-        cJSON_ArrayForEach(s, podobj_get(src, "sources", NULL))
-        {
+        cJSON_ArrayForEach(s, podobj_get(src, "sources", NULL)) {
             const cJSON *sec = podobj_get(s, "secret", NULL);
             const cJSON *cm = podobj_get(s, "configMap", NULL);
             const cJSON *token = podobj_get(s, "serviceAccountToken", NULL);
@@ -634,8 +629,7 @@ int podvol_prepare(const cJSON *pod, const struct podvol_dirs *dirs, podobj_reso
     const cJSON *vol;
     int r;
 
-    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL))
-    {
+    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL)) {
         r = prepare_volume(pod, vol, dirs, resolve, userdata, e);
         if (r < 0) {
             err_prefix(e, "volume %s: ", podobj_str(vol, "name", NULL) ?: "?");
@@ -676,8 +670,7 @@ static const cJSON *find_volume(const cJSON *pod, const char *name)
 {
     const cJSON *vol;
 
-    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL))
-    {
+    cJSON_ArrayForEach(vol, podobj_get(pod, "spec", "volumes", NULL)) {
         const char *n = podobj_str(vol, "name", NULL);
 
         if (n && strcmp(n, name) == 0)
@@ -698,8 +691,7 @@ int podvol_mounts(const cJSON *pod, const cJSON *container, const struct podvol_
 
     if (!m)
         return -ENOMEM;
-    cJSON_ArrayForEach(vm, list)
-    {
+    cJSON_ArrayForEach(vm, list) {
         const char *name = podobj_str(vm, "name", NULL);
         const char *target = podobj_str(vm, "mountPath", NULL);
         const char *sub = podobj_str(vm, "subPath", NULL);

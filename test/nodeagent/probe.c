@@ -85,8 +85,7 @@ int probe_spec_parse(const cJSON *probe, const cJSON *container, const char *pod
         s.command = calloc((size_t)n + 1, sizeof(char *));
         if (!s.command)
             goto fail;
-        cJSON_ArrayForEach(item, podobj_get(exec, "command", NULL))
-        {
+        cJSON_ArrayForEach(item, podobj_get(exec, "command", NULL)) {
             if (!cJSON_IsString(item)) {
                 r = err_set(e, -EINVAL, "exec probe command holds a non-string");
                 goto fail;
@@ -115,8 +114,7 @@ int probe_spec_parse(const cJSON *probe, const cJSON *container, const char *pod
             goto fail;
         if (!(s.headers = calloc((size_t)n + 1, sizeof(char *))))
             goto fail;
-        cJSON_ArrayForEach(item, podobj_get(http, "httpHeaders", NULL))
-        {
+        cJSON_ArrayForEach(item, podobj_get(http, "httpHeaders", NULL)) {
             const char *name = podobj_str(item, "name", NULL);
             const char *value = podobj_str(item, "value", NULL);
             size_t len;

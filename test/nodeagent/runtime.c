@@ -201,8 +201,8 @@ static void ip_format(const struct runtime *rt, unsigned index, char out[INET_AD
 {
     /* Octets are taken modulo 256 so the compiler can see the text fits (pod_net <= 255 and
      * index < 254 * 253 are checked where they are set). */
-    snprintf(out, INET_ADDRSTRLEN, "127.%u.%u.%u", rt->o.pod_net & 0xffu,
-             (1 + index / 253) & 0xffu, (2 + index % 253) & 0xffu);
+    snprintf(out, INET_ADDRSTRLEN, "127.%u.%u.%u", rt->o.pod_net & 0xffu, (1 + index / 253) & 0xffu,
+             (2 + index % 253) & 0xffu);
 }
 
 static bool ip_taken(const struct runtime *rt, unsigned index)
@@ -509,8 +509,7 @@ static int container_argv(struct rt_container *c, const cJSON *spec, char *exe, 
     if (!argv)
         return -ENOMEM;
     if (cJSON_GetArraySize(command) > 0) {
-        cJSON_ArrayForEach(item, command)
-        {
+        cJSON_ArrayForEach(item, command) {
             if (!cJSON_IsString(item)) {
                 r = err_set(e, -EINVAL, "command holds a non-string");
                 goto fail;
@@ -544,8 +543,7 @@ static int container_argv(struct rt_container *c, const cJSON *spec, char *exe, 
         if (!(argv[i++] = strdup(c->binary)))
             goto fail;
     }
-    cJSON_ArrayForEach(item, args)
-    {
+    cJSON_ArrayForEach(item, args) {
         if (!cJSON_IsString(item)) {
             r = err_set(e, -EINVAL, "args holds a non-string");
             goto fail;
@@ -571,8 +569,8 @@ static void container_start(struct rt_container *c)
     struct rt_pod *p = c->pod;
     struct runtime *rt = p->rt;
     const cJSON *spec = container_spec(c);
-    struct podenv_fields fields = {p->ip, rt->host_ip, rt->node_name, rt->path_env,
-                                   rt->o.api_host, rt->o.api_port};
+    struct podenv_fields fields = {p->ip,        rt->host_ip,    rt->node_name,
+                                   rt->path_env, rt->o.api_host, rt->o.api_port};
     struct podvol_dirs dirs = {p->dir, p->claims};
     struct podvol_mount *mounts = NULL;
     size_t nmounts = 0;
@@ -885,8 +883,7 @@ static int pod_new(struct runtime *rt, const cJSON *obj, struct rt_pod **ret, st
         r = -ENOMEM;
         goto fail;
     }
-    cJSON_ArrayForEach(spec, ctrs)
-    {
+    cJSON_ArrayForEach(spec, ctrs) {
         r = container_init(p, &p->ctrs[i], i, spec, e);
         i++;
         if (r < 0) {

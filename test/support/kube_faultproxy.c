@@ -49,8 +49,8 @@ struct kconn;
 
 struct kfp {
     struct kube_config *upstream;
-    char *ca_pem;                  /* the CA clients trust */
-    char *other_ca_pem;            /* the CA of KFP_CERT_UNKNOWN_CA */
+    char *ca_pem;                   /* the CA clients trust */
+    char *other_ca_pem;             /* the CA of KFP_CERT_UNKNOWN_CA */
     char *cert_pem[5], *key_pem[5]; /* by enum kfp_cert */
     int listen_fd;
     int port;
@@ -433,8 +433,8 @@ static void submit(struct kstream *s, int status, const char *ctype, const char 
     size_t n = 0;
     nghttp2_data_provider prd = {.source.ptr = s, .read_callback = data_read};
 
-#define NV(name, value)                                                                         \
-    (nghttp2_nv){(uint8_t *)(name), (uint8_t *)(value), strlen(name), strlen(value),           \
+#define NV(name, value)                                                                            \
+    (nghttp2_nv){(uint8_t *)(name), (uint8_t *)(value), strlen(name), strlen(value),               \
                  NGHTTP2_NV_FLAG_NONE}
     snprintf(code, sizeof(code), "%d", status);
     nv[n++] = NV(":status", code);
@@ -720,8 +720,7 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
 }
 
 static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *ud)
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
     struct kstream *s = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
     struct buf *h;
@@ -909,8 +908,7 @@ static void serve(struct kconn *k)
         }
         if (!flush_client(k))
             break;
-        if (!nghttp2_session_want_read(k->h2) && !nghttp2_session_want_write(k->h2) &&
-            !k->out.len)
+        if (!nghttp2_session_want_read(k->h2) && !nghttp2_session_want_write(k->h2) && !k->out.len)
             break;
     }
     set_served(k, false);

@@ -103,12 +103,12 @@ void kfp_reset_connections(struct kfp *p);
 void kfp_set_cert(struct kfp *p, enum kfp_cert cert);
 
 struct kfp_stats {
-    int connections;     /* TCP connections accepted */
-    int handshakes;      /* TLS handshakes completed with h2 */
-    int tls_failures;    /* handshakes that failed (e.g. the client refused the certificate) */
-    int requests;        /* HTTP/2 requests received, faulted or forwarded */
-    int injected;        /* faults handed out by rules */
-    int open;            /* connections being served now (stalled ones not counted) */
+    int connections;  /* TCP connections accepted */
+    int handshakes;   /* TLS handshakes completed with h2 */
+    int tls_failures; /* handshakes that failed (e.g. the client refused the certificate) */
+    int requests;     /* HTTP/2 requests received, faulted or forwarded */
+    int injected;     /* faults handed out by rules */
+    int open;         /* connections being served now (stalled ones not counted) */
 };
 void kfp_get_stats(struct kfp *p, struct kfp_stats *ret_stats);
 

@@ -111,9 +111,9 @@ static inline int kt_create_cm(struct kt *t, const char *ns, const char *name, c
              "\"namespace\":\"%s\",\"labels\":{\"test\":\"%s\"}},\"data\":{\"k\":\"%s\"}}",
              name, ns, label, value);
     o = kt_obj(json);
-    r = kt_sync(t, &(struct kube_request){.verb = KUBE_CREATE, .resource = &KUBE_CONFIGMAPS,
-                                          .body = o},
-                ret);
+    r = kt_sync(
+        t, &(struct kube_request){.verb = KUBE_CREATE, .resource = &KUBE_CONFIGMAPS, .body = o},
+        ret);
     cJSON_Delete(o);
     return r;
 }
@@ -123,13 +123,16 @@ static inline void kt_create_namespace(struct kt *t, const char *name)
     char json[256];
     cJSON *o;
 
-    snprintf(json, sizeof(json), "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
-                                 "\"metadata\":{\"name\":\"%s\"}}", name);
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+             "\"metadata\":{\"name\":\"%s\"}}",
+             name);
     o = kt_obj(json);
-    assert_int_equal(kt_sync(t, &(struct kube_request){.verb = KUBE_CREATE,
-                                                       .resource = &KUBE_NAMESPACES, .body = o},
-                             NULL),
-                     0);
+    assert_int_equal(
+        kt_sync(
+            t, &(struct kube_request){.verb = KUBE_CREATE, .resource = &KUBE_NAMESPACES, .body = o},
+            NULL),
+        0);
     cJSON_Delete(o);
 }
 
@@ -146,7 +149,8 @@ static inline void kt_setup_from(struct kt *t, const char *kubeconfig, const cha
     if (!kubeconfig)
         kubeconfig = getenv("KUBECONFIG");
     if (!kubeconfig || !kubeconfig[0]) {
-        fprintf(stderr, "KUBECONFIG is not set: run under ctest or eval \"$(hack/kube-env.sh up)\"\n");
+        fprintf(stderr,
+                "KUBECONFIG is not set: run under ctest or eval \"$(hack/kube-env.sh up)\"\n");
         fail();
     }
     if (kube_config_load_file(kubeconfig, NULL, &t->cfg, &e) < 0) {
@@ -167,8 +171,11 @@ static inline void kt_setup(struct kt *t, const char *prefix)
 static inline void kt_teardown(struct kt *t)
 {
     if (t->c && t->ns[0])
-        kt_sync(t, &(struct kube_request){.verb = KUBE_DELETE, .resource = &KUBE_NAMESPACES,
-                                          .name = t->ns, .propagation_policy = "Background"},
+        kt_sync(t,
+                &(struct kube_request){.verb = KUBE_DELETE,
+                                       .resource = &KUBE_NAMESPACES,
+                                       .name = t->ns,
+                                       .propagation_policy = "Background"},
                 NULL);
     kube_client_free(t->c);
     kube_config_free(t->cfg);

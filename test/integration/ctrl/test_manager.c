@@ -80,8 +80,8 @@ static cJSON *owned(const char *kind, const char *ns, const char *name, const cJ
     return o;
 }
 
-static int tiny_reconcile(void *ctx, const struct ctrl_view *view, const char *ns,
-                          const char *name, struct plan *plan, struct err *e)
+static int tiny_reconcile(void *ctx, const struct ctrl_view *view, const char *ns, const char *name,
+                          struct plan *plan, struct err *e)
 {
     struct tiny *ti = ctx;
     const cJSON *ncp = kube_store_get(view->stores[0], ns, name);
@@ -233,12 +233,10 @@ static void create_ncp(const char *name)
              "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{}}",
              name, t.ns);
     o = kt_obj(json);
-    assert_int_equal(kt_sync(&t,
-                             &(struct kube_request){.verb = KUBE_CREATE,
-                                                    .resource = &PRIMARY,
-                                                    .body = o},
-                             NULL),
-                     0);
+    assert_int_equal(
+        kt_sync(&t, &(struct kube_request){.verb = KUBE_CREATE, .resource = &PRIMARY, .body = o},
+                NULL),
+        0);
     cJSON_Delete(o);
 }
 
@@ -294,8 +292,7 @@ static bool event_exists(void *arg)
                                        .field_selector = selector},
                 &list) < 0)
         return false;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
-    {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(it, "involvedObject"), "kind");
         found =
@@ -324,10 +321,8 @@ static void install_crds(void)
     assert_int_equal(system(cmd), 0);
     /* Discovery follows Established by a moment: wait until the resource lists. */
     while (kt_sync(&t,
-                   &(struct kube_request){.verb = KUBE_LIST,
-                                          .resource = &PRIMARY,
-                                          .namespace_ = t.ns,
-                                          .limit = 1},
+                   &(struct kube_request){
+                       .verb = KUBE_LIST, .resource = &PRIMARY, .namespace_ = t.ns, .limit = 1},
                    NULL) < 0) {
         assert_true(time_mono() < end);
         usleep(200000);

@@ -107,12 +107,14 @@ static bool converged(void *arg)
     bool ok = true;
     int n = 0;
 
-    if (kt_sync(&T, &(struct kube_request){.verb = KUBE_LIST, .resource = &KUBE_CONFIGMAPS,
-                                           .namespace_ = T.ns, .label_selector = "test=restart"},
+    if (kt_sync(&T,
+                &(struct kube_request){.verb = KUBE_LIST,
+                                       .resource = &KUBE_CONFIGMAPS,
+                                       .namespace_ = T.ns,
+                                       .label_selector = "test=restart"},
                 &list) < 0)
         return false;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(list, "items"))
-    {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(list, "items")) {
         const cJSON *c = kube_informer_get(inf, T.ns, kube_obj_name(it));
 
         n++;
@@ -130,10 +132,12 @@ static void patch_value(const char *name, const char *value)
 
     snprintf(json, sizeof(json), "{\"data\":{\"k\":\"%s\"}}", value);
     p = kt_obj(json);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_PATCH,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = name,
-                                                        .body = p},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_PATCH,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = name,
+                                                    .body = p},
                              NULL),
                      0);
     cJSON_Delete(p);
@@ -158,8 +162,8 @@ static int etcd_port(void)
 
 static void test_apiserver_restart__informer_relists_and_delivers_missed_delete(void **state)
 {
-    struct kube_informer_opts o = {.resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns,
-                                   .label_selector = "test=restart"};
+    struct kube_informer_opts o = {
+        .resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns, .label_selector = "test=restart"};
     struct kube_informer_handlers h = {on_add, on_update, on_delete, NULL};
     struct kube_informer *inf = NULL;
     struct kube_informer_stats st;

@@ -19,8 +19,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    kt_sync(&T, &(struct kube_request){.verb = KUBE_DELETE, .resource = &KUBE_CRDS,
-                                       .name = "statusprobes.kubetest.nestcp.io"},
+    kt_sync(&T,
+            &(struct kube_request){.verb = KUBE_DELETE,
+                                   .resource = &KUBE_CRDS,
+                                   .name = "statusprobes.kubetest.nestcp.io"},
             NULL);
     kt_teardown(&T);
     return 0;
@@ -35,8 +37,8 @@ static const char *data_k(const cJSON *o)
 
 static void test_client__crud_and_error_codes(void **state)
 {
-    struct kube_request get = {.verb = KUBE_GET, .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = T.ns, .name = "crud"};
+    struct kube_request get = {
+        .verb = KUBE_GET, .resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns, .name = "crud"};
     cJSON *created = NULL, *got = NULL, *updated = NULL, *stale;
     char uid[64];
     struct err e;
@@ -53,10 +55,12 @@ static void test_client__crud_and_error_codes(void **state)
     /* Update with the current resourceVersion, then again with the stale one: 409. */
     stale = cJSON_Duplicate(got, 1);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(got, "data"), "k", cJSON_CreateString("v2"));
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_UPDATE,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "crud",
-                                                        .body = got},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_UPDATE,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "crud",
+                                                    .body = got},
                              &updated),
                      0);
     assert_string_equal(data_k(updated), "v2");
@@ -64,37 +68,46 @@ static void test_client__crud_and_error_codes(void **state)
                                        &(struct kube_request){.verb = KUBE_UPDATE,
                                                               .resource = &KUBE_CONFIGMAPS,
                                                               .namespace_ = T.ns,
-                                                              .name = "crud", .body = stale},
+                                                              .name = "crud",
+                                                              .body = stale},
                                        NULL, &e),
                      -EBUSY);
     assert_non_null(strstr(e.msg, "the object has been modified"));
 
     /* dryRun creates nothing. */
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .body = stale,
-                                                        .dry_run = true},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_CREATE,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .body = stale,
+                                                    .dry_run = true},
                              NULL),
                      -EEXIST);
 
     /* Delete with a wrong uid precondition is refused; the right one deletes. */
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_DELETE,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "crud",
-                                                        .precondition_uid = "not-the-uid"},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_DELETE,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "crud",
+                                                    .precondition_uid = "not-the-uid"},
                              NULL),
                      -EBUSY);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_DELETE,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "crud",
-                                                        .precondition_uid = uid,
-                                                        .propagation_policy = "Background"},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_DELETE,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "crud",
+                                                    .precondition_uid = uid,
+                                                    .propagation_policy = "Background"},
                              NULL),
                      0);
     assert_int_equal(kt_sync(&T, &get, NULL), -ENOENT);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_DELETE,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "crud"},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_DELETE,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "crud"},
                              NULL),
                      -ENOENT);
     cJSON_Delete(created);
@@ -129,7 +142,8 @@ static void test_client__invalid_object_is_422_with_server_message(void **state)
     assert_int_equal(kube_request_send(T.c,
                                        &(struct kube_request){.verb = KUBE_CREATE,
                                                               .resource = &KUBE_CONFIGMAPS,
-                                                              .namespace_ = T.ns, .body = bad},
+                                                              .namespace_ = T.ns,
+                                                              .body = bad},
                                        copy_result, &r),
                      0);
     assert_true(kt_run_until(&T, &r.done, 30));
@@ -158,8 +172,10 @@ static void copy_list(void *ud, const struct kube_result *res)
 
 static void test_client__list_pages_follow_continue(void **state)
 {
-    struct kube_request req = {.verb = KUBE_LIST, .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = T.ns, .label_selector = "test=paging",
+    struct kube_request req = {.verb = KUBE_LIST,
+                               .resource = &KUBE_CONFIGMAPS,
+                               .namespace_ = T.ns,
+                               .label_selector = "test=paging",
                                .limit = 10};
     struct kube_client_stats before, after;
     struct list_copy l = {0};
@@ -197,31 +213,38 @@ static void test_client__merge_and_json_patch(void **state)
     cJSON *out = NULL;
 
     assert_int_equal(kt_create_cm(&T, T.ns, "patched", "patch", "v", NULL), 0);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_PATCH,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "patched",
-                                                        .body = merge,
-                                                        .patch_type = KUBE_PATCH_MERGE},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_PATCH,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "patched",
+                                                    .body = merge,
+                                                    .patch_type = KUBE_PATCH_MERGE},
                              &out),
                      0);
     assert_string_equal(data_k(out), "merged");
     cJSON_Delete(out);
     out = NULL;
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_PATCH,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "patched",
-                                                        .body = jp,
-                                                        .patch_type = KUBE_PATCH_JSON},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_PATCH,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "patched",
+                                                    .body = jp,
+                                                    .patch_type = KUBE_PATCH_JSON},
                              &out),
                      0);
     assert_string_equal(data_k(out), "json-patched");
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "data"), "extra"));
     cJSON_Delete(out);
     /* A failing RFC 6902 "test" op changes nothing and is an error. */
-    assert_true(kt_sync(&T, &(struct kube_request){.verb = KUBE_PATCH,
-                                                   .resource = &KUBE_CONFIGMAPS,
-                                                   .namespace_ = T.ns, .name = "patched",
-                                                   .body = jp_bad, .patch_type = KUBE_PATCH_JSON},
+    assert_true(kt_sync(&T,
+                        &(struct kube_request){.verb = KUBE_PATCH,
+                                               .resource = &KUBE_CONFIGMAPS,
+                                               .namespace_ = T.ns,
+                                               .name = "patched",
+                                               .body = jp_bad,
+                                               .patch_type = KUBE_PATCH_JSON},
                         NULL) < 0);
     cJSON_Delete(merge);
     cJSON_Delete(jp);
@@ -240,10 +263,14 @@ static int apply(const char *manager, const char *value, bool force, cJSON **ret
              T.ns, value);
     o = kt_obj(json);
     r = kube_request_sync(T.c,
-                          &(struct kube_request){.verb = KUBE_PATCH, .resource = &KUBE_CONFIGMAPS,
-                                                 .namespace_ = T.ns, .name = "applied", .body = o,
+                          &(struct kube_request){.verb = KUBE_PATCH,
+                                                 .resource = &KUBE_CONFIGMAPS,
+                                                 .namespace_ = T.ns,
+                                                 .name = "applied",
+                                                 .body = o,
                                                  .patch_type = KUBE_PATCH_APPLY,
-                                                 .field_manager = manager, .force = force},
+                                                 .field_manager = manager,
+                                                 .force = force},
                           ret, e);
     cJSON_Delete(o);
     return r;
@@ -282,14 +309,14 @@ static void install_probe_crd(void)
         "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
         "\"metadata\":{\"name\":\"statusprobes.kubetest.nestcp.io\"},\"spec\":{\"group\":"
         "\"kubetest.nestcp.io\",\"scope\":\"Namespaced\",\"names\":{\"plural\":\"statusprobes\","
-        "\"singular\":\"statusprobe\",\"kind\":\"StatusProbe\",\"listKind\":\"StatusProbeList\"},\"versions\":"
+        "\"singular\":\"statusprobe\",\"kind\":\"StatusProbe\",\"listKind\":\"StatusProbeList\"},"
+        "\"versions\":"
         "[{\"name\":\"v1\",\"served\":true,\"storage\":true,\"subresources\":{\"status\":{}},"
         "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{\"spec\":{"
         "\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true},\"status\":{"
         "\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}}}]}}");
-    int r = kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE, .resource = &KUBE_CRDS,
-                                               .body = crd},
-                    NULL);
+    int r = kt_sync(
+        &T, &(struct kube_request){.verb = KUBE_CREATE, .resource = &KUBE_CRDS, .body = crd}, NULL);
 
     assert_true(r == 0 || r == -EEXIST);
     cJSON_Delete(crd);
@@ -319,8 +346,7 @@ static void test_client__status_subresource(void **state)
     /* The new type takes a moment to be served. */
     end = time_mono() + 30;
     do {
-        r = kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE, .resource = &PROBES,
-                                               .body = w},
+        r = kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE, .resource = &PROBES, .body = w},
                     &out);
         if (r == -ENOENT)
             kt_run_for(&T, 0.2);
@@ -332,17 +358,20 @@ static void test_client__status_subresource(void **state)
     out = NULL;
 
     st = kt_obj("{\"status\":{\"phase\":\"Ready\"}}");
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_PATCH, .resource = &PROBES,
-                                                        .namespace_ = T.ns, .name = "w1",
-                                                        .subresource = "status", .body = st,
-                                                        .patch_type = KUBE_PATCH_MERGE},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_PATCH,
+                                                    .resource = &PROBES,
+                                                    .namespace_ = T.ns,
+                                                    .name = "w1",
+                                                    .subresource = "status",
+                                                    .body = st,
+                                                    .patch_type = KUBE_PATCH_MERGE},
                              &out),
                      0);
     assert_string_equal(status_phase(out), "Ready");
     /* A status write does not bump the generation. */
-    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "metadata"), "generation")
-                         ->valueint,
-                     1);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(out, "metadata"), "generation")->valueint, 1);
     /* PUT on /status with the object read back works too (and only touches status). */
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(out, "status"), "phase",
                               cJSON_CreateString("Done"));
@@ -350,16 +379,18 @@ static void test_client__status_subresource(void **state)
     {
         cJSON *put = NULL;
 
-        assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_UPDATE,
-                                                            .resource = &PROBES,
-                                                            .namespace_ = T.ns, .name = "w1",
-                                                            .subresource = "status",
-                                                            .body = out},
+        assert_int_equal(kt_sync(&T,
+                                 &(struct kube_request){.verb = KUBE_UPDATE,
+                                                        .resource = &PROBES,
+                                                        .namespace_ = T.ns,
+                                                        .name = "w1",
+                                                        .subresource = "status",
+                                                        .body = out},
                                  &put),
                          0);
         assert_string_equal(status_phase(put), "Done");
-        assert_int_equal(
-            cJSON_GetObjectItem(cJSON_GetObjectItem(put, "spec"), "size")->valueint, 1);
+        assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(put, "spec"), "size")->valueint,
+                         1);
         cJSON_Delete(put);
     }
     cJSON_Delete(out);
@@ -396,14 +427,16 @@ static void test_client__concurrent_writers_one_gets_409(void **state)
                                        &(struct kube_request){.verb = KUBE_UPDATE,
                                                               .resource = &KUBE_CONFIGMAPS,
                                                               .namespace_ = T.ns,
-                                                              .name = "contended", .body = a},
+                                                              .name = "contended",
+                                                              .body = a},
                                        writer_done, &wa),
                      0);
     assert_int_equal(kube_request_send(other,
                                        &(struct kube_request){.verb = KUBE_UPDATE,
                                                               .resource = &KUBE_CONFIGMAPS,
                                                               .namespace_ = T.ns,
-                                                              .name = "contended", .body = b},
+                                                              .name = "contended",
+                                                              .body = b},
                                        writer_done, &wb),
                      0);
     assert_true(kt_run_until(&T, &wa.done, 30));
@@ -447,10 +480,14 @@ static void wl_end(void *ud, int code, const char *message)
 
 static void test_client__watch_ends_by_timeout_seconds(void **state)
 {
-    struct kube_request lr = {.verb = KUBE_LIST, .resource = &KUBE_CONFIGMAPS,
-                              .namespace_ = T.ns, .label_selector = "test=watch"};
-    struct kube_watch_opts o = {.namespace_ = T.ns, .label_selector = "test=watch",
-                                .timeout_seconds = 2, .allow_bookmarks = true};
+    struct kube_request lr = {.verb = KUBE_LIST,
+                              .resource = &KUBE_CONFIGMAPS,
+                              .namespace_ = T.ns,
+                              .label_selector = "test=watch"};
+    struct kube_watch_opts o = {.namespace_ = T.ns,
+                                .label_selector = "test=watch",
+                                .timeout_seconds = 2,
+                                .allow_bookmarks = true};
     struct watch_log l = {0};
     struct kube_watch *w = NULL;
     cJSON *list = NULL;
@@ -461,9 +498,11 @@ static void test_client__watch_ends_by_timeout_seconds(void **state)
     assert_int_equal(kube_watch_start(T.c, &KUBE_CONFIGMAPS, &o, wl_event, wl_end, &l, &w), 0);
     start = time_mono();
     assert_int_equal(kt_create_cm(&T, T.ns, "watched", "watch", "1", NULL), 0);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_DELETE,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "watched"},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_DELETE,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "watched"},
                              NULL),
                      0);
     assert_true(kt_run_until(&T, &l.ended, 30));
@@ -471,11 +510,10 @@ static void test_client__watch_ends_by_timeout_seconds(void **state)
     assert_true(time_mono() - start >= 1.5);
     assert_int_equal(l.added, 1);
     assert_int_equal(l.deleted, 1);
-    assert_int_equal(kube_watch_events(w), (unsigned long)(l.added + l.modified + l.deleted +
-                                                           l.bookmarks));
+    assert_int_equal(kube_watch_events(w),
+                     (unsigned long)(l.added + l.modified + l.deleted + l.bookmarks));
     kube_watch_free(w);
     cJSON_Delete(list);
-
 }
 
 int main(void)

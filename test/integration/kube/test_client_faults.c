@@ -81,8 +81,10 @@ static void test_client_faults__429_is_retried_after_retry_after(void **state)
     kfp_get_stats(P, &ps);
     before = ps.requests;
     assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"GET /api/v1/namespaces/"},
-                                                        .count = 2, .action = KFP_REPLY,
-                                                        .status = 429, .retry_after = "1"}),
+                                                        .count = 2,
+                                                        .action = KFP_REPLY,
+                                                        .status = 429,
+                                                        .retry_after = "1"}),
                      0);
     assert_int_equal(kube_request_send(c, &get, record, &o), 0);
     assert_true(kt_run_until(&T, &o.done, 30));
@@ -105,8 +107,10 @@ static void test_client_faults__429_reaches_caller_without_retries(void **state)
 
     kube_client_set_retry(c, 0, 0);
     assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"GET /api/v1/namespaces/"},
-                                                        .count = 1, .action = KFP_REPLY,
-                                                        .status = 429, .retry_after = "1"}),
+                                                        .count = 1,
+                                                        .action = KFP_REPLY,
+                                                        .status = 429,
+                                                        .retry_after = "1"}),
                      0);
     assert_int_equal(kube_request_send(c, &get, record, &o), 0);
     assert_true(kt_run_until(&T, &o.done, 30));
@@ -116,8 +120,10 @@ static void test_client_faults__429_reaches_caller_without_retries(void **state)
     /* More 429s than retries: the last one is handed over. */
     kube_client_set_retry(c, 1, 5);
     assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"GET /api/v1/namespaces/"},
-                                                        .count = 2, .action = KFP_REPLY,
-                                                        .status = 429, .retry_after = "1"}),
+                                                        .count = 2,
+                                                        .action = KFP_REPLY,
+                                                        .status = 429,
+                                                        .retry_after = "1"}),
                      0);
     o = (struct outcome){0};
     assert_int_equal(kube_request_send(c, &get, record, &o), 0);
@@ -131,8 +137,10 @@ static void test_client_faults__429_reaches_caller_without_retries(void **state)
 static void test_client_faults__expired_continue_falls_back_to_full_list(void **state)
 {
     struct kube_client *c = proxied_client();
-    struct kube_request req = {.verb = KUBE_LIST, .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = T.ns, .label_selector = "test=fallback",
+    struct kube_request req = {.verb = KUBE_LIST,
+                               .resource = &KUBE_CONFIGMAPS,
+                               .namespace_ = T.ns,
+                               .label_selector = "test=fallback",
                                .limit = 10};
     struct kube_client_stats st;
     struct outcome o = {0};
@@ -142,8 +150,10 @@ static void test_client_faults__expired_continue_falls_back_to_full_list(void **
         snprintf(name, sizeof(name), "fb-%02d", i);
         assert_int_equal(kt_create_cm(&T, T.ns, name, "fallback", "x", NULL), 0);
     }
-    assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"continue="}, .count = 1,
-                                                        .action = KFP_REPLY, .status = 410}),
+    assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"continue="},
+                                                        .count = 1,
+                                                        .action = KFP_REPLY,
+                                                        .status = 410}),
                      0);
     assert_int_equal(kube_list_all(c, &req, record, &o), 0);
     assert_true(kt_run_until(&T, &o.done, 30));
@@ -164,7 +174,8 @@ static void test_client_faults__429_without_retry_after_and_503_reach_caller(voi
     struct outcome o = {0};
 
     assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"GET /api/v1/namespaces/"},
-                                                        .count = 1, .action = KFP_REPLY,
+                                                        .count = 1,
+                                                        .action = KFP_REPLY,
                                                         .status = 429}),
                      0);
     assert_int_equal(kube_request_send(c, &get, record, &o), 0);
@@ -172,8 +183,10 @@ static void test_client_faults__429_without_retry_after_and_503_reach_caller(voi
     assert_int_equal(o.code, -EAGAIN); /* no delay to honour: the caller's backoff decides */
     assert_true(o.retry_after == 0);
     assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"GET /api/v1/namespaces/"},
-                                                        .count = 1, .action = KFP_REPLY,
-                                                        .status = 503, .retry_after = "2"}),
+                                                        .count = 1,
+                                                        .action = KFP_REPLY,
+                                                        .status = 503,
+                                                        .retry_after = "2"}),
                      0);
     o = (struct outcome){0};
     assert_int_equal(kube_request_send(c, &get, record, &o), 0);
@@ -208,8 +221,10 @@ static void test_client_faults__informer_relists_on_http_410_watch(void **state)
     struct kube_informer *inf = NULL;
     struct kube_informer_stats st;
 
-    assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"watch=1"}, .count = 1,
-                                                        .action = KFP_REPLY, .status = 410}),
+    assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"watch=1"},
+                                                        .count = 1,
+                                                        .action = KFP_REPLY,
+                                                        .status = 410}),
                      0);
     assert_int_equal(kube_informer_new(c, &o, NULL, NULL, &inf), 0);
     assert_int_equal(kube_informer_start(inf), 0);
@@ -273,8 +288,10 @@ static void test_client_faults__429_storm_total_rate_stays_at_the_limit(void **s
     /* Every key of a busy controller at once, and the server refuses them all (Retry-After:
      * 1): 30 requests and their 2 retries each. */
     assert_int_equal(kfp_add_rule(P, &(struct kfp_rule){.match = {"GET /api/v1/namespaces/"},
-                                                        .count = -1, .action = KFP_REPLY,
-                                                        .status = 429, .retry_after = "1"}),
+                                                        .count = -1,
+                                                        .action = KFP_REPLY,
+                                                        .status = 429,
+                                                        .retry_after = "1"}),
                      0);
     for (int i = 0; i < N; i++)
         assert_int_equal(kube_request_send(c, &get, record, &o[i]), 0);
@@ -508,8 +525,8 @@ static void test_client_faults__rotated_ca_file_is_used_and_a_broken_one_ignored
     assert_int_equal(o.code, 0);
 
     /* A rotation written badly: the working CA stays in use. */
-    write_ca(path, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
-             NULL, 2000);
+    write_ca(path, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", NULL,
+             2000);
     switch_cert(KFP_CERT_GOOD); /* a new connection, verified again */
     get_namespace(c, &o, msg, sizeof(msg));
     assert_int_equal(o.code, 0);

@@ -107,8 +107,7 @@ static const cJSON *find_by_reason(const cJSON *list, const char *reason)
 {
     const cJSON *item;
 
-    cJSON_ArrayForEach(item, cJSON_GetObjectItem(list, "items"))
-    {
+    cJSON_ArrayForEach(item, cJSON_GetObjectItem(list, "items")) {
         const cJSON *r = cJSON_GetObjectItem(item, "reason");
 
         if (cJSON_IsString(r) && strcmp(r->valuestring, reason) == 0)

@@ -74,12 +74,14 @@ static bool converged(void *arg)
     bool ok = true;
     int n = 0;
 
-    if (kt_sync(&T, &(struct kube_request){.verb = KUBE_LIST, .resource = &KUBE_CONFIGMAPS,
-                                           .namespace_ = cv->ns, .label_selector = cv->selector},
+    if (kt_sync(&T,
+                &(struct kube_request){.verb = KUBE_LIST,
+                                       .resource = &KUBE_CONFIGMAPS,
+                                       .namespace_ = cv->ns,
+                                       .label_selector = cv->selector},
                 &list) < 0)
         return false;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(list, "items"))
-    {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(list, "items")) {
         const cJSON *c = kube_informer_get(cv->inf, kube_obj_namespace(it), kube_obj_name(it));
 
         n++;
@@ -102,8 +104,9 @@ static void create_child(const char *name, const char *parent_uid)
              "\"controller\":true}]},\"data\":{\"k\":\"0\"}}",
              name, T.ns, parent_uid);
     o = kt_obj(json);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE,
-                                                        .resource = &KUBE_CONFIGMAPS, .body = o},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){
+                                 .verb = KUBE_CREATE, .resource = &KUBE_CONFIGMAPS, .body = o},
                              NULL),
                      0);
     cJSON_Delete(o);
@@ -116,10 +119,12 @@ static void set_value(const char *name, const char *value)
 
     snprintf(json, sizeof(json), "{\"data\":{\"k\":\"%s\"}}", value);
     p = kt_obj(json);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_PATCH,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = name,
-                                                        .body = p},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_PATCH,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = name,
+                                                    .body = p},
                              NULL),
                      0);
     cJSON_Delete(p);
@@ -135,8 +140,10 @@ static bool collect_names(void *ud, const cJSON *obj)
 
 static void test_informer__watch_timeouts_resume_without_relist(void **state)
 {
-    struct kube_informer_opts o = {.resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns,
-                                   .label_selector = "test=inf", .watch_timeout_seconds = 1,
+    struct kube_informer_opts o = {.resource = &KUBE_CONFIGMAPS,
+                                   .namespace_ = T.ns,
+                                   .label_selector = "test=inf",
+                                   .watch_timeout_seconds = 1,
                                    .page_size = 2};
     struct kube_informer *inf = NULL;
     struct kube_informer_stats st;
@@ -174,9 +181,11 @@ static void test_informer__watch_timeouts_resume_without_relist(void **state)
         set_value("child-0", value);
         kt_run_for(&T, 1.2);
     }
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_DELETE,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "child-1"},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_DELETE,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "child-1"},
                              NULL),
                      0);
     cv = (struct converge){inf, T.ns, "test=inf"};
@@ -223,8 +232,9 @@ static void test_informer__cluster_scoped_with_selector(void **state)
              "\"labels\":{\"kube-inf\":\"1\"}}}",
              name);
     ns = kt_obj(json);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE,
-                                                        .resource = &KUBE_NAMESPACES, .body = ns},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){
+                                 .verb = KUBE_CREATE, .resource = &KUBE_NAMESPACES, .body = ns},
                              NULL),
                      0);
     {
@@ -236,9 +246,9 @@ static void test_informer__cluster_scoped_with_selector(void **state)
         assert_true(seen);
     }
     assert_null(kube_informer_get(inf, NULL, T.ns)); /* not labelled */
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_DELETE,
-                                                        .resource = &KUBE_NAMESPACES,
-                                                        .name = name},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){
+                                 .verb = KUBE_DELETE, .resource = &KUBE_NAMESPACES, .name = name},
                              NULL),
                      0);
     kube_informer_free(inf);

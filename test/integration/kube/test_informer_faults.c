@@ -56,13 +56,14 @@ static void add_rule(struct kfp_rule r)
 
 /* An informer of `resource` in the test namespace, objects labelled test=<label>. */
 static struct kube_informer *start_informer(struct kube_client *c,
-                                            const struct kube_resource *resource,
-                                            const char *label, long watch_timeout,
-                                            bool no_bookmarks)
+                                            const struct kube_resource *resource, const char *label,
+                                            long watch_timeout, bool no_bookmarks)
 {
     char sel[64];
-    struct kube_informer_opts o = {.resource = resource, .namespace_ = T.ns,
-                                   .label_selector = sel, .watch_timeout_seconds = watch_timeout,
+    struct kube_informer_opts o = {.resource = resource,
+                                   .namespace_ = T.ns,
+                                   .label_selector = sel,
+                                   .watch_timeout_seconds = watch_timeout,
                                    .disable_bookmarks = no_bookmarks};
     struct kube_informer *inf = NULL;
 
@@ -102,12 +103,14 @@ static bool converged(void *arg)
     int n = 0;
 
     snprintf(sel, sizeof(sel), "test=%s", cv->label);
-    if (kt_sync(&T, &(struct kube_request){.verb = KUBE_LIST, .resource = cv->resource,
-                                           .namespace_ = T.ns, .label_selector = sel},
+    if (kt_sync(&T,
+                &(struct kube_request){.verb = KUBE_LIST,
+                                       .resource = cv->resource,
+                                       .namespace_ = T.ns,
+                                       .label_selector = sel},
                 &list) < 0)
         return false;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(list, "items"))
-    {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(list, "items")) {
         const cJSON *c = kube_informer_get(cv->inf, kube_obj_namespace(it), kube_obj_name(it));
 
         n++;
@@ -147,10 +150,11 @@ static void create_secret(const char *name, const char *label)
              "\"namespace\":\"%s\",\"labels\":{\"test\":\"%s\"}},\"stringData\":{\"k\":\"v\"}}",
              name, T.ns, label);
     o = kt_obj(json);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_CREATE,
-                                                        .resource = &KUBE_SECRETS, .body = o},
-                             NULL),
-                     0);
+    assert_int_equal(
+        kt_sync(&T,
+                &(struct kube_request){.verb = KUBE_CREATE, .resource = &KUBE_SECRETS, .body = o},
+                NULL),
+        0);
     cJSON_Delete(o);
 }
 
@@ -257,8 +261,8 @@ static void record(void *ud, const struct kube_result *res)
     o->code = res->code;
 }
 
-static void test_informer_faults__stalled_connection_is_found_and_every_informer_resumes(
-    void **state)
+static void
+test_informer_faults__stalled_connection_is_found_and_every_informer_resumes(void **state)
 {
     struct kube_client *c = proxied_client();
     struct kube_informer *cms = start_informer(c, &KUBE_CONFIGMAPS, "stall", 0, false);
@@ -284,7 +288,8 @@ static void test_informer_faults__stalled_connection_is_found_and_every_informer
                                        &(struct kube_request){.verb = KUBE_PATCH,
                                                               .resource = &KUBE_CONFIGMAPS,
                                                               .namespace_ = T.ns,
-                                                              .name = "stall-a", .body = patch},
+                                                              .name = "stall-a",
+                                                              .body = patch},
                                        record, &w),
                      0);
     create_cm("stall-b", "stall", NULL, 0);
@@ -292,13 +297,14 @@ static void test_informer_faults__stalled_connection_is_found_and_every_informer
 
     assert_true(kt_wait(&T, stall_recovered, &sc, 60));
     took = time_mono() - t0;
-    print_message("stalled connection found, informers resumed, write retried in %.1f s\n",
-                  took);
+    print_message("stalled connection found, informers resumed, write retried in %.1f s\n", took);
     assert_true(took < 60);
     assert_int_equal(w.code, 0);
-    assert_int_equal(kt_sync(&T, &(struct kube_request){.verb = KUBE_GET,
-                                                        .resource = &KUBE_CONFIGMAPS,
-                                                        .namespace_ = T.ns, .name = "stall-a"},
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_GET,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "stall-a"},
                              &server),
                      0);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(server, "data"), "k")->valuestring,
@@ -345,10 +351,12 @@ static void test_informer_faults__reset_connection_resumes_without_relist(void *
 
     assert_true(kt_wait(&T, synced, inf, 30));
     assert_true(kt_wait(&T, first_watch_seen, &from, 30));
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dreset"}, .count = 1,
-                               .action = KFP_RESET_CONNECTION, .after = 1});
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dreset"}, .count = 1,
-                               .action = KFP_RESET_STREAM, .after = 1});
+    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dreset"},
+                               .count = 1,
+                               .action = KFP_RESET_CONNECTION,
+                               .after = 1});
+    add_rule((struct kfp_rule){
+        .match = {"watch=1", "test%3Dreset"}, .count = 1, .action = KFP_RESET_STREAM, .after = 1});
     /* The running watch was opened before the rules: end it once, so the next ones get them. */
     kfp_reset_connections(P);
     create_cm("reset-a", "reset", NULL, 0);
@@ -383,13 +391,15 @@ static void test_informer_faults__410_relists_at_last_rv_then_without(void **sta
     create_cm("expire1-a", "expire1", NULL, 0);
     create_cm("expire2-a", "expire2", NULL, 0);
     /* One informer: the watch is 410, the relist at the last resourceVersion works. */
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dexpire1"}, .count = 1,
-                               .action = KFP_REPLY, .status = 410});
+    add_rule((struct kfp_rule){
+        .match = {"watch=1", "test%3Dexpire1"}, .count = 1, .action = KFP_REPLY, .status = 410});
     /* The other: that relist is 410 too, and the one after reads the latest state. */
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dexpire2"}, .count = 1,
-                               .action = KFP_REPLY, .status = 410});
-    add_rule((struct kfp_rule){.match = {"NotOlderThan", "test%3Dexpire2"}, .count = 1,
-                               .action = KFP_REPLY, .status = 410});
+    add_rule((struct kfp_rule){
+        .match = {"watch=1", "test%3Dexpire2"}, .count = 1, .action = KFP_REPLY, .status = 410});
+    add_rule((struct kfp_rule){.match = {"NotOlderThan", "test%3Dexpire2"},
+                               .count = 1,
+                               .action = KFP_REPLY,
+                               .status = 410});
     one = start_informer(c, &KUBE_CONFIGMAPS, "expire1", 0, false);
     two = start_informer(c, &KUBE_CONFIGMAPS, "expire2", 0, false);
     assert_true(kt_wait(&T, synced, one, 30));
@@ -424,8 +434,11 @@ static void test_informer_faults__504_too_large_rv_on_watch_relists_latest(void 
     int from = log_end();
 
     create_cm("large-a", "large", NULL, 0);
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dlarge"}, .count = 1,
-                               .action = KFP_REPLY, .status = 504, .body = too_large});
+    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dlarge"},
+                               .count = 1,
+                               .action = KFP_REPLY,
+                               .status = 504,
+                               .body = too_large});
     inf = start_informer(c, &KUBE_CONFIGMAPS, "large", 0, false);
     assert_true(kt_wait(&T, synced, inf, 30));
     create_cm("large-b", "large", NULL, 0);
@@ -450,8 +463,8 @@ static void test_informer_faults__server_behind_our_rv_is_found_and_relisted(voi
     int from = log_end();
 
     create_cm("behind-a", "behind", NULL, 0);
-    add_rule((struct kfp_rule){.match = {"GET", "test%3Dbehind"}, .count = 1,
-                               .action = KFP_FUTURE_RV, .after = 1000000});
+    add_rule((struct kfp_rule){
+        .match = {"GET", "test%3Dbehind"}, .count = 1, .action = KFP_FUTURE_RV, .after = 1000000});
     inf = start_informer(c, &KUBE_CONFIGMAPS, "behind", 2, false);
     assert_true(kt_wait(&T, synced, inf, 30));
     create_cm("behind-b", "behind", NULL, 0); /* filtered out by the server as too old */
@@ -525,8 +538,8 @@ static void test_informer_faults__correct_without_bookmarks(void **state)
     int from = log_end();
 
     /* One informer does not ask for bookmarks; the other asks, and gets none. */
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dnobm"}, .count = -1,
-                               .action = KFP_DROP_BOOKMARKS});
+    add_rule((struct kfp_rule){
+        .match = {"watch=1", "test%3Dnobm"}, .count = -1, .action = KFP_DROP_BOOKMARKS});
     off = start_informer(c, &KUBE_CONFIGMAPS, "bmoff", 3, true);
     dropped = start_informer(c, &KUBE_CONFIGMAPS, "nobm", 3, false);
     assert_true(kt_wait(&T, synced, off, 30));
@@ -556,15 +569,17 @@ static void test_informer_faults__silent_watches_end_at_the_idle_timeout_quietly
 {
     struct kube_client *c = proxied_client();
     char sel[] = "test=idle";
-    struct kube_informer_opts o = {.resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns,
-                                   .label_selector = sel, .watch_timeout_seconds = 300,
+    struct kube_informer_opts o = {.resource = &KUBE_CONFIGMAPS,
+                                   .namespace_ = T.ns,
+                                   .label_selector = sel,
+                                   .watch_timeout_seconds = 300,
                                    .watch_idle_seconds = 2};
     struct kube_informer *inf = NULL;
     struct kube_informer_stats st;
     int from = log_end();
 
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Didle"}, .count = -1,
-                               .action = KFP_DROP_BOOKMARKS});
+    add_rule((struct kfp_rule){
+        .match = {"watch=1", "test%3Didle"}, .count = -1, .action = KFP_DROP_BOOKMARKS});
     assert_int_equal(kube_informer_new(c, &o, NULL, NULL, &inf), 0);
     assert_int_equal(kube_informer_start(inf), 0);
     assert_true(kt_wait(&T, synced, inf, 30));
@@ -589,8 +604,11 @@ static void test_informer_faults__short_empty_watches_back_off(void **state)
     struct kube_informer_stats st;
     int from, watches;
 
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dshort"}, .count = -1,
-                               .action = KFP_REPLY, .status = 200, .body = ""});
+    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dshort"},
+                               .count = -1,
+                               .action = KFP_REPLY,
+                               .status = 200,
+                               .body = ""});
     inf = start_informer(c, &KUBE_CONFIGMAPS, "short", 0, false);
     assert_true(kt_wait(&T, synced, inf, 30));
     from = log_end();
@@ -615,7 +633,8 @@ static void test_informer_faults__unparseable_events_are_skipped_and_counted(voi
     struct kube_informer_stats st;
 
     /* A truncated event, and one of a type nobody knows, before the first real one. */
-    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dbad"}, .count = 1,
+    add_rule((struct kfp_rule){.match = {"watch=1", "test%3Dbad"},
+                               .count = 1,
                                .action = KFP_INJECT_LINE,
                                .line = "{\"type\":\"ADDED\",\"obj\n"
                                        "{\"type\":\"SOMETHING\",\"object\":{}}"});
@@ -640,12 +659,14 @@ static void test_informer_faults__list_5xx_and_429_back_off_then_sync(void **sta
     struct kube_informer_stats st;
 
     create_cm("flaky-a", "flaky", NULL, 0);
-    add_rule((struct kfp_rule){.match = {"GET", "test%3Dflaky"}, .count = 1,
-                               .action = KFP_REPLY, .status = 500});
-    add_rule((struct kfp_rule){.match = {"GET", "test%3Dflaky"}, .count = 1,
-                               .action = KFP_REPLY, .status = 503});
-    add_rule((struct kfp_rule){.match = {"GET", "test%3Dflaky"}, .count = 1,
-                               .action = KFP_REPLY, .status = 429}); /* no Retry-After */
+    add_rule((struct kfp_rule){
+        .match = {"GET", "test%3Dflaky"}, .count = 1, .action = KFP_REPLY, .status = 500});
+    add_rule((struct kfp_rule){
+        .match = {"GET", "test%3Dflaky"}, .count = 1, .action = KFP_REPLY, .status = 503});
+    add_rule((struct kfp_rule){.match = {"GET", "test%3Dflaky"},
+                               .count = 1,
+                               .action = KFP_REPLY,
+                               .status = 429}); /* no Retry-After */
     inf = start_informer(c, &KUBE_CONFIGMAPS, "flaky", 0, false);
     assert_true(kt_wait(&T, synced, inf, 30));
     st = stats_of(inf);
@@ -669,17 +690,16 @@ int main(void)
                                   clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__504_too_large_rv_on_watch_relists_latest,
                                   clear_rules),
-        cmocka_unit_test_teardown(
-            test_informer_faults__server_behind_our_rv_is_found_and_relisted, clear_rules),
+        cmocka_unit_test_teardown(test_informer_faults__server_behind_our_rv_is_found_and_relisted,
+                                  clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__bookmarks_advance_rv_and_resume_from_it,
                                   clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__correct_without_bookmarks, clear_rules),
         cmocka_unit_test_teardown(
             test_informer_faults__silent_watches_end_at_the_idle_timeout_quietly, clear_rules),
-        cmocka_unit_test_teardown(test_informer_faults__short_empty_watches_back_off,
+        cmocka_unit_test_teardown(test_informer_faults__short_empty_watches_back_off, clear_rules),
+        cmocka_unit_test_teardown(test_informer_faults__unparseable_events_are_skipped_and_counted,
                                   clear_rules),
-        cmocka_unit_test_teardown(
-            test_informer_faults__unparseable_events_are_skipped_and_counted, clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__list_5xx_and_429_back_off_then_sync,
                                   clear_rules),
     };

@@ -31,7 +31,6 @@
 #include "lib/util/strutil.h"
 #include "test/support/proc.h"
 
-
 struct env {
     char dir[64];
     char bin_dir[1024];
@@ -233,12 +232,10 @@ static void start_apiserver(struct env *env)
         fmt(a[1], 512, "--etcd-cafile=%s/etcd-ca.crt", d),
         fmt(a[2], 512, "--etcd-certfile=%s/apiserver-etcd-client.crt", d),
         fmt(a[3], 512, "--etcd-keyfile=%s/apiserver-etcd-client.key", d),
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
         fmt(a[4], 512, "--secure-port=%d", env->api_port),
         /* 1.37 refuses to advertise a loopback address to its endpoint reconciler. */
-        "--endpoint-reconciler-type=none",
-        fmt(a[5], 512, "--tls-cert-file=%s/apiserver.crt", d),
+        "--endpoint-reconciler-type=none", fmt(a[5], 512, "--tls-cert-file=%s/apiserver.crt", d),
         fmt(a[6], 512, "--tls-private-key-file=%s/apiserver.key", d),
         fmt(a[7], 512, "--client-ca-file=%s/ca.crt", d),
         fmt(a[8], 512, "--kubelet-client-certificate=%s/apiserver-kubelet-client.crt", d),
@@ -252,10 +249,8 @@ static void start_apiserver(struct env *env)
         fmt(a[13], 512, "--service-account-key-file=%s/sa.crt", d),
         fmt(a[14], 512, "--service-account-signing-key-file=%s/sa.key", d),
         "--service-account-issuer=https://kubernetes.default.svc",
-        "--service-cluster-ip-range=10.96.0.0/12",
-        "--authorization-mode=Node,RBAC",
-        "--profiling=false",
-        NULL};
+        "--service-cluster-ip-range=10.96.0.0/12", "--authorization-mode=Node,RBAC",
+        "--profiling=false", NULL};
 
     env->apiserver = spawn(env, "apiserver.log", argv);
 }
@@ -273,10 +268,10 @@ static void test_pki_tls__etcd_accepts_generated_certificates(void **state)
         if (!proc_alive(&env->etcd))
             break;
         ok = proc_run(out, sizeof(out),
-                 "cd %s && ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:%d "
-                 "--cacert=etcd-ca.crt --cert=etcd-healthcheck-client.crt "
-                 "--key=etcd-healthcheck-client.key endpoint health 2>&1",
-                 env->dir, env->etcd_port) == 0;
+                      "cd %s && ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:%d "
+                      "--cacert=etcd-ca.crt --cert=etcd-healthcheck-client.crt "
+                      "--key=etcd-healthcheck-client.key endpoint health 2>&1",
+                      env->dir, env->etcd_port) == 0;
     }
     if (!ok)
         show_log(env, "etcd.log");
@@ -284,11 +279,11 @@ static void test_pki_tls__etcd_accepts_generated_certificates(void **state)
     assert_non_null(strstr(out, "is healthy"));
     /* A client certificate from another CA is refused. */
     assert_int_not_equal(proc_run(out, sizeof(out),
-                             "cd %s && ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:%d "
-                             "--cacert=etcd-ca.crt --cert=apiserver-kubelet-client.crt "
-                             "--key=apiserver-kubelet-client.key --dial-timeout=2s "
-                             "--command-timeout=3s endpoint health 2>&1",
-                             env->dir, env->etcd_port),
+                                  "cd %s && ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:%d "
+                                  "--cacert=etcd-ca.crt --cert=apiserver-kubelet-client.crt "
+                                  "--key=apiserver-kubelet-client.key --dial-timeout=2s "
+                                  "--command-timeout=3s endpoint health 2>&1",
+                                  env->dir, env->etcd_port),
                          0);
 }
 
@@ -332,9 +327,10 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
         usleep(200 * 1000);
         if (!proc_alive(&env->apiserver))
             break;
-        ready = proc_run(out, sizeof(out), "kubectl --kubeconfig %s/admin.conf get --raw /readyz 2>&1",
-                    env->dir) == 0 &&
-                strcmp(out, "ok") == 0;
+        ready =
+            proc_run(out, sizeof(out), "kubectl --kubeconfig %s/admin.conf get --raw /readyz 2>&1",
+                     env->dir) == 0 &&
+            strcmp(out, "ok") == 0;
     }
     if (!ready) {
         show_log(env, "apiserver.log");
@@ -342,25 +338,26 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
     }
     assert_true(ready);
     /* The serving certificate holds 127.0.0.1 and localhost; the admin is a cluster admin. */
-    assert_int_equal(proc_run(out, sizeof(out),
-                         "kubectl --kubeconfig %s/admin-localhost.conf auth can-i '*' '*' 2>&1",
-                         env->dir),
-                     0);
+    assert_int_equal(
+        proc_run(out, sizeof(out),
+                 "kubectl --kubeconfig %s/admin-localhost.conf auth can-i '*' '*' 2>&1", env->dir),
+        0);
     assert_string_equal(out, "yes\n");
-    assert_int_equal(proc_run(out, sizeof(out),
-                         "kubectl --kubeconfig %s/admin.conf create namespace pki-check 2>&1 && "
-                         "kubectl --kubeconfig %s/admin.conf get namespace pki-check "
-                         "-o jsonpath='{.metadata.name}' 2>&1",
-                         env->dir, env->dir),
-                     0);
+    assert_int_equal(
+        proc_run(out, sizeof(out),
+                 "kubectl --kubeconfig %s/admin.conf create namespace pki-check 2>&1 && "
+                 "kubectl --kubeconfig %s/admin.conf get namespace pki-check "
+                 "-o jsonpath='{.metadata.name}' 2>&1",
+                 env->dir, env->dir),
+        0);
     assert_non_null(strstr(out, "pki-check"));
     /* The controller-manager is authenticated as itself and bound by its default role. */
     assert_int_equal(proc_run(out, sizeof(out),
-                         "kubectl --kubeconfig %s/controller-manager.conf auth can-i create "
-                         "tokenreviews.authentication.k8s.io 2>/dev/null; "
-                         "kubectl --kubeconfig %s/controller-manager.conf auth can-i delete "
-                         "nodes 2>/dev/null",
-                         env->dir, env->dir),
+                              "kubectl --kubeconfig %s/controller-manager.conf auth can-i create "
+                              "tokenreviews.authentication.k8s.io 2>/dev/null; "
+                              "kubectl --kubeconfig %s/controller-manager.conf auth can-i delete "
+                              "nodes 2>/dev/null",
+                              env->dir, env->dir),
                      1);
     assert_string_equal(out, "yes\nno\n");
     /* A token signed with the generated service-account key authenticates. The TokenRequest
@@ -368,17 +365,18 @@ static void test_pki_tls__apiserver_serves_generated_kubeconfigs(void **state)
     write_file(env, "token-request.json",
                "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
                "\"spec\":{\"expirationSeconds\":600}}");
-    assert_int_equal(proc_run(out, sizeof(out),
-                         "cd %s && kubectl --kubeconfig admin.conf -n pki-check create "
-                         "serviceaccount robot >/dev/null 2>&1 && "
-                         "t=$(kubectl --kubeconfig admin.conf create --raw "
-                         "/api/v1/namespaces/pki-check/serviceaccounts/robot/token "
-                         "-f token-request.json | sed 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/') && "
-                         "[ -n \"$t\" ] && "
-                         "env -u KUBECONFIG HOME=%s kubectl --server https://127.0.0.1:%d "
-                         "--certificate-authority ca.crt --token \"$t\" get pods -n pki-check 2>&1",
-                         env->dir, env->dir, env->api_port),
-                     1);
+    assert_int_equal(
+        proc_run(out, sizeof(out),
+                 "cd %s && kubectl --kubeconfig admin.conf -n pki-check create "
+                 "serviceaccount robot >/dev/null 2>&1 && "
+                 "t=$(kubectl --kubeconfig admin.conf create --raw "
+                 "/api/v1/namespaces/pki-check/serviceaccounts/robot/token "
+                 "-f token-request.json | sed 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/') && "
+                 "[ -n \"$t\" ] && "
+                 "env -u KUBECONFIG HOME=%s kubectl --server https://127.0.0.1:%d "
+                 "--certificate-authority ca.crt --token \"$t\" get pods -n pki-check 2>&1",
+                 env->dir, env->dir, env->api_port),
+        1);
     /* Refused by RBAC, but as the service account: the token was accepted. */
     assert_non_null(strstr(out, "User \"system:serviceaccount:pki-check:robot\" cannot list"));
 }

@@ -2,19 +2,18 @@
  * What `nestcp render` prints runs, on every line shipped: for each of Kubernetes 1.35, 1.36 and
  * 1.37 (with etcd 3.5 under 1.35 and 3.6 under the others, so both etcd lines run too), a
  * 1-member etcd, a kube-apiserver and a kube-controller-manager of that release are started
- * from the rendered StatefulSets' command lines, with the rendered certs Secrets laid out as the pods
- * would see them. Only what a pod runtime (and, for etcd's initial cluster, the manager through
- * the pod's annotations) would supply is substituted: $(POD_IP) becomes a
- * loopback address of its own, $(POD_NAME) the pod name, the mount paths a temporary
- * directory, and the Services' DNS names resolve through a hosts file bind-mounted over
- * /etc/hosts in a private mount namespace (unshare -m) around each process. Then etcdctl with
- * the healthcheck client certificate is served and one without a client certificate is
- * refused, kubectl of the same release with the rendered admin kubeconfig (server pointed at
- * the local address, TLS still verified against the Service name) lists namespaces and reads
- * the server's version, and the controller manager, through its own rendered kubeconfig, does
- * its work: it creates the `default` ServiceAccount of a new namespace. The rendered
- * authentication configuration holds on every line: anonymous requests reach /readyz, /livez
- * and /healthz only (401 for /api, /version and the rest).
+ * from the rendered StatefulSets' command lines, with the rendered certs Secrets laid out as the
+ * pods would see them. Only what a pod runtime (and, for etcd's initial cluster, the manager
+ * through the pod's annotations) would supply is substituted: $(POD_IP) becomes a loopback address
+ * of its own, $(POD_NAME) the pod name, the mount paths a temporary directory, and the Services'
+ * DNS names resolve through a hosts file bind-mounted over /etc/hosts in a private mount namespace
+ * (unshare -m) around each process. Then etcdctl with the healthcheck client certificate is served
+ * and one without a client certificate is refused, kubectl of the same release with the rendered
+ * admin kubeconfig (server pointed at the local address, TLS still verified against the Service
+ * name) lists namespaces and reads the server's version, and the controller manager, through its
+ * own rendered kubeconfig, does its work: it creates the `default` ServiceAccount of a new
+ * namespace. The rendered authentication configuration holds on every line: anonymous requests
+ * reach /readyz, /livez and /healthz only (401 for /api, /version and the rest).
  */
 
 #include <setjmp.h>
@@ -40,7 +39,6 @@
 #include "lib/util/buf.h"
 #include "lib/util/yamlconv.h"
 #include "test/support/proc.h"
-
 
 #define NS "rbns"
 
@@ -95,8 +93,7 @@ static const cJSON *find(const cJSON *objs, const char *kind, const char *prefix
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         const cJSON *k = cJSON_GetObjectItem(o, "kind");
         const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "name");
         if (strcmp(k->valuestring, kind) == 0 &&
@@ -114,8 +111,7 @@ static void lay_out(const cJSON *secret, const char *dir)
 
     assert_non_null(secret);
     assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(secret, "data"))
-    {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(secret, "data")) {
         unsigned char *data = NULL;
         size_t len = 0;
         assert_int_equal(
@@ -134,8 +130,7 @@ static void lay_out_config(const cJSON *cm, const char *dir)
 
     assert_non_null(cm);
     assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(cm, "data"))
-    {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(cm, "data")) {
         snprintf(path, sizeof(path), "%s/%s", dir, it->string);
         write_file(path, it->valuestring, strlen(it->valuestring));
     }
@@ -175,8 +170,7 @@ static pid_t start(const struct env *env, const cJSON *sts, const char *binary,
     argv[argc++] = strdup("mount --bind \"$0\" /etc/hosts && exec \"$@\"");
     argv[argc++] = strdup(hosts);
     argv[argc++] = strdup(binary);
-    cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args"))
-    {
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args")) {
         char *arg = strdup(a->valuestring);
         for (size_t i = 0; i < nsubst; i++) {
             char *next = replace(arg, subst[i][0], subst[i][1]);
@@ -206,8 +200,9 @@ static void show_log(const struct env *env, const char *log)
 /* Runs cmd in a mount namespace with the test's hosts file. */
 static int run_in_ns(const struct env *env, char *out, size_t size, const char *cmd)
 {
-    return proc_run(out, size, "unshare -m sh -c 'mount --bind %s/hosts /etc/hosts && cd %s && %s' 2>&1",
-               env->dir, env->dir, cmd);
+    return proc_run(out, size,
+                    "unshare -m sh -c 'mount --bind %s/hosts /etc/hosts && cd %s && %s' 2>&1",
+                    env->dir, env->dir, cmd);
 }
 
 /* The directory hack/kube-build.sh caches a release's binaries in (building it if missing). */
@@ -340,18 +335,17 @@ static void anonymous_gets_only_health(struct env *env, const char *pki)
     static const struct {
         const char *path, *code;
     } want[] = {
-        {"/readyz", "200"},           {"/livez", "200"}, {"/healthz", "200"}, {"/api", "401"},
-        {"/version", "401"},          {"/apis", "401"},  {"/metrics", "401"},
-        {"/api/v1/secrets", "401"},
+        {"/readyz", "200"},  {"/livez", "200"}, {"/healthz", "200"}, {"/api", "401"},
+        {"/version", "401"}, {"/apis", "401"},  {"/metrics", "401"}, {"/api/v1/secrets", "401"},
     };
     char out[256];
 
     for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++) {
         assert_int_equal(proc_run(out, sizeof(out),
-                             "curl -sS -o /dev/null -w '%%{http_code}' --max-time 10 --cacert "
-                             "%s/ca.crt --resolve rb-apiserver." NS ".svc:6443:%s "
-                             "https://rb-apiserver." NS ".svc:6443%s 2>&1",
-                             pki, env->line->api_ip, want[i].path),
+                                  "curl -sS -o /dev/null -w '%%{http_code}' --max-time 10 --cacert "
+                                  "%s/ca.crt --resolve rb-apiserver." NS ".svc:6443:%s "
+                                  "https://rb-apiserver." NS ".svc:6443%s 2>&1",
+                                  pki, env->line->api_ip, want[i].path),
                          0);
         if (strcmp(out, want[i].code) != 0)
             fail_msg("anonymous GET %s: HTTP %s, want %s", want[i].path, out, want[i].code);
@@ -388,9 +382,9 @@ static void apiserver_serves_the_admin_kubeconfig(struct env *env)
     free(text);
     snprintf(kubectl, sizeof(kubectl), "%s/kubectl --kubeconfig %s", env->kube_bin, kc);
     assert_int_equal(proc_run(out, sizeof(out),
-                         "%s config set-cluster rb --server=https://%s:6443 "
-                         "--tls-server-name=rb-apiserver." NS ".svc 2>&1",
-                         kubectl, env->line->api_ip),
+                              "%s config set-cluster rb --server=https://%s:6443 "
+                              "--tls-server-name=rb-apiserver." NS ".svc 2>&1",
+                              kubectl, env->line->api_ip),
                      0);
     for (int i = 0; i < 300 && !ready; i++) {
         usleep(200 * 1000);
@@ -439,7 +433,7 @@ static void controller_manager_works_through_its_kubeconfig(struct env *env)
         if (!proc_alive(&env->cm))
             break;
         done = proc_run(out, sizeof(out), "%s -n rb-probe get serviceaccount default -o name 2>&1",
-                   kubectl) == 0;
+                        kubectl) == 0;
     }
     if (!done)
         show_log(env, "controller-manager.log");

@@ -50,7 +50,8 @@ static void make_release(const char *root, const char *release, const char *cons
 
 static void test_imagemap__defaults_run_each_image_tag_on_its_own_release(void **state)
 {
-    static const char *const kube[] = {"kube-apiserver", "kube-controller-manager", "kubectl", NULL};
+    static const char *const kube[] = {"kube-apiserver", "kube-controller-manager", "kubectl",
+                                       NULL};
     static const char *const etcd[] = {"etcd", "etcdctl", "etcdutl", NULL};
     static const char *const capi[] = {"manager", "clusterctl", NULL};
     char root[] = "/tmp/nodeagent-bins-XXXXXX", want[512], cmd[600];

@@ -382,8 +382,7 @@ static void test_podvol__service_account_volume_waits_for_its_token(void **state
     assert_non_null(pod);
     snprintf(pod_dir, sizeof(pod_dir), "%s/pods/capi-system_capi-0", root);
     snprintf(vol, sizeof(vol), "%s/volumes/api", pod_dir);
-    world_put("ConfigMap/capi-system/kube-root-ca.crt",
-              "{\"data\":{\"ca.crt\":\"CA PEM\"}}");
+    world_put("ConfigMap/capi-system/kube-root-ca.crt", "{\"data\":{\"ca.crt\":\"CA PEM\"}}");
 
     /* No token yet: the pod waits, and says for which ServiceAccount. */
     assert_int_equal(podvol_prepare(pod, &dirs, resolve, NULL, &e), -EAGAIN);

@@ -597,7 +597,7 @@ static char *proc_status_line(pid_t pid, const char *field)
 }
 
 #define RESTRICTED_CONTAINER_SC                                                                    \
-    "    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,"        \
+    "    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,"         \
     " capabilities: {drop: [ALL]}}\n"
 
 /* The restricted securityContext nestcp's packages set is what the process gets: its uid, gid
@@ -624,8 +624,7 @@ static void test_runtime__security_context_is_applied_to_the_process(void **stat
                "  - {name: data, emptyDir: {}}\n"
                "  containers:\n"
                "  - name: c\n"
-               "    image: nestcp.test/shell\n"
-               RESTRICTED_CONTAINER_SC
+               "    image: nestcp.test/shell\n" RESTRICTED_CONTAINER_SC
                "    command: [/bin/sh, -c]\n"
                "    args: ['cat %s/mnt/s/flag >%s/mnt/data/read; touch /nodeagent-ro-probe"
                " 2>%s/mnt/data/root; echo done >%s/mnt/data/done; exec sleep 600']\n"

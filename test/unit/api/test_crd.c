@@ -91,8 +91,7 @@ static void test_crd__control_plane_printer_columns(void **state)
     const cJSON *c;
 
     assert_int_equal(api_crd_build(API_KIND_NESTED_CONTROL_PLANE, &crd), 0);
-    cJSON_ArrayForEach(c, at(crd, "spec.versions.1.additionalPrinterColumns"))
-    {
+    cJSON_ArrayForEach(c, at(crd, "spec.versions.1.additionalPrinterColumns")) {
         if (!cJSON_GetObjectItem(c, "priority") && n < 8)
             shown[n++] = cJSON_GetObjectItem(c, "name")->valuestring;
     }
@@ -109,8 +108,7 @@ static void test_crd__control_plane_printer_columns(void **state)
  * printed as "<crd> <version>: <path>", all of them before the test fails. The root metadata is
  * the one exception: the API server publishes ObjectMeta, with its description, in its place
  * (test/integration/api/test_api_explain.sh checks that through kubectl explain). */
-static int walk_descriptions(const cJSON *s, const char *crd, const char *version,
-                             const char *path)
+static int walk_descriptions(const cJSON *s, const char *crd, const char *version, const char *path)
 {
     const cJSON *p, *d;
     char sub[512];
@@ -118,8 +116,7 @@ static int walk_descriptions(const cJSON *s, const char *crd, const char *versio
 
     if (!s)
         return 0;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(s, "properties"))
-    {
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(s, "properties")) {
         snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", p->string);
         d = cJSON_GetObjectItemCaseSensitive(p, "description");
         if (!(*path == '\0' && strcmp(p->string, "metadata") == 0) &&
@@ -145,8 +142,7 @@ static void test_crd__every_field_of_every_version_is_documented(void **state)
         cJSON *crd = NULL;
         const cJSON *v;
         assert_int_equal(api_crd_build((enum api_kind)k, &crd), 0);
-        cJSON_ArrayForEach(v, at(crd, "spec.versions"))
-        {
+        cJSON_ArrayForEach(v, at(crd, "spec.versions")) {
             assert_non_null(at(v, "schema.openAPIV3Schema.properties.spec"));
             missing += walk_descriptions(at(v, "schema.openAPIV3Schema"),
                                          str_at(crd, "metadata.name"), str_at(v, "name"), "");

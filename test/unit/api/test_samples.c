@@ -55,8 +55,7 @@ static int check_file(const char *file)
     struct api_control_plane *ncp = NULL;
     int n = 0;
 
-    cJSON_ArrayForEach(d, docs)
-    {
+    cJSON_ArrayForEach(d, docs) {
         if (strcmp(kind_of(d), "Cluster") == 0 && api_capi_cluster_from_json(d, &cl, &errs) < 0)
             fail_with(&errs, file);
         if (strcmp(kind_of(d), "NestedControlPlane") == 0 &&
@@ -68,8 +67,7 @@ static int check_file(const char *file)
     if (api_control_plane_validate(ncp, NULL, &errs) < 0)
         fail_with(&errs, file);
     assert_string_equal(ncp->spec.version, "1.36.3");
-    cJSON_ArrayForEach(d, docs)
-    {
+    cJSON_ArrayForEach(d, docs) {
         const char *k = kind_of(d);
         n++;
         if (strcmp(k, "NestedCluster") == 0) {

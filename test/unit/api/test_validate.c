@@ -453,11 +453,11 @@ static void test_validate__component_version_may_override_control_plane(void **s
                      "spec.version: \"1.21\" is not a version like 1.36.3 or v1.36.3\n");
     /* The component's gates are checked against the version it runs. */
     EXPECT_COMPONENT("NestedControllerManager",
-                     "  version: 1.21.1\n  featureGates: {GracefulNodeShutdown: true}\n",
-                     "1.20.2", &catalog, "");
+                     "  version: 1.21.1\n  featureGates: {GracefulNodeShutdown: true}\n", "1.20.2",
+                     &catalog, "");
     EXPECT_COMPONENT("NestedControllerManager",
-                     "  version: 1.20.2\n  featureGates: {GracefulNodeShutdown: true}\n",
-                     "1.21.1", &catalog,
+                     "  version: 1.20.2\n  featureGates: {GracefulNodeShutdown: true}\n", "1.21.1",
+                     &catalog,
                      "spec.featureGates: \"GracefulNodeShutdown\" is not a feature gate of "
                      "Kubernetes 1.20.2\n");
 }
@@ -488,12 +488,16 @@ static void test_validate__etcd_extra_args_cannot_touch_membership(void **state)
                      "data-dir: /tmp/x, unsafe-no-fsync: \"true\", "
                      "quota-backend-bytes: \"4294967296\"}\n",
                      NULL, NULL,
-                     "spec.extraArgs: \"data-dir\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n"
-                     "spec.extraArgs: \"force-new-cluster\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n"
-                     "spec.extraArgs: \"initial-cluster-state\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n"
-                     "spec.extraArgs: \"unsafe-no-fsync\" may not be set: etcd's membership and data depend on it, and nestcp manages it per member\n");
-    EXPECT_COMPONENT("NestedAPIServer", "  extraArgs: {v: \"2\\n--authorization-mode=AlwaysAllow\"}\n",
-                     NULL, NULL,
+                     "spec.extraArgs: \"data-dir\" may not be set: etcd's membership and data "
+                     "depend on it, and nestcp manages it per member\n"
+                     "spec.extraArgs: \"force-new-cluster\" may not be set: etcd's membership and "
+                     "data depend on it, and nestcp manages it per member\n"
+                     "spec.extraArgs: \"initial-cluster-state\" may not be set: etcd's membership "
+                     "and data depend on it, and nestcp manages it per member\n"
+                     "spec.extraArgs: \"unsafe-no-fsync\" may not be set: etcd's membership and "
+                     "data depend on it, and nestcp manages it per member\n");
+    EXPECT_COMPONENT("NestedAPIServer",
+                     "  extraArgs: {v: \"2\\n--authorization-mode=AlwaysAllow\"}\n", NULL, NULL,
                      "spec.extraArgs: \"v\" has a value with a newline or another control "
                      "character, which would read as more than one flag\n");
     /* the same flag names mean nothing special to an API server */

@@ -114,8 +114,8 @@ static void test_commands__man_page_documents_every_command_and_flag(void **stat
     /* No line starts with a control character by accident: help text lines that begin with
      * a dot are protected. */
     for (const char *p = out.data; (p = strstr(p, "\n.")); p++) {
-        static const char *const requests[] = {".TH ", ".SH ", ".SS ", ".TP\n", ".B ", ".I ",
-                                               ".RI ", ".PP\n", ".BR "};
+        static const char *const requests[] = {".TH ", ".SH ", ".SS ",  ".TP\n", ".B ",
+                                               ".I ",  ".RI ", ".PP\n", ".BR "};
         bool known = false;
         for (size_t r = 0; r < sizeof(requests) / sizeof(requests[0]); r++)
             known = known || strncmp(p + 1, requests[r], strlen(requests[r])) == 0;

@@ -209,7 +209,8 @@ static void test_describe__tree_of_a_standalone_control_plane(void **state)
     assert_string_equal(
         out.data,
         "OBJECT                          STATUS\n"
-        "NestedControlPlane ns/c         Ready: True, version v1.36.3, phase Ready, target v1.36.3\n"
+        "NestedControlPlane ns/c         Ready: True, version v1.36.3, phase Ready, target "
+        "v1.36.3\n"
         "├─NestedEtcd c-etcd             Ready: True, version 3.6.17, 1/1 ready, target 3.6.17\n"
         "│ ├─StatefulSet c-etcd          1/1 ready, 1 updated\n"
         "│ │ └─Pod c-etcd-0              Ready: True, Running\n"

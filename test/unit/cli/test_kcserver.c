@@ -13,30 +13,29 @@
 
 /* A kubeconfig in the shape the NestedControlPlane controller writes, with a second cluster
  * that the current context does not use. */
-static const char kubeconfig[] =
-    "apiVersion: v1\n"
-    "clusters:\n"
-    "- cluster:\n"
-    "    certificate-authority-data: Q0EK\n"
-    "    server: https://other-apiserver.ns.svc:6443\n"
-    "  name: other\n"
-    "- cluster:\n"
-    "    certificate-authority-data: Q0EK\n"
-    "    server: https://c-apiserver.ns.svc:6443\n"
-    "  name: c\n"
-    "contexts:\n"
-    "- context:\n"
-    "    cluster: c\n"
-    "    user: c-admin\n"
-    "  name: c-admin@c\n"
-    "current-context: c-admin@c\n"
-    "kind: Config\n"
-    "preferences: {}\n"
-    "users:\n"
-    "- name: c-admin\n"
-    "  user:\n"
-    "    client-certificate-data: Q0VSVAo=\n"
-    "    client-key-data: S0VZCg==\n";
+static const char kubeconfig[] = "apiVersion: v1\n"
+                                 "clusters:\n"
+                                 "- cluster:\n"
+                                 "    certificate-authority-data: Q0EK\n"
+                                 "    server: https://other-apiserver.ns.svc:6443\n"
+                                 "  name: other\n"
+                                 "- cluster:\n"
+                                 "    certificate-authority-data: Q0EK\n"
+                                 "    server: https://c-apiserver.ns.svc:6443\n"
+                                 "  name: c\n"
+                                 "contexts:\n"
+                                 "- context:\n"
+                                 "    cluster: c\n"
+                                 "    user: c-admin\n"
+                                 "  name: c-admin@c\n"
+                                 "current-context: c-admin@c\n"
+                                 "kind: Config\n"
+                                 "preferences: {}\n"
+                                 "users:\n"
+                                 "- name: c-admin\n"
+                                 "  user:\n"
+                                 "    client-certificate-data: Q0VSVAo=\n"
+                                 "    client-key-data: S0VZCg==\n";
 
 static cJSON *rewrite(const char *text, const char *server, int *ret_code, char *msg, size_t size)
 {
@@ -44,8 +43,8 @@ static cJSON *rewrite(const char *text, const char *server, int *ret_code, char 
     struct err e = {0};
     cJSON *doc = NULL;
 
-    *ret_code = kcserver_rewrite(text, strlen(text), "Secret ns/c-kubeconfig: value", server, &out,
-                                 &e);
+    *ret_code =
+        kcserver_rewrite(text, strlen(text), "Secret ns/c-kubeconfig: value", server, &out, &e);
     snprintf(msg, size, "%s", e.msg);
     if (*ret_code == 0)
         assert_int_equal(yamlconv_parse_one(out.data, out.len, "out", &doc, NULL), 0);
@@ -55,8 +54,8 @@ static cJSON *rewrite(const char *text, const char *server, int *ret_code, char 
 
 static const char *cluster_field(const cJSON *doc, int i, const char *key)
 {
-    const cJSON *c = cJSON_GetObjectItem(
-        cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "clusters"), i), "cluster");
+    const cJSON *c =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "clusters"), i), "cluster");
     const cJSON *v = cJSON_GetObjectItem(c, key);
 
     return cJSON_IsString(v) ? v->valuestring : NULL;
@@ -77,10 +76,9 @@ static void test_kcserver__rewrites_the_current_cluster_and_keeps_tls_verified(v
     assert_string_equal(cluster_field(doc, 0, "server"), "https://other-apiserver.ns.svc:6443");
     assert_null(cluster_field(doc, 0, "tls-server-name"));
     assert_string_equal(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "users"),
-                                                                   0),
-                                                "user"),
-                            "client-key-data")
+        cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "users"), 0), "user"),
+            "client-key-data")
             ->valuestring,
         "S0VZCg==");
     assert_string_equal(cJSON_GetObjectItem(doc, "current-context")->valuestring, "c-admin@c");

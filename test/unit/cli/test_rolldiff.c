@@ -18,13 +18,14 @@ static cJSON *sts(const char *hash, const char *image, const char *args, const c
     char json[4096];
     cJSON *o;
 
-    snprintf(json, sizeof(json),
-             "{\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"spec\":{\"replicas\":1,"
-             "\"template\":{\"metadata\":{\"annotations\":{\"nestcp.x-k8s.io/config-hash\":\"%s\"}},"
-             "\"spec\":{\"containers\":[{\"name\":\"kube-apiserver\",\"image\":\"%s\","
-             "\"command\":[\"kube-apiserver\"],\"args\":[%s]%s}],"
-             "\"volumes\":[{\"name\":\"certs\",\"secret\":{\"secretName\":\"%s\"}}]}}}}",
-             hash, image, args, extra_container, certs);
+    snprintf(
+        json, sizeof(json),
+        "{\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"spec\":{\"replicas\":1,"
+        "\"template\":{\"metadata\":{\"annotations\":{\"nestcp.x-k8s.io/config-hash\":\"%s\"}},"
+        "\"spec\":{\"containers\":[{\"name\":\"kube-apiserver\",\"image\":\"%s\","
+        "\"command\":[\"kube-apiserver\"],\"args\":[%s]%s}],"
+        "\"volumes\":[{\"name\":\"certs\",\"secret\":{\"secretName\":\"%s\"}}]}}}}",
+        hash, image, args, extra_container, certs);
     o = cJSON_Parse(json);
     assert_non_null(o);
     return o;
@@ -55,9 +56,9 @@ static void test_rolldiff__same_hash_rolls_nothing(void **state)
 
 static void test_rolldiff__a_changed_flag_names_its_old_and_new_value(void **state)
 {
-    cJSON *r = sts("h2", "k:v1.36.3",
-                   "\"--enable-admission-plugins=NodeRestriction,AlwaysPullImages\",\"--x=1\"",
-                   "c-1", "");
+    cJSON *r =
+        sts("h2", "k:v1.36.3",
+            "\"--enable-admission-plugins=NodeRestriction,AlwaysPullImages\",\"--x=1\"", "c-1", "");
     cJSON *l = sts("h1", "k:v1.36.3", "\"--enable-admission-plugins=NodeRestriction\",\"--x=1\"",
                    "c-1", "");
     const struct rolldiff_change *c;
@@ -141,8 +142,7 @@ static void test_rolldiff__new_certificates_name_both_secrets(void **state)
 
 static void test_rolldiff__other_fields_by_path_and_server_defaults_ignored(void **state)
 {
-    cJSON *r = sts("h2", "k:v1", "\"--a=1\"", "c-1",
-                   ",\"readinessProbe\":{\"periodSeconds\":1}");
+    cJSON *r = sts("h2", "k:v1", "\"--a=1\"", "c-1", ",\"readinessProbe\":{\"periodSeconds\":1}");
     /* The running one has what the API server fills in besides. */
     cJSON *l = sts("h1", "k:v1", "\"--a=1\"", "c-1",
                    ",\"readinessProbe\":{\"periodSeconds\":10,\"timeoutSeconds\":1},"

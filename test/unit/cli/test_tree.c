@@ -25,15 +25,14 @@ static void test_tree__draws_branches_and_aligns_the_status_column(void **state)
     kas = tree_add(t, root, "NestedAPIServer a-apiserver", "Ready: False (Waiting): etcd");
     assert_true(tree_add(t, kas, "StatefulSet -", "not created yet") >= 0);
     assert_int_equal(tree_render(t, &out), 0);
-    assert_string_equal(out.data,
-                        "OBJECT                          STATUS\n"
-                        "NestedControlPlane ns/a         Ready: True\n"
-                        "├─NestedEtcd a-etcd             Ready: True\n"
-                        "│ ├─StatefulSet a-etcd          1/1 ready\n"
-                        "│ │ └─Pod a-etcd-0              Ready: True, Running\n"
-                        "│ └─Secret a-etcd-certs\n"
-                        "└─NestedAPIServer a-apiserver   Ready: False (Waiting): etcd\n"
-                        "  └─StatefulSet -               not created yet\n");
+    assert_string_equal(out.data, "OBJECT                          STATUS\n"
+                                  "NestedControlPlane ns/a         Ready: True\n"
+                                  "├─NestedEtcd a-etcd             Ready: True\n"
+                                  "│ ├─StatefulSet a-etcd          1/1 ready\n"
+                                  "│ │ └─Pod a-etcd-0              Ready: True, Running\n"
+                                  "│ └─Secret a-etcd-certs\n"
+                                  "└─NestedAPIServer a-apiserver   Ready: False (Waiting): etcd\n"
+                                  "  └─StatefulSet -               not created yet\n");
     buf_done(&out);
     tree_free(t);
 }

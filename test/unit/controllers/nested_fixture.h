@@ -187,8 +187,7 @@ static inline const cJSON *fx_condition(const cJSON *status, const char *type)
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions"))
-    {
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions")) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
         if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
             return c;
@@ -241,11 +240,20 @@ static inline void fx_apply_action(struct fixture *f, const struct plan_action *
     char buf[32];
 
     for (int k = 0; k < FX__COUNT; k++) {
-        static const char *const plurals[FX__COUNT] = {
-            "nestedcontrolplanes", "nestedetcds", "nestedapiservers",
-            "nestedcontrollermanagers", "nestedclusters", "clusters", "secrets",
-            "services", "statefulsets", "pods", "persistentvolumeclaims", "configmaps",
-            "networkpolicies", "jobs"};
+        static const char *const plurals[FX__COUNT] = {"nestedcontrolplanes",
+                                                       "nestedetcds",
+                                                       "nestedapiservers",
+                                                       "nestedcontrollermanagers",
+                                                       "nestedclusters",
+                                                       "clusters",
+                                                       "secrets",
+                                                       "services",
+                                                       "statefulsets",
+                                                       "pods",
+                                                       "persistentvolumeclaims",
+                                                       "configmaps",
+                                                       "networkpolicies",
+                                                       "jobs"};
         if (strcmp(a->resource->resource, plurals[k]) == 0)
             s = (enum fx_store)k;
     }
@@ -257,8 +265,9 @@ static inline void fx_apply_action(struct fixture *f, const struct plan_action *
                  a->subresource ? a->subresource : "", a->why);
     cur = kube_store_get(&f->stores[s], a->namespace_, a->name);
     if (a->verb == KUBE_DELETE) {
-        if (cur && (!a->precondition_uid || !kube_obj_uid(cur) ||
-                    strcmp(a->precondition_uid, kube_obj_uid(cur)) == 0) &&
+        if (cur &&
+            (!a->precondition_uid || !kube_obj_uid(cur) ||
+             strcmp(a->precondition_uid, kube_obj_uid(cur)) == 0) &&
             kube_store_remove(&f->stores[s], a->namespace_, a->name, &old) == 0) {
             /* Propagation Orphan: the garbage collector takes the ownerReferences off the
              * dependents (here: a StatefulSet's pods) instead of deleting them. */

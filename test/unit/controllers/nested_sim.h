@@ -19,9 +19,9 @@ struct sim {
     struct fixture f;
     struct render_catalog *cat;
     struct nested_ctx ctx;
-    size_t actions;    /* applied so far */
-    size_t last_pass;  /* actions of the last pass */
-    struct plan last;  /* the last non-empty plan of the last pass, kept for inspection */
+    size_t actions;     /* applied so far */
+    size_t last_pass;   /* actions of the last pass */
+    struct plan last;   /* the last non-empty plan of the last pass, kept for inspection */
     char order[16][64]; /* StatefulSets in the order they were first applied */
     int n_order;
     struct sim_etcds etcds; /* etcd members, their pods and claims */
@@ -97,12 +97,11 @@ static inline size_t sim_one(struct sim *s, int which, const char *ns, const cha
             s->on_action(s->on_action_ud, a);
         if (getenv("NESTED_SIM_TRACE"))
             print_message("  %s/%s: %d %s %s %s\n", ns, name, (int)a->verb,
-                          a->call ? a->call->name : a->resource->resource,
-                          a->name ? a->name : "", a->why);
+                          a->call ? a->call->name : a->resource->resource, a->name ? a->name : "",
+                          a->why);
         if (!a->call && a->verb == KUBE_CREATE && strcmp(a->resource->resource, "jobs") == 0)
             s->jobs_created++;
-        if (a->call || strcmp(a->resource->resource, "statefulsets") != 0 ||
-            a->verb != KUBE_PATCH)
+        if (a->call || strcmp(a->resource->resource, "statefulsets") != 0 || a->verb != KUBE_PATCH)
             continue;
         for (int k = 0; k < s->n_order; k++)
             seen = seen || strcmp(s->order[k], a->name) == 0;

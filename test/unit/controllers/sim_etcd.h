@@ -47,13 +47,13 @@ struct sim_etcd {
     struct sim_data data[32];
     int n_data;
     int clusters_formed;
-    int crashes;        /* pods that started with nothing to join */
-    int quorum_losses;  /* kubelet steps that ended without the quorum a cluster of 3 or more
-                           voters had before */
+    int crashes;       /* pods that started with nothing to join */
+    int quorum_losses; /* kubelet steps that ended without the quorum a cluster of 3 or more
+                          voters had before */
     bool had_quorum;
-    int max_learners;   /* at once */
-    cJSON *cur_tpl;     /* the pod template of the current revision (the one rolled from) */
-    char sts_uid[64];   /* the StatefulSet cur_tpl belongs to: a new one starts afresh */
+    int max_learners; /* at once */
+    cJSON *cur_tpl;   /* the pod template of the current revision (the one rolled from) */
+    char sts_uid[64]; /* the StatefulSet cur_tpl belongs to: a new one starts afresh */
     int created[ETCD_MEMBERS_REPLICAS_MAX]; /* pods created, by ordinal */
     char last_list[1024];
 };
@@ -418,9 +418,8 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
             /* As the StatefulSet controller does: below the partition from the current
              * revision, at or above it from the update revision. */
             sim_member_stop(e, i); /* deleted outright: its member stopped with it */
-            cJSON *np = sim_pod_from(sts, i >= p || !e->cur_tpl ? fx_path(sts, "spec.template")
-                                                                 : e->cur_tpl,
-                                     name);
+            cJSON *np = sim_pod_from(
+                sts, i >= p || !e->cur_tpl ? fx_path(sts, "spec.template") : e->cur_tpl, name);
             sim_set_uid(es, np, "pod");
             fx_put_json(f, np);
             e->created[i]++;
@@ -429,8 +428,8 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
         }
         if (cJSON_GetArraySize(fx_path(pod, "spec.schedulingGates")) == 0 &&
             !fx_str(pod, "status.podIP")) {
-            const char *holder = claims ? kube_obj_uid(fx_get(f, FX_CLAIMS, claim))
-                                        : kube_obj_uid(pod);
+            const char *holder =
+                claims ? kube_obj_uid(fx_get(f, FX_CLAIMS, claim)) : kube_obj_uid(pod);
             bool runs = sim_member_start(es, e, pod, i, holder);
             if (!runs)
                 e->crashes++;
@@ -510,7 +509,9 @@ static inline void sim_etcd_set(struct fixture *f, struct sim_etcds *es, const c
         cJSON_AddNumberToObject(st, "currentReplicas", updated);
         cJSON_AddStringToObject(st, "updateRevision", rev);
         cJSON_AddStringToObject(st, "currentRevision",
-                                updated == n && ready == n ? rev : cur ? cur : "none");
+                                updated == n && ready == n ? rev
+                                : cur                      ? cur
+                                                           : "none");
         if (!e->cur_tpl || (updated == n && ready == n)) {
             cJSON_Delete(e->cur_tpl);
             e->cur_tpl = cJSON_Duplicate(fx_path(sts, "spec.template"), true);
@@ -635,8 +636,8 @@ static inline bool sim_etcd_call(struct fixture *f, struct sim_etcds *es,
         list.n_members = (size_t)et->n;
         list.members = lm;
         for (int k = 0; k < et->n; k++) {
-            lm[k] = (struct etcd_member){.id = et->m[k].id, .name = et->m[k].name,
-                                         .is_learner = et->m[k].learner};
+            lm[k] = (struct etcd_member){
+                .id = et->m[k].id, .name = et->m[k].name, .is_learner = et->m[k].learner};
             peer[k] = et->m[k].url;
             lm[k].peer_urls = &peer[k];
             lm[k].n_peer_urls = 1;

@@ -67,29 +67,27 @@ static void rights_of_role(const char *file, struct rights *r)
         fail_msg("cannot read %s", path);
     assert_int_equal(yamlconv_parse_one(text, strlen(text), path, &role, &e), 0);
     free(text);
-    cJSON_ArrayForEach(rule, cJSON_GetObjectItem(role, "rules"))
-    {
+    cJSON_ArrayForEach(rule, cJSON_GetObjectItem(role, "rules")) {
         const cJSON *g, *res, *verb, *name;
         cJSON_ArrayForEach(g, cJSON_GetObjectItem(rule, "apiGroups"))
-        cJSON_ArrayForEach(res, cJSON_GetObjectItem(rule, "resources"))
-        cJSON_ArrayForEach(verb, cJSON_GetObjectItem(rule, "verbs"))
-        {
-            const cJSON *names = cJSON_GetObjectItem(rule, "resourceNames");
-            if (cJSON_GetArraySize(names) == 0) {
-                rights_add(r, g->valuestring, res->valuestring, verb->valuestring, NULL);
-                continue;
-            }
-            cJSON_ArrayForEach(name, names)
-                rights_add(r, g->valuestring, res->valuestring, verb->valuestring,
-                           name->valuestring);
-        }
+            cJSON_ArrayForEach(res, cJSON_GetObjectItem(rule, "resources"))
+                cJSON_ArrayForEach(verb, cJSON_GetObjectItem(rule, "verbs")) {
+                    const cJSON *names = cJSON_GetObjectItem(rule, "resourceNames");
+                    if (cJSON_GetArraySize(names) == 0) {
+                        rights_add(r, g->valuestring, res->valuestring, verb->valuestring, NULL);
+                        continue;
+                    }
+                    cJSON_ArrayForEach(name, names)
+                        rights_add(r, g->valuestring, res->valuestring, verb->valuestring,
+                                   name->valuestring);
+                }
     }
     cJSON_Delete(role);
 }
 
 /* Every right of want is in got and the other way round; the differences, one per line. */
-static void rights_equal(const struct rights *want, const char *want_name,
-                         const struct rights *got, const char *got_name)
+static void rights_equal(const struct rights *want, const char *want_name, const struct rights *got,
+                         const char *got_name)
 {
     char diff[4096] = "";
     size_t len = 0;
@@ -153,8 +151,8 @@ static void test_access__metrics_reviews_are_granted(void **state)
     memset(&used, 0, sizeof(used));
     table_rights(NULL, ACCESS_METRICS, &table);
     rights_add(&used, KUBE_TOKENREVIEWS.group, KUBE_TOKENREVIEWS.resource, "create", NULL);
-    rights_add(&used, KUBE_SUBJECTACCESSREVIEWS.group, KUBE_SUBJECTACCESSREVIEWS.resource,
-               "create", NULL);
+    rights_add(&used, KUBE_SUBJECTACCESSREVIEWS.group, KUBE_SUBJECTACCESSREVIEWS.resource, "create",
+               NULL);
     rights_equal(&table, "the table's metrics rows", &used, "lib/ctrl/httpserver.c's reviews");
 }
 
@@ -175,8 +173,8 @@ static void record(void *ud, const struct plan_action *a)
 {
     char resource[128];
 
-    snprintf(resource, sizeof(resource), "%s%s%s", a->resource->resource,
-             a->subresource ? "/" : "", a->subresource ? a->subresource : "");
+    snprintf(resource, sizeof(resource), "%s%s%s", a->resource->resource, a->subresource ? "/" : "",
+             a->subresource ? a->subresource : "");
     rights_add(ud, a->resource->group, resource, access_action_verb(a), NULL);
     /* A server-side apply creates what does not exist yet (every one does, the first time). */
     if (a->verb == KUBE_PATCH && a->patch_type == KUBE_PATCH_APPLY)
@@ -268,10 +266,10 @@ static void delete_it(cJSON *ncp)
 }
 
 /* A control plane's life in the simulation (nested_sim.h): created from CAPN's shape (with 3
- * etcd members on emptyDir), upgraded one minor after an etcd snapshot, its etcd moved to claims, its certificates
- * renewed 340 days on, then deleted. Every action applied is a
- * right the table grants (nested_fixture.h checks each one), and every plan verb of the table
- * is used on the way. */
+ * etcd members on emptyDir), upgraded one minor after an etcd snapshot, its etcd moved to claims,
+ * its certificates renewed 340 days on, then deleted. Every action applied is a right the table
+ * grants (nested_fixture.h checks each one), and every plan verb of the table is used on the way.
+ */
 static void test_access__a_control_planes_life_sends_exactly_the_plan_verbs(void **state)
 {
     static struct rights seen, table;
@@ -301,15 +299,15 @@ static void test_access__a_control_planes_life_sends_exactly_the_plan_verbs(void
     edit_ncp(&s, delete_it);
     for (int i = 0; i < 10 && fx_get(&s.f, FX_CONTROL_PLANES, NCP); i++) {
         sim_pass(&s);
-        if (cJSON_GetArraySize(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, NCP),
-                                       "metadata.finalizers")) == 0)
+        if (cJSON_GetArraySize(
+                fx_path(fx_get(&s.f, FX_CONTROL_PLANES, NCP), "metadata.finalizers")) == 0)
             break;
     }
     assert_null(fx_get(&s.f, FX_STATEFULSETS, "sample-etcd"));
     assert_null(fx_get(&s.f, FX_ETCDS, "sample-etcd"));
-    assert_int_equal(cJSON_GetArraySize(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, NCP),
-                                                "metadata.finalizers")),
-                     0);
+    assert_int_equal(
+        cJSON_GetArraySize(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, NCP), "metadata.finalizers")),
+        0);
     table_rights(NULL, ACCESS_PLAN, &table);
     rights_equal(&table, "the table's plan rows", &seen, "the plans of the cycle");
     sim_done(&s);
@@ -327,10 +325,8 @@ static void test_access__every_kind_every_package_renders_is_granted(void **stat
     int kinds = 0;
 
     assert_int_equal(render_catalog_versions(cat, &versions), 0);
-    cJSON_ArrayForEach(comp, versions)
-    {
-        cJSON_ArrayForEach(line, cJSON_GetObjectItem(comp, "packages"))
-        {
+    cJSON_ArrayForEach(comp, versions) {
+        cJSON_ArrayForEach(line, cJSON_GetObjectItem(comp, "packages")) {
             char values[512];
             cJSON *v = NULL, *objs = NULL;
             const cJSON *o;
@@ -342,12 +338,10 @@ static void test_access__every_kind_every_package_renders_is_granted(void **stat
             assert_int_equal(yamlconv_parse_one(values, strlen(values), "t", &v, &e), 0);
             if (render_component(cat, v, &objs, &e) < 0)
                 fail_msg("%s %s: %s", comp->string, line->valuestring, e.msg);
-            cJSON_ArrayForEach(o, objs)
-            {
+            cJSON_ArrayForEach(o, objs) {
                 const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(o, "kind"));
                 const struct kube_resource *res = nestedcomponent_rendered_resource(kind);
-                static const char *const verbs[] = {"create", "patch", "delete", "list",
-                                                    "watch"};
+                static const char *const verbs[] = {"create", "patch", "delete", "list", "watch"};
 
                 if (!res)
                     fail_msg("%s %s renders a %s, which the component controllers do not write",

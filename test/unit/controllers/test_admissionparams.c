@@ -13,7 +13,6 @@
 #include "lib/kube/store.h"
 #include "lib/render/catalog.h"
 
-
 struct fx {
     struct render_catalog *cat;
     struct admissionparams ap;
@@ -72,8 +71,8 @@ static void put(struct fx *f, cJSON *obj)
 
 static const char *data_of(const cJSON *cm, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cm, "data"),
-                                                      key);
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cm, "data"), key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
@@ -93,7 +92,8 @@ static void test_admissionparams__missing_configmap_is_applied(void **state)
     assert_string_equal(a->namespace_, "nestcp-system");
     assert_string_equal(a->name, "nestcp-catalog");
     assert_string_equal(data_of(a->body, "kubernetes.lines"), "1.35, 1.36, 1.37");
-    assert_non_null(strstr(data_of(a->body, "kube-apiserver.1.36.removedFlags"), "insecure-port\n"));
+    assert_non_null(
+        strstr(data_of(a->body, "kube-apiserver.1.36.removedFlags"), "insecure-port\n"));
     assert_null(strstr(data_of(a->body, "kube-apiserver.1.36.flags"), "\ninsecure-port\n"));
     assert_true(access_allows_action(a));
 }
@@ -150,7 +150,8 @@ static void test_admissionparams__queues_only_its_own_key(void **state)
 {
     struct fx *f = *state;
     char got[256] = "";
-    cJSON *other = cJSON_Parse("{\"metadata\":{\"namespace\":\"t\",\"name\":\"c1-apiserver-authn\"}}");
+    cJSON *other =
+        cJSON_Parse("{\"metadata\":{\"namespace\":\"t\",\"name\":\"c1-apiserver-authn\"}}");
 
     assert_non_null(f->def.seed);
     f->def.seed(f->def.ctx, collect, got);

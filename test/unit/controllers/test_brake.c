@@ -13,8 +13,12 @@
 
 static struct brake_input request(const struct brake_peer *peers, size_t n, int limit)
 {
-    return (struct brake_input){.ns = "ns", .name = "me", .queued_since = NOW, .peers = peers,
-                                .n_peers = n, .limit = limit};
+    return (struct brake_input){.ns = "ns",
+                                .name = "me",
+                                .queued_since = NOW,
+                                .peers = peers,
+                                .n_peers = n,
+                                .limit = limit};
 }
 
 static void test_brake__limit_parses_counts_and_percentages(void **state)
@@ -76,8 +80,10 @@ static void test_brake__no_free_slot_waits_and_says_how_many_roll(void **state)
 
 static void test_brake__the_message_names_the_first_rolling_ones(void **state)
 {
-    struct brake_peer peers[] = {{"n1", "a", true, false, 0}, {"n1", "b", false, true, NOW - 1},
-                                 {"n2", "c", true, false, 0}, {"n2", "d", true, false, 0},
+    struct brake_peer peers[] = {{"n1", "a", true, false, 0},
+                                 {"n1", "b", false, true, NOW - 1},
+                                 {"n2", "c", true, false, 0},
+                                 {"n2", "d", true, false, 0},
                                  {"n3", "e", true, false, 0}};
     struct brake_input in = request(peers, 5, 4);
     struct brake_output out;
@@ -118,7 +124,8 @@ static void test_brake__the_oldest_request_goes_first(void **state)
 
 static void test_brake__a_tie_goes_by_namespace_then_name(void **state)
 {
-    struct brake_peer peers[] = {{"ns", "ma", false, true, NOW}, {"ns", "mz", false, true, NOW},
+    struct brake_peer peers[] = {{"ns", "ma", false, true, NOW},
+                                 {"ns", "mz", false, true, NOW},
                                  {"aa", "zz", false, true, NOW}};
     struct brake_input in = request(peers, 3, 1);
     struct brake_output out;
@@ -160,8 +167,7 @@ static void test_brake__a_roll_in_progress_keeps_its_slot(void **state)
 
 static void test_brake__an_urgent_certificate_renewal_never_waits(void **state)
 {
-    struct brake_peer peers[] = {{"ns", "a", true, false, 0},
-                                 {"ns", "b", false, true, NOW - 3600}};
+    struct brake_peer peers[] = {{"ns", "a", true, false, 0}, {"ns", "b", false, true, NOW - 3600}};
     struct brake_input in = request(peers, 2, 1);
     struct brake_output out;
     (void)state;

@@ -108,12 +108,12 @@ static void test_cachekeep__a_statefulset_keeps_what_the_controllers_read(void *
     assert_string_equal(kube_obj_resource_version(kept), kube_obj_resource_version(full));
     assert_non_null(kube_obj_controller_ref(kept));
     /* What goes: the containers, and with them most of the object. */
-    assert_null(at(kept, "spec", "template", "spec") ?
-                    cJSON_GetObjectItemCaseSensitive(at(kept, "spec", "template", "spec"),
-                                                     "containers")
-                                                    : NULL);
-    assert_non_null(cJSON_GetObjectItemCaseSensitive(at(full, "spec", "template", "spec"),
-                                                     "containers"));
+    assert_null(
+        at(kept, "spec", "template", "spec")
+            ? cJSON_GetObjectItemCaseSensitive(at(kept, "spec", "template", "spec"), "containers")
+            : NULL);
+    assert_non_null(
+        cJSON_GetObjectItemCaseSensitive(at(full, "spec", "template", "spec"), "containers"));
     assert_same(at(kept, "spec", "updateStrategy", NULL), at(full, "spec", "updateStrategy", NULL));
     assert_true(text_size(kept) * 5 < text_size(full) * 2); /* under 40% */
     cJSON_Delete(full);
@@ -163,15 +163,16 @@ static cJSON *secret(const char *name, const char *owner_api_version, const char
 {
     char text[1024];
 
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"%s\","
-             "\"namespace\":\"ns1\",\"uid\":\"u\",\"labels\":{\"cluster.x-k8s.io/cluster-name\":"
-             "\"c\"},\"managedFields\":[{\"manager\":\"m\"}]%s%s%s%s%s},\"type\":\"kubernetes.io/tls\","
-             "\"data\":{\"tls.crt\":\"Y2VydA==\",\"tls.key\":\"a2V5\"}}",
-             name, owner_kind ? ",\"ownerReferences\":[{\"apiVersion\":\"" : "",
-             owner_kind ? owner_api_version : "", owner_kind ? "\",\"kind\":\"" : "",
-             owner_kind ? owner_kind : "",
-             owner_kind ? "\",\"name\":\"o\",\"uid\":\"p\",\"controller\":true}]" : "");
+    snprintf(
+        text, sizeof(text),
+        "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"%s\","
+        "\"namespace\":\"ns1\",\"uid\":\"u\",\"labels\":{\"cluster.x-k8s.io/cluster-name\":"
+        "\"c\"},\"managedFields\":[{\"manager\":\"m\"}]%s%s%s%s%s},\"type\":\"kubernetes.io/tls\","
+        "\"data\":{\"tls.crt\":\"Y2VydA==\",\"tls.key\":\"a2V5\"}}",
+        name, owner_kind ? ",\"ownerReferences\":[{\"apiVersion\":\"" : "",
+        owner_kind ? owner_api_version : "", owner_kind ? "\",\"kind\":\"" : "",
+        owner_kind ? owner_kind : "",
+        owner_kind ? "\",\"name\":\"o\",\"uid\":\"p\",\"controller\":true}]" : "");
     return cJSON_Parse(text);
 }
 
@@ -199,8 +200,8 @@ static void test_cachekeep__secrets_are_cached_when_ours_or_named_like_ours(void
     cJSON_Delete(s);
 
     /* Controlled by one of nestcp's kinds, of any version, whatever the name. */
-    assert_true(keeps(secret("anything", "controlplane.cluster.x-k8s.io/v1alpha4",
-                             "NestedControlPlane")));
+    assert_true(
+        keeps(secret("anything", "controlplane.cluster.x-k8s.io/v1alpha4", "NestedControlPlane")));
     assert_true(keeps(secret("anything", "controlplane.cluster.x-k8s.io/v9", "NestedEtcd")));
     /* Named like ours: CAs and kubeconfigs a user supplies (no owner, or another one), and
      * certificates Secrets. */
@@ -211,14 +212,14 @@ static void test_cachekeep__secrets_are_cached_when_ours_or_named_like_ours(void
     assert_true(keeps(secret("c-kubeconfig", "cluster.x-k8s.io/v1beta1", "Cluster")));
     assert_true(keeps(secret("c-etcd-certs-ad8fee2679", NULL, NULL)));
     /* Not ours: Cluster API's bootstrap data and tokens, and look-alike names. */
-    assert_false(keeps(secret("c-md-0-x7k2p-4lq9z", "bootstrap.cluster.x-k8s.io/v1beta1",
-                              "KubeadmConfig")));
+    assert_false(
+        keeps(secret("c-md-0-x7k2p-4lq9z", "bootstrap.cluster.x-k8s.io/v1beta1", "KubeadmConfig")));
     assert_false(keeps(secret("c-control-plane-x7k2p", "controlplane.cluster.x-k8s.io/v1beta1",
                               "KubeadmControlPlane")));
     assert_false(keeps(secret("ca", NULL, NULL)));
     assert_false(keeps(secret("c-casa", NULL, NULL)));
-    assert_false(keeps(secret("c-ssh", "infrastructure.cluster.x-k8s.io/v1beta1",
-                              "NestedClusterTemplate")));
+    assert_false(
+        keeps(secret("c-ssh", "infrastructure.cluster.x-k8s.io/v1beta1", "NestedClusterTemplate")));
 }
 
 static void test_cachekeep__other_kinds_lose_only_server_bookkeeping(void **state)
@@ -243,12 +244,14 @@ static void test_cachekeep__other_kinds_lose_only_server_bookkeeping(void **stat
 static void test_cachekeep__a_job_keeps_its_status_only(void **state)
 {
     cJSON *o = cJSON_Parse(
-        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"c-etcd-snapshot-1\","
+        "{\"apiVersion\":\"batch/"
+        "v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"c-etcd-snapshot-1\","
         "\"managedFields\":[{}]},\"spec\":{\"template\":{\"spec\":{\"containers\":[{}]}}},"
         "\"status\":{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}}");
-    cJSON *want = cJSON_Parse(
-        "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"c-etcd-snapshot-1\"},"
-        "\"status\":{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}}");
+    cJSON *want =
+        cJSON_Parse("{\"apiVersion\":\"batch/"
+                    "v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"c-etcd-snapshot-1\"},"
+                    "\"status\":{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}}");
 
     assert_true(cachekeep_transform("Job") == cachekeep_job);
     assert_true(cachekeep_job(NULL, o));

@@ -121,13 +121,13 @@ static void test_caches__manager_opts_fill_in_nestcp_and_its_rights(void **state
     assert_string_equal(o.leader_election_id, MANAGER_LEASE_NAME);
 
     plan_init(&p);
-    assert_int_equal(plan_apply(&p, &KUBE_SERVICES, cJSON_Parse("{\"metadata\":{\"name\":\"s\","
-                                                                "\"namespace\":\"n\"}}"),
+    assert_int_equal(plan_apply(&p, &KUBE_SERVICES,
+                                cJSON_Parse("{\"metadata\":{\"name\":\"s\","
+                                            "\"namespace\":\"n\"}}"),
                                 "a Service"),
                      0);
-    assert_int_equal(plan_create(&p, &KUBE_NODES, cJSON_Parse("{\"metadata\":{\"name\":\"x\"}}"),
-                                 "a Node"),
-                     0);
+    assert_int_equal(
+        plan_create(&p, &KUBE_NODES, cJSON_Parse("{\"metadata\":{\"name\":\"x\"}}"), "a Node"), 0);
     assert_null(o.refuse(&p.actions[0]));
     why = o.refuse(&p.actions[1]);
     assert_non_null(why);

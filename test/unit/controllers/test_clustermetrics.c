@@ -219,8 +219,7 @@ static void earliest_the_slow_way(const cJSON *secret, int64_t *earliest)
 {
     const cJSON *item;
 
-    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(secret, "data"))
-    {
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(secret, "data")) {
         unsigned char *text = NULL;
         size_t n;
         struct err e;
@@ -590,9 +589,9 @@ static void test_clustermetrics__scrape_cost_with_100_clusters(void **state)
     assert_int_equal(metrics_render(x.r, &x.text), 0);
     t3 = mono();
     assert_true(sample(x.text.data, "nestcp_control_planes{phase=\"Ready\"}") == 100);
-    assert_true(a_year_from_issue(
-        &x, sample(x.text.data, "nestcp_certificate_expiry_seconds{namespace=\"t042\","
-                                "cluster=\"standalone\"}")));
+    assert_true(a_year_from_issue(&x, sample(x.text.data,
+                                             "nestcp_certificate_expiry_seconds{namespace=\"t042\","
+                                             "cluster=\"standalone\"}")));
     print_message("clustermetrics: 100 clusters, %zu Secrets cached, 700 read: first scrape "
                   "%.1f ms (%.1f us per Secret); later scrapes %.3f ms; render %.3f ms, "
                   "%zu bytes\n",

@@ -103,8 +103,7 @@ static void assert_members(struct sim *s, int n)
     assert_int_equal(e->crashes, 0);
     assert_true(e->max_learners <= 1);
     /* What the user reads: status.members and MembersReady. */
-    cJSON_ArrayForEach(m, members)
-    {
+    cJSON_ArrayForEach(m, members) {
         char name[32];
         snprintf(name, sizeof(name), "c-etcd-%d", k);
         assert_string_equal(fx_str(m, "name"), name);
@@ -203,10 +202,10 @@ static void test_etcdmembership__a_roll_replaces_one_member_at_a_time(void **sta
     /* Each pod was replaced once: none came back from the old template to be rolled again. */
     for (int i = 0; i < 3; i++)
         assert_int_equal(model(&s)->created[i], 2);
-    assert_int_equal(
-        fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"), "spec.updateStrategy.rollingUpdate.partition")
-            ->valueint,
-        0);
+    assert_int_equal(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"),
+                             "spec.updateStrategy.rollingUpdate.partition")
+                         ->valueint,
+                     0);
     free(before);
     free(after);
     sim_done(&s);
@@ -225,8 +224,9 @@ static void test_etcdmembership__emptydir_members_are_added_again_in_a_roll(void
     assert_members(&s, 3);
     for (int i = 0; i < 3; i++)
         ids[i] = model(&s)->m[i].id;
-    put_etcd(&s, 2, "",
-             "{replicas: 3, storage: {emptyDir: {}}, extraArgs: {quota-backend-bytes: '4294967296'}}");
+    put_etcd(
+        &s, 2, "",
+        "{replicas: 3, storage: {emptyDir: {}}, extraArgs: {quota-backend-bytes: '4294967296'}}");
     sim_converge(&s, 300);
     after = template_hash(&s);
     assert_members(&s, 3);
@@ -275,8 +275,8 @@ static void test_etcdmembership__emptydir_members_move_to_claims_one_at_a_time(v
         for (int k = 0; k < 3; k++)
             assert_true(model(&s)->m[k].id != ids[i]);
     }
-    assert_string_equal(
-        fx_str(fx_condition(etcd_status(&s), "DataNotPersistent"), "status"), "False");
+    assert_string_equal(fx_str(fx_condition(etcd_status(&s), "DataNotPersistent"), "status"),
+                        "False");
     assert_string_equal(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"), "status.phase"), "Ready");
     sim_done(&s);
 }
@@ -295,10 +295,9 @@ static void test_etcdmembership__one_member_on_emptydir_does_not_move_to_a_claim
     up = fx_condition(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, "c"), "status"), "Upgrading");
     assert_string_equal(fx_str(up, "reason"), "EtcdStorageChangeRefused");
     assert_non_null(strstr(fx_str(up, "message"), "Scale it to 3 members first"));
-    assert_int_equal(
-        cJSON_GetArraySize(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"),
-                                   "spec.volumeClaimTemplates")),
-        0);
+    assert_int_equal(cJSON_GetArraySize(fx_path(fx_get(&s.f, FX_STATEFULSETS, "c-etcd"),
+                                                "spec.volumeClaimTemplates")),
+                     0);
     assert_int_equal(model(&s)->clusters_formed, 1);
     sim_done(&s);
 }

@@ -55,8 +55,7 @@ static void put_member(struct t *t, int i, bool gated)
              "---\n"
              "apiVersion: v1\nkind: PersistentVolumeClaim\n"
              "metadata: {name: data-t1-etcd-%d, namespace: default, uid: claim-%d-%s}\n",
-             i, i, gated ? "{name: etcd.nestcp.x-k8s.io/member}" : "", i, i,
-             gated ? "new" : "old");
+             i, i, gated ? "{name: etcd.nestcp.x-k8s.io/member}" : "", i, i, gated ? "new" : "old");
     fx_put(&t->f, yaml);
 }
 
@@ -122,8 +121,7 @@ static const char *job_arg(const cJSON *job, const char *prefix)
 {
     const cJSON *a;
 
-    cJSON_ArrayForEach(a, fx_path(job, "spec.template.spec.containers.0.args"))
-    {
+    cJSON_ArrayForEach(a, fx_path(job, "spec.template.spec.containers.0.args")) {
         if (strncmp(a->valuestring, prefix, strlen(prefix)) == 0)
             return a->valuestring;
     }
@@ -232,9 +230,8 @@ static void test_etcdrestore__stops_restores_into_member_0_and_starts_it(void **
     assert_true(cJSON_IsNull(fx_path(release->body, "spec.schedulingGates")));
     {
         const cJSON *ann = fx_path(release->body, "metadata.annotations");
-        assert_string_equal(
-            cJSON_GetObjectItem(ann, ETCD_MEMBERSHIP_INITIAL_CLUSTER)->valuestring,
-            "t1-etcd-0=https://t1-etcd-0.t1-etcd.default.svc:2380");
+        assert_string_equal(cJSON_GetObjectItem(ann, ETCD_MEMBERSHIP_INITIAL_CLUSTER)->valuestring,
+                            "t1-etcd-0=https://t1-etcd-0.t1-etcd.default.svc:2380");
         assert_string_equal(cJSON_GetObjectItem(ann, ETCD_MEMBERSHIP_INITIAL_STATE)->valuestring,
                             "new");
     }
@@ -255,9 +252,10 @@ static void test_etcdrestore__stops_restores_into_member_0_and_starts_it(void **
     assert_null(fx_action(&t->plan, KUBE_DELETE, "jobs", NULL));
     {
         cJSON *etcd = cJSON_Duplicate(fx_get(&t->f, FX_ETCDS, "t1-etcd"), true);
-        cJSON_AddItemToObject(etcd, "status",
-                              cJSON_Parse("{\"restore\":{\"snapshot\":\"t1-etcd-snapshot-0123456789\","
-                                          "\"phase\":\"Restored\"}}"));
+        cJSON_AddItemToObject(
+            etcd, "status",
+            cJSON_Parse("{\"restore\":{\"snapshot\":\"t1-etcd-snapshot-0123456789\","
+                        "\"phase\":\"Restored\"}}"));
         fx_put_json(&t->f, etcd);
     }
     step(t);
@@ -287,8 +285,8 @@ static void test_etcdrestore__without_a_snapshots_claim_nothing_stops(void **sta
 static void test_etcdrestore__a_snapshot_asked_for_is_taken_once(void **state)
 {
     struct t *t = *state;
-    struct etcd_snapshot_input in = {.view = &t->f.view, .ns = "default", .cluster = "t1",
-                                     .certs = "t1-etcd-certs-1"};
+    struct etcd_snapshot_input in = {
+        .view = &t->f.view, .ns = "default", .cluster = "t1", .certs = "t1-etcd-certs-1"};
     struct etcd_snapshot_output out;
     const struct plan_action *create;
     cJSON *etcd = cJSON_Duplicate(fx_get(&t->f, FX_ETCDS, "t1-etcd"), true), *job;
@@ -356,10 +354,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_etcdrestore__stops_restores_into_member_0_and_starts_it, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_etcdrestore__without_a_snapshots_claim_nothing_stops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_etcdrestore__a_snapshot_asked_for_is_taken_once,
+        cmocka_unit_test_setup_teardown(test_etcdrestore__without_a_snapshots_claim_nothing_stops,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_etcdrestore__a_snapshot_asked_for_is_taken_once, setup,
+                                        teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

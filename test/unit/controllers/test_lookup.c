@@ -6,78 +6,85 @@
 #include "lib/render/catalog.h"
 
 /* CAPN's cluster template shape, as Cluster API's controllers leave it (owner references). */
-static const char capn_owned[] = "apiVersion: cluster.x-k8s.io/v1beta1\n"
-                                 "kind: Cluster\n"
-                                 "metadata: {name: sample, uid: cl-1}\n"
-                                 "spec:\n"
-                                 "  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: sample-control-plane}\n"
-                                 "  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: NestedCluster, name: sample}\n"
-                                 "---\n"
-                                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-                                 "kind: NestedControlPlane\n"
-                                 "metadata:\n"
-                                 "  name: sample-control-plane\n"
-                                 "  uid: ncp-1\n"
-                                 "  ownerReferences: [{apiVersion: cluster.x-k8s.io/v1beta1, kind: Cluster, name: sample, uid: cl-1}]\n"
-                                 "spec:\n"
-                                 "  etcd: {kind: NestedEtcd, name: sample-nestedetcd}\n"
-                                 "  apiserver: {kind: NestedAPIServer, name: sample-nestedapiserver}\n"
-                                 "---\n"
-                                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-                                 "kind: NestedEtcd\n"
-                                 "metadata: {name: sample-nestedetcd, uid: etcd-1}\n"
-                                 "---\n"
-                                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-                                 "kind: NestedAPIServer\n"
-                                 "metadata:\n"
-                                 "  name: sample-nestedapiserver\n"
-                                 "  uid: kas-1\n"
-                                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: sample-control-plane, uid: ncp-1, controller: true}]\n"
-                                 "---\n"
-                                 "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
-                                 "kind: NestedCluster\n"
-                                 "metadata: {name: sample, uid: nc-1}\n";
+static const char capn_owned[] =
+    "apiVersion: cluster.x-k8s.io/v1beta1\n"
+    "kind: Cluster\n"
+    "metadata: {name: sample, uid: cl-1}\n"
+    "spec:\n"
+    "  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: "
+    "NestedControlPlane, name: sample-control-plane}\n"
+    "  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: "
+    "NestedCluster, name: sample}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedControlPlane\n"
+    "metadata:\n"
+    "  name: sample-control-plane\n"
+    "  uid: ncp-1\n"
+    "  ownerReferences: [{apiVersion: cluster.x-k8s.io/v1beta1, kind: Cluster, name: sample, uid: "
+    "cl-1}]\n"
+    "spec:\n"
+    "  etcd: {kind: NestedEtcd, name: sample-nestedetcd}\n"
+    "  apiserver: {kind: NestedAPIServer, name: sample-nestedapiserver}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedEtcd\n"
+    "metadata: {name: sample-nestedetcd, uid: etcd-1}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedAPIServer\n"
+    "metadata:\n"
+    "  name: sample-nestedapiserver\n"
+    "  uid: kas-1\n"
+    "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: "
+    "NestedControlPlane, name: sample-control-plane, uid: ncp-1, controller: true}]\n"
+    "---\n"
+    "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedCluster\n"
+    "metadata: {name: sample, uid: nc-1}\n";
 
 /* The same without owner references: Cluster API's controllers are not installed. */
-static const char capn_unowned[] = "apiVersion: cluster.x-k8s.io/v1beta1\n"
-                                   "kind: Cluster\n"
-                                   "metadata: {name: sample, uid: cl-1}\n"
-                                   "spec:\n"
-                                   "  controlPlaneRef: {kind: NestedControlPlane, name: sample-control-plane}\n"
-                                   "  infrastructureRef: {kind: NestedCluster, name: sample}\n"
-                                   "---\n"
-                                   "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-                                   "kind: NestedControlPlane\n"
-                                   "metadata: {name: sample-control-plane, uid: ncp-1}\n"
-                                   "spec:\n"
-                                   "  etcd: {kind: NestedEtcd, name: sample-nestedetcd}\n"
-                                   "---\n"
-                                   "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-                                   "kind: NestedEtcd\n"
-                                   "metadata: {name: sample-nestedetcd, uid: etcd-1}\n"
-                                   "---\n"
-                                   "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
-                                   "kind: NestedCluster\n"
-                                   "metadata: {name: sample, uid: nc-1}\n";
+static const char capn_unowned[] =
+    "apiVersion: cluster.x-k8s.io/v1beta1\n"
+    "kind: Cluster\n"
+    "metadata: {name: sample, uid: cl-1}\n"
+    "spec:\n"
+    "  controlPlaneRef: {kind: NestedControlPlane, name: sample-control-plane}\n"
+    "  infrastructureRef: {kind: NestedCluster, name: sample}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedControlPlane\n"
+    "metadata: {name: sample-control-plane, uid: ncp-1}\n"
+    "spec:\n"
+    "  etcd: {kind: NestedEtcd, name: sample-nestedetcd}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedEtcd\n"
+    "metadata: {name: sample-nestedetcd, uid: etcd-1}\n"
+    "---\n"
+    "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedCluster\n"
+    "metadata: {name: sample, uid: nc-1}\n";
 
-static const char standalone[] = "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-                                 "kind: NestedControlPlane\n"
-                                 "metadata:\n"
-                                 "  name: solo-cp\n"
-                                 "  uid: ncp-2\n"
-                                 "  labels: {cluster.x-k8s.io/cluster-name: solo}\n"
-                                 "spec:\n"
-                                 "  controllerManager: {kind: NestedControllerManager, name: solo-kcm}\n"
-                                 "---\n"
-                                 "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-                                 "kind: NestedControllerManager\n"
-                                 "metadata: {name: solo-kcm, uid: kcm-2}\n"
-                                 "---\n"
-                                 "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
-                                 "kind: NestedCluster\n"
-                                 "metadata:\n"
-                                 "  name: solo\n"
-                                 "  labels: {cluster.x-k8s.io/cluster-name: solo}\n";
+static const char standalone[] =
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedControlPlane\n"
+    "metadata:\n"
+    "  name: solo-cp\n"
+    "  uid: ncp-2\n"
+    "  labels: {cluster.x-k8s.io/cluster-name: solo}\n"
+    "spec:\n"
+    "  controllerManager: {kind: NestedControllerManager, name: solo-kcm}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedControllerManager\n"
+    "metadata: {name: solo-kcm, uid: kcm-2}\n"
+    "---\n"
+    "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedCluster\n"
+    "metadata:\n"
+    "  name: solo\n"
+    "  labels: {cluster.x-k8s.io/cluster-name: solo}\n";
 
 static void test_lookup__cluster_by_owner_reference(void **state)
 {
@@ -91,8 +98,7 @@ static void test_lookup__cluster_by_owner_reference(void **state)
     cl = lookup_capi_cluster(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner);
     assert_ptr_equal(cl, fx_get(&f, FX_CLUSTERS, "sample"));
     assert_true(by_owner);
-    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE),
-                        "sample");
+    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE), "sample");
     fx_done(&f);
 }
 
@@ -109,8 +115,7 @@ static void test_lookup__cluster_by_its_references_without_cluster_api(void **st
     assert_ptr_equal(lookup_capi_cluster(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner),
                      fx_get(&f, FX_CLUSTERS, "sample"));
     assert_false(by_owner);
-    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE),
-                        "sample");
+    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE), "sample");
     assert_ptr_equal(lookup_capi_cluster(&f.view, nc, API_KIND_NESTED_CLUSTER, NULL),
                      fx_get(&f, FX_CLUSTERS, "sample"));
     assert_ptr_equal(lookup_control_plane_of_nested_cluster(&f.view, nc), ncp);
@@ -133,8 +138,7 @@ static void test_lookup__owner_cluster_missing_from_cache_gives_none(void **stat
     cJSON_Delete(old);
     assert_null(lookup_capi_cluster(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner));
     assert_true(by_owner);
-    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE),
-                        "sample");
+    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE), "sample");
     fx_done(&f);
 }
 
@@ -236,34 +240,37 @@ static void test_lookup__an_unnamed_component_is_found_as_render_finds_it(void *
     char dir[4096];
 
     fx_init(&f);
-    fx_put(&f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-               "kind: NestedControlPlane\n"
-               "metadata: {name: e, uid: ncp-e, labels: {cluster.x-k8s.io/cluster-name: t}}\n"
-               "spec: {}\n"
-               "---\n"
-               "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-               "kind: NestedControllerManager\n"
-               "metadata:\n"
-               "  name: e-kcm\n"
-               "  uid: kcm-e\n"
-               "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: e, uid: ncp-e, controller: true}]\n"
-               "---\n"
-               "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-               "kind: NestedEtcd\n"
-               "metadata: {name: t-etcd-1, uid: etcd-1, labels: {cluster.x-k8s.io/cluster-name: t}}\n"
-               "---\n"
-               "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
-               "kind: NestedEtcd\n"
-               "metadata: {name: t-etcd-2, uid: etcd-2, labels: {cluster.x-k8s.io/cluster-name: t}}\n");
+    fx_put(&f,
+           "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+           "kind: NestedControlPlane\n"
+           "metadata: {name: e, uid: ncp-e, labels: {cluster.x-k8s.io/cluster-name: t}}\n"
+           "spec: {}\n"
+           "---\n"
+           "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+           "kind: NestedControllerManager\n"
+           "metadata:\n"
+           "  name: e-kcm\n"
+           "  uid: kcm-e\n"
+           "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: "
+           "NestedControlPlane, name: e, uid: ncp-e, controller: true}]\n"
+           "---\n"
+           "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+           "kind: NestedEtcd\n"
+           "metadata: {name: t-etcd-1, uid: etcd-1, labels: {cluster.x-k8s.io/cluster-name: t}}\n"
+           "---\n"
+           "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+           "kind: NestedEtcd\n"
+           "metadata: {name: t-etcd-2, uid: etcd-2, labels: {cluster.x-k8s.io/cluster-name: t}}\n");
     ncp = fx_get(&f, FX_CONTROL_PLANES, "e");
     kcm = fx_get(&f, FX_CONTROLLER_MANAGERS, "e-kcm");
     assert_ptr_equal(lookup_component(&f.view, ncp, RENDER_PART_CONTROLLER_MANAGER), kcm);
-    assert_ptr_equal(lookup_control_plane_of_component(&f.view, kcm, RENDER_PART_CONTROLLER_MANAGER),
-                     ncp);
+    assert_ptr_equal(
+        lookup_control_plane_of_component(&f.view, kcm, RENDER_PART_CONTROLLER_MANAGER), ncp);
     assert_null(lookup_component(&f.view, ncp, RENDER_PART_ETCD));
     /* The same source gives render the same answer, and the ambiguity as an error. */
     lookup_source(&f.view, &src);
-    snprintf(dir, sizeof(dir), "%s/templates", getenv("NESTCP_SOURCE_DIR") ? getenv("NESTCP_SOURCE_DIR") : ".");
+    snprintf(dir, sizeof(dir), "%s/templates",
+             getenv("NESTCP_SOURCE_DIR") ? getenv("NESTCP_SOURCE_DIR") : ".");
     assert_int_equal(render_catalog_open(dir, &cat, &e), 0);
     assert_int_equal(render_cluster_resolve(cat, &src, "default", "e", &rc, &errs), -EINVAL);
     assert_int_equal(errs.n, 1);
@@ -281,7 +288,8 @@ static void test_lookup__changes_of_related_objects_concern_their_control_plane(
         "metadata:\n"
         "  name: sample-etcd-certs-abc\n"
         "  labels: {cluster.x-k8s.io/cluster-name: sample}\n"
-        "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, name: sample-nestedetcd, uid: etcd-1, controller: true}]\n"
+        "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, "
+        "name: sample-nestedetcd, uid: etcd-1, controller: true}]\n"
         "---\n"
         "apiVersion: v1\nkind: Secret\n"
         "metadata: {name: sample-ca, labels: {cluster.x-k8s.io/cluster-name: sample}}\n"
@@ -289,17 +297,20 @@ static void test_lookup__changes_of_related_objects_concern_their_control_plane(
         "apiVersion: apps/v1\nkind: StatefulSet\n"
         "metadata:\n"
         "  name: sample-etcd\n"
-        "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, name: sample-nestedetcd, uid: etcd-1, controller: true}]\n"
+        "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, "
+        "name: sample-nestedetcd, uid: etcd-1, controller: true}]\n"
         "---\n"
         "apiVersion: v1\nkind: Pod\n"
         "metadata:\n"
         "  name: sample-etcd-0\n"
-        "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: sample-etcd, uid: sts-1, controller: true}]\n"
+        "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: sample-etcd, uid: "
+        "sts-1, controller: true}]\n"
         "---\n"
         "apiVersion: v1\nkind: Pod\n"
         "metadata:\n"
         "  name: stray-0\n"
-        "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: stray, uid: sts-2, controller: true}]\n"
+        "  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: stray, uid: sts-2, "
+        "controller: true}]\n"
         "---\n"
         "apiVersion: v1\nkind: Secret\n"
         "metadata: {name: unrelated, labels: {cluster.x-k8s.io/cluster-name: other}}\n";
@@ -318,8 +329,7 @@ static void test_lookup__changes_of_related_objects_concern_their_control_plane(
         {&CAPI_CLUSTERS, FX_CLUSTERS, "sample", "sample-control-plane"},
         {&NESTCP_NESTED_CLUSTERS, FX_NESTED_CLUSTERS, "sample", "sample-control-plane"},
         {&NESTCP_ETCDS, FX_ETCDS, "sample-nestedetcd", "sample-control-plane"},
-        {&NESTCP_CONTROL_PLANES, FX_CONTROL_PLANES, "sample-control-plane",
-         "sample-control-plane"},
+        {&NESTCP_CONTROL_PLANES, FX_CONTROL_PLANES, "sample-control-plane", "sample-control-plane"},
     };
     struct fixture f;
 

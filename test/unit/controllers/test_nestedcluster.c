@@ -29,13 +29,15 @@ static const char ncp_provisioning[] =
     "spec:\n"
     "  controlPlaneEndpoint: {host: sample-apiserver, port: 6443}\n"
     "status:\n"
-    "  conditions: [{type: Ready, status: 'False', reason: Provisioning, message: etcd 0/1 updated}]\n";
+    "  conditions: [{type: Ready, status: 'False', reason: Provisioning, message: etcd 0/1 "
+    "updated}]\n";
 
-static const char nc[] = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
-                         "kind: NestedCluster\n"
-                         "metadata: {name: sample, uid: nc-1, generation: 2, resourceVersion: '7'}\n"
-                         "spec:\n"
-                         "  controlPlaneEndpoint: {host: sample-apiserver, port: 6443}\n";
+static const char nc[] =
+    "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedCluster\n"
+    "metadata: {name: sample, uid: nc-1, generation: 2, resourceVersion: '7'}\n"
+    "spec:\n"
+    "  controlPlaneEndpoint: {host: sample-apiserver, port: 6443}\n";
 
 /* The NestedCluster "sample" at generation, with spec (a YAML flow mapping) or none. */
 static void put_nested_cluster(struct fixture *f, int generation, const char *spec)
@@ -235,8 +237,8 @@ static void test_nestedcluster__invalid_object_gets_a_condition_and_an_event(voi
     assert_int_equal(p.n_actions, 1);
     st = status_written(&p);
     assert_string_equal(fx_str(fx_condition(st, "Ready"), "reason"), "InvalidSpec");
-    assert_non_null(strstr(fx_str(fx_condition(st, "Ready"), "message"),
-                           "spec.controlPlaneEndpoint.port"));
+    assert_non_null(
+        strstr(fx_str(fx_condition(st, "Ready"), "message"), "spec.controlPlaneEndpoint.port"));
     assert_int_equal((int)fx_path(st, "observedGeneration")->valuedouble, 3);
     assert_non_null(fx_event(&p, "InvalidSpec"));
     fx_apply_plan(&f, &p);

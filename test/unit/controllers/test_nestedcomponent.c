@@ -39,9 +39,9 @@ static void reconcile(struct sim *s, enum render_part part, struct plan *p)
 
     plan_init(p);
     err_clear(&e);
-    assert_int_equal(nestedcomponent_reconcile(&s->ctx.parts[part], &s->f.view, "default",
-                                                names[part], p, &e),
-                     0);
+    assert_int_equal(
+        nestedcomponent_reconcile(&s->ctx.parts[part], &s->f.view, "default", names[part], p, &e),
+        0);
 }
 
 static const cJSON *comp_status(struct sim *s, enum render_part part)
@@ -95,7 +95,8 @@ static void test_nestedcomponent__waits_for_its_control_plane_to_adopt_it(void *
                  "metadata:\n"
                  "  name: c-etcd\n"
                  "  uid: etcd-1\n"
-                 "  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: x, uid: d-1, controller: true}]\n");
+                 "  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: x, uid: d-1, "
+                 "controller: true}]\n");
     reconcile(&s, RENDER_PART_ETCD, &p);
     assert_int_equal(p.n_actions, 1);
     assert_string_equal(ready_reason(&p), "ControlledByAnotherOwner");
@@ -143,8 +144,8 @@ static void test_nestedcomponent__applies_only_at_its_target(void **state)
     set_up_cas_and_adopt(&s);
     sim_one(&s, RENDER_PART_ETCD, "default", "c-etcd"); /* certs */
     sim_one(&s, -1, "default", "c");                    /* the etcd target */
-    assert_non_null(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"),
-                           "status.rollout.components.etcd.configHash"));
+    assert_non_null(
+        fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"), "status.rollout.components.etcd.configHash"));
     reconcile(&s, RENDER_PART_ETCD, &p);
     svc = fx_action(&p, KUBE_PATCH, "services", "c-etcd");
     sts = fx_action(&p, KUBE_PATCH, "statefulsets", "c-etcd");
@@ -180,8 +181,7 @@ static void test_nestedcomponent__steady_state_plan_is_empty(void **state)
         reconcile(&s, (enum render_part)i, &p);
         /* etcd's only action: listing the members again, since the last list is old */
         if (i == RENDER_PART_ETCD && p.n_actions == 1 &&
-            etcd_membership_call_of(&p.actions[0], &call) == 0 &&
-            call.action == ETCD_MEMBERS_LIST)
+            etcd_membership_call_of(&p.actions[0], &call) == 0 && call.action == ETCD_MEMBERS_LIST)
             plan_done(&p), plan_init(&p);
         assert_int_equal(p.n_actions, 0);
         assert_int_equal(p.n_events, 0);
@@ -189,8 +189,7 @@ static void test_nestedcomponent__steady_state_plan_is_empty(void **state)
         plan_done(&p);
     }
     assert_string_equal(fx_str(comp_status(&s, RENDER_PART_ETCD), "version"), "3.6.17");
-    assert_int_equal(fx_path(comp_status(&s, RENDER_PART_APISERVER), "readyReplicas")->valueint,
-                     1);
+    assert_int_equal(fx_path(comp_status(&s, RENDER_PART_APISERVER), "readyReplicas")->valueint, 1);
     assert_true(cJSON_IsTrue(fx_path(comp_status(&s, RENDER_PART_APISERVER), "healthy")));
     sim_done(&s);
 }
@@ -217,8 +216,8 @@ static void test_nestedcomponent__paused_or_deleting_changes_nothing_else(void *
     plan_done(&p);
     /* a control plane being deleted: nothing at all */
     ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, "c"), true);
-    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"),
-                            "deletionTimestamp", "2027-01-15T08:00:00Z");
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"), "deletionTimestamp",
+                            "2027-01-15T08:00:00Z");
     fx_put_json(&s.f, ncp);
     reconcile(&s, RENDER_PART_ETCD, &p);
     assert_int_equal(p.n_actions, 0);
@@ -250,7 +249,8 @@ static void test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing(vo
                  "  name: c-kas\n"
                  "  uid: kas-1\n"
                  "  generation: 2\n"
-                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: c, uid: ncp-1, controller: true}]\n"
+                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: "
+                 "NestedControlPlane, name: c, uid: ncp-1, controller: true}]\n"
                  "spec:\n"
                  "  patches: [{target: %s, type: merge, patch: {}}]\n",
                  cases[i][0]);
@@ -350,9 +350,8 @@ static void test_nestedcomponent__someone_elses_object_is_left_alone(void **stat
     /* When first created, every rendered object was claimed for the component. */
     {
         cJSON *gone = NULL;
-        assert_int_equal(kube_store_remove(&s.f.stores[FX_SERVICES], "default", "c-apiserver",
-                                           &gone),
-                         0);
+        assert_int_equal(
+            kube_store_remove(&s.f.stores[FX_SERVICES], "default", "c-apiserver", &gone), 0);
         cJSON_Delete(gone);
     }
     reconcile(&s, RENDER_PART_APISERVER, &p);
@@ -391,8 +390,8 @@ static const cJSON *etcd_pod_annotations(struct sim *s)
 
 static char *etcd_hash_copy(struct sim *s)
 {
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(etcd_pod_annotations(s),
-                                                      "nestcp.x-k8s.io/config-hash");
+    const cJSON *h =
+        cJSON_GetObjectItemCaseSensitive(etcd_pod_annotations(s), "nestcp.x-k8s.io/config-hash");
 
     assert_true(cJSON_IsString(h));
     return strdup(h->valuestring);
@@ -430,9 +429,9 @@ static void test_nestedcomponent__etcd_is_persistent_by_default(void **state)
     sim_init(&s, solo);
     sim_converge(&s, 30);
     sts = fx_get(&s.f, FX_STATEFULSETS, "c-etcd");
-    assert_string_equal(fx_str(fx_path(sts, "spec.volumeClaimTemplates")->child,
-                               "spec.resources.requests.storage"),
-                        "1Gi");
+    assert_string_equal(
+        fx_str(fx_path(sts, "spec.volumeClaimTemplates")->child, "spec.resources.requests.storage"),
+        "1Gi");
     dnp = fx_condition(comp_status(&s, RENDER_PART_ETCD), "DataNotPersistent");
     assert_string_equal(fx_str(dnp, "status"), "False");
     assert_string_equal(fx_str(dnp, "reason"), "PersistentVolumeClaims");
@@ -501,8 +500,9 @@ static void test_nestedcomponent__etcd_on_emptydir_is_not_rolled(void **state)
     before = etcd_hash_copy(&s);
 
     /* a flag change would replace the only member, and with it every key */
-    put_etcd(&s, 2, "", "{replicas: 1, storage: {emptyDir: {}}, "
-                        "extraArgs: {quota-backend-bytes: '4294967296'}}");
+    put_etcd(&s, 2, "",
+             "{replicas: 1, storage: {emptyDir: {}}, "
+             "extraArgs: {quota-backend-bytes: '4294967296'}}");
     reconcile(&s, RENDER_PART_ETCD, &p);
     assert_non_null(fx_event(&p, "RollRefused"));
     assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
@@ -519,12 +519,13 @@ static void test_nestedcomponent__etcd_on_emptydir_is_not_rolled(void **state)
     assert_non_null(strstr(fx_str(dnp, "message"), ETCD_SAFETY_ACCEPT_DATA_LOSS));
     up = ncp_condition(&s, "Upgrading");
     assert_string_equal(fx_str(up, "reason"), "DataNotPersistent");
-    assert_string_equal(
-        fx_str(fx_condition(comp_status(&s, RENDER_PART_ETCD), "Ready"), "status"), "True");
+    assert_string_equal(fx_str(fx_condition(comp_status(&s, RENDER_PART_ETCD), "Ready"), "status"),
+                        "True");
 
     /* the user accepts the loss: it rolls */
-    put_etcd(&s, 3, "\"" ETCD_SAFETY_ACCEPT_DATA_LOSS "\": \"true\"",
-             "{replicas: 1, storage: {emptyDir: {}}, extraArgs: {quota-backend-bytes: '4294967296'}}");
+    put_etcd(
+        &s, 3, "\"" ETCD_SAFETY_ACCEPT_DATA_LOSS "\": \"true\"",
+        "{replicas: 1, storage: {emptyDir: {}}, extraArgs: {quota-backend-bytes: '4294967296'}}");
     sim_converge(&s, 40);
     after = etcd_hash_copy(&s);
     assert_string_not_equal(before, after);
@@ -589,7 +590,8 @@ static void test_nestedcomponent__objects_of_the_wrong_shape_are_named_and_not_u
          "metadata: {name: c-etcd-certs-x, labels: {cluster.x-k8s.io/cluster-name: c, "
          "nestcp.x-k8s.io/component: etcd}}\ndata: {ca.crt: '!!!', x: 5}\n",
          NULL, NULL},
-        {"apiVersion: v1\nkind: Secret\nmetadata: {name: c-ca, labels: {cluster.x-k8s.io/cluster-name: c}}\n"
+        {"apiVersion: v1\nkind: Secret\nmetadata: {name: c-ca, labels: "
+         "{cluster.x-k8s.io/cluster-name: c}}\n"
          "data: {tls.crt: 7}\n",
          "InvalidCertificateAuthority", "Secret default/c-ca: data.tls.crt is not a string"},
     };
@@ -683,9 +685,9 @@ static void test_nestedcomponent__network_policies_follow_the_switch(void **stat
         ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, "c"), true);
         cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(ncp, "spec"),
                                                 "networkPolicy");
-        cJSON_AddBoolToObject(cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(ncp, "spec"),
-                                                      "networkPolicy"),
-                              "enabled", on);
+        cJSON_AddBoolToObject(
+            cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(ncp, "spec"), "networkPolicy"),
+            "enabled", on);
         fx_put_json(&s.f, ncp);
         sim_converge(&s, 30);
         assert_true(!fx_get(&s.f, FX_NETWORKPOLICIES, "c-etcd") == !on);

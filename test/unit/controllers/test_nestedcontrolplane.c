@@ -19,8 +19,10 @@ static const char capn[] =
     "    pods: {cidrBlocks: [10.244.0.0/16]}\n"
     "    serviceDomain: cluster.local\n"
     "  controlPlaneEndpoint: {host: sample-apiserver, port: 6443}\n"
-    "  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: NestedCluster, name: sample}\n"
-    "  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: sample-control-plane}\n"
+    "  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta1, kind: "
+    "NestedCluster, name: sample}\n"
+    "  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: "
+    "NestedControlPlane, name: sample-control-plane}\n"
     "---\n"
     "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
     "kind: NestedCluster\n"
@@ -32,9 +34,12 @@ static const char capn[] =
     "metadata: {name: sample-control-plane, uid: ncp-1, generation: 1, resourceVersion: '1'}\n"
     "spec:\n"
     "  version: 1.36.3\n"
-    "  etcd: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, name: sample-nestedetcd}\n"
-    "  apiserver: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedAPIServer, name: sample-nestedapiserver}\n"
-    "  controllerManager: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControllerManager, name: sample-nestedcontrollermanager}\n"
+    "  etcd: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedEtcd, name: "
+    "sample-nestedetcd}\n"
+    "  apiserver: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedAPIServer, name: "
+    "sample-nestedapiserver}\n"
+    "  controllerManager: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: "
+    "NestedControllerManager, name: sample-nestedcontrollermanager}\n"
     "  certificates: {keyAlgorithm: ECDSA-P256, validityDays: 365, renewBeforeDays: 30}\n"
     "---\n"
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
@@ -49,7 +54,8 @@ static const char capn[] =
     "---\n"
     "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
     "kind: NestedControllerManager\n"
-    "metadata: {name: sample-nestedcontrollermanager, uid: kcm-1, generation: 1, resourceVersion: '1'}\n"
+    "metadata: {name: sample-nestedcontrollermanager, uid: kcm-1, generation: 1, resourceVersion: "
+    "'1'}\n"
     "spec: {replicas: 1}\n";
 
 #define NCP "sample-control-plane"
@@ -79,8 +85,7 @@ static size_t reconcile_ncp(struct sim *s, struct plan *p)
 
     plan_init(p);
     err_clear(&e);
-    assert_int_equal(nestedcontrolplane_reconcile(&s->ctx, &s->f.view, "default", NCP, p, &e),
-                     0);
+    assert_int_equal(nestedcontrolplane_reconcile(&s->ctx, &s->f.view, "default", NCP, p, &e), 0);
     return p->n_actions;
 }
 
@@ -99,12 +104,12 @@ static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing
     assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
     assert_string_equal(a->name, NCP);
     assert_string_equal(fx_str(a->body, "metadata.resourceVersion"), "1");
-    assert_string_equal(
-        cJSON_GetArrayItem(fx_path(a->body, "metadata.finalizers"), 0)->valuestring,
-        NESTED_FINALIZER);
+    assert_string_equal(cJSON_GetArrayItem(fx_path(a->body, "metadata.finalizers"), 0)->valuestring,
+                        NESTED_FINALIZER);
     assert_string_equal(fx_str(a->body, "spec.controlPlaneEndpoint.host"), "sample-apiserver");
     assert_string_equal(
-        cJSON_GetObjectItem(fx_path(a->body, "metadata.annotations"), NESTED_BLOCK_MOVE)->valuestring,
+        cJSON_GetObjectItem(fx_path(a->body, "metadata.annotations"), NESTED_BLOCK_MOVE)
+            ->valuestring,
         "");
     fx_apply_plan(&s.f, &p);
     plan_done(&p);
@@ -127,8 +132,8 @@ static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing
     sim_done(&s);
 }
 
-static void test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_controller_manager(
-    void **state)
+static void
+test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_controller_manager(void **state)
 {
     struct sim s;
     const cJSON *st;
@@ -158,14 +163,12 @@ static void test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_cont
     assert_true(cJSON_IsTrue(fx_path(fx_get(&s.f, FX_NESTED_CLUSTERS, "sample"), "status.ready")));
     /* the components are adopted and report */
     assert_true(lookup_controlled_by_uid(fx_get(&s.f, FX_ETCDS, "sample-nestedetcd"), "ncp-1"));
-    assert_string_equal(
-        fx_str(fx_get(&s.f, FX_ETCDS, "sample-nestedetcd"), "status.phase"), "Ready");
+    assert_string_equal(fx_str(fx_get(&s.f, FX_ETCDS, "sample-nestedetcd"), "status.phase"),
+                        "Ready");
     sim_done(&s);
 }
 
-
-static void test_nestedcontrolplane__adopts_its_components_with_optimistic_concurrency(
-    void **state)
+static void test_nestedcontrolplane__adopts_its_components_with_optimistic_concurrency(void **state)
 {
     struct sim s;
     struct plan p;
@@ -191,7 +194,8 @@ static void test_nestedcontrolplane__adopts_its_components_with_optimistic_concu
                  "metadata:\n"
                  "  name: sample-nestedapiserver\n"
                  "  uid: kas-1\n"
-                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: NestedControlPlane, name: other, uid: ncp-9, controller: true}]\n");
+                 "  ownerReferences: [{apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: "
+                 "NestedControlPlane, name: other, uid: ncp-9, controller: true}]\n");
     reconcile_ncp(&s, &p);
     assert_null(fx_action(&p, KUBE_PATCH, "nestedapiservers", NULL));
     assert_non_null(fx_event(&p, "ComponentControlledElsewhere"));
@@ -254,9 +258,8 @@ static void test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back(v
     sim_init(&s, capn);
     sim_converge(&s, 40);
     a = strip_and_reconcile(&s, "finalizers", &p);
-    assert_string_equal(
-        cJSON_GetArrayItem(fx_path(a->body, "metadata.finalizers"), 0)->valuestring,
-        NESTED_FINALIZER);
+    assert_string_equal(cJSON_GetArrayItem(fx_path(a->body, "metadata.finalizers"), 0)->valuestring,
+                        NESTED_FINALIZER);
     plan_done(&p);
     sim_converge(&s, 10);
 
@@ -266,9 +269,9 @@ static void test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back(v
     reconcile_ncp(&s, &p);
     a = fx_action(&p, KUBE_PATCH, "nestedetcds", "sample-nestedetcd");
     assert_non_null(a);
-    assert_string_equal(fx_str(cJSON_GetArrayItem(fx_path(a->body, "metadata.ownerReferences"), 0),
-                               "uid"),
-                        "ncp-1");
+    assert_string_equal(
+        fx_str(cJSON_GetArrayItem(fx_path(a->body, "metadata.ownerReferences"), 0), "uid"),
+        "ncp-1");
     assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
     plan_done(&p);
     sim_converge(&s, 10);
@@ -290,7 +293,8 @@ static void test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothi
     /* 1.38 is newer than every line shipped: unknown, not retired. */
     static const char *const bad[][2] = {
         {"  version: 1.36.3\n", "  version: 1.38.0\n"},
-        {"  version: 1.36.3\n", "  version: 1.36.3\n  clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}\n"},
+        {"  version: 1.36.3\n",
+         "  version: 1.36.3\n  clusterNetwork: {services: {cidrBlocks: [10.96.0.0/33]}}\n"},
         {"  version: 1.36.3\n", "  version: 1.36.3\n  featureGates: {NoSuchGate: true}\n"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -470,8 +474,7 @@ static void test_nestedcontrolplane__a_long_name_is_reported_on_the_name_only(vo
     assert_status_only(&p);
     st = fx_path(p.actions[0].body, "status");
     assert_string_equal(fx_str(fx_condition(st, "Ready"), "reason"), "InvalidSpec");
-    assert_non_null(strstr(fx_str(fx_condition(st, "Ready"), "message"),
-                           "metadata.name: \"aaaa"));
+    assert_non_null(strstr(fx_str(fx_condition(st, "Ready"), "message"), "metadata.name: \"aaaa"));
     assert_non_null(strstr(fx_str(fx_condition(st, "Ready"), "message"), "is too long"));
     assert_null(strstr(fx_str(fx_condition(st, "Ready"), "message"), "controlPlaneEndpoint"));
     assert_string_equal(fx_str(st, "phase"), "Failed");
@@ -501,8 +504,7 @@ static void test_nestedcontrolplane__a_service_cidr_change_is_refused(void **sta
     plan_done(&p);
     assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "ServiceCIDRChangeRefused");
     assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"), "10.96.0.0/12"));
-    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"),
-                        targets);
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"), targets);
     assert_string_equal(fx_str(ncp_status(&s), "apiserver.serviceCidr"), "10.96.0.0/12");
     sim_done(&s);
 }
@@ -607,8 +609,8 @@ static void set_api_flag(struct sim *s, const char *value)
 
     cJSON_DeleteItemFromObject(spec, "extraArgs");
     if (value)
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "extraArgs"),
-                                "max-requests-inflight", value);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "extraArgs"), "max-requests-inflight",
+                                value);
     cJSON_DeleteItemFromObject(meta, "generation");
     cJSON_AddNumberToObject(meta, "generation", gen);
     fx_put_json(&s->f, o);
@@ -623,7 +625,8 @@ static void crash_loop(struct sim *s)
 
     cJSON_DeleteItemFromObject(sts, "status");
     st = cJSON_AddObjectToObject(sts, "status");
-    cJSON_AddNumberToObject(st, "observedGeneration", fx_path(sts, "metadata.generation")->valuedouble);
+    cJSON_AddNumberToObject(st, "observedGeneration",
+                            fx_path(sts, "metadata.generation")->valuedouble);
     cJSON_AddNumberToObject(st, "replicas", 1);
     cJSON_AddNumberToObject(st, "readyReplicas", 0);
     cJSON_AddNumberToObject(st, "updatedReplicas", 1);
@@ -677,7 +680,7 @@ static void test_nestedcontrolplane__a_crashing_roll_is_held_and_rolled_back(voi
     assert_string_equal(ncp_condition(&s, "Upgrading", "status"), "False");
     assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "RolloutStalled");
     assert_non_null(strstr(ncp_condition(&s, "Upgrading", "message"), "is held back (pod "
-                                                                        "sample-apiserver-0"));
+                                                                      "sample-apiserver-0"));
 
     /* The partition first; no pod goes while the cache does not show it. */
     plan_init(&p);
@@ -692,9 +695,9 @@ static void test_nestedcontrolplane__a_crashing_roll_is_held_and_rolled_back(voi
     plan_done(&p);
     sts = cJSON_Duplicate(fx_get(&s.f, FX_STATEFULSETS, "sample-apiserver"), true);
     cJSON_AddNumberToObject(
-        cJSON_AddObjectToObject(cJSON_AddObjectToObject((cJSON *)fx_path(sts, "spec"),
-                                                        "updateStrategy"),
-                                "rollingUpdate"),
+        cJSON_AddObjectToObject(
+            cJSON_AddObjectToObject((cJSON *)fx_path(sts, "spec"), "updateStrategy"),
+            "rollingUpdate"),
         "partition", 1);
     fx_put_json(&s.f, sts);
     plan_init(&p);
@@ -706,7 +709,7 @@ static void test_nestedcontrolplane__a_crashing_roll_is_held_and_rolled_back(voi
     assert_string_equal(a->precondition_uid, "pod-r2");
     assert_non_null(fx_event(&p, "RolledBack"));
     assert_non_null(strstr(fx_event(&p, "RolledBack")->message, "recreates it at revision "
-                                                                  "sample-apiserver-r1"));
+                                                                "sample-apiserver-r1"));
     plan_done(&p);
 
     /* The spec as it was: the target moves back, the hold ends. */
@@ -772,9 +775,9 @@ static void test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_n
     assert_string_equal(fx_str(last->body, "status.rollout.components.etcd.version"), "3.5.36");
     assert_string_equal(fx_str(fx_condition(fx_path(last->body, "status"), "Upgrading"), "reason"),
                         "RolloutQueued");
-    assert_non_null(strstr(fx_str(fx_condition(fx_path(last->body, "status"), "Upgrading"),
-                                  "message"),
-                           "1 control plane rolling (default/other), 1 allowed at once"));
+    assert_non_null(
+        strstr(fx_str(fx_condition(fx_path(last->body, "status"), "Upgrading"), "message"),
+               "1 control plane rolling (default/other), 1 allowed at once"));
     assert_string_equal(fx_str(fx_condition(fx_path(last->body, "status"), "Ready"), "status"),
                         "True");
     fx_apply_plan(&s.f, &p);
@@ -873,8 +876,7 @@ static void test_nestedcontrolplane__a_version_change_waits_for_its_etcd_snapsho
     assert_string_equal(fx_str(ncp_status(&s), "version"), "v1.36.3");
     assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.name"), name);
     assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.claimName"), "tenant-snapshots");
-    assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.takenAt"),
-                        "2027-01-15T08:00:00Z");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.takenAt"), "2027-01-15T08:00:00Z");
     assert_string_equal(fx_str(ncp_status(&s), "rollout.snapshot.before"),
                         "etcd 3.5.36 -> 3.6.17, kube-apiserver 1.35.4 -> 1.36.3");
     assert_null(fx_path(ncp_status(&s), "rollout.snapshot.message"));
@@ -984,13 +986,12 @@ static void test_nestedcontrolplane__an_urgent_renewal_never_waits(void **state)
     s.f.view.now += 20 * 86400.0;
     sim_converge(&s, 60);
     assert_string_equal(ncp_condition(&s, "Upgrading", "reason"), "UpToDate");
-    assert_string_not_equal(fx_str(ncp_status(&s), "rollout.components.etcd.configHash"),
-                            before);
-    assert_string_equal(fx_str(fx_condition(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, "other"),
-                                                    "status"),
-                                            "Upgrading"),
-                               "reason"),
-                        "RollingOut");
+    assert_string_not_equal(fx_str(ncp_status(&s), "rollout.components.etcd.configHash"), before);
+    assert_string_equal(
+        fx_str(
+            fx_condition(fx_path(fx_get(&s.f, FX_CONTROL_PLANES, "other"), "status"), "Upgrading"),
+            "reason"),
+        "RollingOut");
     sim_done(&s);
 }
 
@@ -1019,26 +1020,23 @@ static void test_nestedcontrolplane__a_ca_in_its_last_year_is_told_once(void **s
     assert_non_null(strstr(ev->message, "Secret default/sample-"));
     st = fx_action(&p, KUBE_UPDATE, "nestedcontrolplanes", NCP);
     assert_non_null(st);
-    assert_string_equal(fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"),
-                               "status"),
-                        "True");
-    assert_string_equal(fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"),
-                               "reason"),
-                        "CertificateAuthorityExpiring");
-    assert_non_null(strstr(fx_str(fx_condition(fx_path(st->body, "status"),
-                                               "CertificatesAvailable"),
-                                  "message"),
-                           "days; nestcp renews leaf certificates, not a CA by itself: rotate "
-                           "it before then (spec.certificates.rotate.clusterCA"));
+    assert_string_equal(
+        fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"), "status"),
+        "True");
+    assert_string_equal(
+        fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"), "reason"),
+        "CertificateAuthorityExpiring");
+    assert_non_null(strstr(
+        fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"), "message"),
+        "days; nestcp renews leaf certificates, not a CA by itself: rotate "
+        "it before then (spec.certificates.rotate.clusterCA"));
     /* the first of the three CAs (all issued at once: the cluster CA), with the days left */
-    assert_non_null(strstr(fx_str(fx_condition(fx_path(st->body, "status"),
-                                               "CertificatesAvailable"),
-                                  "message"),
-                           "Secret default/sample-ca: the cluster CA expires at "));
-    assert_non_null(strstr(fx_str(fx_condition(fx_path(st->body, "status"),
-                                               "CertificatesAvailable"),
-                                  "message"),
-                           ", in 349 days;"));
+    assert_non_null(strstr(
+        fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"), "message"),
+        "Secret default/sample-ca: the cluster CA expires at "));
+    assert_non_null(strstr(
+        fx_str(fx_condition(fx_path(st->body, "status"), "CertificatesAvailable"), "message"),
+        ", in 349 days;"));
     fx_apply_plan(&s.f, &p);
     plan_done(&p);
     reconcile_ncp(&s, &p);
@@ -1062,8 +1060,7 @@ static void test_nestedcontrolplane__controller_manager_held_one_minor_older_rol
     sim_converge(&s, 40);
     /* etcd moves to what 1.36 needs and the API servers to 1.36; the controller manager stays */
     assert_string_equal(fx_str(ncp_status(&s), "rollout.components.etcd.version"), "3.6.17");
-    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.version"),
-                        "1.36.3");
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.version"), "1.36.3");
     assert_string_equal(fx_str(ncp_status(&s), "rollout.components.controllerManager.version"),
                         "1.35.4");
     /* status.version is the API servers' version. */
@@ -1192,8 +1189,8 @@ static void test_nestedcontrolplane__deletion_removes_children_then_the_finalize
     sim_init(&s, capn);
     sim_converge(&s, 40);
     ncp = cJSON_Duplicate(fx_get(&s.f, FX_CONTROL_PLANES, NCP), true);
-    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"),
-                            "deletionTimestamp", "2027-01-15T09:00:00Z");
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"), "deletionTimestamp",
+                            "2027-01-15T09:00:00Z");
     fx_put_json(&s.f, ncp);
     reconcile_ncp(&s, &p);
     assert_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
@@ -1217,8 +1214,8 @@ static void test_nestedcontrolplane__deletion_removes_children_then_the_finalize
 
 /* Objects of the wrong shape (what a CRD without a schema, or an old API server, lets
  * through) crash nothing and create nothing; the user sees which field is wrong. */
-static void test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_create_nothing(
-    void **state)
+static void
+test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_create_nothing(void **state)
 {
     static const struct {
         const char *yaml;
@@ -1333,8 +1330,7 @@ static void test_nestedcontrolplane__a_service_account_key_rotation_runs_its_pha
 
     /* Phases 1 and 2 roll; the old public key then waits out the overlap. */
     sim_converge(&s, 80);
-    assert_string_equal(fx_str(ncp_status(&s), "certificates.serviceAccountKey.phase"),
-                        "Overlap");
+    assert_string_equal(fx_str(ncp_status(&s), "certificates.serviceAccountKey.phase"), "Overlap");
     assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "Overlap");
     assert_string_not_equal(sa_data(&s, "tls.crt"), old_pub);
     assert_string_not_equal(sa_data(&s, "tls.key"), old_key);
@@ -1349,15 +1345,13 @@ static void test_nestedcontrolplane__a_service_account_key_rotation_runs_its_pha
     assert_non_null(fx_event(&p, "RotationInProgress"));
     fx_apply_plan(&s.f, &p);
     plan_done(&p);
-    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"),
-                        "RotationInProgress");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "RotationInProgress");
     request_rotation(&s, "r1");
 
     /* After the overlap, the old key goes and the API servers roll without it. */
     s.f.view.now += 600;
     sim_converge(&s, 80);
-    assert_string_equal(fx_str(ncp_status(&s), "certificates.serviceAccountKey.phase"),
-                        "Complete");
+    assert_string_equal(fx_str(ncp_status(&s), "certificates.serviceAccountKey.phase"), "Complete");
     assert_string_equal(ncp_condition(&s, "CertificatesRotating", "status"), "False");
     assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "Complete");
     assert_null(sa_data(&s, "previous.pub"));
@@ -1399,8 +1393,7 @@ static void test_nestedcontrolplane__a_cluster_ca_rotation_runs_its_phases(void 
     reconcile_ncp(&s, &p);
     fx_apply_plan(&s.f, &p);
     plan_done(&p);
-    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"),
-                        "RotationInProgress");
+    assert_string_equal(ncp_condition(&s, "CertificatesRotating", "reason"), "RotationInProgress");
     assert_null(secret_data_of(&s, "sample-sa", "next.pub"));
     request_ca_rotation(&s, "clusterCA", "r1");
 
@@ -1464,7 +1457,8 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else),
         cmocka_unit_test(
             test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_controller_manager),
-        cmocka_unit_test(test_nestedcontrolplane__adopts_its_components_with_optimistic_concurrency),
+        cmocka_unit_test(
+            test_nestedcontrolplane__adopts_its_components_with_optimistic_concurrency),
         cmocka_unit_test(test_nestedcontrolplane__steady_state_writes_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back),
         cmocka_unit_test(test_nestedcontrolplane__clusterctl_move_is_blocked_and_says_why),
@@ -1489,7 +1483,8 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__a_service_account_key_rotation_runs_its_phases),
         cmocka_unit_test(test_nestedcontrolplane__a_cluster_ca_rotation_runs_its_phases),
         cmocka_unit_test(test_nestedcontrolplane__deletion_removes_children_then_the_finalizer),
-        cmocka_unit_test(test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_create_nothing),
+        cmocka_unit_test(
+            test_nestedcontrolplane__objects_of_the_wrong_shape_are_named_and_create_nothing),
         cmocka_unit_test(test_nestedcontrolplane__rsa_keys_come_from_the_pool_without_blocking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,8 +62,8 @@ static void test_rollout__creation_goes_etcd_then_apiserver_then_controller_mana
     rollout_step(&in, &out);
     assert_moved(&out, E);
     assert_int_equal(out.phase, ROLLOUT_PHASE_PROVISIONING);
-    assert_string_equal(out.message,
-                        "etcd 0/0 updated; kube-apiserver waiting; kube-controller-manager waiting");
+    assert_string_equal(
+        out.message, "etcd 0/0 updated; kube-apiserver waiting; kube-controller-manager waiting");
     assert_false(out.initialized);
 
     /* etcd targeted but not yet complete: nothing else moves */
@@ -72,8 +72,8 @@ static void test_rollout__creation_goes_etcd_then_apiserver_then_controller_mana
     in.c[E].updated_replicas = 1;
     rollout_step(&in, &out);
     assert_moved(&out, -1);
-    assert_string_equal(out.message,
-                        "etcd 1/3 updated; kube-apiserver waiting; kube-controller-manager waiting");
+    assert_string_equal(
+        out.message, "etcd 1/3 updated; kube-apiserver waiting; kube-controller-manager waiting");
 
     complete(&in, &out, E);
     rollout_step(&in, &out);
@@ -124,8 +124,8 @@ static void test_rollout__version_bump_rolls_in_dependency_order(void **state)
     in.c[E].updated_replicas = 2;
     rollout_step(&in, &out);
     assert_moved(&out, -1);
-    assert_string_equal(out.message,
-                        "etcd 2/3 updated; kube-apiserver waiting; kube-controller-manager waiting");
+    assert_string_equal(
+        out.message, "etcd 2/3 updated; kube-apiserver waiting; kube-controller-manager waiting");
 
     complete(&in, &out, E);
     rollout_step(&in, &out);

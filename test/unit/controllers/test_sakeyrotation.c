@@ -68,8 +68,8 @@ static void test_sakeyrotation__a_new_request_starts_phase_one(void **state)
                         "refused");
 }
 
-static void test_sakeyrotation__a_control_plane_not_set_up_takes_the_request_without_rotating(
-    void **state)
+static void
+test_sakeyrotation__a_control_plane_not_set_up_takes_the_request_without_rotating(void **state)
 {
     struct sakey_input in = steady();
     struct sakey_output out;
@@ -170,8 +170,8 @@ static void test_sakeyrotation__phase_one_switches_only_once_every_api_server_ro
     assert_string_equal(out.event_reason, "ServiceAccountKeyTrusted");
 }
 
-static void test_sakeyrotation__phase_two_records_when_every_component_signs_with_the_new_key(
-    void **state)
+static void
+test_sakeyrotation__phase_two_records_when_every_component_signs_with_the_new_key(void **state)
 {
     struct sakey_input in = steady();
     struct sakey_output out;

@@ -202,8 +202,8 @@ enum plan_kind {
     PLAN_FAIL,          /* the reconcile function itself fails */
     PLAN_DELETE,
     PLAN_UNGRANTED,
-    PLAN_CLAIMED, /* an apply of Service svc, claimed for uid "mine" */
-    PLAN_CREATE_ELSE_READ, /* a create of Secret ca, read when it exists */
+    PLAN_CLAIMED,           /* an apply of Service svc, claimed for uid "mine" */
+    PLAN_CREATE_ELSE_READ,  /* a create of Secret ca, read when it exists */
     PLAN_APPLY_THEN_STATUS, /* an apply of Service svc, then the primary's status */
 };
 
@@ -216,9 +216,9 @@ struct fixture {
     int reconciles;
     double reconciled_at[16];
     int max_active, active_now;
-    char conflict[512];   /* what the last reconcile's view said of Service svc, or "" */
-    bool found;           /* the last reconcile's view held Secret ca, read live */
-    char rejected[1024];  /* what the last reconcile's view said of its own key, or "" */
+    char conflict[512];  /* what the last reconcile's view said of Service svc, or "" */
+    bool found;          /* the last reconcile's view held Secret ca, read live */
+    char rejected[1024]; /* what the last reconcile's view said of its own key, or "" */
 };
 
 static cJSON *object(const char *api_version, const char *kind, const char *ns, const char *name)
@@ -258,8 +258,7 @@ static int reconcile(void *ctx, const struct ctrl_view *view, const char *ns, co
         break;
     case PLAN_STATUS:
         assert_int_equal(plan_update_status(plan, &WIDGETS,
-                                            object("example.com/v1", "Widget", ns, name),
-                                            "status"),
+                                            object("example.com/v1", "Widget", ns, name), "status"),
                          0);
         break;
     case PLAN_CREATE:
@@ -275,9 +274,9 @@ static int reconcile(void *ctx, const struct ctrl_view *view, const char *ns, co
                          0);
         assert_int_equal(
             plan_event(plan, KUBE_EVENT_NORMAL, "CreatedService", "Service %s/svc", ns), 0);
-        assert_int_equal(plan_create(plan, &KUBE_SECRETS, object("v1", "Secret", ns, "ca"),
-                                     "Secret: missing"),
-                         0);
+        assert_int_equal(
+            plan_create(plan, &KUBE_SECRETS, object("v1", "Secret", ns, "ca"), "Secret: missing"),
+            0);
         break;
     case PLAN_FAIL:
         if (f->reconciles <= f->fail_first)
@@ -313,17 +312,15 @@ static int reconcile(void *ctx, const struct ctrl_view *view, const char *ns, co
                                      "Secret %s/ca: missing", ns),
                          0);
         assert_int_equal(plan_update_status(plan, &WIDGETS,
-                                            object("example.com/v1", "Widget", ns, name),
-                                            "status"),
+                                            object("example.com/v1", "Widget", ns, name), "status"),
                          0);
         break;
     case PLAN_UNGRANTED:
         assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
                                     "Service: missing"),
                          0);
-        assert_int_equal(plan_create(plan, &KUBE_PODS, object("v1", "Pod", ns, "pod"),
-                                     "Pod: missing"),
-                         0);
+        assert_int_equal(
+            plan_create(plan, &KUBE_PODS, object("v1", "Pod", ns, "pod"), "Pod: missing"), 0);
         break;
     }
     return 0;
@@ -876,8 +873,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_manager__already_exists_on_create_requeues, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_manager__a_claimed_apply_leaves_someone_elses_object_alone,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_manager__a_claimed_apply_leaves_someone_elses_object_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager__a_create_that_finds_its_object_reads_it,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager__a_rejected_write_is_shown_on_the_object,
@@ -885,16 +882,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_manager__requeue_after_reconciles_again_later, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
-            test_manager__retry_after_is_the_least_wait_before_the_next_reconcile, setup,
-            teardown),
+            test_manager__retry_after_is_the_least_wait_before_the_next_reconcile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager__reconcile_error_retries_with_backoff, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_manager__delete_of_missing_object_succeeds, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_manager__an_action_outside_the_access_table_is_not_sent, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_manager__events_are_recorded_after_the_actions_succeed, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_manager__events_are_recorded_after_the_actions_succeed,
+                                        setup, teardown),
         cmocka_unit_test_teardown(test_manager__concurrency_is_capped, teardown_owned),
         cmocka_unit_test_setup_teardown(test_manager__stop_waits_for_plans_in_flight, setup,
                                         teardown),

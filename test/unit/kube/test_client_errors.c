@@ -153,7 +153,8 @@ static void test_client_errors__plain_http_refused_outside_tests(void **state)
     struct err e;
 
     assert_int_equal(kube_client_new(loop, &cfg, &c, &e), -EINVAL);
-    assert_string_equal(e.msg, "kube client: server http://127.0.0.1:1: only https:// is supported");
+    assert_string_equal(e.msg,
+                        "kube client: server http://127.0.0.1:1: only https:// is supported");
     /* The test-only switch still refuses anything but loopback. */
     cfg.allow_plain_http = true;
     cfg.server = (char *)"http://10.0.0.1:80";
@@ -201,8 +202,8 @@ static void test_client_errors__refused_connection_and_bad_requests(void **state
     char server[64];
     struct kube_config cfg;
     struct kube_client *c = NULL;
-    struct kube_request req = {.verb = KUBE_GET, .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = "default", .name = "x"};
+    struct kube_request req = {
+        .verb = KUBE_GET, .resource = &KUBE_CONFIGMAPS, .namespace_ = "default", .name = "x"};
     struct outcome o = {0};
     struct kube_client_stats st;
     cJSON *patch = cJSON_CreateObject();
@@ -231,8 +232,11 @@ static void test_client_errors__refused_connection_and_bad_requests(void **state
     req.namespace_ = "default";
     req.name = NULL;
     assert_int_equal(kube_request_send(c, &req, record, &o), -EINVAL);
-    req = (struct kube_request){.verb = KUBE_PATCH, .resource = &KUBE_CONFIGMAPS,
-                                .namespace_ = "default", .name = "x", .body = patch,
+    req = (struct kube_request){.verb = KUBE_PATCH,
+                                .resource = &KUBE_CONFIGMAPS,
+                                .namespace_ = "default",
+                                .name = "x",
+                                .body = patch,
                                 .patch_type = KUBE_PATCH_APPLY};
     assert_int_equal(kube_request_send(c, &req, record, &o), -EINVAL); /* no fieldManager */
     req.verb = KUBE_CREATE;
@@ -278,9 +282,8 @@ static void test_client_errors__free_cancels_pending_work(void **state)
     assert_int_equal(kube_request_send(c, &req, record, &a), 0);
     assert_int_equal(kube_list_all(c, &req, record, &b), 0);
     assert_int_equal(kube_request_start(c, &req, record, &x, &call), 0);
-    assert_int_equal(kube_watch_start(c, &KUBE_CONFIGMAPS, NULL, watch_event, watch_end, &w,
-                                      &watch),
-                     0);
+    assert_int_equal(
+        kube_watch_start(c, &KUBE_CONFIGMAPS, NULL, watch_event, watch_end, &w, &watch), 0);
     assert_int_equal(kube_list_start(c, &req, record, &y, &list), 0);
     kube_call_cancel(call);
     assert_int_equal(x.calls, 1);
@@ -326,7 +329,8 @@ static int listen_port(int *fd)
     return ntohs(a.sin_port);
 }
 
-struct catch {
+struct catch
+{
     ev_io w;
     int conn;
     char req[8192];
@@ -421,8 +425,10 @@ static void send_under_pressure(const struct kube_request *req, const char *want
  * asked for: never without its uid (which could remove a same-named successor). */
 static void test_client_errors__a_delete_never_goes_without_its_precondition(void **state)
 {
-    struct kube_request req = {.verb = KUBE_DELETE, .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = "default", .name = "x",
+    struct kube_request req = {.verb = KUBE_DELETE,
+                               .resource = &KUBE_CONFIGMAPS,
+                               .namespace_ = "default",
+                               .name = "x",
                                .propagation_policy = "Background",
                                .precondition_uid = "uid-of-ours"};
     cJSON *grace = cJSON_Parse("{\"gracePeriodSeconds\":0}");
@@ -463,8 +469,7 @@ static void test_client_errors__a_body_is_sent_whole_or_not_at_all(void **state)
     req.field_manager = "nestcp";
     req.force = true;
     send_under_pressure(
-        &req, "PATCH /api/v1/namespaces/default/configmaps/x?fieldManager=nestcp&force=true ",
-        obj);
+        &req, "PATCH /api/v1/namespaces/default/configmaps/x?fieldManager=nestcp&force=true ", obj);
     req.body = p;
     req.patch_type = KUBE_PATCH_JSON;
     req.field_manager = NULL;

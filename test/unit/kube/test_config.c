@@ -335,7 +335,8 @@ static void test_config__malformed_inputs_name_the_field(void **state)
         {"    server: [1]\n", "    token: t\n", -EINVAL,
          "kc: clusters[0].cluster.server: must be a string"},
         {"    server: https://h:1\n    certificate-authority-data: '!!notbase64'\n",
-         "    token: t\n", -EINVAL, "kc: clusters[0].cluster.certificate-authority-data: not valid base64"},
+         "    token: t\n", -EINVAL,
+         "kc: clusters[0].cluster.certificate-authority-data: not valid base64"},
         {"    server: https://h:1\n    certificate-authority-data: aGVsbG8=\n", "    token: t\n",
          -EINVAL, "kc: clusters[0].cluster.certificate-authority-data: no PEM certificate found"},
         {"    server: https://h:1\n    certificate-authority: missing.crt\n", "    token: t\n",
@@ -354,7 +355,8 @@ static void test_config__malformed_inputs_name_the_field(void **state)
         if (cases[i].msg)
             assert_string_equal(e.msg, cases[i].msg);
         else
-            assert_non_null(strstr(e.msg, "kc: clusters[0].cluster.certificate-authority: cannot read "));
+            assert_non_null(
+                strstr(e.msg, "kc: clusters[0].cluster.certificate-authority: cannot read "));
         free(text);
     }
 }

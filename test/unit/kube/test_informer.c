@@ -57,7 +57,8 @@ static cJSON *obj(const char *ns, const char *name, const char *rv, const char *
     snprintf(text, sizeof(text),
              "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"resourceVersion\":\"%s\","
              "\"uid\":\"uid-%s\",\"managedFields\":[{\"manager\":\"x\"}]%s%s%s}}",
-             ns, name, rv, name, owner ? ",\"ownerReferences\":[{\"uid\":\"other\"},{\"uid\":\"" : "",
+             ns, name, rv, name,
+             owner ? ",\"ownerReferences\":[{\"uid\":\"other\"},{\"uid\":\"" : "",
              owner ? owner : "", owner ? "\",\"controller\":true}]" : "");
     return cJSON_Parse(text);
 }
@@ -140,9 +141,8 @@ static void test_informer__relist_diff_delivers_missed_deletes(void **state)
     assert_null(kube_informer_get(inf, "a", "y"));
     assert_string_equal(kube_obj_resource_version(kube_informer_get(inf, "b", "x")), "7");
     /* managedFields never reach the cache. */
-    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(kube_informer_get(inf, "a", "x"),
-                                                        "metadata"),
-                                    "managedFields"));
+    assert_null(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(kube_informer_get(inf, "a", "x"), "metadata"), "managedFields"));
     /* Owner index follows the change of controller: b/x lost its owner. */
     assert_int_equal(kube_informer_count_owned(inf, "owner-1"), 1);
     assert_int_equal(kube_informer_count_owned(inf, "other"), 0);
@@ -180,10 +180,10 @@ static void test_informer__store_indexes(void **state)
     kube_store_init(&s);
     for (int i = 0; i < 1000; i++) {
         snprintf(name, sizeof(name), "o%d", i);
-        assert_int_equal(kube_store_put(&s, obj(i % 2 ? "odd" : "even", name, "1",
-                                                i % 10 == 0 ? "ten" : NULL),
-                                        &old),
-                         0);
+        assert_int_equal(
+            kube_store_put(&s, obj(i % 2 ? "odd" : "even", name, "1", i % 10 == 0 ? "ten" : NULL),
+                           &old),
+            0);
         assert_null(old);
     }
     assert_int_equal(kube_store_count(&s), 1000);
@@ -204,8 +204,7 @@ static void test_informer__store_indexes(void **state)
     assert_int_equal(kube_store_count_owned(&s, "ten"), 99);
 
     /* Cluster-scoped objects have no namespace. */
-    assert_int_equal(kube_store_put(&s, cJSON_Parse("{\"metadata\":{\"name\":\"n1\"}}"), &old),
-                     0);
+    assert_int_equal(kube_store_put(&s, cJSON_Parse("{\"metadata\":{\"name\":\"n1\"}}"), &old), 0);
     assert_non_null(kube_store_get(&s, NULL, "n1"));
     assert_int_equal(kube_store_put(&s, cJSON_Parse("{\"metadata\":{}}"), &old), -EINVAL);
 
@@ -251,9 +250,8 @@ static void test_informer__transform_shapes_and_leaves_out_what_is_cached(void *
     assert_int_equal(kube_informer_count(inf), 2);
     assert_null(kube_informer_get(inf, "a", "x1"));
     assert_null(kube_obj_uid(kube_informer_get(inf, "a", "k1")));
-    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(kube_informer_get(inf, "a", "k1"),
-                                                        "metadata"),
-                                    "managedFields"));
+    assert_null(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(kube_informer_get(inf, "a", "k1"), "metadata"), "managedFields"));
 
     /* An object the transform no longer keeps leaves the cache as a deletion (of what was
      * cached), not as one missed. */
@@ -297,7 +295,7 @@ static void test_informer__a_write_is_cached_before_its_watch_event(void **state
     cJSON_Delete(w);
     assert_string_equal(kube_obj_resource_version(kube_informer_get(inf, "a", "k1")), "12");
     assert_null(kube_obj_uid(kube_informer_get(inf, "a", "k1"))); /* transformed */
-    assert_string_equal(s.log, "");                                 /* no handler */
+    assert_string_equal(s.log, "");                               /* no handler */
 
     w = obj("a", "k1", "11", NULL); /* older than what is cached */
     assert_int_equal(kube_informer_observe_write(inf, w), 0);

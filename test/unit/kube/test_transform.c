@@ -57,8 +57,12 @@ static void test_transform__trim_metadata_drops_managed_fields_and_last_applied(
 
 static void test_transform__keep_leaves_only_the_paths_and_what_leads_to_them(void **state)
 {
-    static const char *const keep[] = {"metadata", "spec.replicas", "spec.template.metadata",
-                                       "spec.template.spec.volumes", "status", NULL};
+    static const char *const keep[] = {"metadata",
+                                       "spec.replicas",
+                                       "spec.template.metadata",
+                                       "spec.template.spec.volumes",
+                                       "status",
+                                       NULL};
     cJSON *o = cJSON_Parse(
         "{\"metadata\":{\"name\":\"s\",\"labels\":{\"x\":\"y\"}},"
         "\"spec\":{\"replicas\":3,\"serviceName\":\"s\",\"selector\":{\"matchLabels\":{}},"

@@ -140,8 +140,11 @@ static void test_watch__overlong_line_is_an_error(void **state)
 
 static void test_watch__malformed_events_are_skipped_and_counted(void **state)
 {
-    const char *bad[] = {"not json\n", "{\"type\":\"ADDED\"}\n", "{\"type\":1,\"object\":{}}\n",
-                         "{\"type\":\"ADDED\",\"object\":[]}\n", "[1,2]\n",
+    const char *bad[] = {"not json\n",
+                         "{\"type\":\"ADDED\"}\n",
+                         "{\"type\":1,\"object\":{}}\n",
+                         "{\"type\":\"ADDED\",\"object\":[]}\n",
+                         "[1,2]\n",
                          "{\"type\":\"ADDED\",\"object\":{\"metadata\":\n"};
     const char *good = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"c\"}}}\n";
 
@@ -167,8 +170,7 @@ static void test_watch__callback_can_stop_decoding(void **state)
     struct seen s = {.stop_after = 2};
 
     kube_watch_decoder_init(&d, 0);
-    assert_int_equal(kube_watch_decoder_feed(&d, stream, strlen(stream), record, &s),
-                     -ECANCELED);
+    assert_int_equal(kube_watch_decoder_feed(&d, stream, strlen(stream), record, &s), -ECANCELED);
     assert_string_equal(s.log, "ADDED a 10;MODIFIED a 11;");
     kube_watch_decoder_done(&d);
 }

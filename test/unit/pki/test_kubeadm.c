@@ -391,43 +391,46 @@ static void test_kubeadm__openssl_cli_verifies_the_set(void **state)
     write_file(dir, "sa.pub", set->sa.cert_pem);
     write_file(dir, "sa.key", set->sa.key_pem);
 
-    assert_int_equal(proc_run(out, sizeof(out),
-                         "cd %s && openssl verify -CAfile ca.crt -purpose sslserver apiserver.crt "
-                         "2>&1 && openssl verify -CAfile ca.crt -purpose sslclient admin.crt 2>&1 "
-                         "&& openssl verify -CAfile proxy-ca.crt -purpose sslclient "
-                         "proxy-client.crt 2>&1 && openssl verify -CAfile etcd-ca.crt -purpose "
-                         "sslserver etcd-peer-0.crt 2>&1",
-                         dir),
-                     0);
+    assert_int_equal(
+        proc_run(out, sizeof(out),
+                 "cd %s && openssl verify -CAfile ca.crt -purpose sslserver apiserver.crt "
+                 "2>&1 && openssl verify -CAfile ca.crt -purpose sslclient admin.crt 2>&1 "
+                 "&& openssl verify -CAfile proxy-ca.crt -purpose sslclient "
+                 "proxy-client.crt 2>&1 && openssl verify -CAfile etcd-ca.crt -purpose "
+                 "sslserver etcd-peer-0.crt 2>&1",
+                 dir),
+        0);
     assert_string_equal(out, "apiserver.crt: OK\nadmin.crt: OK\nproxy-client.crt: OK\n"
                              "etcd-peer-0.crt: OK\n");
     /* The wrong CA and the wrong purpose are refused by the tool too. */
     assert_int_not_equal(proc_run(out, sizeof(out),
-                             "openssl verify -CAfile %s/etcd-ca.crt %s/apiserver.crt 2>&1", dir,
-                             dir),
+                                  "openssl verify -CAfile %s/etcd-ca.crt %s/apiserver.crt 2>&1",
+                                  dir, dir),
                          0);
-    assert_int_not_equal(proc_run(out, sizeof(out),
-                             "openssl verify -CAfile %s/ca.crt -purpose sslserver %s/admin.crt "
-                             "2>&1",
-                             dir, dir),
-                         0);
+    assert_int_not_equal(
+        proc_run(out, sizeof(out),
+                 "openssl verify -CAfile %s/ca.crt -purpose sslserver %s/admin.crt "
+                 "2>&1",
+                 dir, dir),
+        0);
     assert_int_equal(proc_run(out, sizeof(out),
-                         "openssl x509 -in %s/apiserver.crt -noout -ext "
-                         "subjectAltName,basicConstraints,extendedKeyUsage",
-                         dir),
+                              "openssl x509 -in %s/apiserver.crt -noout -ext "
+                              "subjectAltName,basicConstraints,extendedKeyUsage",
+                              dir),
                      0);
     assert_non_null(strstr(out, "DNS:kubernetes.default.svc.tenant.local"));
     assert_non_null(strstr(out, "IP Address:FD00:10:96:0:0:0:0:1"));
     assert_non_null(strstr(out, "CA:FALSE"));
     assert_non_null(strstr(out, "TLS Web Server Authentication"));
     /* The key on disk belongs to the certificate, and sa.pub to sa.key. */
-    assert_int_equal(proc_run(out, sizeof(out),
-                         "cd %s && a=$(openssl x509 -in apiserver.crt -noout -pubkey) && "
-                         "b=$(openssl pkey -in apiserver.key -pubout) && [ \"$a\" = \"$b\" ] && "
-                         "c=$(openssl pkey -in sa.key -pubout) && [ \"$c\" = \"$(cat sa.pub)\" ] "
-                         "&& echo same",
-                         dir),
-                     0);
+    assert_int_equal(
+        proc_run(out, sizeof(out),
+                 "cd %s && a=$(openssl x509 -in apiserver.crt -noout -pubkey) && "
+                 "b=$(openssl pkey -in apiserver.key -pubout) && [ \"$a\" = \"$b\" ] && "
+                 "c=$(openssl pkey -in sa.key -pubout) && [ \"$c\" = \"$(cat sa.pub)\" ] "
+                 "&& echo same",
+                 dir),
+        0);
     assert_string_equal(out, "same\n");
     pki_kubeadm_set_free(set);
 }

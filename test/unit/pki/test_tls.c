@@ -259,10 +259,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tls__a_self_signed_pair_serves_and_verifies, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_tls__a_client_that_trusts_another_ca_is_refused,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tls__plain_http_on_the_tls_port_gets_no_answer,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tls__a_client_that_trusts_another_ca_is_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_tls__plain_http_on_the_tls_port_gets_no_answer, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_tls__a_key_that_does_not_match_is_refused, setup,
                                         teardown),
     };

@@ -194,8 +194,7 @@ static const cJSON *find(const cJSON *objs, const char *kind, const char *name)
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         const cJSON *k = cJSON_GetObjectItem(o, "kind");
         const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "name");
         if (k && n && strcmp(k->valuestring, kind) == 0 && strcmp(n->valuestring, name) == 0)
@@ -209,8 +208,7 @@ static const char *container_flag(const cJSON *sts, const char *flag)
     const cJSON *c = cJSON_GetObjectItem(render_pod_spec(sts), "containers")->child, *a;
     size_t n = strlen(flag);
 
-    cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args"))
-    {
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args")) {
         if (strncmp(a->valuestring, "--", 2) == 0 && strncmp(a->valuestring + 2, flag, n) == 0 &&
             a->valuestring[2 + n] == '=')
             return a->valuestring + 3 + n;
@@ -430,8 +428,8 @@ static const char *container_image(const cJSON *sts)
 static void test_cluster__component_override_renders_from_its_own_package(void **state)
 {
     /* The control plane at 1.36.3, the controller manager held at 1.35.4 (one minor older). */
-    cJSON *objs = docs(NCP_HEAD "spec: {version: 1.36.3}\n" COMPONENTS_WITH(
-                           "{}", "{}", "{version: v1.35.4}")),
+    cJSON *objs = docs(NCP_HEAD "spec: {version: 1.36.3}\n" COMPONENTS_WITH("{}", "{}",
+                                                                            "{version: v1.35.4}")),
           *out = NULL;
     struct render_cluster *rc = resolve_ok(objs, "c");
     struct api_errors errs = API_ERRORS_INIT;
@@ -467,11 +465,13 @@ static void test_cluster__component_override_renders_from_its_own_package(void *
 
     /* A feature gate the control plane sets must exist in the override's version:
      * ShardedListAndWatch is new in 1.36. */
-    fails_with(NCP_HEAD "spec: {version: 1.36.3, featureGates: {ShardedListAndWatch: true}}\n"
-                        COMPONENTS_WITH("{}", "{}", "{version: 1.35.4}"),
-               "NestedControllerManager ns1/c-cm: spec.version: \"1.35.4\": "
-               "kube-controller-manager 1.35.4 has no feature gate \"ShardedListAndWatch\", which "
-               "the NestedControlPlane's spec.featureGates sets");
+    fails_with(
+        NCP_HEAD
+        "spec: {version: 1.36.3, featureGates: {ShardedListAndWatch: true}}\n" COMPONENTS_WITH(
+            "{}", "{}", "{version: 1.35.4}"),
+        "NestedControllerManager ns1/c-cm: spec.version: \"1.35.4\": "
+        "kube-controller-manager 1.35.4 has no feature gate \"ShardedListAndWatch\", which "
+        "the NestedControlPlane's spec.featureGates sets");
 }
 
 static void test_cluster__feature_gates_component_overrides_cluster(void **state)
@@ -514,8 +514,8 @@ static void test_cluster__bad_input_names_object_and_field(void **state)
                "NestedControlPlane ns1/c: spec.featureGates: \"NoSuchGate\" is not a feature "
                "gate of Kubernetes 1.36.3");
     /* Gone long before 1.35. */
-    fails_with(NCP_HEAD "spec: {version: 1.36.3, featureGates: {EphemeralContainers: true}}\n"
-                   COMPONENTS,
+    fails_with(NCP_HEAD
+               "spec: {version: 1.36.3, featureGates: {EphemeralContainers: true}}\n" COMPONENTS,
                "NestedControlPlane ns1/c: spec.featureGates: \"EphemeralContainers\" is not a "
                "feature gate of Kubernetes 1.36.3");
     fails_with(NCP_HEAD "spec: {version: 1.37.2}\n" COMPONENTS_WITH(
@@ -881,8 +881,7 @@ static void test_cluster__short_lived_leaves_say_when_they_are_due(void **state)
     assert_int_equal(memo.hits, 0);
     /* Remembered: the same moment, with no certificate parsed. */
     assert_int_equal(
-        render_cluster_certs_find(rc, pki, &src, RENDER_PART_APISERVER, NULL, name, &again, &e),
-        0);
+        render_cluster_certs_find(rc, pki, &src, RENDER_PART_APISERVER, NULL, name, &again, &e), 0);
     assert_true(memo.hits > 0);
     assert_int_equal(again, at);
     /* At that moment it is due, memo or not. */
@@ -1179,8 +1178,7 @@ static void test_cluster__all_in_apply_order_and_owned(void **state)
     render_source_from_objects(objs, &src);
     assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &out, &errs), 0);
     assert_int_equal(cJSON_GetArraySize(out), 17);
-    cJSON_ArrayForEach(o, out)
-    {
+    cJSON_ArrayForEach(o, out) {
         assert_string_equal(cJSON_GetObjectItem(o, "kind")->valuestring, order[i][0]);
         assert_true(strncmp(name_of(o), order[i][1], strlen(order[i][1])) == 0);
         i++;
@@ -1204,7 +1202,8 @@ static void test_cluster__all_in_apply_order_and_owned(void **state)
             ->valuestring,
         "2Gi");
     /* Given back what it made, it makes nothing new and renders the same workloads. */
-    cJSON_ArrayForEach(o, out) cJSON_AddItemToArray(objs, cJSON_Duplicate(o, true));
+    cJSON_ArrayForEach(o, out)
+        cJSON_AddItemToArray(objs, cJSON_Duplicate(o, true));
     render_source_from_objects(objs, &src);
     assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &again, &errs), 0);
     assert_int_equal(cJSON_GetArraySize(again), 9);
@@ -1225,8 +1224,7 @@ static const cJSON *new_certs(const cJSON *out, const char *prefix)
 {
     const cJSON *o, *found = NULL;
 
-    cJSON_ArrayForEach(o, out)
-    {
+    cJSON_ArrayForEach(o, out) {
         if (strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, "Secret") == 0 &&
             strncmp(name_of(o), prefix, strlen(prefix)) == 0)
             found = o;
@@ -1260,8 +1258,7 @@ static cJSON *render_into(const struct render_cluster *rc, cJSON *objs)
         fail();
     }
     api_errors_done(&errs);
-    cJSON_ArrayForEach(o, out)
-    {
+    cJSON_ArrayForEach(o, out) {
         if (strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, "Secret") == 0 &&
             !find(objs, "Secret", name_of(o)))
             cJSON_AddItemToArray(objs, cJSON_Duplicate(o, true));
@@ -1345,7 +1342,8 @@ static void test_cluster__a_rotating_service_account_key_renders_its_phase(void 
         cJSON *bad = NULL;
         render_source_from_objects(objs, &src);
         assert_int_equal(render_cluster_all(catalog, rc, &src, T0, &bad, &errs), -EINVAL);
-        assert_true(api_errors_contains(&errs, "Secret ns1/c-sa: next.key does not match next.pub"));
+        assert_true(
+            api_errors_contains(&errs, "Secret ns1/c-sa: next.key does not match next.pub"));
         api_errors_done(&errs);
     }
     free(old_pub);
@@ -1590,8 +1588,8 @@ static void test_cluster__a_rotating_cas_keys_are_checked_under_the_memo(void **
 }
 
 /* The etcd CA's serving certificate (etcd's server pair) follows the same phases. */
-static void test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three(
-    void **state)
+static void
+test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three(void **state)
 {
     struct ca_rot f;
     const char *old_crt, *new_crt;

@@ -114,8 +114,7 @@ static char *normalise(const char *yaml)
         print_error("the output is not YAML: %s\n", e.msg);
         fail();
     }
-    cJSON_ArrayForEach(d, docs)
-    {
+    cJSON_ArrayForEach(d, docs) {
         const char *kind = cJSON_GetObjectItem(d, "kind")->valuestring;
         cJSON *it;
         if (strcmp(kind, "Secret") == 0) {
@@ -200,8 +199,7 @@ static void test_cluster_golden__several_clusters_from_stdin(void **state)
     assert_int_equal(r.status, 0);
     assert_int_equal(yamlconv_parse_all(r.out.data, r.out.len, "out", &docs, &e), 0);
     assert_int_equal(cJSON_GetArraySize(docs), 34);
-    cJSON_ArrayForEach(d, docs)
-    {
+    cJSON_ArrayForEach(d, docs) {
         const char *n =
             cJSON_GetObjectItem(cJSON_GetObjectItem(d, "metadata"), "name")->valuestring;
         sample += strncmp(n, "sample-", 7) == 0;

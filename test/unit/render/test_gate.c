@@ -248,8 +248,8 @@ static void test_gate__the_admin_flag_allows_privilege_but_never_other_tenants(v
 }
 
 #define CTR_PATCH(sts, ctr, sc)                                                                    \
-    "patches:\n- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: " sts "}\n"         \
-    "  spec:\n    template:\n      spec:\n        containers:\n        - name: " ctr "\n"         \
+    "patches:\n- apiVersion: apps/v1\n  kind: StatefulSet\n  metadata: {name: " sts "}\n"          \
+    "  spec:\n    template:\n      spec:\n        containers:\n        - name: " ctr "\n"          \
     "          securityContext: " sc "\n"
 
 static void test_gate__patches_cannot_weaken_the_restricted_profile(void **state)
@@ -299,8 +299,7 @@ static bool has_string(const cJSON *list, const char *want)
 {
     const cJSON *v;
 
-    cJSON_ArrayForEach(v, list)
-    {
+    cJSON_ArrayForEach(v, list) {
         if (cJSON_IsString(v) && strcmp(v->valuestring, want) == 0)
             return true;
     }
@@ -316,10 +315,8 @@ static void test_gate__every_package_renders_restricted_pods(void **state)
     int pods = 0;
 
     assert_int_equal(render_catalog_versions(catalog, &versions), 0);
-    cJSON_ArrayForEach(comp, versions)
-    {
-        cJSON_ArrayForEach(line, cJSON_GetObjectItem(comp, "packages"))
-        {
+    cJSON_ArrayForEach(comp, versions) {
+        cJSON_ArrayForEach(line, cJSON_GetObjectItem(comp, "packages")) {
             char values[512];
             cJSON *v = NULL, *objs = NULL, *o;
             struct err e;
@@ -330,8 +327,7 @@ static void test_gate__every_package_renders_restricted_pods(void **state)
             assert_int_equal(yamlconv_parse_one(values, strlen(values), "t", &v, &e), 0);
             if (render_component(catalog, v, &objs, &e) < 0)
                 fail_msg("%s %s: %s", comp->string, line->valuestring, e.msg);
-            cJSON_ArrayForEach(o, objs)
-            {
+            cJSON_ArrayForEach(o, objs) {
                 const cJSON *pod = at(o, "spec.template.spec"), *c;
 
                 if (!pod)
@@ -343,8 +339,7 @@ static void test_gate__every_package_renders_restricted_pods(void **state)
                 assert_true(at(pod, "securityContext.fsGroup")->valueint > 0);
                 assert_string_equal(at(pod, "securityContext.seccompProfile.type")->valuestring,
                                     "RuntimeDefault");
-                cJSON_ArrayForEach(c, at(pod, "containers"))
-                {
+                cJSON_ArrayForEach(c, at(pod, "containers")) {
                     assert_true(cJSON_IsFalse(at(c, "securityContext.allowPrivilegeEscalation")));
                     assert_true(cJSON_IsTrue(at(c, "securityContext.readOnlyRootFilesystem")));
                     assert_true(has_string(at(c, "securityContext.capabilities.drop"), "ALL"));

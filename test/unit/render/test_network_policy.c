@@ -75,8 +75,7 @@ static bool selects(const cJSON *selector, const cJSON *labels)
 {
     const cJSON *kv;
 
-    cJSON_ArrayForEach(kv, at(selector, "matchLabels"))
-    {
+    cJSON_ArrayForEach(kv, at(selector, "matchLabels")) {
         const cJSON *have = cJSON_GetObjectItemCaseSensitive(labels, kv->string);
         if (!cJSON_IsString(have) || strcmp(have->valuestring, kv->valuestring) != 0)
             return false;
@@ -121,20 +120,16 @@ static bool admits(const cJSON *policies, const char *policy_ns, const cJSON *ta
     const cJSON *pol, *rule, *from, *pt;
     bool selected = false;
 
-    cJSON_ArrayForEach(pol, policies)
-    {
+    cJSON_ArrayForEach(pol, policies) {
         if (!selects(at(pol, "spec.podSelector"), target))
             continue;
         selected = true;
-        cJSON_ArrayForEach(rule, at(pol, "spec.ingress"))
-        {
+        cJSON_ArrayForEach(rule, at(pol, "spec.ingress")) {
             bool port_ok = !at(rule, "ports"), peer_ok = !at(rule, "from");
-            cJSON_ArrayForEach(pt, at(rule, "ports"))
-            {
+            cJSON_ArrayForEach(pt, at(rule, "ports")) {
                 port_ok = port_ok || at(pt, "port")->valueint == port;
             }
-            cJSON_ArrayForEach(from, at(rule, "from"))
-            {
+            cJSON_ArrayForEach(from, at(rule, "from")) {
                 peer_ok = peer_ok || peer_matches(from, policy_ns, p);
             }
             if (port_ok && peer_ok)
@@ -160,8 +155,7 @@ static cJSON *render_into(const char *cluster, const char *component, const char
     assert_int_equal(yamlconv_parse_one(values, strlen(values), "values", &v, &e), 0);
     if (render_component(catalog, v, &objs, &e) < 0)
         fail_msg("%s", e.msg);
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(o, "kind"));
         if (strcmp(kind, "StatefulSet") == 0)
             labels = cJSON_Duplicate(at(o, "spec.template.metadata.labels"), true);
@@ -202,8 +196,7 @@ static void manager_pod(struct peer *p, char ns[64])
     snprintf(path, sizeof(path), "%s/config/manager/manager.yaml", source_dir);
     assert_int_equal(util_read_file(path, 1 << 20, &text, NULL), 0);
     assert_int_equal(yamlconv_parse_all(text, strlen(text), path, &docs, &e), 0);
-    cJSON_ArrayForEach(d, docs)
-    {
+    cJSON_ArrayForEach(d, docs) {
         if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(d, "kind")), "Deployment") == 0)
             labels = at(d, "spec.template.metadata.labels");
     }
@@ -240,9 +233,9 @@ static void test_network_policy__etcd_admits_only_its_cluster_and_the_manager(vo
     static const int ports[] = {2379, 2380, 2381};
     /* want[peer][port]: admitted to c1's etcd */
     static const bool want[7][3] = {
-        [ETCD1] = {true, true, true},     [KAS1] = {true, false, true},
-        [KCM1] = {false, false, true},    [ETCD2] = {false, false, true},
-        [KAS2] = {false, false, true},    [FAKE_MGR] = {false, false, true},
+        [ETCD1] = {true, true, true},      [KAS1] = {true, false, true},
+        [KCM1] = {false, false, true},     [ETCD2] = {false, false, true},
+        [KAS2] = {false, false, true},     [FAKE_MGR] = {false, false, true},
         [STRANGER] = {false, false, true},
     };
 
@@ -253,8 +246,7 @@ static void test_network_policy__etcd_admits_only_its_cluster_and_the_manager(vo
     p[KCM1] = tenant_pod("c1 controller manager", c1_kcm);
     p[ETCD2] = tenant_pod("c2 etcd", c2_etcd);
     p[KAS2] = tenant_pod("c2 kube-apiserver", c2_kas);
-    p[FAKE_MGR] = tenant_pod("a pod labelled as the manager in the tenant's namespace",
-                             mgr.labels);
+    p[FAKE_MGR] = tenant_pod("a pod labelled as the manager in the tenant's namespace", mgr.labels);
     p[STRANGER] = (struct peer){"an unlabelled pod of the manager's namespace", mns, ns_labels(mns),
                                 cJSON_CreateObject(), NULL};
     for (int i = 0; i < 7; i++)
@@ -285,9 +277,9 @@ static void test_network_policy__etcd_admits_only_its_cluster_and_the_manager(vo
 static void test_network_policy__the_api_server_admits_the_configured_ranges(void **state)
 {
     cJSON *policies = cJSON_CreateArray(), *scratch = cJSON_CreateArray();
-    cJSON *c1_kas = render_into("c1", "kube-apiserver", "1.36.3",
-                                "networkPolicy: {apiServerAllowedCIDRs: [203.0.113.0/24]}\n",
-                                policies);
+    cJSON *c1_kas =
+        render_into("c1", "kube-apiserver", "1.36.3",
+                    "networkPolicy: {apiServerAllowedCIDRs: [203.0.113.0/24]}\n", policies);
     cJSON *c1_kcm = render_into("c1", "kube-controller-manager", "1.36.3", NULL, scratch);
     cJSON *c2_kcm = render_into("c2", "kube-controller-manager", "1.36.3", NULL, scratch);
     struct peer in = {"a client in range", "elsewhere", ns_labels("elsewhere"),

@@ -94,8 +94,7 @@ static const cJSON *find(const cJSON *objs, const char *kind, const char *name)
 {
     const cJSON *o;
 
-    cJSON_ArrayForEach(o, objs)
-    {
+    cJSON_ArrayForEach(o, objs) {
         const cJSON *m = cJSON_GetObjectItem(o, "metadata");
         if (!strcmp(cJSON_GetObjectItem(o, "kind")->valuestring, kind) &&
             !strcmp(cJSON_GetObjectItem(m, "name")->valuestring, name))
@@ -110,11 +109,9 @@ static const cJSON *container(const cJSON *obj, const char *name)
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(
-        c,
-        cJSON_GetObjectItem(render_pod_spec(obj),
-                            "containers")) if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring,
-                                                       name)) return c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(render_pod_spec(obj), "containers"))
+        if (!strcmp(cJSON_GetObjectItem(c, "name")->valuestring, name))
+            return c;
     fail();
     return NULL;
 }
@@ -126,8 +123,7 @@ static const char *flag(const cJSON *c, const char *name)
     const char *found = NULL;
     size_t n = strlen(name);
 
-    cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args"))
-    {
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args")) {
         const char *s = a->valuestring;
         if (!strncmp(s, "--", 2) && !strncmp(s + 2, name, n) && s[2 + n] == '=') {
             assert_null(found);
@@ -153,8 +149,7 @@ static const char *env_field(const cJSON *c, const char *name)
 {
     const cJSON *e;
 
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "env"))
-    {
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "env")) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
         if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
             return str(e, "/valueFrom/fieldRef/fieldPath");
@@ -186,10 +181,10 @@ static void test_render__etcd_members_learn_their_cluster_from_their_pod(void **
     assert_int_equal(
         jsonpatch_pointer_get(sts, "/spec/updateStrategy/rollingUpdate/partition", &partition), 0);
     assert_int_equal(partition->valueint, 0);
-    assert_int_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sts, "spec"),
-                                                      "replicas")
-                         ->valueint,
-                     3);
+    assert_int_equal(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sts, "spec"), "replicas")
+            ->valueint,
+        3);
     assert_string_equal(flag(c, "initial-advertise-peer-urls"),
                         "https://$(POD_NAME).c1-etcd.ns1.svc:2380");
     /* listenLoopback is off by default: pods sharing a host's network would collide. */

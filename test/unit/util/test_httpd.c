@@ -359,8 +359,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_httpd__a_taken_port_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_httpd__the_authorization_header_reaches_the_handler,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_httpd__a_deferred_answer_is_sent_when_completed,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_httpd__a_deferred_answer_is_sent_when_completed, setup,
+                                        teardown),
         cmocka_unit_test_teardown(test_httpd__a_deferred_request_times_out_like_any, teardown),
         cmocka_unit_test(test_httpd__loopback_addresses),
     };

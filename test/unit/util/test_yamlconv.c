@@ -46,8 +46,7 @@ static void test_yamlconv__multi_document_skips_empty(void **state)
 
     assert_int_equal(yamlconv_parse_all(text, strlen(text), "t", &docs, NULL), 0);
     assert_int_equal(cJSON_GetArraySize(docs), 2);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(docs, 1), "kind")->valuestring,
-                        "B");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(docs, 1), "kind")->valuestring, "B");
     cJSON_Delete(docs);
 }
 
@@ -60,8 +59,7 @@ static void test_yamlconv__errors_name_line_and_column(void **state)
         cJSON *docs = NULL;
         struct err e;
         err_clear(&e);
-        assert_int_equal(yamlconv_parse_all(bad[i], strlen(bad[i]), "in.yaml", &docs, &e),
-                         -EINVAL);
+        assert_int_equal(yamlconv_parse_all(bad[i], strlen(bad[i]), "in.yaml", &docs, &e), -EINVAL);
         assert_null(docs);
         assert_non_null(strstr(e.msg, "in.yaml: line "));
         assert_non_null(strstr(e.msg, want[i]));
