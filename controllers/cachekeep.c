@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "api/kinds.h"
-#include "lib/kube/client.h"
+#include "lib/kube/object.h"
 #include "lib/kube/transform.h"
 #include "lib/pki/secret.h"
 

@@ -20,6 +20,7 @@
 #include "lib/pki/kubeconfig.h"
 #include "lib/pki/secret.h"
 #include "lib/render/cluster.h"
+#include "lib/util/list.h"
 #include "lib/util/strmap.h"
 #include "lib/util/strutil.h"
 #include "lib/util/yamlconv.h"
@@ -36,15 +37,15 @@ struct memo {
     char *rv;
     bool readable; /* at least one certificate was read */
     int64_t not_after;
-    unsigned seen; /* the last update that looked at the Secret */
-    struct memo *prev, *next;
+    unsigned seen;         /* the last update that looked at the Secret */
+    struct list_node link; /* in the metrics' memos */
 };
 
 struct clustermetrics {
     struct manager *m; /* once attached */
     struct metric *by_phase, *ready, *expiry, *ca_expiry, *sa_key_age;
     struct strmap memos;
-    struct memo *head;
+    struct list_node memo_list; /* every memo, to forget those no pass looked at */
     unsigned pass;
     size_t read;
 };
@@ -59,6 +60,7 @@ int clustermetrics_new(struct metrics *r, struct clustermetrics **ret_cm)
 
     if (!cm)
         return -ENOMEM;
+    list_init(&cm->memo_list);
     if ((ret = metrics_register(r, METRIC_GAUGE, "nestcp_control_planes",
                                 "NestedControlPlanes by status.phase (Unknown: none yet, or "
                                 "one nestcp does not set).",
@@ -101,12 +103,7 @@ static void memo_free(struct memo *mo)
 static void memo_unlink(struct clustermetrics *cm, struct memo *mo)
 {
     strmap_remove(&cm->memos, mo->key);
-    if (mo->prev)
-        mo->prev->next = mo->next;
-    else
-        cm->head = mo->next;
-    if (mo->next)
-        mo->next->prev = mo->prev;
+    list_remove(&mo->link);
     memo_free(mo);
 }
 
@@ -114,8 +111,8 @@ void clustermetrics_free(struct clustermetrics *cm)
 {
     if (!cm)
         return;
-    while (cm->head)
-        memo_unlink(cm, cm->head);
+    while (!list_empty(&cm->memo_list))
+        memo_unlink(cm, list_entry(list_first(&cm->memo_list), struct memo, link));
     strmap_done(&cm->memos, NULL);
     free(cm);
 }
@@ -252,10 +249,7 @@ static int secret_not_after(struct clustermetrics *cm, const struct cache_view *
                 free(rv_copy);
                 return -ENOMEM;
             }
-            mo->next = cm->head;
-            if (cm->head)
-                cm->head->prev = mo;
-            cm->head = mo;
+            list_add_head(&cm->memo_list, &mo->link);
         }
         free(mo->rv);
         mo->rv = rv_copy;
@@ -361,7 +355,7 @@ static bool each_control_plane(void *userdata, const cJSON *ncp)
 int clustermetrics_update(struct clustermetrics *cm, const struct cache_view *view)
 {
     struct pass p = {.cm = cm, .view = view};
-    struct memo *mo, *next;
+    struct list_node *n, *tmp;
     int r;
 
     cm->pass++;
@@ -376,10 +370,12 @@ int clustermetrics_update(struct clustermetrics *cm, const struct cache_view *vi
         p.r = r;
     /* Forget the Secrets no control plane looked at, unless this pass ran out of memory
      * before it could look at them all. */
-    for (mo = cm->head; p.r == 0 && mo; mo = next) {
-        next = mo->next;
-        if (mo->seen != cm->pass)
-            memo_unlink(cm, mo);
+    if (p.r == 0) {
+        list_foreach_safe(n, tmp, &cm->memo_list) {
+            struct memo *mo = list_entry(n, struct memo, link);
+            if (mo->seen != cm->pass)
+                memo_unlink(cm, mo);
+        }
     }
     return p.r;
 }

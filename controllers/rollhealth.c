@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "controllers/status.h"
-#include "lib/kube/client.h"
+#include "lib/kube/object.h"
 #include "lib/kube/store.h"
 #include "lib/util/strutil.h"
 

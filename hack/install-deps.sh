@@ -23,6 +23,9 @@ pkgs=(
     libnghttp2-dev
     openssl iproute2 util-linux procps curl gettext-base python3 python3-yaml prometheus
 )
+# clang-format: test/unit/test_format.sh checks the layout of every C file. A tool of the
+# tests only, so it is added after the list the image's build packages are checked against.
+pkgs+=(clang-format)
 for a in "$@"; do
     case "$a" in
     --kube) ;; # accepted for older callers: building Kubernetes needs only Go now

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "controllers/lookup.h"
-#include "lib/kube/client.h"
+#include "lib/kube/object.h"
 #include "lib/pki/base64.h"
 #include "lib/pki/cert.h"
 #include "lib/pki/key.h"

@@ -24,12 +24,12 @@ struct job {
     size_t next;
     double started;
     struct kube_call *call;
-    void *call_handle;  /* a plan call in flight (struct plan_call_ops) */
-    double retry_after; /* the server's Retry-After on the failed action: the least requeue */
-    bool claimed;       /* the current action's claim_uid was checked against the live object */
-    bool rejected;      /* a write was rejected: only the status write still runs */
-    size_t events_done; /* the plan's Events recorded so far */
-    struct job *prev, *next_job;
+    void *call_handle;     /* a plan call in flight (struct plan_call_ops) */
+    double retry_after;    /* the server's Retry-After on the failed action: the least requeue */
+    bool claimed;          /* the current action's claim_uid was checked against the live object */
+    bool rejected;         /* a write was rejected: only the status write still runs */
+    size_t events_done;    /* the plan's Events recorded so far */
+    struct list_node link; /* in its controller's jobs */
 };
 
 const char *const ctrl_outcome_labels[OUTCOME_COUNT] = {"success", "requeue_after", "requeue",
@@ -66,15 +66,8 @@ static void job_free(struct job *j)
 
 static void job_unlink(struct job *j)
 {
-    struct controller *c = j->c;
-
-    if (j->prev)
-        j->prev->next_job = j->next_job;
-    else
-        c->jobs = j->next_job;
-    if (j->next_job)
-        j->next_job->prev = j->prev;
-    c->active--;
+    list_remove(&j->link);
+    j->c->active--;
 }
 
 static void record_events(struct job *j, size_t succeeded);
@@ -505,10 +498,7 @@ void ctrl_executor_process(void *userdata, const char *key)
     }
     plan_init(&j->plan);
     j->started = time_mono();
-    j->next_job = c->jobs;
-    if (c->jobs)
-        c->jobs->prev = j;
-    c->jobs = j;
+    list_add_head(&c->jobs, &j->link);
     c->active++;
 
     manager_view(m, &view);
@@ -529,10 +519,10 @@ void ctrl_executor_process(void *userdata, const char *key)
 
 void ctrl_executor_cancel(struct controller *c)
 {
-    struct job *j = c->jobs, *next;
+    struct list_node *n, *tmp;
 
-    for (; j; j = next) {
-        next = j->next_job;
+    list_foreach_safe(n, tmp, &c->jobs) {
+        struct job *j = list_entry(n, struct job, link);
         if (j->call)
             kube_call_cancel(j->call); /* finishes and frees j */
         else if (j->call_handle)
@@ -544,8 +534,8 @@ void ctrl_executor_abort(struct controller *c)
 {
     /* Cancelled requests finish their jobs; with a send hook the jobs are dropped (the hook
      * must have completed every request). */
-    while (c->jobs) {
-        struct job *j = c->jobs;
+    while (!list_empty(&c->jobs)) {
+        struct job *j = list_entry(list_first(&c->jobs), struct job, link);
         if (j->call) {
             kube_call_cancel(j->call);
         } else if (j->call_handle) {

@@ -17,6 +17,7 @@
 #include "lib/kube/status.h"
 #include "lib/pki/tls.h"
 #include "lib/util/httpd.h"
+#include "lib/util/list.h"
 #include "lib/util/log.h"
 #include "lib/util/yamlconv.h"
 
@@ -33,7 +34,7 @@ struct httpserver {
     struct httpd *metrics, *health; /* health is NULL when metrics serves both */
     SSL_CTX *tls;                   /* NULL: plain metrics */
     bool shared;
-    struct review *reviews; /* scrapes waiting on the API server */
+    struct list_node reviews; /* scrapes waiting on the API server (struct review) */
 };
 
 /* One scrape being authenticated, then authorised. */
@@ -41,8 +42,8 @@ struct review {
     struct httpserver *s;
     uint64_t id; /* the connection waiting for the answer */
     struct kube_call *call;
-    char *user; /* the authenticated user's name, for the answer and the log */
-    struct review *prev, *next;
+    char *user;            /* the authenticated user's name, for the answer and the log */
+    struct list_node link; /* in the server's reviews */
 };
 
 static const char metrics_path[] = "/metrics";
@@ -94,14 +95,7 @@ static void not_found(struct httpd_response *resp)
 
 static void review_free(struct review *rv)
 {
-    struct httpserver *s = rv->s;
-
-    if (rv->prev)
-        rv->prev->next = rv->next;
-    else
-        s->reviews = rv->next;
-    if (rv->next)
-        rv->next->prev = rv->prev;
+    list_remove(&rv->link);
     free(rv->user);
     free(rv);
 }
@@ -285,10 +279,7 @@ static void start_review(struct httpserver *s, const struct httpd_request *req,
         buf_puts(&resp->body, "cannot review the token\n");
         return;
     }
-    rv->next = s->reviews;
-    if (s->reviews)
-        s->reviews->prev = rv;
-    s->reviews = rv;
+    list_add_head(&s->reviews, &rv->link);
     resp->deferred = true;
 }
 
@@ -377,6 +368,7 @@ int httpserver_start(struct ev_loop *loop, struct manager *m, const struct https
 
     if (!s)
         return err_set(e, -ENOMEM, "http server: out of memory");
+    list_init(&s->reviews);
     s->m = m;
     s->client = opts->client;
     /* Secure metrics never share the health probes' plain listener. */
@@ -421,8 +413,8 @@ void httpserver_free(struct httpserver *s)
     if (!s)
         return;
     /* Each cancel runs the review's callback, which frees it. */
-    while (s->reviews) {
-        struct review *rv = s->reviews;
+    while (!list_empty(&s->reviews)) {
+        struct review *rv = list_entry(list_first(&s->reviews), struct review, link);
         if (rv->call)
             kube_call_cancel(rv->call);
         else

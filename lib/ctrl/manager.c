@@ -517,6 +517,7 @@ int manager_add_controller(struct manager *m, const struct controller_def *def, 
     }
     m->controllers = nc;
     c->m = m;
+    list_init(&c->jobs);
     c->def = *def;
     c->concurrency = def->concurrency ? def->concurrency : m->opts.concurrency;
     m->controllers[m->n_controllers++] = c;

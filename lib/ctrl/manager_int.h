@@ -26,6 +26,7 @@
 #include "lib/kube/informer.h"
 #include "lib/kube/leader.h"
 #include "lib/kube/workqueue.h"
+#include "lib/util/list.h"
 #include "lib/util/strmap.h"
 
 struct cache {
@@ -47,7 +48,7 @@ struct controller {
     int concurrency;
     struct workqueue *q; /* while processing */
     bool q_shut;
-    struct job *jobs; /* keys in flight */
+    struct list_node jobs; /* keys in flight (struct job) */
     unsigned active;
 };
 

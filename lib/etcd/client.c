@@ -7,13 +7,13 @@
 #include <string.h>
 
 #include <curl/curl.h>
-#include <ev.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include "lib/kube/transport.h"
 #include "lib/util/buf.h"
+#include "lib/util/list.h"
 
 /* The PEM text every call hands libcurl, shared by the client and its calls so that a call
  * cancelled from inside libcurl (see etcd_call_cancel) may outlive the client. */
@@ -26,10 +26,9 @@ struct tls_blobs {
 
 struct etcd_client {
     struct kube_transport *t;
-    struct ev_loop *loop;
     struct tls_blobs *tls;
     long timeout_ms;
-    struct etcd_call *calls; /* in flight, doubly linked */
+    struct list_node calls; /* in flight */
     size_t pending;
     bool closing;
 };
@@ -43,8 +42,7 @@ enum call_kind {
 struct etcd_call {
     struct kube_xfer x;
     struct etcd_client *c; /* NULL once the call left the client's list */
-    struct etcd_call *prev, *next;
-    struct ev_loop *loop;
+    struct list_node node; /* in c->calls */
     struct tls_blobs *tls;
     enum call_kind kind;
     etcd_done_fn done;
@@ -54,8 +52,6 @@ struct etcd_call {
     struct curl_slist *headers, *resolve;
     struct buf resp;
     bool too_big;
-    bool zombie; /* answered while inside libcurl; the transfer is taken off from the loop */
-    ev_timer reap;
     char where[300]; /* "host:port", for messages */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -168,13 +164,13 @@ int etcd_client_new(struct kube_transport *t, const struct etcd_tls *tls,
     c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
+    list_init(&c->calls);
     c->tls = tls_new(tls);
     if (!c->tls) {
         free(c);
         return -ENOMEM;
     }
     c->t = t;
-    c->loop = kube_transport_loop(t);
     c->timeout_ms = ETCD_TIMEOUT_DEFAULT_MS;
     *ret_client = c;
     return 0;
@@ -193,11 +189,7 @@ size_t etcd_client_pending(const struct etcd_client *c)
 static void call_link(struct etcd_client *c, struct etcd_call *k)
 {
     k->c = c;
-    k->prev = NULL;
-    k->next = c->calls;
-    if (c->calls)
-        c->calls->prev = k;
-    c->calls = k;
+    list_add_head(&c->calls, &k->node);
     c->pending++;
 }
 
@@ -207,13 +199,7 @@ static void call_unlink(struct etcd_call *k)
 
     if (!c)
         return;
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        c->calls = k->next;
-    if (k->next)
-        k->next->prev = k->prev;
-    k->prev = k->next = NULL;
+    list_remove(&k->node);
     k->c = NULL;
     c->pending--;
 }
@@ -237,17 +223,13 @@ static void call_free(struct etcd_call *k)
 static void call_finish(struct etcd_call *k, const struct etcd_result *res)
 {
     call_unlink(k);
-    ev_timer_stop(k->loop, &k->reap);
     k->done(k->userdata, res);
     call_free(k);
 }
 
-static void reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void call_closed(struct kube_xfer *x)
 {
-    struct etcd_call *k = w->data;
-
-    kube_transport_remove(&k->x);
-    call_free(k);
+    call_free(kube_container_of(x, struct etcd_call, x));
 }
 
 void etcd_call_cancel(struct etcd_call *k)
@@ -255,22 +237,12 @@ void etcd_call_cancel(struct etcd_call *k)
     struct err er;
     struct etcd_result res = {.code = -ECANCELED, .err = &er};
 
-    if (!k || k->zombie)
+    if (!k || kube_xfer_closing(&k->x))
         return;
     err_set(&er, -ECANCELED, "%s: cancelled", k->where);
-    if (k->x.t && kube_transport_in_curl(k->x.t)) {
-        /* libcurl forbids taking a transfer off from inside its callbacks: answer now, and
-         * take it off from the loop. */
-        call_unlink(k);
-        k->zombie = true;
-        k->done(k->userdata, &res);
-        ev_timer_init(&k->reap, reap_cb, 0., 0.);
-        k->reap.data = k;
-        ev_timer_start(k->loop, &k->reap);
-        return;
-    }
-    kube_transport_remove(&k->x);
-    call_finish(k, &res);
+    call_unlink(k);
+    k->done(k->userdata, &res);
+    kube_transport_close(&k->x, call_closed);
 }
 
 void etcd_client_free(struct etcd_client *c)
@@ -278,8 +250,8 @@ void etcd_client_free(struct etcd_client *c)
     if (!c || c->closing)
         return;
     c->closing = true;
-    while (c->calls)
-        etcd_call_cancel(c->calls);
+    while (!list_empty(&c->calls))
+        etcd_call_cancel(list_entry(list_first(&c->calls), struct etcd_call, node));
     tls_unref(c->tls);
     free(c);
 }
@@ -371,11 +343,6 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
     struct err er;
     struct etcd_result res = {.err = &er};
 
-    if (k->zombie) {
-        ev_timer_stop(k->loop, &k->reap);
-        call_free(k);
-        return;
-    }
     err_clear(&er);
     call_result(k, rc, &res, &er, &list, &status);
     if (res.code == 0)
@@ -497,17 +464,15 @@ static int call_start(struct etcd_client *c, const struct etcd_endpoint *ep, enu
     k = calloc(1, sizeof(*k));
     if (!k)
         goto fail;
+    list_init(&k->node);
     k->body = body;
     body = NULL;
     k->kind = kind;
     k->done = done;
     k->userdata = userdata;
-    k->loop = c->loop;
     k->tls = c->tls;
     k->tls->refs++;
     buf_init(&k->resp, ETCD_JSON_MAX);
-    ev_timer_init(&k->reap, reap_cb, 0., 0.);
-    k->reap.data = k;
     snprintf(k->where, sizeof(k->where), "%s:%d", ep->host, ep->port);
     if (buf_printf(&b, "https://%s:%d%s", ep->host, ep->port, path) < 0)
         goto fail;

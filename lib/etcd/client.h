@@ -89,8 +89,8 @@ int etcd_client_new(struct kube_transport *t, const struct etcd_tls *tls,
 
 /* Ends every call still in flight (its callback runs with -ECANCELED before this returns) and
  * frees the client, wiping the key. Accepts NULL. When called from inside a libcurl callback
- * of another transfer on the same transport, the transfers are taken off the transport on the
- * next loop iteration, so the loop must run once more before the transport is freed. */
+ * of another transfer on the same transport, the transfers are taken off the transport as soon
+ * as libcurl returns to it (kube_transport_close). */
 void etcd_client_free(struct etcd_client *c);
 
 /* Default timeout of a call in milliseconds (ETCD_TIMEOUT_DEFAULT_MS; <= 0 restores it). */
@@ -140,7 +140,7 @@ int etcd_health_get(struct etcd_client *c, const struct etcd_endpoint *ep, etcd_
 
 /* Ends a call still in flight: its callback runs now, with -ECANCELED. Must not be called once
  * that callback has started. Safe from anywhere else, libcurl callbacks of other transfers on
- * the transport included (the transfer is then taken off on the next loop iteration). */
+ * the transport included (the transfer is then taken off as soon as libcurl returns). */
 void etcd_call_cancel(struct etcd_call *call);
 
 #endif

@@ -10,12 +10,13 @@
 
 #include "lib/kube/client_internal.h"
 #include "lib/kube/config.h"
+#include "lib/kube/pace.h"
+#include "lib/kube/server.h"
 #include "lib/kube/status.h"
 #include "lib/kube/transport.h"
-#include "lib/util/strutil.h"
+#include "lib/kube/wire.h"
 
 #define DEFAULT_TIMEOUT_MS 60000L
-#define CONNECT_TIMEOUT_MS 10000L
 #define DEFAULT_MAX_RETRIES 3
 #define DEFAULT_MAX_WAIT 30.0
 #define DEFAULT_HEALTH_IDLE 15.0
@@ -26,10 +27,9 @@
 struct kube_client {
     struct ev_loop *loop;
     struct kube_transport *t;
-    struct kube_config *cfg;
-    struct curl_blob ca, cert, key;
-    struct kube_link calls;   /* sentinel of the requests in flight */
-    struct kube_link watches; /* sentinel of the running watches */
+    struct kube_server server;
+    struct list_node calls;   /* the requests in flight */
+    struct list_node handles; /* the running watches (struct kube_handle) */
     int max_retries;
     double max_wait;
     long timeout_ms;
@@ -43,63 +43,33 @@ struct kube_client {
     double health_since; /* when the timer was armed from idle */
     struct kube_call *probe;
     double probe_sent;
-    size_t ncalls, nwatches; /* in flight, the probe not counted */
-    /* The client-wide rate limit: a token bucket of `burst` tokens refilled at `qps`. */
-    double qps;
-    int burst;
-    double tokens, filled;
-    struct kube_link paced; /* requests and watches waiting for a token, oldest first */
-    ev_timer pace;
-    unsigned long epoch; /* connections shut down so far; a call remembers it per attempt */
+    size_t ncalls, nhandles; /* in flight, the probe not counted */
+    struct kube_pacer pacer; /* the client-wide rate limit */
+    unsigned long epoch;     /* connections shut down so far; a call remembers it per attempt */
 };
 
 struct kube_call {
     struct kube_xfer x;
-    struct kube_link link;
+    struct list_node link; /* in c->calls */
     struct kube_client *c;
     kube_done_fn done;
     void *userdata;
-    const char *method; /* static string */
-    char *url;
-    char *body;
-    size_t body_len;
-    const char *content_type;
+    struct kube_wire wire; /* method, URL, body */
     long timeout_ms;
     bool is_list;
     bool is_probe;   /* the health check's own request */
     bool idempotent; /* safe to send again after its connection was found dead */
-    bool zombie;     /* cancelled from inside libcurl; reaped from the loop */
     int attempts;
     unsigned long epoch; /* the client's epoch when the current attempt started */
     bool reconnected;    /* already sent again once after a dead connection */
     struct kube_pace pace;
     struct curl_slist *headers;
     struct buf resp;
-    ev_timer timer; /* retry delay, or the reaper of a zombie */
+    ev_timer timer; /* retry delay */
     char retry_after[32];
     char errbuf[CURL_ERROR_SIZE];
     char msgbuf[CURL_ERROR_SIZE + 64];
 };
-
-static void link_init(struct kube_link *l)
-{
-    l->prev = l->next = l;
-}
-
-static void link_add(struct kube_link *head, struct kube_link *l)
-{
-    l->next = head;
-    l->prev = head->prev;
-    head->prev->next = l;
-    head->prev = l;
-}
-
-static void link_del(struct kube_link *l)
-{
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    link_init(l);
-}
 
 struct ev_loop *kube_client_loop(const struct kube_client *c)
 {
@@ -108,12 +78,22 @@ struct ev_loop *kube_client_loop(const struct kube_client *c)
 
 const char *kube_client_namespace(const struct kube_client *c)
 {
-    return c->cfg->namespace_ ? c->cfg->namespace_ : "default";
+    return c->server.cfg->namespace_ ? c->server.cfg->namespace_ : "default";
 }
 
 struct kube_transport *kube_client_transport(struct kube_client *c)
 {
     return c->t;
+}
+
+struct kube_server *kube_client_server(struct kube_client *c)
+{
+    return &c->server;
+}
+
+struct kube_pacer *kube_client_pacer(struct kube_client *c)
+{
+    return &c->pacer;
 }
 
 void kube_client_set_retry(struct kube_client *c, int max_retries, double max_wait)
@@ -129,63 +109,7 @@ void kube_client_set_timeout(struct kube_client *c, long timeout_ms)
 
 void kube_client_set_rate_limit(struct kube_client *c, double qps, int burst)
 {
-    c->qps = qps > 0 ? qps : 0;
-    c->burst = burst > 0 ? burst : 1;
-    c->tokens = c->burst;
-    c->filled = ev_now(c->loop);
-}
-
-static bool take_token(struct kube_client *c)
-{
-    double now = ev_now(c->loop);
-
-    if (c->qps <= 0)
-        return true;
-    c->tokens += (now - c->filled) * c->qps;
-    c->filled = now;
-    if (c->tokens > c->burst)
-        c->tokens = c->burst;
-    if (c->tokens < 1)
-        return false;
-    c->tokens -= 1;
-    return true;
-}
-
-static void pace_arm(struct kube_client *c)
-{
-    if (ev_is_active(&c->pace) || c->paced.next == &c->paced)
-        return;
-    ev_timer_set(&c->pace, (1 - c->tokens) / c->qps, 0.);
-    ev_timer_start(c->loop, &c->pace);
-}
-
-static void pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    struct kube_client *c = w->data;
-
-    while (c->paced.next != &c->paced && take_token(c)) {
-        struct kube_pace *p = kube_container_of(c->paced.next, struct kube_pace, link);
-
-        link_del(&p->link);
-        p->go(p);
-    }
-    pace_arm(c);
-}
-
-bool kube_client_pace(struct kube_client *c, struct kube_pace *p)
-{
-    if (c->paced.next == &c->paced && take_token(c))
-        return true;
-    link_add(&c->paced, &p->link);
-    c->stats.throttled++;
-    pace_arm(c);
-    return false;
-}
-
-void kube_client_unpace(struct kube_pace *p)
-{
-    if (p->link.next && p->link.next != &p->link)
-        link_del(&p->link);
+    kube_pacer_set(&c->pacer, qps, burst);
 }
 
 void kube_client_set_health_check(struct kube_client *c, double idle_seconds,
@@ -198,14 +122,17 @@ void kube_client_set_health_check(struct kube_client *c, double idle_seconds,
 void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats *ret_stats)
 {
     *ret_stats = c->stats;
-    ret_stats->pending = c->ncalls + c->nwatches;
+    ret_stats->pending = c->ncalls + c->nhandles;
+    ret_stats->ca_reloads = c->server.ca_reloads;
+    ret_stats->ca_errors = c->server.ca_errors;
+    ret_stats->throttled = c->pacer.throttled;
 }
 
 /* ---- the connection health check ---- */
 
 static bool busy(const struct kube_client *c)
 {
-    return c->ncalls + c->nwatches > 0;
+    return c->ncalls + c->nhandles > 0;
 }
 
 static void health_arm(struct kube_client *c, double delay)
@@ -245,19 +172,25 @@ static void health_cb(struct ev_loop *loop, ev_timer *w, int revents)
     health_arm(c, c->probe ? c->health_idle : c->health_idle - silent);
 }
 
-void kube_client_watch_link(struct kube_client *c, struct kube_link *l)
+void kube_client_handle_init(struct kube_handle *h, void (*cancel)(struct kube_handle *h))
 {
-    link_add(&c->watches, l);
-    c->nwatches++;
+    list_init(&h->link);
+    h->cancel = cancel;
+}
+
+void kube_client_handle_add(struct kube_client *c, struct kube_handle *h)
+{
+    list_add_tail(&c->handles, &h->link);
+    c->nhandles++;
     health_update(c);
 }
 
-void kube_client_watch_unlink(struct kube_client *c, struct kube_link *l)
+void kube_client_handle_remove(struct kube_client *c, struct kube_handle *h)
 {
-    if (l->next == l)
-        return; /* not linked */
-    link_del(l);
-    c->nwatches--;
+    if (!list_linked(&h->link))
+        return;
+    list_remove(&h->link);
+    c->nhandles--;
     health_update(c);
 }
 
@@ -267,36 +200,18 @@ void kube_client_count_watch(struct kube_client *c)
     c->stats.requests++;
 }
 
-/* True for an http:// URL whose host is a loopback address. */
-static bool is_loopback_http(const char *server)
-{
-    static const char *const ok[] = {"http://127.", "http://localhost:", "http://localhost/",
-                                     "http://[::1]"};
-
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-        if (str_has_prefix(server, ok[i]))
-            return true;
-    return false;
-}
-
 int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
                     struct kube_client **ret_client, struct err *e)
 {
     struct kube_client *c;
     int r;
 
-    if (!cfg || !cfg->server)
-        return err_set(e, -EINVAL, "kube client: no server configured");
-    if (!str_has_prefix(cfg->server, "https://") &&
-        !(cfg->allow_plain_http && is_loopback_http(cfg->server)))
-        return err_set(e, -EINVAL, "kube client: server %s: only https:// is supported",
-                       cfg->server);
     c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
     c->loop = loop;
-    link_init(&c->calls);
-    link_init(&c->watches);
+    list_init(&c->calls);
+    list_init(&c->handles);
     c->max_retries = DEFAULT_MAX_RETRIES;
     c->max_wait = DEFAULT_MAX_WAIT;
     c->timeout_ms = DEFAULT_TIMEOUT_MS;
@@ -304,173 +219,21 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
     c->health_timeout = DEFAULT_HEALTH_TIMEOUT;
     ev_timer_init(&c->health, health_cb, 0., 0.);
     c->health.data = c;
-    link_init(&c->paced);
-    ev_timer_init(&c->pace, pace_cb, 0., 0.);
-    c->pace.data = c;
-    c->burst = 1;
-    c->cfg = kube_config_dup(cfg);
-    if (!c->cfg) {
-        r = -ENOMEM;
+    kube_pacer_init(&c->pacer, loop);
+    r = kube_server_init(&c->server, cfg, e);
+    if (r < 0)
         goto fail;
-    }
     r = kube_transport_new(loop, &c->t);
     if (r < 0) {
         err_set(e, r, "kube client: cannot set up libcurl");
         goto fail;
     }
-    /* Copied into each transfer: the bundle may be replaced (kube_config_ca) while a transfer
-     * set up with the old one has not connected yet. */
-    c->ca = (struct curl_blob){c->cfg->ca_pem, c->cfg->ca_len, CURL_BLOB_COPY};
-    c->cert = (struct curl_blob){c->cfg->cert_pem, c->cfg->cert_len, CURL_BLOB_NOCOPY};
-    c->key = (struct curl_blob){c->cfg->key_pem, c->cfg->key_len, CURL_BLOB_NOCOPY};
     *ret_client = c;
     return 0;
 fail:
-    kube_config_free(c->cfg);
+    kube_server_done(&c->server);
     free(c);
     return r;
-}
-
-/* Percent-encodes everything but RFC 3986 unreserved characters. */
-static int append_escaped(struct buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        int r;
-
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-            r = buf_append(b, s, 1);
-        } else {
-            char enc[3] = {'%', hex[ch >> 4], hex[ch & 15]};
-
-            r = buf_append(b, enc, 3);
-        }
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
-int kube_query_add(struct buf *q, const char *key, const char *value)
-{
-    if (buf_puts(q, q->len ? "&" : "?") < 0 || buf_puts(q, key) < 0 || buf_puts(q, "=") < 0)
-        return -ENOMEM;
-    return append_escaped(q, value);
-}
-
-int kube_client_url(const struct kube_client *c, const struct kube_resource *res, const char *ns,
-                    const char *name, const char *subresource, const struct buf *query,
-                    struct buf *out)
-{
-    int r;
-
-    r = buf_puts(out, c->cfg->server);
-    if (r == 0)
-        r = res->group && res->group[0] ? buf_printf(out, "/apis/%s/%s", res->group, res->version)
-                                        : buf_printf(out, "/api/%s", res->version);
-    if (r == 0 && res->namespaced && ns && ns[0]) {
-        r = buf_puts(out, "/namespaces/");
-        if (r == 0)
-            r = append_escaped(out, ns);
-    }
-    if (r == 0)
-        r = buf_printf(out, "/%s", res->resource);
-    if (r == 0 && name) {
-        r = buf_puts(out, "/");
-        if (r == 0)
-            r = append_escaped(out, name);
-    }
-    if (r == 0 && subresource) {
-        r = buf_puts(out, "/");
-        if (r == 0)
-            r = append_escaped(out, subresource);
-    }
-    if (r == 0 && query && query->len)
-        r = buf_append(out, query->data, query->len);
-    return r;
-}
-
-int kube_client_setup_easy(struct kube_client *c, CURL *easy, const char *content_type,
-                           struct curl_slist **ret_headers)
-{
-    struct curl_slist *h = NULL, *n;
-    const char *token = NULL;
-    struct buf b;
-    int r;
-
-    r = kube_config_token(c->cfg, &token, NULL);
-    if (r < 0 && !token)
-        return r;
-    /* A rotated CA file is picked up by the next connection; connections open now keep the
-     * CA they were verified with. A file that does not parse leaves the working CA in place. */
-    r = kube_config_ca(c->cfg, NULL);
-    if (r > 0) {
-        c->stats.ca_reloads++;
-        c->ca = (struct curl_blob){c->cfg->ca_pem, c->cfg->ca_len, CURL_BLOB_COPY};
-    } else if (r < 0) {
-        c->stats.ca_errors++;
-    }
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR,
-                     c->cfg->allow_plain_http ? "http,https" : "https");
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca.data)
-        curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &c->ca);
-    if (c->cert.data && c->key.data) {
-        curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &c->cert);
-        curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
-        curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &c->key);
-        curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
-    }
-    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 30L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 10L);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, NULL);
-
-    buf_init(&b, 0);
-    if (!(n = curl_slist_append(h, "Accept: application/json")))
-        goto oom;
-    h = n;
-    if (!(n = curl_slist_append(h, "User-Agent: nestcp")))
-        goto oom;
-    h = n;
-    if (!(n = curl_slist_append(h, "Expect:")))
-        goto oom;
-    h = n;
-    if (content_type) {
-        if (buf_printf(&b, "Content-Type: %s", content_type) < 0)
-            goto oom;
-        if (!(n = curl_slist_append(h, b.data)))
-            goto oom;
-        h = n;
-        buf_reset(&b);
-    }
-    if (token) {
-        if (buf_printf(&b, "Authorization: Bearer %s", token) < 0)
-            goto oom;
-        n = curl_slist_append(h, b.data);
-        explicit_bzero(b.data, b.len);
-        if (!n)
-            goto oom;
-        h = n;
-    }
-    buf_done(&b);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, h);
-    *ret_headers = h;
-    return 0;
-oom:
-    if (b.data)
-        explicit_bzero(b.data, b.len);
-    buf_done(&b);
-    curl_slist_free_all(h);
-    return -ENOMEM;
 }
 
 /* ---- requests ---- */
@@ -481,14 +244,13 @@ static void call_free(struct kube_call *k)
         curl_easy_cleanup(k->x.easy);
     curl_slist_free_all(k->headers);
     buf_done(&k->resp);
-    free(k->url);
-    free(k->body);
+    kube_wire_done(&k->wire);
     free(k);
 }
 
 static void call_link(struct kube_call *k)
 {
-    link_add(&k->c->calls, &k->link);
+    list_add_tail(&k->c->calls, &k->link);
     if (!k->is_probe) {
         k->c->ncalls++;
         health_update(k->c);
@@ -497,10 +259,10 @@ static void call_link(struct kube_call *k)
 
 static void call_unlink(struct kube_call *k)
 {
-    kube_client_unpace(&k->pace);
-    if (k->link.next == &k->link)
+    kube_pace_cancel(&k->pace);
+    if (!list_linked(&k->link))
         return;
-    link_del(&k->link);
+    list_remove(&k->link);
     if (!k->is_probe) {
         k->c->ncalls--;
         health_update(k->c);
@@ -574,17 +336,17 @@ static int call_attempt(struct kube_call *k)
     buf_reset(&k->resp);
     k->retry_after[0] = '\0';
     k->errbuf[0] = '\0';
-    r = kube_client_setup_easy(c, easy, k->content_type, &k->headers);
+    r = kube_server_setup_easy(&c->server, easy, k->wire.content_type, &k->headers);
     if (r < 0)
         return r;
-    curl_easy_setopt(easy, CURLOPT_URL, k->url);
-    if (strcmp(k->method, "GET") == 0)
+    curl_easy_setopt(easy, CURLOPT_URL, k->wire.url);
+    if (strcmp(k->wire.method, "GET") == 0)
         curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
-    else if (strcmp(k->method, "POST") != 0)
-        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, k->method);
-    if (k->body) {
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)k->body_len);
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, k->body);
+    else if (strcmp(k->wire.method, "POST") != 0)
+        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, k->wire.method);
+    if (k->wire.body) {
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)k->wire.body_len);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, k->wire.body);
     }
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, call_write);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, k);
@@ -593,7 +355,7 @@ static int call_attempt(struct kube_call *k)
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, k->errbuf);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, k->timeout_ms);
     k->x.done = call_done;
-    if (!k->is_probe && !kube_client_pace(c, &k->pace))
+    if (!k->is_probe && !kube_pacer_take(&c->pacer, &k->pace))
         return 0; /* call_paced sends it */
     return call_send(k);
 }
@@ -639,14 +401,6 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
         call_fail(k, r, "cannot restart the request");
 }
 
-static void reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    struct kube_call *k = w->data;
-
-    kube_transport_remove(&k->x);
-    call_free(k);
-}
-
 static void call_done(struct kube_xfer *x, CURLcode rc)
 {
     struct kube_call *k = kube_container_of(x, struct kube_call, x);
@@ -655,11 +409,6 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
     cJSON *body = NULL;
     const char *m;
 
-    if (k->zombie) {
-        ev_timer_stop(c->loop, &k->timer);
-        call_free(k);
-        return;
-    }
     if (rc != CURLE_OK && k->epoch != c->epoch && k->idempotent && !k->reconnected && !c->closing) {
         /* The health check shut this request's connection down as dead: send it once more,
          * on a new connection. */
@@ -712,171 +461,6 @@ static void call_done(struct kube_xfer *x, CURLcode rc)
     cJSON_Delete(body);
 }
 
-static const char *patch_content_type(enum kube_patch_type t)
-{
-    switch (t) {
-    case KUBE_PATCH_JSON:
-        return "application/json-patch+json";
-    case KUBE_PATCH_APPLY:
-        return "application/apply-patch+yaml";
-    case KUBE_PATCH_MERGE:
-    default:
-        return "application/merge-patch+json";
-    }
-}
-
-static const char *body_namespace(const cJSON *body)
-{
-    return kube_obj_namespace(body);
-}
-
-/* The DeleteOptions body: req->body (if any) plus policy and preconditions. */
-/* The DeleteOptions body of a DELETE, or NULL when out of memory: never a body without a
- * precondition the request asked for (a DELETE without its uid precondition could remove a
- * same-named successor). */
-static cJSON *delete_options(const struct kube_request *req)
-{
-    cJSON *o = req->body ? cJSON_Duplicate(req->body, 1) : cJSON_CreateObject();
-    cJSON *pre;
-
-    if (!o)
-        return NULL;
-    if (!cJSON_GetObjectItemCaseSensitive(o, "kind") &&
-        (!cJSON_AddStringToObject(o, "kind", "DeleteOptions") ||
-         !cJSON_AddStringToObject(o, "apiVersion", "v1")))
-        goto oom;
-    if (req->propagation_policy &&
-        !cJSON_AddStringToObject(o, "propagationPolicy", req->propagation_policy))
-        goto oom;
-    if (req->precondition_uid || req->precondition_rv) {
-        if (!(pre = cJSON_AddObjectToObject(o, "preconditions")) ||
-            (req->precondition_uid &&
-             !cJSON_AddStringToObject(pre, "uid", req->precondition_uid)) ||
-            (req->precondition_rv &&
-             !cJSON_AddStringToObject(pre, "resourceVersion", req->precondition_rv)))
-            goto oom;
-    }
-    return o;
-oom:
-    cJSON_Delete(o);
-    return NULL;
-}
-
-/* Fills method, url, body and content type of k from req. Returns 0 or -EINVAL/-ENOMEM. */
-static int call_build(struct kube_call *k, const struct kube_request *req)
-{
-    const struct kube_resource *res = req->resource;
-    const char *ns = req->namespace_, *name = req->name;
-    bool needs_name = false, collection = false;
-    struct buf q, url;
-    cJSON *opts = NULL;
-    char num[32];
-    int r = -ENOMEM;
-
-    buf_init(&q, 0);
-    buf_init(&url, 0);
-    switch (req->verb) {
-    case KUBE_GET:
-        k->method = "GET";
-        needs_name = true;
-        break;
-    case KUBE_LIST:
-        k->method = "GET";
-        collection = true;
-        k->is_list = true;
-        break;
-    case KUBE_CREATE:
-        k->method = "POST";
-        collection = !req->subresource;
-        needs_name = !!req->subresource;
-        if (!ns)
-            ns = body_namespace(req->body);
-        if (!req->body)
-            return -EINVAL;
-        break;
-    case KUBE_UPDATE:
-        k->method = "PUT";
-        needs_name = true;
-        if (!req->body)
-            return -EINVAL;
-        break;
-    case KUBE_PATCH:
-        k->method = "PATCH";
-        needs_name = true;
-        if (!req->body || (req->patch_type == KUBE_PATCH_APPLY && !req->field_manager))
-            return -EINVAL;
-        break;
-    case KUBE_DELETE:
-        k->method = "DELETE";
-        needs_name = true;
-        break;
-    default:
-        return -EINVAL;
-    }
-    if (!res || (needs_name && (!name || !name[0])))
-        return -EINVAL;
-    if (res->namespaced && !collection && (!ns || !ns[0]))
-        return -EINVAL;
-    if (collection)
-        name = NULL;
-
-    if (req->verb == KUBE_LIST) {
-        if ((req->label_selector && kube_query_add(&q, "labelSelector", req->label_selector)) ||
-            (req->field_selector && kube_query_add(&q, "fieldSelector", req->field_selector)))
-            goto out;
-        if (req->limit > 0) {
-            snprintf(num, sizeof(num), "%ld", req->limit);
-            if (kube_query_add(&q, "limit", num) < 0)
-                goto out;
-        }
-        if (req->continue_token && req->continue_token[0] &&
-            kube_query_add(&q, "continue", req->continue_token) < 0)
-            goto out;
-    }
-    if ((req->verb == KUBE_LIST || req->verb == KUBE_GET) && req->resource_version &&
-        kube_query_add(&q, "resourceVersion", req->resource_version) < 0)
-        goto out;
-    if (req->verb == KUBE_LIST && req->resource_version && req->resource_version_match &&
-        !req->continue_token &&
-        kube_query_add(&q, "resourceVersionMatch", req->resource_version_match) < 0)
-        goto out;
-    if (req->field_manager && req->verb != KUBE_GET && req->verb != KUBE_LIST &&
-        req->verb != KUBE_DELETE && kube_query_add(&q, "fieldManager", req->field_manager) < 0)
-        goto out;
-    if (req->verb == KUBE_PATCH && req->patch_type == KUBE_PATCH_APPLY && req->force &&
-        kube_query_add(&q, "force", "true") < 0)
-        goto out;
-    if (req->dry_run && kube_query_add(&q, "dryRun", "All") < 0)
-        goto out;
-    if (kube_client_url(k->c, res, ns, name, req->subresource, &q, &url) < 0)
-        goto out;
-    k->url = buf_steal(&url);
-    if (!k->url)
-        goto out;
-
-    if (req->verb == KUBE_DELETE) {
-        opts = delete_options(req);
-        if (!opts)
-            goto out;
-        k->body = cJSON_PrintUnformatted(opts);
-        k->content_type = "application/json";
-    } else if (req->verb == KUBE_CREATE || req->verb == KUBE_UPDATE || req->verb == KUBE_PATCH) {
-        k->body = cJSON_PrintUnformatted(req->body);
-        k->content_type =
-            req->verb == KUBE_PATCH ? patch_content_type(req->patch_type) : "application/json";
-    }
-    if ((k->content_type && !k->body))
-        goto out;
-    if (k->body)
-        k->body_len = strlen(k->body);
-    r = 0;
-out:
-    cJSON_Delete(opts);
-    buf_done(&q);
-    buf_done(&url);
-    return r;
-}
-
 int kube_request_start(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
                        void *userdata, struct kube_call **ret_call)
 {
@@ -892,13 +476,13 @@ int kube_request_start(struct kube_client *c, const struct kube_request *req, ku
     k->done = done;
     k->userdata = userdata;
     k->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : c->timeout_ms;
-    link_init(&k->link);
-    link_init(&k->pace.link);
-    k->pace.go = call_paced;
+    k->is_list = req->verb == KUBE_LIST;
+    list_init(&k->link);
+    kube_pace_init(&k->pace, call_paced);
     buf_init(&k->resp, KUBE_BODY_MAX);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
-    r = call_build(k, req);
+    r = kube_wire_build(&k->wire, &c->server, req);
     if (r < 0)
         goto fail;
     k->x.easy = curl_easy_init();
@@ -951,16 +535,15 @@ static int probe_start(struct kube_client *c)
     k->done = probe_done;
     k->userdata = c;
     k->is_probe = true;
-    k->method = "GET";
+    k->wire.method = "GET";
     k->timeout_ms = (long)(c->health_timeout * 1000);
-    link_init(&k->link);
-    link_init(&k->pace.link);
-    k->pace.go = call_paced;
+    list_init(&k->link);
+    kube_pace_init(&k->pace, call_paced);
     buf_init(&k->resp, 1u << 20);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
     k->timer.data = k;
-    if (buf_printf(&url, "%s%s", c->cfg->server, HEALTH_PATH) < 0 || !(k->url = buf_steal(&url)) ||
-        !(k->x.easy = curl_easy_init()))
+    if (buf_printf(&url, "%s%s", c->server.cfg->server, HEALTH_PATH) < 0 ||
+        !(k->wire.url = buf_steal(&url)) || !(k->x.easy = curl_easy_init()))
         goto fail;
     r = call_attempt(k);
     if (r < 0)
@@ -981,27 +564,21 @@ int kube_request_send(struct kube_client *c, const struct kube_request *req, kub
     return kube_request_start(c, req, done, userdata, NULL);
 }
 
+static void call_closed(struct kube_xfer *x)
+{
+    call_free(kube_container_of(x, struct kube_call, x));
+}
+
 void kube_call_cancel(struct kube_call *k)
 {
-    struct kube_client *c = k->c;
     struct kube_result res = {.code = -ECANCELED, .message = "cancelled"};
 
-    if (k->zombie)
-        return;
-    ev_timer_stop(c->loop, &k->timer);
-    if (k->x.t && kube_transport_in_curl(c->t)) {
-        /* libcurl forbids removing a transfer from inside its callbacks: answer now, and
-         * take the transfer off from the loop. */
-        call_unlink(k);
-        k->zombie = true;
-        k->done(k->userdata, &res);
-        ev_timer_init(&k->timer, reap_cb, 0., 0.);
-        k->timer.data = k;
-        ev_timer_start(c->loop, &k->timer);
-        return;
-    }
-    kube_transport_remove(&k->x);
-    call_finish(k, &res);
+    if (kube_xfer_closing(&k->x))
+        return; /* cancelled already, and its transfer not yet taken off */
+    ev_timer_stop(k->c->loop, &k->timer);
+    call_unlink(k);
+    k->done(k->userdata, &res);
+    kube_transport_close(&k->x, call_closed);
 }
 
 void kube_client_free(struct kube_client *c)
@@ -1010,17 +587,17 @@ void kube_client_free(struct kube_client *c)
         return;
     c->closing = true;
     ev_timer_stop(c->loop, &c->health);
-    ev_timer_stop(c->loop, &c->pace);
-    while (c->calls.next != &c->calls)
-        kube_call_cancel(kube_container_of(c->calls.next, struct kube_call, link));
-    while (c->watches.next != &c->watches) {
-        struct kube_link *l = c->watches.next;
+    kube_pacer_done(&c->pacer);
+    while (!list_empty(&c->calls))
+        kube_call_cancel(list_entry(list_first(&c->calls), struct kube_call, link));
+    while (!list_empty(&c->handles)) {
+        struct kube_handle *h = list_entry(list_first(&c->handles), struct kube_handle, link);
 
-        link_del(l);
-        kube_watch_cancel_from_client(l);
+        list_remove(&h->link);
+        h->cancel(h);
     }
     kube_transport_free(c->t);
-    kube_config_free(c->cfg);
+    kube_server_done(&c->server);
     free(c);
 }
 

@@ -37,12 +37,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "lib/kube/object.h"
 #include "lib/util/err.h"
 
 struct ev_loop;
 struct kube_call;
 struct kube_client;
 struct kube_config;
+struct kube_list;
 
 /* Bound on one response body; a larger one fails the request with -EFBIG. */
 #define KUBE_BODY_MAX ((size_t)64 << 20)
@@ -209,6 +211,15 @@ void kube_call_cancel(struct kube_call *call);
 int kube_list_all(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
                   void *userdata);
 
+/* Like kube_list_all, and hands back a handle for kube_list_cancel (ret_list may be NULL).
+ * The handle is valid until done has run. */
+int kube_list_start(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
+                    void *userdata, struct kube_list **ret_list);
+
+/* Cancels a list still in flight: done runs now, with -ECANCELED. Must not be called from
+ * inside that list's own done callback. */
+void kube_list_cancel(struct kube_list *list);
+
 /* Runs the loop until the request completes and returns its code; the body, if ret_body is
  * not NULL, is handed to the caller (free with cJSON_Delete). For tests and one-shot tools
  * only, never inside the manager's loop. */
@@ -266,18 +277,5 @@ unsigned long kube_watch_events(const struct kube_watch *w);
 /* Lines skipped so far: not an event (not JSON, no "type" or "object"), or of an unknown type.
  * The stream goes on after them. */
 unsigned long kube_watch_skipped(const struct kube_watch *w);
-
-/* ---- object helpers (pure) ---- */
-
-/* Borrowed string fields of an object, or NULL. */
-const char *kube_obj_name(const cJSON *obj);
-const char *kube_obj_namespace(const cJSON *obj);
-const char *kube_obj_uid(const cJSON *obj);
-const char *kube_obj_resource_version(const cJSON *obj);
-/* metadata.labels[key] or metadata.annotations[key], or NULL. */
-const char *kube_obj_label(const cJSON *obj, const char *key);
-const char *kube_obj_annotation(const cJSON *obj, const char *key);
-/* The ownerReference with controller: true, or NULL. */
-const cJSON *kube_obj_controller_ref(const cJSON *obj);
 
 #endif

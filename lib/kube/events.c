@@ -10,6 +10,7 @@
 #include <ev.h>
 
 #include "lib/util/buf.h"
+#include "lib/util/list.h"
 #include "lib/util/strmap.h"
 #include "lib/util/strutil.h"
 
@@ -22,36 +23,20 @@
 
 struct lru_node {
     char *key; /* owned */
-    struct lru_node *prev;
-    struct lru_node *next;
+    struct list_node link;
 };
 
 struct lru {
     struct strmap map;
-    struct lru_node head; /* sentinel: head.next is the most recently used */
+    struct list_node head; /* the most recently used first */
     size_t cap;
 };
 
 static void lru_init(struct lru *l, size_t cap)
 {
     memset(l, 0, sizeof(*l));
-    l->head.prev = l->head.next = &l->head;
+    list_init(&l->head);
     l->cap = cap;
-}
-
-static void lru_unlink(struct lru_node *n)
-{
-    n->prev->next = n->next;
-    n->next->prev = n->prev;
-    n->prev = n->next = n;
-}
-
-static void lru_push_front(struct lru *l, struct lru_node *n)
-{
-    n->next = l->head.next;
-    n->prev = &l->head;
-    l->head.next->prev = n;
-    l->head.next = n;
 }
 
 /* The node under key, made the most recently used; NULL when absent. */
@@ -60,8 +45,8 @@ static struct lru_node *lru_get(struct lru *l, const char *key)
     struct lru_node *n = strmap_get(&l->map, key);
 
     if (n) {
-        lru_unlink(n);
-        lru_push_front(l, n);
+        list_remove(&n->link);
+        list_add_head(&l->head, &n->link);
     }
     return n;
 }
@@ -70,7 +55,7 @@ static struct lru_node *lru_get(struct lru *l, const char *key)
 static void lru_remove(struct lru *l, struct lru_node *n)
 {
     strmap_remove(&l->map, n->key);
-    lru_unlink(n);
+    list_remove(&n->link);
 }
 
 /* Adds n (its key set and owned) as the most recently used. When that passes the capacity, the
@@ -79,9 +64,9 @@ static int lru_add(struct lru *l, struct lru_node *n, void (*evict)(struct lru_n
 {
     if (strmap_put(&l->map, n->key, n) < 0)
         return -ENOMEM;
-    lru_push_front(l, n);
+    list_add_head(&l->head, &n->link);
     if (strmap_size(&l->map) > l->cap) {
-        struct lru_node *old = l->head.prev;
+        struct lru_node *old = list_entry(l->head.prev, struct lru_node, link);
 
         lru_remove(l, old);
         evict(old);
@@ -207,16 +192,14 @@ int kube_recorder_new(struct ev_loop *loop, struct kube_client *client,
 
 static void destroy(struct kube_recorder *r)
 {
-    struct lru_node *n, *next;
+    struct list_node *n, *next;
 
     ev_timer_stop(r->loop, &r->flush_timer);
-    for (n = r->events.head.next; n != &r->events.head; n = next) {
-        next = n->next;
-        cached_event_free((struct cached_event *)n);
+    list_foreach_safe(n, next, &r->events.head) {
+        cached_event_free((struct cached_event *)list_entry(n, struct lru_node, link));
     }
-    for (n = r->spam.head.next; n != &r->spam.head; n = next) {
-        next = n->next;
-        evict_spam(n);
+    list_foreach_safe(n, next, &r->spam.head) {
+        evict_spam(list_entry(n, struct lru_node, link));
     }
     strmap_done(&r->events.map, NULL);
     strmap_done(&r->spam.map, NULL);
@@ -491,7 +474,7 @@ static struct cached_event *cached_event_new(struct kube_recorder *r,
     ce->body = event_body(r, ref, api_ver, ce->name, ns, type, reason, message, now);
     if (!ce->body)
         goto fail;
-    ce->node.prev = ce->node.next = &ce->node;
+    list_init(&ce->node.link);
     return ce;
 fail:
     if (ce)

@@ -19,11 +19,6 @@
  * sends a bookmark about once a minute when anything moved; see kube_watch_opts). */
 #define WATCH_IDLE_SECONDS 90L
 
-/* A list in flight; outlives the informer if the informer is freed first. */
-struct list_ctx {
-    struct kube_informer *inf;
-};
-
 enum next_step {
     NEXT_LIST,
     NEXT_WATCH,
@@ -50,7 +45,8 @@ struct kube_informer {
     bool relist_next;             /* events were skipped: relist instead of resuming the watch */
     unsigned long skipped_before; /* lines skipped by earlier watches */
     struct kube_watch *watch;
-    struct list_ctx *listing;
+    struct kube_list *listing;  /* the list in flight */
+    struct kube_call *checking; /* the resourceVersion check in flight */
     ev_timer retry;
     enum next_step next;
     int failures;
@@ -191,16 +187,15 @@ static void swept(void *userdata, const cJSON *obj)
 int kube_informer_apply_list(struct kube_informer *inf, cJSON *list)
 {
     cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items"), *it;
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(list, "metadata");
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+    const char *rv = kube_obj_resource_version(list);
 
-    if (!cJSON_IsString(rv) || (items && !cJSON_IsArray(items)))
+    if (!rv || (items && !cJSON_IsArray(items)))
         return -EINVAL;
     kube_store_mark_begin(&inf->store);
     while (items && (it = cJSON_DetachItemFromArray(items, 0)))
         upsert(inf, it, true);
     kube_store_sweep(&inf->store, swept, inf);
-    set_rv(inf, rv->valuestring);
+    set_rv(inf, rv);
     inf->stats.lists++;
     if (!inf->synced) {
         inf->synced = true;
@@ -244,12 +239,8 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void list_done(void *userdata, const struct kube_result *res)
 {
-    struct list_ctx *ctx = userdata;
-    struct kube_informer *inf = ctx->inf;
+    struct kube_informer *inf = userdata;
 
-    free(ctx);
-    if (!inf)
-        return;
     inf->listing = NULL;
     if (res->code == -ECANCELED)
         return;
@@ -286,7 +277,6 @@ static void start_list(struct kube_informer *inf)
         .field_selector = inf->field_selector,
         .limit = inf->page_size,
     };
-    struct list_ctx *ctx = calloc(1, sizeof(*ctx));
 
     inf->listing_at_rv = inf->synced && inf->rv && !inf->rv_unavailable;
     if (inf->listing_at_rv) {
@@ -295,25 +285,17 @@ static void start_list(struct kube_informer *inf)
         inf->stats.lists_at_rv++;
     }
 
-    if (!ctx || kube_list_all(inf->c, &req, list_done, ctx) < 0) {
-        free(ctx);
+    if (kube_list_start(inf->c, &req, list_done, inf, &inf->listing) < 0) {
         inf->stats.list_failures++;
         back_off(inf, NEXT_LIST);
-        return;
     }
-    ctx->inf = inf;
-    inf->listing = ctx;
 }
 
 static void check_done(void *userdata, const struct kube_result *res)
 {
-    struct list_ctx *ctx = userdata;
-    struct kube_informer *inf = ctx->inf;
+    struct kube_informer *inf = userdata;
 
-    free(ctx);
-    if (!inf)
-        return;
-    inf->listing = NULL;
+    inf->checking = NULL;
     if (res->code == -ECANCELED)
         return;
     if (res->code == -ERANGE || res->code == -ESTALE) {
@@ -345,20 +327,14 @@ static void start_check(struct kube_informer *inf)
         .resource_version = inf->rv,
         .resource_version_match = "NotOlderThan",
     };
-    struct list_ctx *ctx = calloc(1, sizeof(*ctx));
 
     if (!inf->rv) {
         start_list(inf);
         return;
     }
     inf->stats.rv_checks++;
-    if (!ctx || kube_request_send(inf->c, &req, check_done, ctx) < 0) {
-        free(ctx);
+    if (kube_request_start(inf->c, &req, check_done, inf, &inf->checking) < 0)
         back_off(inf, NEXT_CHECK);
-        return;
-    }
-    ctx->inf = inf;
-    inf->listing = ctx;
 }
 
 static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *obj)
@@ -536,7 +512,7 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *op
 
 int kube_informer_start(struct kube_informer *inf)
 {
-    if (inf->listing || inf->watch || ev_is_active(&inf->retry))
+    if (inf->listing || inf->checking || inf->watch || ev_is_active(&inf->retry))
         return -EBUSY;
     start_list(inf);
     return 0;
@@ -547,8 +523,11 @@ void kube_informer_free(struct kube_informer *inf)
     if (!inf)
         return;
     ev_timer_stop(inf->loop, &inf->retry);
+    /* Their callbacks run now, with -ECANCELED, and only clear these fields. */
     if (inf->listing)
-        inf->listing->inf = NULL;
+        kube_list_cancel(inf->listing);
+    if (inf->checking)
+        kube_call_cancel(inf->checking);
     kube_watch_free(inf->watch);
     kube_store_done(&inf->store);
     free(inf->rv);

@@ -8,8 +8,9 @@
 #include "lib/kube/client.h"
 #include "lib/util/strutil.h"
 
-struct list_all {
+struct kube_list {
     struct kube_client *c;
+    struct kube_call *page;  /* the page in flight, NULL inside page_done */
     struct kube_request req; /* string fields point at the copies below */
     char *ns, *label_selector, *field_selector, *resource_version, *rv_match;
     cJSON *items;
@@ -20,7 +21,7 @@ struct list_all {
     void *userdata;
 };
 
-static void list_free(struct list_all *la)
+static void list_free(struct kube_list *la)
 {
     cJSON_Delete(la->items);
     cJSON_Delete(la->first);
@@ -35,7 +36,7 @@ static void list_free(struct list_all *la)
 static void page_done(void *userdata, const struct kube_result *res);
 
 /* Sends the next page (continue_token NULL: the first page). */
-static int list_next(struct list_all *la, const char *continue_token)
+static int list_next(struct kube_list *la, const char *continue_token)
 {
     struct kube_request r = la->req;
 
@@ -47,10 +48,10 @@ static int list_next(struct list_all *la, const char *continue_token)
     }
     if (la->full)
         r.limit = 0;
-    return kube_request_send(la->c, &r, page_done, la);
+    return kube_request_start(la->c, &r, page_done, la, &la->page);
 }
 
-static void list_finish(struct list_all *la, const struct kube_result *res)
+static void list_finish(struct kube_list *la, const struct kube_result *res)
 {
     la->done(la->userdata, res);
     list_free(la);
@@ -58,12 +59,13 @@ static void list_finish(struct list_all *la, const struct kube_result *res)
 
 static void page_done(void *userdata, const struct kube_result *res)
 {
-    struct list_all *la = userdata;
+    struct kube_list *la = userdata;
     struct kube_result out;
     cJSON *items, *it, *meta;
     const char *cont = NULL;
     int r;
 
+    la->page = NULL;
     if (res->code == -ESTALE && la->pages > 0 && !la->full) {
         /* The continue token expired: one unpaged list instead. */
         la->full = true;
@@ -134,7 +136,19 @@ static int dup_opt(const char *s, char **ret)
 int kube_list_all(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
                   void *userdata)
 {
-    struct list_all *la = calloc(1, sizeof(*la));
+    return kube_list_start(c, req, done, userdata, NULL);
+}
+
+void kube_list_cancel(struct kube_list *la)
+{
+    if (la->page)
+        kube_call_cancel(la->page); /* page_done ends the list with -ECANCELED */
+}
+
+int kube_list_start(struct kube_client *c, const struct kube_request *req, kube_done_fn done,
+                    void *userdata, struct kube_list **ret_list)
+{
+    struct kube_list *la = calloc(1, sizeof(*la));
     int r = -ENOMEM;
 
     if (!la)
@@ -162,6 +176,8 @@ int kube_list_all(struct kube_client *c, const struct kube_request *req, kube_do
     r = list_next(la, req->continue_token);
     if (r < 0)
         goto fail;
+    if (ret_list)
+        *ret_list = la;
     return 0;
 fail:
     list_free(la);

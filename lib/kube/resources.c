@@ -1,6 +1,4 @@
-/* The well-known resource table and the pure object helpers of client.h. */
-
-#include <string.h>
+/* The well-known resource table of client.h. */
 
 #include "lib/kube/client.h"
 
@@ -26,62 +24,3 @@ const struct kube_resource KUBE_TOKENREVIEWS = {"authentication.k8s.io", "v1", "
                                                 "TokenReview", false};
 const struct kube_resource KUBE_SUBJECTACCESSREVIEWS = {
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", false};
-
-static const char *meta_str(const cJSON *obj, const char *key)
-{
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, key);
-
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static const char *meta_map_str(const cJSON *obj, const char *map, const char *key)
-{
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, map), key);
-
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-const char *kube_obj_name(const cJSON *obj)
-{
-    return meta_str(obj, "name");
-}
-
-const char *kube_obj_namespace(const cJSON *obj)
-{
-    return meta_str(obj, "namespace");
-}
-
-const char *kube_obj_uid(const cJSON *obj)
-{
-    return meta_str(obj, "uid");
-}
-
-const char *kube_obj_resource_version(const cJSON *obj)
-{
-    return meta_str(obj, "resourceVersion");
-}
-
-const char *kube_obj_label(const cJSON *obj, const char *key)
-{
-    return meta_map_str(obj, "labels", key);
-}
-
-const char *kube_obj_annotation(const cJSON *obj, const char *key)
-{
-    return meta_map_str(obj, "annotations", key);
-}
-
-const cJSON *kube_obj_controller_ref(const cJSON *obj)
-{
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences"), *ref;
-
-    cJSON_ArrayForEach(ref, refs) {
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")))
-            return ref;
-    }
-    return NULL;
-}

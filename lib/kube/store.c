@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/kube/client.h"
+#include "lib/kube/object.h"
+#include "lib/util/list.h"
 
 /* Every hashed node starts with this. */
 struct hnode {
@@ -15,7 +16,7 @@ struct hnode {
 
 struct kube_store_group {
     struct hnode h;
-    struct kube_store_entry *head;
+    struct list_node members; /* entries, by ns_node or owner_node */
     size_t count;
     char id[];
 };
@@ -25,8 +26,7 @@ struct kube_store_entry {
     cJSON *obj;
     const char *ns, *name; /* borrowed from obj; ns is "" when cluster-scoped */
     struct kube_store_group *ns_group, *owner_group;
-    struct kube_store_entry *ns_prev, *ns_next;
-    struct kube_store_entry *owner_prev, *owner_next;
+    struct list_node ns_node, owner_node; /* in ns_group, owner_group */
     unsigned mark;
     size_t bytes; /* of obj and this entry */
 };
@@ -174,6 +174,7 @@ static struct kube_store_group *group_join(struct kube_store_table *t, const cha
     if (!g)
         return NULL;
     memcpy(g->id, id, n + 1);
+    list_init(&g->members);
     g->h.hash = hash_str(2166136261u, id);
     if (table_insert(t, &g->h) < 0) {
         free(g);
@@ -193,11 +194,7 @@ static void group_drop_if_empty(struct kube_store_table *t, struct kube_store_gr
 static void ns_link(struct kube_store_entry *e, struct kube_store_group *g)
 {
     e->ns_group = g;
-    e->ns_prev = NULL;
-    e->ns_next = g->head;
-    if (g->head)
-        g->head->ns_prev = e;
-    g->head = e;
+    list_add_head(&g->members, &e->ns_node);
     g->count++;
 }
 
@@ -207,12 +204,7 @@ static void ns_unlink(struct kube_store *s, struct kube_store_entry *e)
 
     if (!g)
         return;
-    if (e->ns_prev)
-        e->ns_prev->ns_next = e->ns_next;
-    else
-        g->head = e->ns_next;
-    if (e->ns_next)
-        e->ns_next->ns_prev = e->ns_prev;
+    list_remove(&e->ns_node);
     g->count--;
     e->ns_group = NULL;
     group_drop_if_empty(&s->by_ns, g);
@@ -221,11 +213,7 @@ static void ns_unlink(struct kube_store *s, struct kube_store_entry *e)
 static void owner_link(struct kube_store_entry *e, struct kube_store_group *g)
 {
     e->owner_group = g;
-    e->owner_prev = NULL;
-    e->owner_next = g->head;
-    if (g->head)
-        g->head->owner_prev = e;
-    g->head = e;
+    list_add_head(&g->members, &e->owner_node);
     g->count++;
 }
 
@@ -235,28 +223,16 @@ static void owner_unlink(struct kube_store *s, struct kube_store_entry *e)
 
     if (!g)
         return;
-    if (e->owner_prev)
-        e->owner_prev->owner_next = e->owner_next;
-    else
-        g->head = e->owner_next;
-    if (e->owner_next)
-        e->owner_next->owner_prev = e->owner_prev;
+    list_remove(&e->owner_node);
     g->count--;
     e->owner_group = NULL;
     group_drop_if_empty(&s->by_owner, g);
 }
 
-static const char *controller_uid(const cJSON *obj)
-{
-    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(kube_obj_controller_ref(obj), "uid");
-
-    return cJSON_IsString(uid) ? uid->valuestring : NULL;
-}
-
 /* (Re)computes e's index memberships from e->obj. */
 static int entry_index(struct kube_store *s, struct kube_store_entry *e)
 {
-    const char *owner = controller_uid(e->obj);
+    const char *owner = kube_obj_controller_uid(e->obj);
     struct kube_store_group *g;
 
     if (!e->ns_group || strcmp(e->ns_group->id, e->ns) != 0) {
@@ -379,20 +355,28 @@ void kube_store_foreach_in_namespace(const struct kube_store *s, const char *ns,
                                      kube_store_each_fn fn, void *userdata)
 {
     struct kube_store_group *g = find_group(&s->by_ns, ns ? ns : "");
+    struct list_node *n;
 
-    for (struct kube_store_entry *e = g ? g->head : NULL; e; e = e->ns_next)
-        if (!fn(userdata, e->obj))
+    if (!g)
+        return;
+    list_foreach(n, &g->members) {
+        if (!fn(userdata, list_entry(n, struct kube_store_entry, ns_node)->obj))
             return;
+    }
 }
 
 void kube_store_foreach_owned(const struct kube_store *s, const char *owner_uid,
                               kube_store_each_fn fn, void *userdata)
 {
     struct kube_store_group *g = find_group(&s->by_owner, owner_uid);
+    struct list_node *n;
 
-    for (struct kube_store_entry *e = g ? g->head : NULL; e; e = e->owner_next)
-        if (!fn(userdata, e->obj))
+    if (!g)
+        return;
+    list_foreach(n, &g->members) {
+        if (!fn(userdata, list_entry(n, struct kube_store_entry, owner_node)->obj))
             return;
+    }
 }
 
 size_t kube_store_count_owned(const struct kube_store *s, const char *owner_uid)

@@ -6,16 +6,17 @@
 
 #include <ev.h>
 
-struct sock;
+#include "lib/util/list.h"
 
 struct kube_transport {
     struct ev_loop *loop;
     CURLM *multi;
     ev_timer timer;
     size_t active;
-    int in_curl;        /* depth of curl_multi_socket_action calls */
-    double last_rx;     /* ev_now() of the last readable event on any socket */
-    struct sock *socks; /* every socket libcurl told us about */
+    int in_curl;              /* depth of curl_multi_socket_action calls */
+    double last_rx;           /* ev_now() of the last readable event on any socket */
+    struct list_node socks;   /* every socket libcurl told us about */
+    struct list_node closing; /* transfers closed while libcurl ran, to take off after it */
 };
 
 /* One per socket libcurl tells us about; the ev_io is embedded, freed after it is stopped. */
@@ -24,7 +25,7 @@ struct sock {
     curl_socket_t fd;
     struct kube_transport *t;
     double last_rx; /* ev_now() of its last readable event, or of its creation */
-    struct sock *prev, *next;
+    struct list_node node;
 };
 
 struct ev_loop *kube_transport_loop(const struct kube_transport *t)
@@ -49,9 +50,12 @@ double kube_transport_last_rx(const struct kube_transport *t)
 
 size_t kube_transport_shutdown_silent(struct kube_transport *t, double since)
 {
+    struct list_node *pos;
     size_t n = 0;
 
-    for (struct sock *s = t->socks; s; s = s->next) {
+    list_foreach(pos, &t->socks) {
+        struct sock *s = list_entry(pos, struct sock, node);
+
         if (s->last_rx >= since)
             continue;
         /* libcurl keeps the descriptor; from now on it reads end-of-file and writes fail, so
@@ -88,6 +92,19 @@ static void check_multi_info(struct kube_transport *t)
     }
 }
 
+/* Takes off and hands back every transfer closed while libcurl ran. Their pending messages, if
+ * any, go with them, so check_multi_info never sees a closed transfer. */
+static void close_pending(struct kube_transport *t)
+{
+    while (!list_empty(&t->closing)) {
+        struct kube_xfer *x = list_entry(list_first(&t->closing), struct kube_xfer, closing);
+
+        list_remove(&x->closing);
+        kube_transport_remove(x);
+        x->closed(x);
+    }
+}
+
 static void socket_action(struct kube_transport *t, curl_socket_t fd, int flags)
 {
     int running = 0;
@@ -95,6 +112,8 @@ static void socket_action(struct kube_transport *t, curl_socket_t fd, int flags)
     t->in_curl++;
     curl_multi_socket_action(t->multi, fd, flags, &running);
     t->in_curl--;
+    if (!t->in_curl)
+        close_pending(t);
     check_multi_info(t);
 }
 
@@ -144,12 +163,7 @@ static int multi_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, 
     if (what == CURL_POLL_REMOVE) {
         if (s) {
             ev_io_stop(t->loop, &s->io);
-            if (s->prev)
-                s->prev->next = s->next;
-            else
-                t->socks = s->next;
-            if (s->next)
-                s->next->prev = s->prev;
+            list_remove(&s->node);
             free(s);
             curl_multi_assign(t->multi, fd, NULL);
         }
@@ -162,10 +176,7 @@ static int multi_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, 
         s->fd = fd;
         s->t = t;
         s->last_rx = ev_now(t->loop);
-        s->next = t->socks;
-        if (t->socks)
-            t->socks->prev = s;
-        t->socks = s;
+        list_add_head(&t->socks, &s->node);
         curl_multi_assign(t->multi, fd, s);
     } else {
         ev_io_stop(t->loop, &s->io);
@@ -190,6 +201,8 @@ int kube_transport_new(struct ev_loop *loop, struct kube_transport **ret_t)
     if (!t)
         goto oom;
     t->loop = loop;
+    list_init(&t->socks);
+    list_init(&t->closing);
     t->multi = curl_multi_init();
     if (!t->multi)
         goto oom;
@@ -212,6 +225,7 @@ void kube_transport_free(struct kube_transport *t)
 {
     if (!t)
         return;
+    close_pending(t);
     /* The socket callback may run during cleanup, so the loop and timer must still exist. */
     curl_multi_cleanup(t->multi);
     ev_timer_stop(t->loop, &t->timer);
@@ -241,4 +255,19 @@ void kube_transport_remove(struct kube_xfer *x)
     curl_multi_remove_handle(t->multi, x->easy);
     x->t = NULL;
     t->active--;
+}
+
+void kube_transport_close(struct kube_xfer *x, kube_xfer_close_fn closed)
+{
+    struct kube_transport *t = x->t;
+
+    if (x->closed)
+        return;
+    x->closed = closed;
+    if (t && t->in_curl) {
+        list_add_tail(&t->closing, &x->closing);
+        return;
+    }
+    kube_transport_remove(x);
+    closed(x);
 }

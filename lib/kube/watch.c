@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ev.h>
-
 #include "lib/kube/client.h"
 #include "lib/kube/client_internal.h"
+#include "lib/kube/pace.h"
+#include "lib/kube/server.h"
 #include "lib/kube/status.h"
 #include "lib/kube/transport.h"
 
@@ -98,9 +98,8 @@ int kube_watch_decoder_feed(struct kube_watch_decoder *d, const char *data, size
 
 struct kube_watch {
     struct kube_xfer x;
-    struct kube_link link;
-    struct kube_client *c; /* NULL once the client is gone */
-    struct ev_loop *loop;
+    struct kube_handle handle; /* in the client's handles while running */
+    struct kube_client *c;     /* NULL once the client is gone */
     struct curl_slist *headers;
     char *url;
     struct kube_watch_decoder dec;
@@ -112,9 +111,6 @@ struct kube_watch {
     unsigned long events;
     unsigned long unknown; /* events of a type this client does not know, skipped */
     int end_code;
-    bool in_end;
-    bool free_requested;
-    ev_timer reaper;
     struct kube_pace pace;
     char end_msg[256];
     char errbuf[CURL_ERROR_SIZE];
@@ -140,13 +136,9 @@ cJSON *kube_watch_steal_object(struct kube_watch *w)
     return cJSON_DetachItemViaPointer(w->cur_event, obj);
 }
 
+/* Frees a watch that is off the transport, the client's handles and the rate limit queue. */
 static void watch_destroy(struct kube_watch *w)
 {
-    kube_client_unpace(&w->pace);
-    kube_transport_remove(&w->x);
-    if (w->c)
-        kube_client_watch_unlink(w->c, &w->link);
-    ev_timer_stop(w->loop, &w->reaper);
     if (w->x.easy)
         curl_easy_cleanup(w->x.easy);
     curl_slist_free_all(w->headers);
@@ -156,32 +148,29 @@ static void watch_destroy(struct kube_watch *w)
     free(w);
 }
 
-static void reaper_cb(struct ev_loop *loop, ev_timer *t, int revents)
+static void watch_closed(struct kube_xfer *x)
 {
-    watch_destroy(t->data);
+    watch_destroy(kube_container_of(x, struct kube_watch, x));
 }
 
 void kube_watch_free(struct kube_watch *w)
 {
-    if (!w || w->free_requested)
+    if (!w || kube_xfer_closing(&w->x))
         return;
-    w->free_requested = true;
-    if (w->in_end)
-        return; /* destroyed once on_end returns */
-    if (w->x.t && kube_transport_in_curl(kube_client_transport(w->c))) {
-        ev_timer_start(w->loop, &w->reaper);
-        return;
-    }
-    watch_destroy(w);
+    kube_pace_cancel(&w->pace);
+    if (w->c)
+        kube_client_handle_remove(w->c, &w->handle);
+    kube_transport_close(&w->x, watch_closed);
 }
 
+/* Calls on_end, which may free w: nothing of w is touched after it, and the message it gets is
+ * a copy, valid for the whole callback. */
 static void watch_end(struct kube_watch *w, int code, const char *message)
 {
-    w->in_end = true;
-    w->on_end(w->userdata, code, message);
-    w->in_end = false;
-    if (w->free_requested)
-        watch_destroy(w);
+    char msg[sizeof(w->end_msg)];
+
+    snprintf(msg, sizeof(msg), "%s", message);
+    w->on_end(w->userdata, code, msg);
 }
 
 static int set_end(struct kube_watch *w, int code, const char *message)
@@ -220,7 +209,7 @@ static int on_decoded(void *userdata, const char *type, cJSON *object, cJSON *ev
     w->events++;
     w->on_event(w->userdata, t, object);
     w->cur_event = w->cur_obj = NULL;
-    return w->free_requested ? -ECANCELED : 0;
+    return kube_xfer_closing(&w->x) ? -ECANCELED : 0;
 }
 
 static size_t watch_write(char *p, size_t size, size_t n, void *userdata)
@@ -230,7 +219,7 @@ static size_t watch_write(char *p, size_t size, size_t n, void *userdata)
     long status = 0;
     int r;
 
-    if (w->free_requested || w->end_code)
+    if (kube_xfer_closing(&w->x) || w->end_code)
         return 0;
     curl_easy_getinfo(w->x.easy, CURLINFO_RESPONSE_CODE, &status);
     if (status != 200)
@@ -255,11 +244,7 @@ static void watch_done(struct kube_xfer *x, CURLcode rc)
     const char *msg = "watch closed by the server";
     cJSON *body = NULL;
 
-    if (w->free_requested) {
-        watch_destroy(w);
-        return;
-    }
-    kube_client_watch_unlink(w->c, &w->link);
+    kube_client_handle_remove(w->c, &w->handle);
     curl_easy_getinfo(w->x.easy, CURLINFO_RESPONSE_CODE, &status);
     if (w->end_code) {
         code = w->end_code;
@@ -282,17 +267,14 @@ static void watch_done(struct kube_xfer *x, CURLcode rc)
     cJSON_Delete(body);
 }
 
-void kube_watch_cancel_from_client(struct kube_link *l)
+/* The client is going away (and has taken the handle off its list). */
+static void watch_cancel(struct kube_handle *h)
 {
-    struct kube_watch *w = kube_container_of(l, struct kube_watch, link);
+    struct kube_watch *w = kube_container_of(h, struct kube_watch, handle);
 
-    kube_client_unpace(&w->pace);
+    kube_pace_cancel(&w->pace);
     kube_transport_remove(&w->x);
     w->c = NULL;
-    if (w->free_requested) {
-        watch_destroy(w);
-        return;
-    }
     watch_end(w, -ECANCELED, "client closed");
 }
 
@@ -303,7 +285,7 @@ static void watch_paced(struct kube_pace *p)
     int r = kube_transport_add(kube_client_transport(w->c), &w->x);
 
     if (r < 0) {
-        kube_client_watch_unlink(w->c, &w->link);
+        kube_client_handle_remove(w->c, &w->handle);
         watch_end(w, r, "cannot start the watch");
     }
 }
@@ -327,15 +309,11 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     if (!w)
         return -ENOMEM;
     w->c = c;
-    w->loop = kube_client_loop(c);
     w->on_event = on_event;
     w->on_end = on_end;
     w->userdata = userdata;
-    w->link.prev = w->link.next = &w->link;
-    w->pace.link.prev = w->pace.link.next = &w->pace.link;
-    w->pace.go = watch_paced;
-    ev_timer_init(&w->reaper, reaper_cb, 0., 0.);
-    w->reaper.data = w;
+    kube_client_handle_init(&w->handle, watch_cancel);
+    kube_pace_init(&w->pace, watch_paced);
     kube_watch_decoder_init(&w->dec, opts->max_line);
     buf_init(&w->errbody, WATCH_ERROR_BODY_MAX);
     buf_init(&q, 0);
@@ -352,13 +330,13 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
         if (kube_query_add(&q, "timeoutSeconds", num) < 0)
             goto fail;
     }
-    if (kube_client_url(c, res, opts->namespace_, NULL, NULL, &q, &url) < 0)
+    if (kube_server_url(kube_client_server(c), res, opts->namespace_, NULL, NULL, &q, &url) < 0)
         goto fail;
     w->url = buf_steal(&url);
     w->x.easy = curl_easy_init();
     if (!w->url || !w->x.easy)
         goto fail;
-    r = kube_client_setup_easy(c, w->x.easy, NULL, &w->headers);
+    r = kube_server_setup_easy(kube_client_server(c), w->x.easy, NULL, &w->headers);
     if (r < 0)
         goto fail;
     if (opts->idle_timeout_seconds > 0)
@@ -376,12 +354,12 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
     curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(w->x.easy, CURLOPT_LOW_SPEED_TIME, idle);
     w->x.done = watch_done;
-    if (kube_client_pace(c, &w->pace)) {
+    if (kube_pacer_take(kube_client_pacer(c), &w->pace)) {
         r = kube_transport_add(kube_client_transport(c), &w->x);
         if (r < 0)
             goto fail;
     }
-    kube_client_watch_link(c, &w->link);
+    kube_client_handle_add(c, &w->handle);
     kube_client_count_watch(c);
     buf_done(&q);
     *ret_watch = w;
@@ -389,7 +367,6 @@ int kube_watch_start(struct kube_client *c, const struct kube_resource *res,
 fail:
     buf_done(&q);
     buf_done(&url);
-    w->c = NULL;
     watch_destroy(w);
     return r;
 }

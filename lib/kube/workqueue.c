@@ -8,6 +8,7 @@
 
 #include <ev.h>
 
+#include "lib/util/list.h"
 #include "lib/util/strmap.h"
 #include "lib/util/strutil.h"
 
@@ -21,10 +22,9 @@ struct item {
     char *key;
     bool dirty;
     bool processing;
-    bool queued; /* in the FIFO */
-    struct item *fifo_next;
-    struct item *all_prev; /* every item, for shutdown and free */
-    struct item *all_next;
+    bool queued; /* in the FIFO, by fifo_node */
+    struct list_node fifo_node;
+    struct list_node all_node;
     ev_timer delay;  /* active while waiting; data points back to the item */
     double ready_at; /* loop time the delay ends */
     unsigned failures;
@@ -38,9 +38,8 @@ struct workqueue {
     workqueue_process_fn process;
     void *userdata;
     struct strmap items;
-    struct item *all;
-    struct item *fifo_head;
-    struct item *fifo_tail;
+    /* Every item, for shutdown and free; the dirty items waiting for a worker, oldest first. */
+    struct list_node all, fifo;
     ev_timer kick; /* zero-delay timer that hands out keys on the next loop iteration */
     double tokens; /* overall retry bucket */
     double tokens_at;
@@ -72,10 +71,8 @@ static struct item *item_get_or_new(struct workqueue *q, const char *key)
     it->q = q;
     ev_timer_init(&it->delay, on_delay, 0, 0);
     it->delay.data = it;
-    it->all_next = q->all;
-    if (q->all)
-        q->all->all_prev = it;
-    q->all = it;
+    list_init(&it->fifo_node);
+    list_add_head(&q->all, &it->all_node);
     return it;
 }
 
@@ -83,12 +80,8 @@ static void item_free(struct workqueue *q, struct item *it)
 {
     ev_timer_stop(q->loop, &it->delay);
     strmap_remove(&q->items, it->key);
-    if (it->all_prev)
-        it->all_prev->all_next = it->all_next;
-    else
-        q->all = it->all_next;
-    if (it->all_next)
-        it->all_next->all_prev = it->all_prev;
+    list_remove(&it->fifo_node);
+    list_remove(&it->all_node);
     free(it->key);
     free(it);
 }
@@ -101,7 +94,7 @@ static void item_release_if_idle(struct workqueue *q, struct item *it)
 
 static void schedule_dispatch(struct workqueue *q)
 {
-    bool work = q->fifo_head && q->metrics.in_flight < (uint64_t)q->opts.concurrency;
+    bool work = !list_empty(&q->fifo) && q->metrics.in_flight < (uint64_t)q->opts.concurrency;
 
     if (q->shutting_down)
         work = q->drained_pending && q->metrics.in_flight == 0;
@@ -114,27 +107,21 @@ static void schedule_dispatch(struct workqueue *q)
 static void fifo_push(struct workqueue *q, struct item *it)
 {
     it->queued = true;
-    it->fifo_next = NULL;
     it->queued_at = time_mono();
-    if (q->fifo_tail)
-        q->fifo_tail->fifo_next = it;
-    else
-        q->fifo_head = it;
-    q->fifo_tail = it;
+    list_add_tail(&q->fifo, &it->fifo_node);
     q->metrics.depth++;
     schedule_dispatch(q);
 }
 
 static struct item *fifo_pop(struct workqueue *q)
 {
-    struct item *it = q->fifo_head;
+    struct list_node *n = list_first(&q->fifo);
+    struct item *it;
 
-    if (!it)
+    if (!n)
         return NULL;
-    q->fifo_head = it->fifo_next;
-    if (!q->fifo_head)
-        q->fifo_tail = NULL;
-    it->fifo_next = NULL;
+    it = list_entry(n, struct item, fifo_node);
+    list_remove(n);
     it->queued = false;
     q->metrics.depth--;
     return it;
@@ -166,6 +153,8 @@ int workqueue_new(struct ev_loop *loop, const struct workqueue_opts *opts,
     if (!q)
         return -ENOMEM;
     q->loop = loop;
+    list_init(&q->all);
+    list_init(&q->fifo);
     q->opts = o;
     q->process = process;
     q->userdata = userdata;
@@ -182,8 +171,8 @@ void workqueue_free(struct workqueue *q)
     if (!q)
         return;
     ev_timer_stop(q->loop, &q->kick);
-    while (q->all)
-        item_free(q, q->all);
+    while (!list_empty(&q->all))
+        item_free(q, list_entry(list_first(&q->all), struct item, all_node));
     strmap_done(&q->items, NULL);
     free(q);
 }
@@ -401,7 +390,7 @@ static void on_kick(struct ev_loop *loop, ev_timer *w, int revents)
 
 void workqueue_shutdown(struct workqueue *q, void (*drained)(void *userdata), void *userdata)
 {
-    struct item *it, *next;
+    struct list_node *n, *next;
 
     if (q->shutting_down)
         return;
@@ -409,11 +398,12 @@ void workqueue_shutdown(struct workqueue *q, void (*drained)(void *userdata), vo
     q->drained = drained;
     q->drained_userdata = userdata;
     q->drained_pending = true;
-    q->fifo_head = q->fifo_tail = NULL;
     q->metrics.depth = 0;
     q->metrics.waiting = 0;
-    for (it = q->all; it; it = next) {
-        next = it->all_next;
+    list_foreach_safe(n, next, &q->all) {
+        struct item *it = list_entry(n, struct item, all_node);
+
+        list_remove(&it->fifo_node);
         ev_timer_stop(q->loop, &it->delay);
         it->queued = false;
         it->dirty = false;

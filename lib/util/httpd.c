@@ -14,6 +14,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "lib/util/list.h"
 #include "lib/util/strutil.h"
 
 enum conn_state {
@@ -37,7 +38,7 @@ struct conn {
     size_t in_len;
     struct buf out;
     size_t out_off;
-    struct conn *prev, *next;
+    struct list_node node; /* in httpd.conns */
 };
 
 struct httpd {
@@ -48,7 +49,7 @@ struct httpd {
     httpd_handler_fn handler;
     void *userdata;
     struct httpd_opts opts;
-    struct conn *conns;
+    struct list_node conns;
     int n_conns;
     uint64_t next_id;
 };
@@ -127,12 +128,7 @@ static void conn_close(struct conn *c)
     ev_timer_stop(h->loop, &c->deadline);
     SSL_free(c->ssl);
     close(c->fd);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        h->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    list_remove(&c->node);
     h->n_conns--;
     buf_done(&c->out);
     free(c->in);
@@ -479,10 +475,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
         c->fd = fd;
         c->id = ++h->next_id;
         c->state = c->ssl ? CONN_HANDSHAKE : CONN_READ;
-        c->next = h->conns;
-        if (h->conns)
-            h->conns->prev = c;
-        h->conns = c;
+        list_add_head(&h->conns, &c->node);
         h->n_conns++;
         ev_io_init(&c->io, on_io, fd, EV_READ);
         c->io.data = c;
@@ -497,7 +490,11 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 int httpd_complete(struct httpd *h, uint64_t id, int status, const char *content_type,
                    const struct buf *body)
 {
-    for (struct conn *c = h->conns; c; c = c->next) {
+    struct list_node *n;
+
+    list_foreach(n, &h->conns) {
+        struct conn *c = list_entry(n, struct conn, node);
+
         if (c->id != id)
             continue;
         if (c->state != CONN_WAIT)
@@ -572,6 +569,7 @@ int httpd_new(struct ev_loop *loop, const char *address, const struct httpd_opts
         close(fd);
         return err_set(e, -ENOMEM, "listen on %s: out of memory", address);
     }
+    list_init(&h->conns);
     h->loop = loop;
     h->fd = fd;
     h->handler = handler;
@@ -602,8 +600,8 @@ void httpd_free(struct httpd *h)
 {
     if (!h)
         return;
-    while (h->conns)
-        conn_close(h->conns);
+    while (!list_empty(&h->conns))
+        conn_close(list_entry(list_first(&h->conns), struct conn, node));
     ev_io_stop(h->loop, &h->accept_io);
     close(h->fd);
     free(h);

@@ -271,9 +271,10 @@ static void test_client_errors__free_cancels_pending_work(void **state)
     struct kube_config cfg = plain_cfg("http://127.0.0.1:1");
     struct kube_client *c = NULL;
     struct kube_request req = {.verb = KUBE_LIST, .resource = &KUBE_CONFIGMAPS};
-    struct outcome a = {0}, b = {0}, w = {0}, x = {0};
+    struct outcome a = {0}, b = {0}, w = {0}, x = {0}, y = {0};
     struct kube_watch *watch = NULL;
     struct kube_call *call = NULL;
+    struct kube_list *list = NULL;
     struct err e;
 
     cfg.allow_plain_http = true;
@@ -283,10 +284,16 @@ static void test_client_errors__free_cancels_pending_work(void **state)
     assert_int_equal(kube_request_start(c, &req, record, &x, &call), 0);
     assert_int_equal(
         kube_watch_start(c, &KUBE_CONFIGMAPS, NULL, watch_event, watch_end, &w, &watch), 0);
+    assert_int_equal(kube_list_start(c, &req, record, &y, &list), 0);
     kube_call_cancel(call);
     assert_int_equal(x.calls, 1);
     assert_int_equal(x.code, -ECANCELED);
+    kube_list_cancel(list);
+    assert_int_equal(y.calls, 1);
+    assert_int_equal(y.code, -ECANCELED);
     kube_client_free(c);
+    assert_int_equal(x.calls, 1);
+    assert_int_equal(y.calls, 1);
     assert_int_equal(a.calls, 1);
     assert_int_equal(a.code, -ECANCELED);
     assert_int_equal(b.calls, 1);
@@ -350,27 +357,26 @@ static void catch_cb(struct ev_loop *loop, ev_io *w, int revents)
         c->whole = true;
 }
 
-/* Under memory pressure a DELETE either is not sent at all, or goes with every precondition it
- * asked for: never without its uid (which could remove a same-named successor). */
-static void test_client_errors__a_delete_never_goes_without_its_precondition(void **state)
+/* Sends req with cJSON's allocation number `budget` failing, for budget = 0, 1, 2, ... until
+ * the request needs fewer allocations than that. Every budget that made an allocation fail must
+ * refuse the request with -ENOMEM and send nothing; the one that did not must send exactly
+ * want_line and want_body: so no request ever goes with a body built only in part. */
+static void send_under_pressure(const struct kube_request *req, const char *want_line,
+                                const char *want_body)
 {
     struct ev_loop *loop = ev_loop_new(0);
-    struct kube_request req = {.verb = KUBE_DELETE,
-                               .resource = &KUBE_CONFIGMAPS,
-                               .namespace_ = "default",
-                               .name = "x",
-                               .propagation_policy = "Background",
-                               .precondition_uid = "uid-of-ours"};
     cJSON_Hooks hooks = {.malloc_fn = failing_malloc, .free_fn = free};
-    int sent = 0, refused = 0;
+    int refused = 0;
 
-    for (int budget = 0; budget < 24; budget++) {
+    for (int budget = 0;; budget++) {
         struct kube_client *c = NULL;
         struct outcome o = {0};
         struct catch k = {.conn = -1};
+        struct kube_client_stats st;
         char server[64];
         struct kube_config cfg;
         struct err e;
+        bool failed;
         int lfd, r;
 
         snprintf(server, sizeof(server), "http://127.0.0.1:%d", listen_port(&lfd));
@@ -379,52 +385,98 @@ static void test_client_errors__a_delete_never_goes_without_its_precondition(voi
         assert_int_equal(kube_client_new(loop, &cfg, &c, &e), 0);
         cJSON_InitHooks(&hooks);
         cjson_allocs_left = budget;
-        r = kube_request_send(c, &req, record, &o);
+        r = kube_request_send(c, req, record, &o);
+        failed = cjson_allocs_left < 0; /* allocation number `budget` was made, and failed */
         cjson_allocs_left = -1;
         cJSON_InitHooks(NULL);
-        if (r == 0) {
-            sent++;
-            ev_io_init(&k.w, catch_cb, lfd, EV_READ);
-            ev_io_start(loop, &k.w);
-            while (!k.whole)
-                ev_run(loop, EVRUN_ONCE);
-            ev_io_stop(loop, &k.w);
-            assert_non_null(strstr(k.req, "DELETE /api/v1/namespaces/default/configmaps/x "));
-            assert_non_null(strstr(k.req, "\"preconditions\":{\"uid\":\"uid-of-ours\"}"));
-            assert_non_null(strstr(k.req, "\"propagationPolicy\":\"Background\""));
-            close(k.conn);
-            while (!o.calls)
-                ev_run(loop, EVRUN_ONCE);
-        } else {
+        if (failed) {
+            /* Refused, and nothing sent or queued: freeing the client answers no call. */
             assert_int_equal(r, -ENOMEM);
+            kube_client_get_stats(c, &st);
+            assert_int_equal(st.requests, 0);
+            assert_int_equal(st.pending, 0);
+            kube_client_free(c);
+            assert_int_equal(o.calls, 0);
+            close(lfd);
             refused++;
+            continue;
         }
+        assert_int_equal(r, 0);
+        ev_io_init(&k.w, catch_cb, lfd, EV_READ);
+        ev_io_start(loop, &k.w);
+        while (!k.whole)
+            ev_run(loop, EVRUN_ONCE);
+        ev_io_stop(loop, &k.w);
+        assert_non_null(strstr(k.req, want_line));
+        assert_string_equal(strstr(k.req, "\r\n\r\n") + 4, want_body);
+        close(k.conn);
+        while (!o.calls)
+            ev_run(loop, EVRUN_ONCE);
         kube_client_free(c);
         close(lfd);
+        break;
     }
-    /* the budgets cover both outcomes */
+    /* The request does allocate through cJSON: some budgets made it fail. */
     assert_true(refused > 0);
-    assert_true(sent > 0);
     ev_loop_destroy(loop);
 }
 
-static void test_client_errors__object_helpers(void **state)
+/* Under memory pressure a DELETE either is not sent at all, or goes with every precondition it
+ * asked for: never without its uid (which could remove a same-named successor). */
+static void test_client_errors__a_delete_never_goes_without_its_precondition(void **state)
 {
-    cJSON *o = cJSON_Parse(
-        "{\"metadata\":{\"name\":\"n\",\"namespace\":\"ns\",\"uid\":\"u1\",\"resourceVersion\":"
-        "\"7\",\"labels\":{\"a\":\"b\"},\"annotations\":{\"c\":\"d\"},\"ownerReferences\":["
-        "{\"uid\":\"o1\"},{\"uid\":\"o2\",\"controller\":true}]}}");
+    struct kube_request req = {.verb = KUBE_DELETE,
+                               .resource = &KUBE_CONFIGMAPS,
+                               .namespace_ = "default",
+                               .name = "x",
+                               .propagation_policy = "Background",
+                               .precondition_uid = "uid-of-ours"};
+    cJSON *grace = cJSON_Parse("{\"gracePeriodSeconds\":0}");
 
-    assert_string_equal(kube_obj_name(o), "n");
-    assert_string_equal(kube_obj_namespace(o), "ns");
-    assert_string_equal(kube_obj_uid(o), "u1");
-    assert_string_equal(kube_obj_resource_version(o), "7");
-    assert_string_equal(kube_obj_label(o, "a"), "b");
-    assert_null(kube_obj_label(o, "c"));
-    assert_string_equal(kube_obj_annotation(o, "c"), "d");
-    assert_string_equal(cJSON_GetObjectItem(kube_obj_controller_ref(o), "uid")->valuestring, "o2");
-    assert_null(kube_obj_name(NULL));
+    send_under_pressure(&req, "DELETE /api/v1/namespaces/default/configmaps/x ",
+                        "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+                        "\"propagationPolicy\":\"Background\","
+                        "\"preconditions\":{\"uid\":\"uid-of-ours\"}}");
+    /* With the caller's own options, and both preconditions. */
+    req.body = grace;
+    req.propagation_policy = NULL;
+    req.precondition_rv = "42";
+    send_under_pressure(&req, "DELETE /api/v1/namespaces/default/configmaps/x ",
+                        "{\"gracePeriodSeconds\":0,\"kind\":\"DeleteOptions\",\"apiVersion\":"
+                        "\"v1\",\"preconditions\":{\"uid\":\"uid-of-ours\","
+                        "\"resourceVersion\":\"42\"}}");
+    cJSON_Delete(grace);
+}
+
+/* Creates, updates and patches either are not sent, or go with their whole body. */
+static void test_client_errors__a_body_is_sent_whole_or_not_at_all(void **state)
+{
+    static const char obj[] = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                              "\"name\":\"x\",\"namespace\":\"default\",\"labels\":{\"a\":\"b\"}},"
+                              "\"data\":{\"k1\":\"v1\",\"k2\":\"v2\"}}";
+    static const char patch[] = "[{\"op\":\"replace\",\"path\":\"/data/k1\",\"value\":\"v3\"}]";
+    cJSON *o = cJSON_Parse(obj), *p = cJSON_Parse(patch);
+    struct kube_request req = {.resource = &KUBE_CONFIGMAPS, .body = o};
+
+    req.verb = KUBE_CREATE;
+    send_under_pressure(&req, "POST /api/v1/namespaces/default/configmaps ", obj);
+    req.verb = KUBE_UPDATE;
+    req.namespace_ = "default";
+    req.name = "x";
+    send_under_pressure(&req, "PUT /api/v1/namespaces/default/configmaps/x ", obj);
+    req.verb = KUBE_PATCH;
+    req.patch_type = KUBE_PATCH_APPLY;
+    req.field_manager = "nestcp";
+    req.force = true;
+    send_under_pressure(
+        &req, "PATCH /api/v1/namespaces/default/configmaps/x?fieldManager=nestcp&force=true ", obj);
+    req.body = p;
+    req.patch_type = KUBE_PATCH_JSON;
+    req.field_manager = NULL;
+    req.force = false;
+    send_under_pressure(&req, "PATCH /api/v1/namespaces/default/configmaps/x ", patch);
     cJSON_Delete(o);
+    cJSON_Delete(p);
 }
 
 int main(void)
@@ -439,7 +491,7 @@ int main(void)
         cmocka_unit_test(test_client_errors__refused_connection_and_bad_requests),
         cmocka_unit_test(test_client_errors__free_cancels_pending_work),
         cmocka_unit_test(test_client_errors__a_delete_never_goes_without_its_precondition),
-        cmocka_unit_test(test_client_errors__object_helpers),
+        cmocka_unit_test(test_client_errors__a_body_is_sent_whole_or_not_at_all),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

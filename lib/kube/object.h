@@ -1,0 +1,34 @@
+#ifndef NESTCP_KUBE_OBJECT_H
+#define NESTCP_KUBE_OBJECT_H
+
+/*
+ * Reading the standard parts of a Kubernetes object held as a cJSON tree: metadata's strings,
+ * labels, annotations and ownerReferences. Pure functions of the tree, with no HTTP behind
+ * them, so code that only looks at objects need not include the client.
+ *
+ * Every pointer returned is borrowed from obj and valid while obj is unchanged. A missing
+ * field, or one of the wrong JSON type, reads as NULL. obj may be NULL.
+ */
+
+#include <cjson/cJSON.h>
+
+/* metadata.name, metadata.namespace, metadata.uid, metadata.resourceVersion, or NULL. */
+const char *kube_obj_name(const cJSON *obj);
+const char *kube_obj_namespace(const cJSON *obj);
+const char *kube_obj_uid(const cJSON *obj);
+const char *kube_obj_resource_version(const cJSON *obj);
+
+/* metadata.labels[key] or metadata.annotations[key], or NULL. */
+const char *kube_obj_label(const cJSON *obj, const char *key);
+const char *kube_obj_annotation(const cJSON *obj, const char *key);
+
+/* metadata.ownerReferences (an array, possibly empty), or NULL. */
+const cJSON *kube_obj_owner_refs(const cJSON *obj);
+
+/* The ownerReference with controller: true, or NULL. */
+const cJSON *kube_obj_controller_ref(const cJSON *obj);
+
+/* The uid of the controller's ownerReference, or NULL. */
+const char *kube_obj_controller_uid(const cJSON *obj);
+
+#endif
