@@ -8,14 +8,12 @@
 #include <string.h>
 
 #include <curl/curl.h>
-#include <ev.h>
 #include <openssl/crypto.h>
 
 #include "lib/kube/transport.h"
 
 struct kube_scrape {
     struct kube_xfer x;
-    struct ev_loop *loop;
     kube_scrape_line_fn line;
     kube_scrape_done_fn done;
     void *userdata;
@@ -28,8 +26,6 @@ struct kube_scrape {
     bool overlong; /* the current line passed the bound: skipped to its newline */
     long read;     /* body bytes so far */
     bool too_big;
-    bool zombie; /* answered while inside libcurl; taken off from the loop */
-    ev_timer reap;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -70,7 +66,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *userdata)
     struct kube_scrape *s = userdata;
     size_t total = size * n;
 
-    if (s->zombie)
+    if (kube_xfer_closing(&s->x))
         return 0;
     s->read += (long)total;
     if (s->read > KUBE_SCRAPE_BODY_MAX) {
@@ -121,11 +117,6 @@ static void on_done(struct kube_xfer *x, CURLcode rc)
     long http = 0;
     int code = 0;
 
-    if (s->zombie) {
-        ev_timer_stop(s->loop, &s->reap);
-        scrape_free(s);
-        return;
-    }
     if (rc != CURLE_OK) {
         code = rc == CURLE_WRITE_ERROR && s->too_big ? -EFBIG : curl_code(rc);
         snprintf(msg, sizeof(msg), "%s",
@@ -147,31 +138,17 @@ static void on_done(struct kube_xfer *x, CURLcode rc)
     scrape_free(s);
 }
 
-static void reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void scrape_closed(struct kube_xfer *x)
 {
-    struct kube_scrape *s = w->data;
-
-    (void)loop;
-    (void)revents;
-    kube_transport_remove(&s->x);
-    scrape_free(s);
+    scrape_free(kube_container_of(x, struct kube_scrape, x));
 }
 
 void kube_scrape_cancel(struct kube_scrape *s)
 {
-    if (!s || s->zombie)
+    if (!s || kube_xfer_closing(&s->x))
         return;
-    if (s->x.t && kube_transport_in_curl(s->x.t)) {
-        /* libcurl forbids taking a transfer off from inside its callbacks: answer now, and
-         * take it off from the loop. */
-        s->zombie = true;
-        s->done(s->userdata, -ECANCELED, 0, "cancelled");
-        ev_timer_start(s->loop, &s->reap);
-        return;
-    }
-    kube_transport_remove(&s->x);
     s->done(s->userdata, -ECANCELED, 0, "cancelled");
-    scrape_free(s);
+    kube_transport_close(&s->x, scrape_closed);
 }
 
 static bool host_ok(const char *h)
@@ -210,12 +187,9 @@ int kube_scrape_start(struct kube_transport *t, const struct kube_scrape_target 
     r = -ENOMEM;
     if (!(s = calloc(1, sizeof(*s))))
         return r;
-    s->loop = kube_transport_loop(t);
     s->line = line;
     s->done = done;
     s->userdata = userdata;
-    ev_timer_init(&s->reap, reap_cb, 0., 0.);
-    s->reap.data = s;
     if (!(s->ca = pem_dup(tg->ca_pem, &s->ca_blob)) ||
         !(s->cert = pem_dup(tg->cert_pem, &s->cert_blob)) ||
         !(s->key = pem_dup(tg->key_pem, &s->key_blob)))
