@@ -648,6 +648,41 @@ static void crash_loop(struct sim *s)
     fx_put(&s->f, yaml);
 }
 
+/* The API servers' StatefulSet with its pods Ready and `available` of them available. */
+static void api_available(struct sim *s, int available)
+{
+    cJSON *sts = cJSON_Duplicate(fx_get(&s->f, FX_STATEFULSETS, "sample-apiserver"), true);
+    cJSON *st = (cJSON *)fx_path(sts, "status");
+
+    cJSON_DeleteItemFromObject(st, "availableReplicas");
+    cJSON_AddNumberToObject(st, "availableReplicas", available);
+    fx_put_json(&s->f, sts);
+}
+
+/* With minReadySeconds, a StatefulSet of Parallel pods replaces every old pod that is not yet
+ * available at once: a new API server target waits until its pods are available. */
+static void test_nestedcontrolplane__a_roll_waits_for_api_servers_to_be_available(void **state)
+{
+    struct sim s;
+    char *good;
+
+    sim_init(&s, capn);
+    sim_converge(&s, 40);
+    good = strdup(fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"));
+    api_available(&s, 0);
+    set_api_flag(&s, "100");
+    sim_one(&s, -1, "default", NCP);
+    assert_string_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"), good);
+    assert_string_equal(ncp_condition(&s, "Upgrading", "message"),
+                        "kube-apiserver waiting for its pods to be available (minReadySeconds)");
+    api_available(&s, 1);
+    sim_one(&s, -1, "default", NCP);
+    assert_string_not_equal(fx_str(ncp_status(&s), "rollout.components.apiserver.configHash"),
+                            good);
+    free(good);
+    sim_done(&s);
+}
+
 /* A roll whose new API server pod keeps crashing is held: the control plane records what
  * failed and stops (Upgrading False, RolloutStalled); the component sets the StatefulSet's
  * partition to its replicas and, once the cache shows it, deletes the pod of the failed
@@ -1462,6 +1497,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__steady_state_writes_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_stripped_finalizer_or_owner_is_put_back),
         cmocka_unit_test(test_nestedcontrolplane__clusterctl_move_is_blocked_and_says_why),
+        cmocka_unit_test(test_nestedcontrolplane__a_roll_waits_for_api_servers_to_be_available),
         cmocka_unit_test(test_nestedcontrolplane__a_crashing_roll_is_held_and_rolled_back),
         cmocka_unit_test(test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing),
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
