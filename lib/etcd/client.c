@@ -11,6 +11,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "lib/kube/status.h"
 #include "lib/kube/transport.h"
 #include "lib/util/buf.h"
 #include "lib/util/list.h"
@@ -258,29 +259,10 @@ void etcd_client_free(struct etcd_client *c)
 
 /* ---- one call ---- */
 
+/* As lib/kube's codes, and a server that failed verification says so. */
 static int curl_code(CURLcode rc)
 {
-    switch (rc) {
-    case CURLE_OPERATION_TIMEDOUT:
-        return -ETIMEDOUT;
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-        return -ECONNREFUSED;
-    case CURLE_PEER_FAILED_VERIFICATION:
-        return -EKEYREJECTED;
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-        return -ECONNRESET;
-    case CURLE_OUT_OF_MEMORY:
-        return -ENOMEM;
-    default:
-        return -EIO;
-    }
+    return rc == CURLE_PEER_FAILED_VERIFICATION ? -EKEYREJECTED : kube_curl_code(rc);
 }
 
 static size_t call_write(char *p, size_t size, size_t n, void *userdata)

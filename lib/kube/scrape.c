@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <openssl/crypto.h>
 
+#include "lib/kube/status.h"
 #include "lib/kube/transport.h"
 
 struct kube_scrape {
@@ -85,29 +86,10 @@ static size_t on_write(char *p, size_t size, size_t n, void *userdata)
     return total;
 }
 
+/* As lib/kube's codes, and a server that failed verification says so. */
 static int curl_code(CURLcode rc)
 {
-    switch (rc) {
-    case CURLE_OPERATION_TIMEDOUT:
-        return -ETIMEDOUT;
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-        return -ECONNREFUSED;
-    case CURLE_PEER_FAILED_VERIFICATION:
-        return -EKEYREJECTED;
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-        return -ECONNRESET;
-    case CURLE_OUT_OF_MEMORY:
-        return -ENOMEM;
-    default:
-        return -EIO;
-    }
+    return rc == CURLE_PEER_FAILED_VERIFICATION ? -EKEYREJECTED : kube_curl_code(rc);
 }
 
 static void on_done(struct kube_xfer *x, CURLcode rc)
