@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lib/kube/object.h"
+#include "lib/util/jsonpack.h"
 #include "lib/util/list.h"
 
 /* Every hashed node starts with this. */
@@ -53,6 +54,8 @@ static size_t entry_bytes(const struct kube_store_entry *e)
     const cJSON *o = e->obj;
     size_t n = malloc_usable_size((void *)e) + malloc_usable_size((void *)o);
 
+    if (jsonpack_is_packed(o))
+        return n;
     if (o->valuestring)
         n += malloc_usable_size(o->valuestring);
     return n + json_bytes(o->child);

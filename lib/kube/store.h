@@ -42,8 +42,9 @@ void kube_store_done(struct kube_store *s);
 
 size_t kube_store_count(const struct kube_store *s);
 
-/* Heap bytes the cached objects take (every cJSON node, key and string as malloc sized them,
- * plus each object's entry); the indexes' tables are not counted. */
+/* Heap bytes the cached objects take (every cJSON node, key and string as malloc sized them, or
+ * the block of a packed object, lib/util/jsonpack.h, plus each object's entry); the indexes'
+ * tables are not counted. */
 size_t kube_store_bytes(const struct kube_store *s);
 
 /* The object at ns/name (ns NULL or "" for cluster-scoped), or NULL. Borrowed. */
