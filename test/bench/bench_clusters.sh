@@ -25,6 +25,9 @@
 # second, which at N=500 loads the apiserver more than the manager does; kubectl counts
 # the objects once at the end and a mismatch is reported. Between two N the namespaces are
 # deleted and waited for, so one N's teardown does not run during the next one's clock.
+# BENCH_SAVE=DIR keeps, for each N, the lists of the kinds the manager caches as the server holds
+# them once every control plane is Ready (DIR/N/<kind>.json, managed fields included), the input
+# of test/bench/bench_cachekeep.
 # Figures only; nothing is asserted. Not part of CTest.
 set -euo pipefail
 : "${KUBECONFIG:?run inside a super cluster: eval \"\$(hack/kube-env.sh up)\"}"
@@ -196,6 +199,13 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     done
     kill -TERM "$mgr_pid" "$kubelet_pid"
     wait "$mgr_pid" "$kubelet_pid" 2>/dev/null || true
+    if [ -n "${BENCH_SAVE:-}" ]; then
+        mkdir -p "$BENCH_SAVE/$n"
+        for kind in nestedcontrolplanes nestedetcds nestedapiservers nestedcontrollermanagers \
+            secrets services statefulsets pods persistentvolumeclaims networkpolicies; do
+            kubectl -n "$ns" get "$kind" -o json --show-managed-fields >"$BENCH_SAVE/$n/$kind.json"
+        done
+    fi
 
     # The raw client: render the same clusters (keys made before the clock starts) and apply.
     # `nestcp render` takes at most 256 control planes at once: 200 per call, one file each.
