@@ -8,7 +8,6 @@
 #include <ev.h>
 
 #include "lib/kube/store.h"
-#include "lib/util/jsonpack.h"
 #include "lib/util/strutil.h"
 
 #define DEFAULT_PAGE_SIZE 500
@@ -92,11 +91,11 @@ static bool transform(struct kube_informer *inf, cJSON *obj)
     return !inf->transform || inf->transform(inf->transform_ctx, obj);
 }
 
-/* What the cache keeps of obj (owned): the same tree in one block (lib/util/jsonpack.h), which
- * takes a third to a half of the heap of the tree as parsed. Out of memory, obj itself. */
-static cJSON *packed(cJSON *obj)
+/* What the cache keeps of obj (owned): the same tree in one block (lib/util/jsonpack.h), its
+ * keys shared with the other objects of the cache. Out of memory, obj itself. */
+static cJSON *packed(struct kube_informer *inf, cJSON *obj)
 {
-    cJSON *p = jsonpack_copy(obj);
+    cJSON *p = jsonpack_copy(obj, &inf->store.keys);
 
     if (!p)
         return obj;
@@ -155,7 +154,7 @@ int kube_informer_observe_write(struct kube_informer *inf, const cJSON *obj)
         cJSON_Delete(copy);
         return 0;
     }
-    r = kube_store_put(&inf->store, packed(copy), &old);
+    r = kube_store_put(&inf->store, packed(inf, copy), &old);
     cJSON_Delete(old);
     return r < 0 ? r : 1;
 }
@@ -176,7 +175,7 @@ static void upsert(struct kube_informer *inf, cJSON *obj, bool from_list)
         cJSON_Delete(obj);
         return;
     }
-    obj = packed(obj);
+    obj = packed(inf, obj);
     if (kube_store_put(&inf->store, obj, &old) < 0)
         return;
     if (!old) {

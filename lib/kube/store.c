@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "lib/kube/object.h"
-#include "lib/util/jsonpack.h"
 #include "lib/util/list.h"
 
 /* Every hashed node starts with this. */
@@ -343,7 +342,7 @@ size_t kube_store_count(const struct kube_store *s)
 
 size_t kube_store_bytes(const struct kube_store *s)
 {
-    return s->bytes;
+    return s->bytes + jsonpack_keys_bytes(&s->keys);
 }
 
 void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void *userdata)
@@ -450,5 +449,6 @@ void kube_store_done(struct kube_store *s)
         free(tab->slots);
     }
     free(s->by_key.slots);
+    jsonpack_keys_done(&s->keys);
     memset(s, 0, sizeof(*s));
 }

@@ -13,6 +13,7 @@ struct intern {
 };
 
 struct pack {
+    struct jsonpack_keys *keys; /* or NULL */
     struct intern *tab;
     size_t cap; /* a power of two, at least twice the strings looked up */
     size_t nodes, strings, bytes;
@@ -57,10 +58,51 @@ static void count(struct pack *p, const cJSON *o)
     }
 }
 
+static void keys_free_value(void *v)
+{
+    free(v);
+}
+
+void jsonpack_keys_done(struct jsonpack_keys *keys)
+{
+    strmap_done(&keys->map, keys_free_value);
+    keys->bytes = 0;
+}
+
+size_t jsonpack_keys_bytes(const struct jsonpack_keys *keys)
+{
+    /* Each entry of the map is 32 bytes, 48 with malloc's header; then its buckets. */
+    return keys->bytes + strmap_size(&keys->map) * 48 + keys->map.nbuckets * sizeof(void *);
+}
+
+/* The table's copy of key, added if the table has room; NULL when it is not shared. */
+static const char *shared_key(struct jsonpack_keys *keys, const char *key)
+{
+    char *k;
+    size_t len;
+
+    if (!keys)
+        return NULL;
+    if ((k = strmap_get(&keys->map, key)))
+        return k;
+    len = strlen(key);
+    if (strmap_size(&keys->map) >= JSONPACK_KEYS_MAX || len > JSONPACK_KEY_LEN_MAX)
+        return NULL;
+    if (!(k = malloc(len + 1)))
+        return NULL;
+    memcpy(k, key, len + 1);
+    if (strmap_put(&keys->map, k, k) < 0) {
+        free(k);
+        return NULL;
+    }
+    keys->bytes += malloc_usable_size(k);
+    return k;
+}
+
 static void place(struct pack *p, const cJSON *o)
 {
     for (; o; o = o->next) {
-        if (o->string)
+        if (o->string && !shared_key(p->keys, o->string))
             intern(p, o->string);
         if (o->valuestring)
             intern(p, o->valuestring);
@@ -87,7 +129,10 @@ static cJSON *copy(struct pack *p, const cJSON *o)
         n->type = o->type & ~(cJSON_IsReference | cJSON_StringIsConst);
         n->valueint = o->valueint;
         n->valuedouble = o->valuedouble;
-        n->string = packed_string(p, o->string);
+        if (o->string && p->keys)
+            n->string = strmap_get(&p->keys->map, o->string);
+        if (!n->string)
+            n->string = packed_string(p, o->string);
         n->valuestring = packed_string(p, o->valuestring);
         n->prev = prev;
         if (prev)
@@ -103,9 +148,9 @@ static cJSON *copy(struct pack *p, const cJSON *o)
     return first;
 }
 
-cJSON *jsonpack_copy(const cJSON *tree)
+cJSON *jsonpack_copy(const cJSON *tree, struct jsonpack_keys *keys)
 {
-    struct pack p = {0};
+    struct pack p = {.keys = keys};
     cJSON *root = NULL;
     char *block;
 

@@ -88,7 +88,7 @@ int main(int argc, char **argv)
                 }
                 kept += strlen(t);
                 free(t);
-                if (!(p = jsonpack_copy(b))) {
+                if (!(p = jsonpack_copy(b, &packed.keys))) {
                     fprintf(stderr, "out of memory\n");
                     return 1;
                 }

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +55,7 @@ static void test_jsonpack__copy_reads_as_the_tree_it_was_copied_from(void **stat
     char *a, *b;
 
     assert_non_null(tree);
-    p = jsonpack_copy(tree);
+    p = jsonpack_copy(tree, NULL);
     assert_non_null(p);
     assert_true(jsonpack_is_packed(p));
     assert_false(jsonpack_is_packed(tree));
@@ -84,7 +85,7 @@ static void test_jsonpack__copy_reads_as_the_tree_it_was_copied_from(void **stat
 
 static void test_jsonpack__a_repeated_string_is_kept_once(void **state)
 {
-    cJSON *tree = cJSON_Parse(doc), *p = jsonpack_copy(tree);
+    cJSON *tree = cJSON_Parse(doc), *p = jsonpack_copy(tree, NULL);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(p, "metadata");
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
     const cJSON *ips =
@@ -107,7 +108,7 @@ static void test_jsonpack__a_repeated_string_is_kept_once(void **state)
  * tree with strings of its own (the sanitizers would see a read of the freed block). */
 static void test_jsonpack__a_duplicate_is_independent_of_the_block(void **state)
 {
-    cJSON *tree = cJSON_Parse(doc), *p = jsonpack_copy(tree), *d;
+    cJSON *tree = cJSON_Parse(doc), *p = jsonpack_copy(tree, NULL), *d;
 
     assert_non_null(p);
     d = cJSON_Duplicate(p, true);
@@ -128,7 +129,7 @@ static void test_jsonpack__a_detached_root_and_small_roots(void **state)
     cJSON *obj = cJSON_DetachItemFromObjectCaseSensitive(ev, "object"), *p;
 
     assert_string_equal(obj->string, "object");
-    p = jsonpack_copy(obj);
+    p = jsonpack_copy(obj, NULL);
     assert_non_null(p);
     assert_null(p->string);
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "a")), "b");
@@ -137,21 +138,79 @@ static void test_jsonpack__a_detached_root_and_small_roots(void **state)
     cJSON_Delete(ev);
 
     obj = cJSON_CreateObject();
-    p = jsonpack_copy(obj);
+    p = jsonpack_copy(obj, NULL);
     assert_true(cJSON_IsObject(p) && !p->child);
     assert_true(cJSON_Compare(obj, p, true));
     cJSON_Delete(p);
     cJSON_Delete(obj);
 
     obj = cJSON_CreateString("only");
-    p = jsonpack_copy(obj);
+    p = jsonpack_copy(obj, NULL);
     assert_string_equal(cJSON_GetStringValue(p), "only");
     cJSON_Delete(p);
     cJSON_Delete(obj);
 
-    assert_null(jsonpack_copy(NULL));
+    assert_null(jsonpack_copy(NULL, NULL));
     assert_false(jsonpack_is_packed(NULL));
     assert_int_equal(jsonpack_bytes(NULL), 0);
+}
+
+/* Trees packed with one table share its keys, each tree holding only its values; a key past
+ * the table's bounds stays in the tree. */
+static void test_jsonpack__trees_share_the_keys_of_a_table(void **state)
+{
+    struct jsonpack_keys keys = {0};
+    cJSON *tree = cJSON_Parse(doc), *a, *b, *alone, *d, *big;
+    char name[JSONPACK_KEY_LEN_MAX + 2];
+    size_t table;
+
+    a = jsonpack_copy(tree, &keys);
+    table = jsonpack_keys_bytes(&keys);
+    assert_true(table > 0);
+    b = jsonpack_copy(tree, &keys);
+    alone = jsonpack_copy(tree, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(alone);
+    assert_int_equal(jsonpack_keys_bytes(&keys), table); /* nothing new to share */
+    assert_true(cJSON_Compare(tree, b, true));
+    assert_ptr_equal(cJSON_GetObjectItemCaseSensitive(a, "metadata")->string,
+                     cJSON_GetObjectItemCaseSensitive(b, "metadata")->string);
+    assert_true(jsonpack_bytes(b) < jsonpack_bytes(alone));
+    /* A copy owns its keys: it outlives the table. */
+    d = cJSON_Duplicate(b, true);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    jsonpack_keys_done(&keys);
+    assert_true(cJSON_Compare(tree, d, true));
+    cJSON_Delete(d);
+
+    /* A full table shares what it has and no more; a long key is never shared. */
+    big = cJSON_CreateObject();
+    for (int i = 0; i < JSONPACK_KEYS_MAX; i++) {
+        snprintf(name, sizeof(name), "k%d", i);
+        cJSON_AddNumberToObject(big, name, i);
+    }
+    a = jsonpack_copy(big, &keys);
+    assert_non_null(a);
+    assert_int_equal(strmap_size(&keys.map), JSONPACK_KEYS_MAX);
+    memset(name, 'x', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    cJSON_AddNumberToObject(tree, name, 1);
+    b = jsonpack_copy(tree, &keys);
+    assert_non_null(b);
+    assert_int_equal(strmap_size(&keys.map), JSONPACK_KEYS_MAX);
+    assert_true(cJSON_Compare(tree, b, true));
+    assert_true(cJSON_GetObjectItemCaseSensitive(b, name)->string > (char *)b);
+    assert_true(cJSON_GetObjectItemCaseSensitive(b, name)->string < (char *)b + jsonpack_bytes(b));
+    assert_ptr_equal(cJSON_GetObjectItemCaseSensitive(a, "k7")->string,
+                     strmap_get(&keys.map, "k7"));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    jsonpack_keys_done(&keys);
+    assert_int_equal(strmap_size(&keys.map), 0);
+    cJSON_Delete(big);
+    cJSON_Delete(tree);
 }
 
 int main(void)
@@ -161,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_jsonpack__a_repeated_string_is_kept_once),
         cmocka_unit_test(test_jsonpack__a_duplicate_is_independent_of_the_block),
         cmocka_unit_test(test_jsonpack__a_detached_root_and_small_roots),
+        cmocka_unit_test(test_jsonpack__trees_share_the_keys_of_a_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
