@@ -177,6 +177,7 @@ static void test_jsonpack__trees_share_the_keys_of_a_table(void **state)
     assert_ptr_equal(cJSON_GetObjectItemCaseSensitive(a, "metadata")->string,
                      cJSON_GetObjectItemCaseSensitive(b, "metadata")->string);
     assert_true(jsonpack_bytes(b) < jsonpack_bytes(alone));
+    cJSON_Delete(alone);
     /* A copy owns its keys: it outlives the table. */
     d = cJSON_Duplicate(b, true);
     cJSON_Delete(a);
