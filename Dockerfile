@@ -34,5 +34,10 @@ RUN /src/hack/image-stage.sh --src /src --out /stage
 FROM scratch
 COPY --from=build /stage/rootfs/ /
 USER 65532:65532
+# libgnutls is loaded only because Debian's libcurl links libldap and librtmp, which nestcp never
+# uses; both call gnutls_global_init themselves before they use it. Without gnutls's implicit
+# initialisation at load time the manager starts 0.85 MiB smaller (docs/architecture.md,
+# "Memory: measured, and where the rest is").
+ENV GNUTLS_NO_IMPLICIT_INIT=1
 ENTRYPOINT ["/usr/bin/nestcp"]
 CMD ["manager", "--leader-elect", "--templates=/usr/share/nestcp/templates"]

@@ -91,6 +91,18 @@ static bool transform(struct kube_informer *inf, cJSON *obj)
     return !inf->transform || inf->transform(inf->transform_ctx, obj);
 }
 
+/* What the cache keeps of obj (owned): the same tree in one block (lib/util/jsonpack.h), its
+ * keys shared with the other objects of the cache. Out of memory, obj itself. */
+static cJSON *packed(struct kube_informer *inf, cJSON *obj)
+{
+    cJSON *p = jsonpack_copy(obj, &inf->store.keys);
+
+    if (!p)
+        return obj;
+    cJSON_Delete(obj);
+    return p;
+}
+
 static void set_rv(struct kube_informer *inf, const char *rv)
 {
     char *copy;
@@ -142,7 +154,7 @@ int kube_informer_observe_write(struct kube_informer *inf, const cJSON *obj)
         cJSON_Delete(copy);
         return 0;
     }
-    r = kube_store_put(&inf->store, copy, &old);
+    r = kube_store_put(&inf->store, packed(inf, copy), &old);
     cJSON_Delete(old);
     return r < 0 ? r : 1;
 }
@@ -163,6 +175,7 @@ static void upsert(struct kube_informer *inf, cJSON *obj, bool from_list)
         cJSON_Delete(obj);
         return;
     }
+    obj = packed(inf, obj);
     if (kube_store_put(&inf->store, obj, &old) < 0)
         return;
     if (!old) {

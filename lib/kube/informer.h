@@ -28,7 +28,9 @@
  * - Failures back off exponentially with jitter, from about 0.8 s up to 30 s; so do watches
  *   that end in under a second without an event.
  * - metadata.managedFields is dropped from cached objects, and each object goes through the
- *   transform of the options, if any, before it is cached or handed to a handler.
+ *   transform of the options, if any, before it is cached or handed to a handler. What is
+ *   cached is then copied into one block (lib/util/jsonpack.h): cached objects, and those
+ *   handed to handlers, are only read, never changed or taken apart.
  *
  * Handlers run on the loop; objects passed to them are borrowed for the duration of the call.
  * Lookups return borrowed pointers that stay valid until control returns to the loop (the next

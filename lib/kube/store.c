@@ -53,6 +53,8 @@ static size_t entry_bytes(const struct kube_store_entry *e)
     const cJSON *o = e->obj;
     size_t n = malloc_usable_size((void *)e) + malloc_usable_size((void *)o);
 
+    if (jsonpack_is_packed(o))
+        return n;
     if (o->valuestring)
         n += malloc_usable_size(o->valuestring);
     return n + json_bytes(o->child);
@@ -340,7 +342,7 @@ size_t kube_store_count(const struct kube_store *s)
 
 size_t kube_store_bytes(const struct kube_store *s)
 {
-    return s->bytes;
+    return s->bytes + jsonpack_keys_bytes(&s->keys);
 }
 
 void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void *userdata)
@@ -447,5 +449,6 @@ void kube_store_done(struct kube_store *s)
         free(tab->slots);
     }
     free(s->by_key.slots);
+    jsonpack_keys_done(&s->keys);
     memset(s, 0, sizeof(*s));
 }

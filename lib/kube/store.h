@@ -16,6 +16,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "lib/util/jsonpack.h"
+
 struct kube_store_entry;
 struct kube_store_group;
 
@@ -30,20 +32,22 @@ struct kube_store {
     struct kube_store_table by_ns;    /* struct kube_store_group */
     struct kube_store_table by_owner; /* struct kube_store_group */
     unsigned mark;
-    size_t bytes; /* heap held by the objects and their entries */
+    size_t bytes;              /* heap held by the objects and their entries */
+    struct jsonpack_keys keys; /* keys packed objects share (jsonpack_copy); freed last */
 };
 
 /* Return false to stop an iteration early. Objects are borrowed. */
 typedef bool (*kube_store_each_fn)(void *userdata, const cJSON *obj);
 
 void kube_store_init(struct kube_store *s);
-/* Frees every object. */
+/* Frees every object, then the keys they shared. */
 void kube_store_done(struct kube_store *s);
 
 size_t kube_store_count(const struct kube_store *s);
 
-/* Heap bytes the cached objects take (every cJSON node, key and string as malloc sized them,
- * plus each object's entry); the indexes' tables are not counted. */
+/* Heap bytes the cached objects take (every cJSON node, key and string as malloc sized them, or
+ * the block of a packed object, lib/util/jsonpack.h, plus each object's entry), and the keys
+ * they share (s->keys); the indexes' tables are not counted. */
 size_t kube_store_bytes(const struct kube_store *s);
 
 /* The object at ns/name (ns NULL or "" for cluster-scoped), or NULL. Borrowed. */

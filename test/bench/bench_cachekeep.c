@@ -1,8 +1,10 @@
 /* Heap per cached object, per kind, as the manager's caches held objects before their
- * transforms (metadata.managedFields dropped, nothing else) and as they hold them now
- * (controllers/cachekeep.h), for the same objects: lists saved from a super cluster.
+ * transforms (metadata.managedFields dropped, nothing else), after them as parsed trees
+ * (controllers/cachekeep.h), and after them packed into one block as the informer keeps them
+ * (lib/util/jsonpack.h), for the same objects: lists saved from a super cluster.
  *
- *   kubectl -n NS get secrets -o json --show-managed-fields >secrets.json   (one per kind)
+ *   kubectl -n NS get secrets -o json --show-managed-fields >secrets.json   (one per kind;
+ *   bench_clusters.sh with BENCH_SAVE saves them all)
  *   bench_cachekeep secrets.json statefulsets.json pods.json ...
  *
  * Counted as nestcp_informer_bytes counts (kube_store_bytes); also the JSON text of each object
@@ -16,6 +18,7 @@
 
 #include "controllers/cachekeep.h"
 #include "lib/kube/store.h"
+#include "lib/util/jsonpack.h"
 
 static char *read_file(const char *path, size_t *ret_len)
 {
@@ -39,16 +42,16 @@ static char *read_file(const char *path, size_t *ret_len)
 
 int main(int argc, char **argv)
 {
-    size_t total_before = 0, total_after = 0;
+    size_t total_before = 0, total_after = 0, total_packed = 0;
 
-    printf("%-24s %8s %10s %12s %12s %8s %10s\n", "kind", "objects", "JSON/obj", "before/obj",
-           "after/obj", "after", "JSON kept");
+    printf("%-24s %8s %10s %12s %12s %8s %12s %8s %10s\n", "kind", "objects", "JSON/obj",
+           "before/obj", "after/obj", "after", "packed/obj", "packed", "JSON kept");
     for (int i = 1; i < argc; i++) {
         size_t len = 0, n = 0, sent = 0, kept = 0;
         char *text = read_file(argv[i], &len);
         cJSON *list = text ? cJSON_Parse(text) : NULL, *it;
         const cJSON *kind = NULL;
-        struct kube_store before, after;
+        struct kube_store before, after, packed;
         cachekeep_fn *keep;
 
         free(text);
@@ -58,8 +61,9 @@ int main(int argc, char **argv)
         }
         kube_store_init(&before);
         kube_store_init(&after);
+        kube_store_init(&packed);
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
-            cJSON *a = cJSON_Duplicate(it, true), *b = cJSON_Duplicate(it, true), *old = NULL;
+            cJSON *a = cJSON_Duplicate(it, true), *b = cJSON_Duplicate(it, true), *old = NULL, *p;
             char *t = cJSON_PrintUnformatted(it);
 
             if (!a || !b || !t) {
@@ -84,6 +88,12 @@ int main(int argc, char **argv)
                 }
                 kept += strlen(t);
                 free(t);
+                if (!(p = jsonpack_copy(b, &packed.keys))) {
+                    fprintf(stderr, "out of memory\n");
+                    return 1;
+                }
+                kube_store_put(&packed, p, &old);
+                cJSON_Delete(old);
                 kube_store_put(&after, b, &old);
                 cJSON_Delete(old);
             } else {
@@ -91,18 +101,23 @@ int main(int argc, char **argv)
             }
         }
         if (n > 0)
-            printf("%-24s %8zu %10zu %12zu %12zu %7.0f%% %10zu\n",
+            printf("%-24s %8zu %10zu %12zu %12zu %7.0f%% %12zu %7.0f%% %10zu\n",
                    cJSON_IsString(kind) ? kind->valuestring : "?", n, sent / n,
                    kube_store_bytes(&before) / n, kube_store_bytes(&after) / n,
                    100.0 * (double)kube_store_bytes(&after) / (double)kube_store_bytes(&before),
+                   kube_store_bytes(&packed) / n,
+                   100.0 * (double)kube_store_bytes(&packed) / (double)kube_store_bytes(&before),
                    kept / n);
         total_before += kube_store_bytes(&before);
         total_after += kube_store_bytes(&after);
+        total_packed += kube_store_bytes(&packed);
         kube_store_done(&before);
         kube_store_done(&after);
+        kube_store_done(&packed);
         cJSON_Delete(list);
     }
-    printf("all: %.2f MiB before, %.2f MiB after\n", (double)total_before / 1048576,
-           (double)total_after / 1048576);
+    printf("all: %.2f MiB before, %.2f MiB after, %.2f MiB packed\n",
+           (double)total_before / 1048576, (double)total_after / 1048576,
+           (double)total_packed / 1048576);
     return 0;
 }

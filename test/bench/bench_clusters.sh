@@ -39,6 +39,9 @@
 # second, which at N=500 loads the apiserver more than the manager does; kubectl counts
 # the objects once at the end and a mismatch is reported. Between two N the namespaces are
 # deleted and waited for, so one N's teardown does not run during the next one's clock.
+# BENCH_SAVE=DIR keeps, for each N, the lists of the kinds the manager caches as the server holds
+# them once every control plane is Ready (DIR/N/<kind>.json, managed fields included), the input
+# of test/bench/bench_cachekeep, and the manager's last /metrics scrape (DIR/N/metrics.txt).
 # Figures only; nothing is asserted. Not part of CTest.
 set -euo pipefail
 : "${KUBECONFIG:?run inside a super cluster: eval \"\$(hack/kube-env.sh up)\"}"
@@ -299,6 +302,14 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     fi
     kill -TERM "$mgr_pid"
     wait "$mgr_pid" 2>/dev/null || true
+    if [ -n "${BENCH_SAVE:-}" ]; then
+        mkdir -p "$BENCH_SAVE/$n"
+        cp "$work/final.txt" "$BENCH_SAVE/$n/metrics.txt"
+        for kind in nestedcontrolplanes nestedetcds nestedapiservers nestedcontrollermanagers \
+            secrets services statefulsets pods persistentvolumeclaims networkpolicies; do
+            kubectl -n "$ns" get "$kind" -o json --show-managed-fields >"$BENCH_SAVE/$n/$kind.json"
+        done
+    fi
 
     # The raw client: render the same clusters (keys made before the clock starts) and apply
     # them where the same pod machinery runs. `nestcp render` takes at most 256 control planes

@@ -14,6 +14,7 @@
 #include "lib/kube/config.h"
 #include "lib/kube/informer.h"
 #include "lib/kube/store.h"
+#include "lib/util/jsonpack.h"
 
 struct seen {
     char log[2048];
@@ -347,6 +348,117 @@ static void test_informer__store_counts_the_bytes_it_holds(void **state)
     kube_store_done(&s);
 }
 
+struct kept {
+    bool packed;
+    char names[256];
+};
+
+static void keep_packed(void *ud, const cJSON *obj)
+{
+    struct kept *k = ud;
+    size_t n = strlen(k->names);
+
+    k->packed = k->packed && jsonpack_is_packed(obj);
+    snprintf(k->names + n, sizeof(k->names) - n, "%s@%s;", kube_obj_name(obj),
+             kube_obj_resource_version(obj));
+}
+
+static void on_add_kept(void *ud, const cJSON *obj)
+{
+    keep_packed(ud, obj);
+}
+
+static void on_update_kept(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+{
+    keep_packed(ud, old_obj);
+    keep_packed(ud, new_obj);
+}
+
+/* Cached objects are kept in one block each, as read after the transform; handlers see them
+ * so, both the old and the new of an update, and a write-through replaces a block whole. */
+static void test_informer__caches_each_object_packed(void **state)
+{
+    struct fixture *f = *state;
+    int calls = 0;
+    struct kube_informer_opts o = {
+        .resource = &KUBE_CONFIGMAPS, .transform = keep_some, .transform_ctx = &calls};
+    const struct kube_informer_handlers h = {.on_add = on_add_kept, .on_update = on_update_kept};
+    struct kube_informer *inf = NULL;
+    struct kept k = {.packed = true};
+    cJSON *items[2], *l, *w;
+    const cJSON *got;
+
+    assert_int_equal(kube_informer_new(f->c, &o, &h, &k, &inf), 0);
+    items[0] = obj("a", "k1", "1", "owner-1");
+    items[1] = obj("a", "k2", "2", NULL);
+    l = list("2", 2, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    items[0] = obj("a", "k1", "3", "owner-1");
+    l = list("3", 1, items);
+    assert_int_equal(kube_informer_apply_list(inf, l), 0);
+    cJSON_Delete(l);
+    assert_true(k.packed);
+    assert_string_equal(k.names, "k1@1;k2@2;k1@1;k1@3;");
+
+    got = kube_informer_get(inf, "a", "k1");
+    assert_true(jsonpack_is_packed(got));
+    assert_null(kube_obj_uid(got)); /* transformed before it was packed */
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(got, "metadata"), "managedFields"));
+    assert_int_equal(kube_informer_count_owned(inf, "owner-1"), 1);
+
+    w = obj("a", "k1", "5", "owner-1");
+    assert_int_equal(kube_informer_observe_write(inf, w), 1);
+    cJSON_Delete(w);
+    got = kube_informer_get(inf, "a", "k1");
+    assert_true(jsonpack_is_packed(got));
+    assert_string_equal(kube_obj_resource_version(got), "5");
+    assert_int_equal(kube_informer_count_owned(inf, "owner-1"), 1);
+    kube_informer_free(inf);
+}
+
+/* A packed object counts as its one block (and its entry), the keys the store keeps for the
+ * packed objects once: a few objects of a kind take less than the same objects parsed. The
+ * keys stay until the store is done. */
+static void test_informer__store_counts_a_packed_object_as_its_block(void **state)
+{
+    struct kube_store a, b;
+    cJSON *old = NULL, *tree, *p = NULL;
+    size_t block, held;
+    char name[16];
+
+    kube_store_init(&a);
+    kube_store_init(&b);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof(name), "x%d", i);
+        tree = obj("a", name, "1", "owner-1");
+        p = jsonpack_copy(tree, &b.keys);
+        assert_non_null(p);
+        assert_int_equal(kube_store_put(&a, tree, &old), 0);
+        assert_int_equal(kube_store_put(&b, p, &old), 0);
+    }
+    assert_true(kube_store_bytes(&b) < kube_store_bytes(&a));
+    assert_int_equal(kube_store_count_owned(&b, "owner-1"), 8);
+
+    /* Removing one gives back its block and its entry, and no key. */
+    block = jsonpack_bytes(p);
+    held = kube_store_bytes(&b);
+    tree = NULL;
+    assert_int_equal(kube_store_remove(&b, "a", "x7", &tree), 0);
+    assert_ptr_equal(tree, p);
+    assert_true(held - kube_store_bytes(&b) > block);
+    assert_true(held - kube_store_bytes(&b) < block + 128);
+    cJSON_Delete(tree);
+    for (int i = 0; i < 7; i++) {
+        snprintf(name, sizeof(name), "x%d", i);
+        assert_int_equal(kube_store_remove(&b, "a", name, &old), 0);
+        cJSON_Delete(old);
+    }
+    assert_int_equal(kube_store_bytes(&b), jsonpack_keys_bytes(&b.keys));
+    kube_store_done(&a);
+    kube_store_done(&b);
+}
+
 static void test_informer__backoff_grows_to_30s_with_jitter(void **state)
 {
     assert_true(kube_informer_backoff(0, 0.3) == 0.0);
@@ -367,6 +479,8 @@ int main(void)
         cmocka_unit_test(test_informer__transform_shapes_and_leaves_out_what_is_cached),
         cmocka_unit_test(test_informer__a_write_is_cached_before_its_watch_event),
         cmocka_unit_test(test_informer__store_counts_the_bytes_it_holds),
+        cmocka_unit_test(test_informer__caches_each_object_packed),
+        cmocka_unit_test(test_informer__store_counts_a_packed_object_as_its_block),
         cmocka_unit_test(test_informer__backoff_grows_to_30s_with_jitter),
     };
 
