@@ -58,7 +58,9 @@ struct plan_action {
     cJSON *body;            /* owned; the object, the patch, or delete options */
     char *precondition_uid; /* delete: only this incarnation */
     /* Server-side apply only to an object that does not exist yet or whose controller
-     * ownerReference has this uid (the runtime reads it first); NULL: no such check. */
+     * ownerReference has this uid: sent first with a resourceVersion no object has, so the API
+     * server creates it if absent and answers 409 otherwise, and only then read; NULL: no such
+     * check. */
     char *claim_uid;
     /* A create that finds the object exists (the caches, which select by label, do not hold
      * it): the runtime reads it and keeps it for the next reconcile (view->found). */
@@ -106,7 +108,9 @@ int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, cons
 
 /* The same, for an object the caches do not hold: applied only if it does not exist or is
  * controlled by owner_uid. Otherwise it is left untouched, the runtime records the conflict
- * (view->conflicts) with a Warning Event ObjectConflict, and the key backs off. */
+ * (view->conflicts) with a Warning Event ObjectConflict, and the key backs off. An absent
+ * object costs one request, the apply that creates it; an existing one is read before it is
+ * applied or left alone. obj must have metadata. */
 int plan_apply_claimed(struct plan *p, const struct kube_resource *res, cJSON *obj,
                        const char *owner_uid, const char *why, ...)
     __attribute__((format(printf, 5, 6)));

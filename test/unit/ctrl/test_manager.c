@@ -56,6 +56,7 @@ struct sent {
     char subresource[16];
     char propagation[16];
     char reason[64]; /* Events: the reason */
+    char rv[32];     /* the body's metadata.resourceVersion, if any */
 };
 
 struct pending {
@@ -156,6 +157,12 @@ static int hook_send(void *ctx, const struct kube_request *req, kube_done_fn don
              req->subresource ? req->subresource : "");
     snprintf(s->propagation, sizeof(s->propagation), "%s",
              req->propagation_policy ? req->propagation_policy : "");
+    if (req->body) {
+        const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(req->body, "metadata"), "resourceVersion");
+        if (cJSON_IsString(rv))
+            snprintf(s->rv, sizeof(s->rv), "%s", rv->valuestring);
+    }
     if (h->next_script < h->n_script) {
         p->code = h->script[h->next_script].code;
         p->http = h->script[h->next_script].http;
@@ -628,22 +635,34 @@ static const char owned_by_mine[] =
     "\"namespace\":\"ns1\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
     "\"ConfigMap\",\"name\":\"mine\",\"uid\":\"mine\",\"controller\":true}]}}";
 
-/* An apply of an object the caches do not hold reads it first: absent or the claimer's, it is
- * applied; anyone else's, it is left untouched, with a Warning Event, and the next reconcile's
- * view says why. */
+/* An apply of an object the caches do not hold is sent with a resourceVersion no object has:
+ * absent, the API server creates it (one request, no read); existing (409), it is read, and
+ * applied without that precondition if it is the claimer's; anyone else's is left untouched,
+ * with a Warning Event, and the next reconcile's view says why. */
 static void test_manager__a_claimed_apply_leaves_someone_elses_object_alone(void **state)
 {
     struct fixture *f = *state;
-    int patches = 0, gets = 0, conflicts = 0;
+    int conflicts = 0;
+    const struct sent *s = f->hook.sent;
+    const struct {
+        enum kube_verb verb;
+        bool precondition;
+    } want[] = {
+        {KUBE_PATCH, true},                                         /* absent: created */
+        {KUBE_PATCH, true}, {KUBE_GET, false}, {KUBE_PATCH, false}, /* the claimer's own */
+        {KUBE_PATCH, true}, {KUBE_GET, false},                      /* someone else's */
+    };
+    size_t n = 0;
 
     f->kind = PLAN_CLAIMED;
-    script(&f->hook, -ENOENT, 404); /* absent: applied */
-    script(&f->hook, 0, 200);       /* the apply */
-    script(&f->hook, 0, 200);       /* the claimer's own: applied */
+    script(&f->hook, 0, 201);      /* absent: the apply creates it */
+    script(&f->hook, -EBUSY, 409); /* exists ... */
+    script(&f->hook, 0, 200);      /* ... and is the claimer's own: */
     f->hook.script[2].body = owned_by_mine;
-    script(&f->hook, 0, 200);
-    script(&f->hook, 0, 200); /* someone else's: left alone */
-    f->hook.script[4].body = owned_by_other;
+    script(&f->hook, 0, 200);      /* applied */
+    script(&f->hook, -EBUSY, 409); /* exists ... */
+    script(&f->hook, 0, 200);      /* ... and is someone else's: left alone */
+    f->hook.script[5].body = owned_by_other;
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 1, 2));
     run_for(f, 0.05);
@@ -658,18 +677,21 @@ static void test_manager__a_claimed_apply_leaves_someone_elses_object_alone(void
     assert_non_null(strstr(f->conflict, "Service ns1/svc exists and is controlled by ConfigMap "
                                         "theirs"));
     for (int i = 0; i < f->hook.n_sent; i++) {
-        const struct sent *s = &f->hook.sent[i];
-        if (s->res == &KUBE_EVENTS) {
-            assert_string_equal(s->reason, "ObjectConflict");
+        if (s[i].res == &KUBE_EVENTS) {
+            assert_string_equal(s[i].reason, "ObjectConflict");
             conflicts++;
             continue;
         }
-        assert_string_equal(s->key, "ns1/svc");
-        gets += s->verb == KUBE_GET;
-        patches += s->verb == KUBE_PATCH;
+        assert_true(n < sizeof(want) / sizeof(want[0]));
+        assert_string_equal(s[i].key, "ns1/svc");
+        assert_int_equal(s[i].verb, want[n].verb);
+        if (want[n].precondition)
+            assert_string_equal(s[i].rv, "18446744073709551615");
+        else
+            assert_string_equal(s[i].rv, "");
+        n++;
     }
-    assert_int_equal(gets, 3);
-    assert_int_equal(patches, 2);
+    assert_int_equal(n, sizeof(want) / sizeof(want[0]));
     assert_int_equal(conflicts, 1);
     assert_true(reconcile_total(f, "error") >= 1);
 }
