@@ -261,6 +261,30 @@ static void observe_write(struct manager *m, const struct plan_action *a,
 
 static void claim_done(void *userdata, const struct kube_result *res);
 
+static bool is_status_write(const struct plan_action *a)
+{
+    return !a->call && a->verb == KUBE_UPDATE && a->subresource &&
+           strcmp(a->subresource, "status") == 0;
+}
+
+/* A write of progress only waits while the object's status was written within the last
+ * opts.progress_interval: left out, and the key reconciled again when the interval ends.
+ * Returns true when a is left out. A plan whose write was rejected sends its status. */
+static bool progress_waits(struct job *j, const struct plan_action *a)
+{
+    struct manager *m = j->c->m;
+    double now = time_wall(), until;
+
+    if (!a->progress || j->rejected ||
+        !(until = ctrl_note_until(&m->status_written, now, a->resource, a->namespace_, a->name)))
+        return false;
+    log_debug("progress waits", "controller=%s key=%s resource=%s object=%s/%s wait_s=%.3f",
+              j->c->def.name, j->key, a->resource->resource, a->namespace_ ? a->namespace_ : "",
+              a->name ? a->name : "", until - now);
+    plan_requeue_after(&j->plan, until - now);
+    return true;
+}
+
 static void action_done(void *userdata, const struct kube_result *res)
 {
     struct job *j = userdata;
@@ -275,6 +299,9 @@ static void action_done(void *userdata, const struct kube_result *res)
                   j->key, verb_name(a), a->why, res->http_status);
         if (res->code == 0)
             observe_write(m, a, res);
+        if (res->code == 0 && is_status_write(a))
+            ctrl_note_put(&m->status_written, a->resource, a->namespace_, a->name, "written", NULL,
+                          time_wall() + m->opts.progress_interval);
         if (j->rejected) { /* the status that shows the rejection is written; the key fails */
             job_finish(j, OUTCOME_ERROR);
             return;
@@ -428,6 +455,12 @@ static void job_next(struct job *j)
      * it. */
     if (o->refuse && (refused = o->refuse(a))) {
         action_failed(j, a, -EPERM, refused);
+        return;
+    }
+    if (progress_waits(j, a)) {
+        j->next++;
+        record_events(j, j->next);
+        job_next(j);
         return;
     }
     if (a->claim_uid && (r = claim_precondition(&j->plan.actions[j->next], j->claimed)) < 0) {

@@ -200,6 +200,8 @@ static void script(struct hook *h, int code, long http)
 
 /* ---- a test controller: its plan is set by the test ---- */
 
+#define PROGRESS_INTERVAL 0.3
+
 enum plan_kind {
     PLAN_THREE_ACTIONS, /* apply, create, delete */
     PLAN_STATUS,        /* update status */
@@ -212,6 +214,7 @@ enum plan_kind {
     PLAN_CLAIMED,           /* an apply of Service svc, claimed for uid "mine" */
     PLAN_CREATE_ELSE_READ,  /* a create of Secret ca, read when it exists */
     PLAN_APPLY_THEN_STATUS, /* an apply of Service svc, then the primary's status */
+    PLAN_PROGRESS,          /* the primary's status, then progress only, then an apply */
 };
 
 struct fixture {
@@ -266,6 +269,21 @@ static int reconcile(void *ctx, const struct ctrl_view *view, const char *ns, co
     case PLAN_STATUS:
         assert_int_equal(plan_update_status(plan, &WIDGETS,
                                             object("example.com/v1", "Widget", ns, name), "status"),
+                         0);
+        break;
+    case PLAN_PROGRESS:
+        if (f->reconciles == 1)
+            assert_int_equal(plan_update_status(plan, &WIDGETS,
+                                                object("example.com/v1", "Widget", ns, name),
+                                                "status changed"),
+                             0);
+        else
+            assert_int_equal(
+                plan_update_status_progress(
+                    plan, &WIDGETS, object("example.com/v1", "Widget", ns, name), "progress"),
+                0);
+        assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
+                                    "Service %s/svc: spec changed", ns),
                          0);
         break;
     case PLAN_CREATE:
@@ -345,6 +363,7 @@ static struct manager_opts test_opts(struct fixture *f)
         .refuse = refuse_pods,
         .send = hook_send,
         .send_ctx = &f->hook,
+        .progress_interval = PROGRESS_INTERVAL,
     };
 }
 
@@ -420,6 +439,19 @@ static bool run_until_reconciles(struct fixture *f, int n, double timeout)
         ev_run(f->loop, EVRUN_ONCE);
     ev_timer_stop(f->loop, &tick);
     return f->reconciles >= n;
+}
+
+static bool run_until_sent(struct fixture *f, int n, double timeout)
+{
+    double end = time_mono() + timeout;
+    ev_timer tick;
+
+    ev_timer_init(&tick, tick_cb, 0.005, 0.005);
+    ev_timer_start(f->loop, &tick);
+    while (f->hook.n_sent < n && time_mono() < end)
+        ev_run(f->loop, EVRUN_ONCE);
+    ev_timer_stop(f->loop, &tick);
+    return f->hook.n_sent >= n;
 }
 
 static double reconcile_total(struct fixture *f, const char *result)
@@ -529,6 +561,42 @@ static void test_manager__conflict_requeues_without_error(void **state)
         metric(f, "controller_runtime_reconcile_errors_total", (const char *[]){"test"}), 0);
     /* Requeued at once: the second reconcile follows within the first rate-limit step. */
     assert_true(f->reconciled_at[1] - f->reconciled_at[0] < 0.5);
+}
+
+/* A status write of progress only, within progress_interval of the object's last status
+ * write, is left out (the rest of the plan goes on) and the key comes back when the interval
+ * ends; then it is sent. */
+static void test_manager__progress_waits_for_the_interval_after_a_status_write(void **state)
+{
+    struct fixture *f = *state;
+    const struct sent *s = f->hook.sent;
+    double written;
+
+    f->kind = PLAN_PROGRESS;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 1, 2));
+    run_for(f, 0.05);
+    written = f->reconciled_at[0];
+    assert_int_equal(f->hook.n_sent, 2);
+    assert_string_equal(s[0].subresource, "status");
+    assert_int_equal(s[1].verb, KUBE_PATCH);
+
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    run_for(f, 0.05);
+    assert_int_equal(f->hook.n_sent, 3); /* only the apply */
+    assert_int_equal(s[2].verb, KUBE_PATCH);
+    assert_int_equal(reconcile_total(f, "requeue_after"), 1);
+
+    /* Back when the interval since the first write ends, and written then. */
+    assert_true(run_until_sent(f, 5, 2));
+    run_for(f, 0.05);
+    assert_true(f->reconciled_at[f->reconciles - 1] - written >= PROGRESS_INTERVAL);
+    assert_int_equal(f->hook.n_sent, 5);
+    assert_int_equal(s[3].verb, KUBE_UPDATE);
+    assert_string_equal(s[3].subresource, "status");
+    assert_string_equal(s[3].key, "ns1/cp");
+    assert_int_equal(s[4].verb, KUBE_PATCH);
 }
 
 static void test_manager__already_exists_on_create_requeues(void **state)
@@ -914,6 +982,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_manager__events_are_recorded_after_the_actions_succeed,
                                         setup, teardown),
         cmocka_unit_test_teardown(test_manager__concurrency_is_capped, teardown_owned),
+        cmocka_unit_test_setup_teardown(
+            test_manager__progress_waits_for_the_interval_after_a_status_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager__stop_waits_for_plans_in_flight, setup,
                                         teardown),
         cmocka_unit_test_teardown(test_manager__add_controller_checks_its_definition,
