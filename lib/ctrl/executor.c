@@ -359,12 +359,12 @@ static void call_start(struct job *j, const struct plan_action *a)
  * (absent_rv): the API server creates an absent object from it, with the apply's field
  * ownership, and refuses to write an existing one (409), whatever it is. Only then is the
  * object read (claim_done), and applied without the precondition if it is claim_uid's. So the
- * claim costs no request for a new object, and between reading and writing an object that
- * exists nobody can slip in one of theirs. */
+ * claim costs no request for a new object, and leaves no moment between a read that found
+ * nothing and the write for someone else's object to appear in. */
 static const char absent_rv[] = "18446744073709551615";
 
 /* Sets the precondition of a claimed apply before it is claimed, and takes it away after.
- * Returns 0 or -ENOMEM. */
+ * Returns 0, -EINVAL (the object has no metadata) or -ENOMEM. */
 static int claim_precondition(struct plan_action *a, bool claimed)
 {
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(a->body, "metadata");
@@ -464,7 +464,8 @@ static void job_next(struct job *j)
         return;
     }
     if (a->claim_uid && (r = claim_precondition(&j->plan.actions[j->next], j->claimed)) < 0) {
-        action_failed(j, a, r, "the claimed object has no metadata");
+        action_failed(j, a, r,
+                      r == -EINVAL ? "the claimed object has no metadata" : "out of memory");
         return;
     }
     req = (struct kube_request){
