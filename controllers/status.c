@@ -18,10 +18,38 @@ static const char *jstr(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* A copy of status without its conditions' messages, or NULL. */
+static cJSON *without_messages(const cJSON *status)
+{
+    cJSON *copy = cJSON_Duplicate(status, true), *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(copy, "conditions"))
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "message");
+    return copy;
+}
+
+/* Whether new_status differs from old_status in its conditions' messages only: progress a
+ * user reads ("etcd 1/3 updated"), not a transition of a condition's status or reason. */
+static bool progress_only(const cJSON *new_status, const cJSON *old_status)
+{
+    cJSON *a, *b;
+    bool same;
+
+    if (!old_status)
+        return false;
+    a = without_messages(new_status);
+    b = without_messages(old_status);
+    same = a && b && api_status_equal(a, b);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    return same;
+}
+
 int status_plan_write(struct plan *p, const struct kube_resource *res, const cJSON *obj,
                       cJSON *new_status, const cJSON *old_status)
 {
     cJSON *body;
+    bool progress;
 
     if (!new_status)
         return -ENOMEM;
@@ -29,6 +57,7 @@ int status_plan_write(struct plan *p, const struct kube_resource *res, const cJS
         cJSON_Delete(new_status);
         return 0;
     }
+    progress = progress_only(new_status, old_status);
     body = cJSON_Duplicate(obj, true);
     if (!body) {
         cJSON_Delete(new_status);
@@ -40,8 +69,10 @@ int status_plan_write(struct plan *p, const struct kube_resource *res, const cJS
         cJSON_Delete(body);
         return -ENOMEM;
     }
-    if (plan_update_status(p, res, body, "%s %s/%s: status changed", res->kind,
-                           kube_obj_namespace(obj), kube_obj_name(obj)) < 0)
+    if ((progress ? plan_update_status_progress(p, res, body, "%s %s/%s: progress", res->kind,
+                                                kube_obj_namespace(obj), kube_obj_name(obj))
+                  : plan_update_status(p, res, body, "%s %s/%s: status changed", res->kind,
+                                       kube_obj_namespace(obj), kube_obj_name(obj))) < 0)
         return -ENOMEM;
     return 1;
 }

@@ -28,8 +28,10 @@
 /* Plans a write of obj's /status with new_status (taken, also on failure) unless it equals
  * old_status (the cached status serialised by the same api/status.h function; NULL when the
  * object has none). The body is obj with its status replaced, so it carries
- * metadata.resourceVersion and a concurrent write is a conflict. Returns 1 when a write was
- * planned, 0 when nothing differs, -ENOMEM. */
+ * metadata.resourceVersion and a concurrent write is a conflict. When only conditions'
+ * messages differ (progress, no transition) the write is plan_update_status_progress, which
+ * the runtime coalesces. Returns 1 when a write was planned, 0 when nothing differs,
+ * -ENOMEM. */
 int status_plan_write(struct plan *p, const struct kube_resource *res, const cJSON *obj,
                       cJSON *new_status, const cJSON *old_status);
 

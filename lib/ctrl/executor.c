@@ -259,6 +259,32 @@ static void observe_write(struct manager *m, const struct plan_action *a,
                  a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name ? a->name : "");
 }
 
+static void claim_done(void *userdata, const struct kube_result *res);
+
+static bool is_status_write(const struct plan_action *a)
+{
+    return !a->call && a->verb == KUBE_UPDATE && a->subresource &&
+           strcmp(a->subresource, "status") == 0;
+}
+
+/* A write of progress only waits while the object's status was written within the last
+ * opts.progress_interval: left out, and the key reconciled again when the interval ends.
+ * Returns true when a is left out. A plan whose write was rejected sends its status. */
+static bool progress_waits(struct job *j, const struct plan_action *a)
+{
+    struct manager *m = j->c->m;
+    double now = time_wall(), until;
+
+    if (!a->progress || j->rejected ||
+        !(until = ctrl_note_until(&m->status_written, now, a->resource, a->namespace_, a->name)))
+        return false;
+    log_debug("progress waits", "controller=%s key=%s resource=%s object=%s/%s wait_s=%.3f",
+              j->c->def.name, j->key, a->resource->resource, a->namespace_ ? a->namespace_ : "",
+              a->name ? a->name : "", until - now);
+    plan_requeue_after(&j->plan, until - now);
+    return true;
+}
+
 static void action_done(void *userdata, const struct kube_result *res)
 {
     struct job *j = userdata;
@@ -273,6 +299,9 @@ static void action_done(void *userdata, const struct kube_result *res)
                   j->key, verb_name(a), a->why, res->http_status);
         if (res->code == 0)
             observe_write(m, a, res);
+        if (res->code == 0 && is_status_write(a))
+            ctrl_note_put(&m->status_written, a->resource, a->namespace_, a->name, "written", NULL,
+                          time_wall() + m->opts.progress_interval);
         if (j->rejected) { /* the status that shows the rejection is written; the key fails */
             job_finish(j, OUTCOME_ERROR);
             return;
@@ -285,6 +314,12 @@ static void action_done(void *userdata, const struct kube_result *res)
     }
     if (res->code == -EEXIST && a->verb == KUBE_CREATE && a->read_if_exists) {
         get_object(j, a, read_done);
+        return;
+    }
+    if (res->code == -EBUSY && a->claim_uid && !j->claimed) {
+        log_debug("claim check", "controller=%s key=%s resource=%s object=%s/%s", j->c->def.name,
+                  j->key, a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name);
+        get_object(j, a, claim_done);
         return;
     }
     j->retry_after = res->retry_after;
@@ -320,8 +355,31 @@ static void call_start(struct job *j, const struct plan_action *a)
         action_failed(j, a, r, "the call could not be started");
 }
 
-/* The live object an action with a claim_uid would write: absent or controlled by claim_uid,
- * the action goes ahead; controlled by anyone else (or nobody), it is left untouched. */
+/* An apply with a claim_uid is first sent with a resourceVersion no object can have
+ * (absent_rv): the API server creates an absent object from it, with the apply's field
+ * ownership, and refuses to write an existing one (409), whatever it is. Only then is the
+ * object read (claim_done), and applied without the precondition if it is claim_uid's. So the
+ * claim costs no request for a new object, and leaves no moment between a read that found
+ * nothing and the write for someone else's object to appear in. */
+static const char absent_rv[] = "18446744073709551615";
+
+/* Sets the precondition of a claimed apply before it is claimed, and takes it away after.
+ * Returns 0, -EINVAL (the object has no metadata) or -ENOMEM. */
+static int claim_precondition(struct plan_action *a, bool claimed)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(a->body, "metadata");
+
+    if (!cJSON_IsObject(meta))
+        return -EINVAL;
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+    if (!claimed && !cJSON_AddStringToObject(meta, "resourceVersion", absent_rv))
+        return -ENOMEM;
+    return 0;
+}
+
+/* The live object an action with a claim_uid would write, read after the API server refused
+ * to create it: absent or controlled by claim_uid, the action goes ahead; controlled by anyone
+ * else (or nobody), it is left untouched. */
 static void claim_done(void *userdata, const struct kube_result *res)
 {
     struct job *j = userdata;
@@ -399,10 +457,15 @@ static void job_next(struct job *j)
         action_failed(j, a, -EPERM, refused);
         return;
     }
-    if (a->claim_uid && !j->claimed) {
-        log_debug("claim check", "controller=%s key=%s resource=%s object=%s/%s", j->c->def.name,
-                  j->key, a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name);
-        get_object(j, a, claim_done);
+    if (progress_waits(j, a)) {
+        j->next++;
+        record_events(j, j->next);
+        job_next(j);
+        return;
+    }
+    if (a->claim_uid && (r = claim_precondition(&j->plan.actions[j->next], j->claimed)) < 0) {
+        action_failed(j, a, r,
+                      r == -EINVAL ? "the claimed object has no metadata" : "out of memory");
         return;
     }
     req = (struct kube_request){

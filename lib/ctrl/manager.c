@@ -417,7 +417,8 @@ static int opts_check(const struct manager_opts *opts, bool have_client, struct 
         if (!o->caches[i].resource)
             return err_set(e, -EINVAL, "manager: cache %zu has no resource", i);
     if (o->concurrency < 0 || o->lease_duration < 0 || o->renew_deadline < 0 ||
-        o->retry_period < 0 || o->shutdown_timeout < 0 || o->absent_retry < 0 || o->sync_period < 0)
+        o->retry_period < 0 || o->shutdown_timeout < 0 || o->absent_retry < 0 ||
+        o->sync_period < 0 || o->progress_interval < 0)
         return err_set(e, -EINVAL, "manager: negative concurrency or duration");
     if (o->leader_elect && !have_client)
         return err_set(e, -EINVAL, "manager: leader election needs a client");
@@ -432,6 +433,7 @@ static int opts_check(const struct manager_opts *opts, bool have_client, struct 
     o->shutdown_timeout = o->shutdown_timeout > 0 ? o->shutdown_timeout : DEFAULT_SHUTDOWN_TIMEOUT;
     o->absent_retry = o->absent_retry > 0 ? o->absent_retry : DEFAULT_ABSENT_RETRY;
     o->sync_period = o->sync_period > 0 ? o->sync_period : DEFAULT_SYNC_PERIOD;
+    o->progress_interval = o->progress_interval > 0 ? o->progress_interval : 5.0;
     return 0;
 }
 
@@ -549,6 +551,7 @@ void manager_free(struct manager *m)
     ev_timer_stop(m->loop, &m->resync_timer);
     strmap_done(&m->conflicts, ctrl_note_free);
     strmap_done(&m->found, ctrl_note_free);
+    strmap_done(&m->status_written, ctrl_note_free);
     strmap_done(&m->rejected, ctrl_note_free);
     ev_timer_stop(m->loop, &m->lease_timer);
     ev_timer_stop(m->loop, &m->stop_timer);

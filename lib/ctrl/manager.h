@@ -75,6 +75,11 @@ struct ctrl_view {
 const char *ctrl_note_why(const struct strmap *notes, double now, const struct kube_resource *res,
                           const char *ns, const char *name);
 
+/* Until when (wall clock) a note for res ns/name in notes is valid, if it is still valid at
+ * now; 0 when there is none. */
+double ctrl_note_until(const struct strmap *notes, double now, const struct kube_resource *res,
+                       const char *ns, const char *name);
+
 /* The object noted for res ns/name in notes, still valid at now; NULL when there is none. */
 const cJSON *ctrl_note_object(const struct strmap *notes, double now,
                               const struct kube_resource *res, const char *ns, const char *name);
@@ -147,6 +152,9 @@ struct manager_opts {
     /* Seconds between reconciles of every object, changed or not (controller-runtime's
      * SyncPeriod); 0: 10 h. */
     double sync_period;
+    /* Seconds after a status write of an object within which a write of progress only
+     * (plan_update_status_progress) waits; 0: 5. */
+    double progress_interval;
     /* Tests: send every plan action and Event through this hook instead of the client
      * (client may then be NULL: no informer runs and every cache stays empty). */
     kube_send_fn send;

@@ -89,6 +89,8 @@ struct manager {
     struct strmap conflicts; /* "resource/ns/name" -> a note (notes.c) */
     struct strmap found;     /* the same, with the object read */
     struct strmap rejected;  /* primary "resource/ns/name" -> why its last write was rejected */
+    /* "resource/ns/name" -> a note until opts.progress_interval after its last status write */
+    struct strmap status_written;
     struct kube_recorder *recorder;
     /* leader election */
     struct kube_leader *leader;

@@ -7,7 +7,8 @@
 
 /*
  * Notes about objects, kept from one reconcile to the next: a same-named object someone else
- * controls (conflicts), an object read live (found), a write rejected (rejected).
+ * controls (conflicts), an object read live (found), a write rejected (rejected), a status
+ * written lately (status_written).
  */
 
 struct note {
@@ -45,6 +46,14 @@ const char *ctrl_note_why(const struct strmap *notes, double now, const struct k
     const struct note *n = note_get(notes, now, res, ns, name);
 
     return n ? n->why : NULL;
+}
+
+double ctrl_note_until(const struct strmap *notes, double now, const struct kube_resource *res,
+                       const char *ns, const char *name)
+{
+    const struct note *n = note_get(notes, now, res, ns, name);
+
+    return n ? n->until : 0;
 }
 
 const cJSON *ctrl_note_object(const struct strmap *notes, double now,

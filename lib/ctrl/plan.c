@@ -184,6 +184,19 @@ int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *o
     return r;
 }
 
+int plan_update_status_progress(struct plan *p, const struct kube_resource *res, cJSON *obj,
+                                const char *why, ...)
+{
+    struct plan_action a = {.verb = KUBE_UPDATE, .resource = res, .body = obj, .progress = true};
+    va_list ap;
+    int r;
+
+    va_start(ap, why);
+    r = push(p, &a, meta_str(obj, "namespace"), meta_str(obj, "name"), "status", NULL, why, ap);
+    va_end(ap);
+    return r;
+}
+
 int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns, const char *name,
                 const char *uid, const char *why, ...)
 {

@@ -58,11 +58,16 @@ struct plan_action {
     cJSON *body;            /* owned; the object, the patch, or delete options */
     char *precondition_uid; /* delete: only this incarnation */
     /* Server-side apply only to an object that does not exist yet or whose controller
-     * ownerReference has this uid (the runtime reads it first); NULL: no such check. */
+     * ownerReference has this uid: sent first with a resourceVersion no object has, so the API
+     * server creates it if absent and answers 409 otherwise, and only then read; NULL: no such
+     * check. */
     char *claim_uid;
     /* A create that finds the object exists (the caches, which select by label, do not hold
      * it): the runtime reads it and keeps it for the next reconcile (view->found). */
     bool read_if_exists;
+    /* A status write whose only change is progress a user reads (plan_update_status_progress):
+     * sent at most once per manager_opts.progress_interval per object. */
+    bool progress;
     const char *propagation; /* delete: "Orphan"; NULL: "Background" */
     char *why;               /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
 };
@@ -106,7 +111,9 @@ int plan_apply(struct plan *p, const struct kube_resource *res, cJSON *obj, cons
 
 /* The same, for an object the caches do not hold: applied only if it does not exist or is
  * controlled by owner_uid. Otherwise it is left untouched, the runtime records the conflict
- * (view->conflicts) with a Warning Event ObjectConflict, and the key backs off. */
+ * (view->conflicts) with a Warning Event ObjectConflict, and the key backs off. An absent
+ * object costs one request, the apply that creates it; an existing one is read before it is
+ * applied or left alone. obj must have metadata. */
 int plan_apply_claimed(struct plan *p, const struct kube_resource *res, cJSON *obj,
                        const char *owner_uid, const char *why, ...)
     __attribute__((format(printf, 5, 6)));
@@ -120,6 +127,15 @@ int plan_merge_patch(struct plan *p, const struct kube_resource *res, const char
  * write gives 409 and the key is reconciled again). */
 int plan_update_status(struct plan *p, const struct kube_resource *res, cJSON *obj, const char *why,
                        ...) __attribute__((format(printf, 4, 5)));
+
+/* The same, for a status whose only change is how far something got, which a user reads in
+ * messages ("etcd 1/3 updated"), not a transition. Such writes are coalesced: one is sent only
+ * when no status of the object was written in the last manager_opts.progress_interval seconds
+ * (lib/ctrl/manager.h); otherwise it is left out, and the key is reconciled again when that
+ * interval ends, to write what is then true unless a status write of another kind, sent at
+ * once, carried it before. */
+int plan_update_status_progress(struct plan *p, const struct kube_resource *res, cJSON *obj,
+                                const char *why, ...) __attribute__((format(printf, 4, 5)));
 
 /* Delete ns/name with propagation Background, only if its uid is still `uid` (NULL: any). */
 int plan_delete(struct plan *p, const struct kube_resource *res, const char *ns, const char *name,

@@ -48,6 +48,8 @@ set -euo pipefail
 : "${NESTCP_BIN:?set NESTCP_BIN to the nestcp binary}"
 NESTCP_FAKE_KUBELET=${NESTCP_FAKE_KUBELET:-$(dirname "$NESTCP_BIN")/test/nodeagent/nestcp-fake-kubelet}
 export NESTCP_FAKE_KUBELET
+NESTCP_BUILD_DIR=${NESTCP_BUILD_DIR:-$(dirname "$NESTCP_BIN")}
+export NESTCP_BUILD_DIR
 NESTCP_SOURCE_DIR=${NESTCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 export NESTCP_SOURCE_DIR
 . "$NESTCP_SOURCE_DIR/test/integration/controllers/lib.sh"

@@ -54,6 +54,8 @@ struct tiny {
     const char *identity;
     int reconciles;
     bool conflict_once; /* the next status update uses a stale resourceVersion */
+    /* Instead: ConfigMaps <name>-new and <name>-theirs, applied claimed for the primary. */
+    bool claim;
 };
 
 static struct kt t;
@@ -92,6 +94,17 @@ static int tiny_reconcile(void *ctx, const struct ctrl_view *view, const char *n
     ti->reconciles++;
     if (!ncp)
         return 0;
+    if (ti->claim) {
+        for (int i = 0; i < 2; i++) {
+            snprintf(child, sizeof(child), "%s-%s", name, i == 0 ? "new" : "theirs");
+            cm = owned("ConfigMap", ns, child, ncp);
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(cm, "data"), "writer", ti->identity);
+            if (plan_apply_claimed(plan, &KUBE_CONFIGMAPS, cm, kube_obj_uid(ncp),
+                                   "ConfigMap %s/%s: missing", ns, child) < 0)
+                return err_set(e, -ENOMEM, "out of memory");
+        }
+        return 0;
+    }
     snprintf(child, sizeof(child), "%s-svc", name);
     svc = owned("Service", ns, child, ncp);
     spec = cJSON_AddObjectToObject(svc, "spec");
@@ -441,6 +454,73 @@ static void test_manager__conflict_is_retried(void **state)
     tiny_free(&ti);
 }
 
+/* The managers of a live object's managedFields, as "manager/operation" joined by spaces. */
+static void field_managers(const cJSON *o, char *out, size_t size)
+{
+    const cJSON *mf;
+    size_t n = 0;
+
+    out[0] = '\0';
+    cJSON_ArrayForEach(mf, cJSON_GetObjectItemCaseSensitive(
+                               cJSON_GetObjectItemCaseSensitive(o, "metadata"), "managedFields")) {
+        const cJSON *who = cJSON_GetObjectItemCaseSensitive(mf, "manager");
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(mf, "operation");
+        if (cJSON_IsString(who) && cJSON_IsString(op) && n < size)
+            n += (size_t)snprintf(out + n, size - n, "%s%s/%s", n ? " " : "", who->valuestring,
+                                  op->valuestring);
+    }
+}
+
+/* A claimed apply against the real API server: an absent object is created by the apply
+ * itself (no read first, fields owned by the apply); an object of the name that someone else
+ * made is answered 409, read, and left as it is, with an ObjectConflict Event. */
+static void test_manager__a_claimed_apply_creates_what_is_absent_and_spares_the_rest(void **state)
+{
+    struct tiny ti = {.identity = "tiny-c", .claim = true};
+    struct expect made = {&KUBE_CONFIGMAPS, "c-new", {"data", "writer"}, "tiny-c"};
+    struct event_query ev = {"c", "ObjectConflict"};
+    cJSON *theirs = kt_obj("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                           "{\"name\":\"c-theirs\"},\"data\":{\"writer\":\"someone\"}}");
+    cJSON *o;
+    char managers[256], *scrape;
+
+    assert_int_equal(kt_sync(&t,
+                             &(struct kube_request){.verb = KUBE_CREATE,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = t.ns,
+                                                    .body = theirs},
+                             NULL),
+                     0);
+    cJSON_Delete(theirs);
+    tiny_start(&ti, NULL, true);
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    create_ncp("c");
+    assert_true(kt_wait(&t, has_value, &made, 20));
+    assert_true(kt_wait(&t, event_exists, &ev, 20));
+
+    o = get(&KUBE_CONFIGMAPS, "c-new");
+    field_managers(o, managers, sizeof(managers));
+    assert_string_equal(managers, "ctrl-test/Apply");
+    cJSON_Delete(o);
+    o = get(&KUBE_CONFIGMAPS, "c-theirs");
+    assert_string_equal(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "data"), "writer")
+            ->valuestring,
+        "someone");
+    assert_null(kube_obj_controller_ref(o));
+    cJSON_Delete(o);
+
+    scrape = http_get(&ti, "/metrics");
+    /* The control planes of the tests before are reconciled too: each one's -new created. */
+    assert_true(sample(scrape, "tester_api_requests_total{verb=\"apply\",code=\"201\"}") >= 1);
+    assert_true(sample(scrape, "tester_api_requests_total{verb=\"apply\",code=\"409\"}") >= 1);
+    assert_true(sample(scrape, "tester_api_requests_total{verb=\"get\",code=\"200\"}") >= 1);
+    /* No read of the absent object. */
+    assert_true(sample(scrape, "tester_api_requests_total{verb=\"get\",code=\"404\"}") <= 0);
+    free(scrape);
+    tiny_free(&ti);
+}
+
 static void stopped(void *userdata)
 {
     *(bool *)userdata = true;
@@ -534,6 +614,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_manager__plans_land_and_events_appear, test_teardown),
         cmocka_unit_test_teardown(test_manager__conflict_is_retried, test_teardown),
+        cmocka_unit_test_teardown(
+            test_manager__a_claimed_apply_creates_what_is_absent_and_spares_the_rest,
+            test_teardown),
         cmocka_unit_test_teardown(test_manager__stop_is_quick_when_idle, test_teardown),
         cmocka_unit_test_teardown(test_manager__only_the_leader_reconciles_and_a_standby_takes_over,
                                   test_teardown),

@@ -56,6 +56,7 @@ struct sent {
     char subresource[16];
     char propagation[16];
     char reason[64]; /* Events: the reason */
+    char rv[32];     /* the body's metadata.resourceVersion, if any */
 };
 
 struct pending {
@@ -156,6 +157,12 @@ static int hook_send(void *ctx, const struct kube_request *req, kube_done_fn don
              req->subresource ? req->subresource : "");
     snprintf(s->propagation, sizeof(s->propagation), "%s",
              req->propagation_policy ? req->propagation_policy : "");
+    if (req->body) {
+        const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(req->body, "metadata"), "resourceVersion");
+        if (cJSON_IsString(rv))
+            snprintf(s->rv, sizeof(s->rv), "%s", rv->valuestring);
+    }
     if (h->next_script < h->n_script) {
         p->code = h->script[h->next_script].code;
         p->http = h->script[h->next_script].http;
@@ -193,6 +200,8 @@ static void script(struct hook *h, int code, long http)
 
 /* ---- a test controller: its plan is set by the test ---- */
 
+#define PROGRESS_INTERVAL 0.3
+
 enum plan_kind {
     PLAN_THREE_ACTIONS, /* apply, create, delete */
     PLAN_STATUS,        /* update status */
@@ -205,6 +214,7 @@ enum plan_kind {
     PLAN_CLAIMED,           /* an apply of Service svc, claimed for uid "mine" */
     PLAN_CREATE_ELSE_READ,  /* a create of Secret ca, read when it exists */
     PLAN_APPLY_THEN_STATUS, /* an apply of Service svc, then the primary's status */
+    PLAN_PROGRESS,          /* the primary's status, then progress only, then an apply */
 };
 
 struct fixture {
@@ -259,6 +269,21 @@ static int reconcile(void *ctx, const struct ctrl_view *view, const char *ns, co
     case PLAN_STATUS:
         assert_int_equal(plan_update_status(plan, &WIDGETS,
                                             object("example.com/v1", "Widget", ns, name), "status"),
+                         0);
+        break;
+    case PLAN_PROGRESS:
+        if (f->reconciles == 1)
+            assert_int_equal(plan_update_status(plan, &WIDGETS,
+                                                object("example.com/v1", "Widget", ns, name),
+                                                "status changed"),
+                             0);
+        else
+            assert_int_equal(
+                plan_update_status_progress(
+                    plan, &WIDGETS, object("example.com/v1", "Widget", ns, name), "progress"),
+                0);
+        assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
+                                    "Service %s/svc: spec changed", ns),
                          0);
         break;
     case PLAN_CREATE:
@@ -338,6 +363,7 @@ static struct manager_opts test_opts(struct fixture *f)
         .refuse = refuse_pods,
         .send = hook_send,
         .send_ctx = &f->hook,
+        .progress_interval = PROGRESS_INTERVAL,
     };
 }
 
@@ -413,6 +439,19 @@ static bool run_until_reconciles(struct fixture *f, int n, double timeout)
         ev_run(f->loop, EVRUN_ONCE);
     ev_timer_stop(f->loop, &tick);
     return f->reconciles >= n;
+}
+
+static bool run_until_sent(struct fixture *f, int n, double timeout)
+{
+    double end = time_mono() + timeout;
+    ev_timer tick;
+
+    ev_timer_init(&tick, tick_cb, 0.005, 0.005);
+    ev_timer_start(f->loop, &tick);
+    while (f->hook.n_sent < n && time_mono() < end)
+        ev_run(f->loop, EVRUN_ONCE);
+    ev_timer_stop(f->loop, &tick);
+    return f->hook.n_sent >= n;
 }
 
 static double reconcile_total(struct fixture *f, const char *result)
@@ -524,6 +563,42 @@ static void test_manager__conflict_requeues_without_error(void **state)
     assert_true(f->reconciled_at[1] - f->reconciled_at[0] < 0.5);
 }
 
+/* A status write of progress only, within progress_interval of the object's last status
+ * write, is left out (the rest of the plan goes on) and the key comes back when the interval
+ * ends; then it is sent. */
+static void test_manager__progress_waits_for_the_interval_after_a_status_write(void **state)
+{
+    struct fixture *f = *state;
+    const struct sent *s = f->hook.sent;
+    double written;
+
+    f->kind = PLAN_PROGRESS;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 1, 2));
+    run_for(f, 0.05);
+    written = f->reconciled_at[0];
+    assert_int_equal(f->hook.n_sent, 2);
+    assert_string_equal(s[0].subresource, "status");
+    assert_int_equal(s[1].verb, KUBE_PATCH);
+
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    run_for(f, 0.05);
+    assert_int_equal(f->hook.n_sent, 3); /* only the apply */
+    assert_int_equal(s[2].verb, KUBE_PATCH);
+    assert_int_equal(reconcile_total(f, "requeue_after"), 1);
+
+    /* Back when the interval since the first write ends, and written then. */
+    assert_true(run_until_sent(f, 5, 2));
+    run_for(f, 0.05);
+    assert_true(f->reconciled_at[f->reconciles - 1] - written >= PROGRESS_INTERVAL);
+    assert_int_equal(f->hook.n_sent, 5);
+    assert_int_equal(s[3].verb, KUBE_UPDATE);
+    assert_string_equal(s[3].subresource, "status");
+    assert_string_equal(s[3].key, "ns1/cp");
+    assert_int_equal(s[4].verb, KUBE_PATCH);
+}
+
 static void test_manager__already_exists_on_create_requeues(void **state)
 {
     struct fixture *f = *state;
@@ -628,22 +703,34 @@ static const char owned_by_mine[] =
     "\"namespace\":\"ns1\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
     "\"ConfigMap\",\"name\":\"mine\",\"uid\":\"mine\",\"controller\":true}]}}";
 
-/* An apply of an object the caches do not hold reads it first: absent or the claimer's, it is
- * applied; anyone else's, it is left untouched, with a Warning Event, and the next reconcile's
- * view says why. */
+/* An apply of an object the caches do not hold is sent with a resourceVersion no object has:
+ * absent, the API server creates it (one request, no read); existing (409), it is read, and
+ * applied without that precondition if it is the claimer's; anyone else's is left untouched,
+ * with a Warning Event, and the next reconcile's view says why. */
 static void test_manager__a_claimed_apply_leaves_someone_elses_object_alone(void **state)
 {
     struct fixture *f = *state;
-    int patches = 0, gets = 0, conflicts = 0;
+    int conflicts = 0;
+    const struct sent *s = f->hook.sent;
+    const struct {
+        enum kube_verb verb;
+        bool precondition;
+    } want[] = {
+        {KUBE_PATCH, true},                                         /* absent: created */
+        {KUBE_PATCH, true}, {KUBE_GET, false}, {KUBE_PATCH, false}, /* the claimer's own */
+        {KUBE_PATCH, true}, {KUBE_GET, false},                      /* someone else's */
+    };
+    size_t n = 0;
 
     f->kind = PLAN_CLAIMED;
-    script(&f->hook, -ENOENT, 404); /* absent: applied */
-    script(&f->hook, 0, 200);       /* the apply */
-    script(&f->hook, 0, 200);       /* the claimer's own: applied */
+    script(&f->hook, 0, 201);      /* absent: the apply creates it */
+    script(&f->hook, -EBUSY, 409); /* exists ... */
+    script(&f->hook, 0, 200);      /* ... and is the claimer's own: */
     f->hook.script[2].body = owned_by_mine;
-    script(&f->hook, 0, 200);
-    script(&f->hook, 0, 200); /* someone else's: left alone */
-    f->hook.script[4].body = owned_by_other;
+    script(&f->hook, 0, 200);      /* applied */
+    script(&f->hook, -EBUSY, 409); /* exists ... */
+    script(&f->hook, 0, 200);      /* ... and is someone else's: left alone */
+    f->hook.script[5].body = owned_by_other;
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 1, 2));
     run_for(f, 0.05);
@@ -658,18 +745,21 @@ static void test_manager__a_claimed_apply_leaves_someone_elses_object_alone(void
     assert_non_null(strstr(f->conflict, "Service ns1/svc exists and is controlled by ConfigMap "
                                         "theirs"));
     for (int i = 0; i < f->hook.n_sent; i++) {
-        const struct sent *s = &f->hook.sent[i];
-        if (s->res == &KUBE_EVENTS) {
-            assert_string_equal(s->reason, "ObjectConflict");
+        if (s[i].res == &KUBE_EVENTS) {
+            assert_string_equal(s[i].reason, "ObjectConflict");
             conflicts++;
             continue;
         }
-        assert_string_equal(s->key, "ns1/svc");
-        gets += s->verb == KUBE_GET;
-        patches += s->verb == KUBE_PATCH;
+        assert_true(n < sizeof(want) / sizeof(want[0]));
+        assert_string_equal(s[i].key, "ns1/svc");
+        assert_int_equal(s[i].verb, want[n].verb);
+        if (want[n].precondition)
+            assert_string_equal(s[i].rv, "18446744073709551615");
+        else
+            assert_string_equal(s[i].rv, "");
+        n++;
     }
-    assert_int_equal(gets, 3);
-    assert_int_equal(patches, 2);
+    assert_int_equal(n, sizeof(want) / sizeof(want[0]));
     assert_int_equal(conflicts, 1);
     assert_true(reconcile_total(f, "error") >= 1);
 }
@@ -892,6 +982,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_manager__events_are_recorded_after_the_actions_succeed,
                                         setup, teardown),
         cmocka_unit_test_teardown(test_manager__concurrency_is_capped, teardown_owned),
+        cmocka_unit_test_setup_teardown(
+            test_manager__progress_waits_for_the_interval_after_a_status_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager__stop_waits_for_plans_in_flight, setup,
                                         teardown),
         cmocka_unit_test_teardown(test_manager__add_controller_checks_its_definition,
