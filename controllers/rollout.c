@@ -145,10 +145,23 @@ static bool serving(const struct rollout_input *in)
     return true;
 }
 
+/* Component i is created together with the one before it: the control plane was never
+ * complete, and i either never had a target or its target is its desired state (it is being
+ * created already). Only the controller manager is: kube-controller-manager started before its
+ * API server answers retries until it does, while kube-apiserver started before etcd answers
+ * exits after 20 s (its blocking etcd dial), so the API servers keep waiting for etcd. A change
+ * of a component that has another target keeps the waves, and so does every roll once the
+ * control plane was complete. */
+static bool created_alongside(const struct rollout_input *in, int i)
+{
+    return i == ROLLOUT_CONTROLLER_MANAGER && !in->initialized &&
+           (!in->c[i].target.hash || at_desired(&in->c[i]));
+}
+
 void rollout_step(const struct rollout_input *in, struct rollout_output *out)
 {
-    int i, active = -1;
-    bool tail = true; /* list the components after the active one as waiting */
+    int i, active = -1, last = -1;
+    bool tail = true; /* list the components after the last one looked at as waiting */
     const char *refused = NULL;
 
     memset(out, 0, sizeof(*out));
@@ -172,12 +185,17 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
     for (i = 0; i < ROLLOUT__COUNT; i++) {
         const struct rollout_component_state *s = &in->c[i];
 
+        last = i;
         if (!s->desired.hash) {
-            out->phase = ROLLOUT_PHASE_WAITING;
-            out->reason = "WaitingForInputs";
+            /* While earlier components are being created this one waits for its
+             * certificates as part of the creation. */
+            if (active < 0) {
+                out->phase = ROLLOUT_PHASE_WAITING;
+                out->reason = "WaitingForInputs";
+                active = i;
+            }
             append(out->message, sizeof(out->message), "%s waiting for its certificates",
                    rollout_component_name((enum rollout_component)i));
-            active = i;
             break;
         }
         if (s->held && at_desired(s)) {
@@ -193,11 +211,15 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
         if (!at_desired(s)) {
             int busy = -1;
             /* Only one component rolls at a time: a change to an earlier component waits for
-             * a later one that is still rolling out. */
+             * a later one that is still rolling out. A controller manager created together
+             * with its API servers does not hold their change: it may wait for exactly that
+             * change to become ready. */
             for (int j = i + 1; j < ROLLOUT__COUNT && busy < 0; j++)
-                if (in->c[j].target.hash && !in->c[j].complete)
+                if (in->c[j].target.hash && !in->c[j].complete &&
+                    !(j == ROLLOUT_CONTROLLER_MANAGER && !in->initialized))
                     busy = j;
-            active = i;
+            if (active < 0)
+                active = i;
             if (busy >= 0) {
                 const struct rollout_component_state *b = &in->c[busy];
                 append(out->message, sizeof(out->message), "%s %d/%d updated",
@@ -213,13 +235,18 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
             out->target_changed[i] = true;
             append(out->message, sizeof(out->message), "%s 0/%d updated",
                    rollout_component_name((enum rollout_component)i), s->replicas);
+            if (created_alongside(in, i + 1))
+                continue;
             break;
         }
         if (!s->complete) {
-            active = i;
+            if (active < 0)
+                active = i;
             append(out->message, sizeof(out->message), "%s %d/%d updated",
                    rollout_component_name((enum rollout_component)i), s->updated_replicas,
                    s->replicas);
+            if (created_alongside(in, i + 1))
+                continue;
             break;
         }
     }
@@ -230,7 +257,7 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
         snprintf(out->message, sizeof(out->message), "every component runs its desired state");
         return;
     }
-    for (i = active + 1; tail && i < ROLLOUT__COUNT; i++)
+    for (i = last + 1; tail && i < ROLLOUT__COUNT; i++)
         append(out->message, sizeof(out->message), "%s waiting",
                rollout_component_name((enum rollout_component)i));
     if (out->phase != ROLLOUT_PHASE_WAITING && out->phase != ROLLOUT_PHASE_STALLED) {

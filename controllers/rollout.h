@@ -9,7 +9,10 @@
  * Rules (docs/architecture.md, "The rollout state machine"):
  *   - Order: etcd, then every API server, then controller managers. A component's target moves
  *     to its desired state only when every component before it has completed its rollout at
- *     its own desired state. Creation is the first wave.
+ *     its own desired state. Creation is the first wave, with one difference: while the
+ *     control plane was never complete, the controller manager's first target moves together
+ *     with the API servers' (kube-controller-manager waits for its API server by itself;
+ *     kube-apiserver does not wait for etcd, so the API servers still wait for etcd).
  *   - Versions, checked across all components before any target moves. A component's desired
  *     version is the one it is to run: its own spec.version (an override) or the control
  *     plane's. No component's version goes down from its target; none skips a minor; a

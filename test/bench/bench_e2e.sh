@@ -12,6 +12,7 @@
 # file in a private mount namespace), etcd first, the API server as soon as etcd is healthy,
 # polled every 50 ms; for 1 tenant and for 10 at once.
 # Uses the super cluster of $KUBECONFIG/$NESTCP_KUBE_ENV_DIR when set, else starts its own.
+# NESTCP_BENCH_KEEP=1 keeps the work directory (the manager's and node agent's logs).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -60,7 +61,11 @@ cleanup() {
         kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
         kubectl delete node "$node" --wait=false >/dev/null 2>&1 || true
     fi
-    rm -rf "$work"
+    if [ -n "${NESTCP_BENCH_KEEP:-}" ]; then
+        echo "bench_e2e: logs kept in $work" >&2
+    else
+        rm -rf "$work"
+    fi
 }
 trap cleanup EXIT
 
@@ -383,4 +388,25 @@ t0 = float(sys.argv[2])
 for r in sorted(rows, key=lambda r: ts(r[1])):
     ready = "+%3.0f s" % (ts(r[2]) - t0) if len(r) > 2 else "?"
     print("  %-28s created +%3.0f s, Ready %s" % (r[0], ts(r[1]) - t0, ready))
+PY
+echo "nestcp, 1 tenant, the node agent's log (seconds after kubectl apply):"
+python3 - "$work/agent.log" "$(cat "$work/one-.t0")" <<'PY'
+import sys, datetime
+t0 = float(sys.argv[2])
+first = {}
+for l in open(sys.argv[1]):
+    f = l.split()
+    if len(f) < 4 or "/one-0-" not in l:
+        continue
+    what = " ".join(f[2:4]) if f[2] == "pod" else f[2]
+    pod = next((x[4:] for x in f if x.startswith("pod=")), "?").split("/")[-1]
+    ts = datetime.datetime.strptime(f[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+    k = (pod, what)
+    first.setdefault(k, [ts, ts, 0])
+    first[k][1] = ts
+    first[k][2] += 1
+for (pod, what), (a, b, n) in sorted(first.items(), key=lambda kv: kv[1][0]):
+    span = "" if n == 1 else " (%d times, last +%.2f s)" % (n, b - t0)
+    print("  %-28s %-12s +%.2f s%s" % (pod, what, a - t0, span))
 PY

@@ -125,7 +125,7 @@ int podsec_resolve(const cJSON *pod, const cJSON *container, struct podsec *ret_
     const cJSON *csc = podobj_get(container, "securityContext", NULL);
     const cJSON *caps = podobj_get(csc, "capabilities", NULL), *nonroot, *g;
     struct podsec s = {0};
-    long long uid = -1, gid = -1;
+    long long uid = -1, gid = -1; /* written by id_field on success */
     long fs_group = podsec_fs_group(pod, NULL);
     int r;
 

@@ -54,7 +54,13 @@ static void complete(struct rollout_input *in, const struct rollout_output *out,
     in->c[i].replicas = in->c[i].ready_replicas = in->c[i].updated_replicas = 3;
 }
 
-static void test_rollout__creation_goes_etcd_then_apiserver_then_controller_manager(void **state)
+static void assert_moved2(const struct rollout_output *out, int a, int b)
+{
+    for (int i = 0; i < ROLLOUT__COUNT; i++)
+        assert_int_equal(out->target_changed[i], i == a || i == b);
+}
+
+static void test_rollout__creation_goes_etcd_then_apiserver_with_controller_manager(void **state)
 {
     struct rollout_input in = fresh();
     struct rollout_output out;
@@ -66,7 +72,8 @@ static void test_rollout__creation_goes_etcd_then_apiserver_then_controller_mana
         out.message, "etcd 0/0 updated; kube-apiserver waiting; kube-controller-manager waiting");
     assert_false(out.initialized);
 
-    /* etcd targeted but not yet complete: nothing else moves */
+    /* etcd targeted but not yet complete: nothing else moves (kube-apiserver exits when etcd
+     * does not answer within 20 s) */
     in.c[E].target = out.target[E];
     in.c[E].replicas = 3;
     in.c[E].updated_replicas = 1;
@@ -75,25 +82,101 @@ static void test_rollout__creation_goes_etcd_then_apiserver_then_controller_mana
     assert_string_equal(
         out.message, "etcd 1/3 updated; kube-apiserver waiting; kube-controller-manager waiting");
 
+    /* the controller manager is created with the API servers: it waits for them itself */
     complete(&in, &out, E);
     rollout_step(&in, &out);
-    assert_moved(&out, A);
+    assert_moved2(&out, A, M);
     assert_string_equal(out.target[A].hash, "a1");
+    assert_string_equal(out.target[M].hash, "m1");
+    assert_int_equal(out.phase, ROLLOUT_PHASE_PROVISIONING);
+    assert_string_equal(out.message, "kube-apiserver 0/0 updated; kube-controller-manager 0/0 "
+                                     "updated");
 
     in.c[A].target = out.target[A];
+    in.c[M].target = out.target[M];
+    in.c[A].replicas = in.c[M].replicas = 1;
     rollout_step(&in, &out);
-    assert_moved(&out, -1); /* controller manager waits for every API server */
+    assert_moved(&out, -1);
+    assert_string_equal(out.message, "kube-apiserver 0/1 updated; kube-controller-manager 0/1 "
+                                     "updated");
+
+    complete(&in, &out, M); /* in either order */
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_PROVISIONING);
+    assert_string_equal(out.message, "kube-apiserver 0/1 updated");
 
     complete(&in, &out, A);
-    rollout_step(&in, &out);
-    assert_moved(&out, M);
-
-    complete(&in, &out, M);
     rollout_step(&in, &out);
     assert_moved(&out, -1);
     assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
     assert_true(out.initialized);
     assert_true(out.serving);
+}
+
+static void test_rollout__creation_controller_manager_without_certificates_waits(void **state)
+{
+    struct rollout_input in = fresh();
+    struct rollout_output out;
+
+    complete(&in, &out, E);
+    in.c[E].target = in.c[E].desired;
+    in.c[M].desired.hash = NULL;
+    rollout_step(&in, &out);
+    assert_moved(&out, A);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_PROVISIONING);
+    assert_string_equal(out.reason, "Provisioning");
+    assert_string_equal(out.message,
+                        "kube-apiserver 0/0 updated; kube-controller-manager waiting for its "
+                        "certificates");
+
+    in.c[A].target = out.target[A];
+    in.c[M].desired.hash = "m1";
+    rollout_step(&in, &out);
+    assert_moved(&out, M);
+}
+
+/* An API server that cannot start during creation (here: a bad flag) is mended by a new spec:
+ * the controller manager made with it, which cannot become ready without it, does not hold the
+ * change back. */
+static void
+test_rollout__creation_api_server_change_is_not_held_by_its_controller_manager(void **state)
+{
+    struct rollout_input in = fresh();
+    struct rollout_output out;
+
+    complete(&in, &out, E);
+    in.c[E].target = in.c[E].desired;
+    in.c[A].target = in.c[A].desired;
+    in.c[M].target = in.c[M].desired;
+    in.c[A].replicas = in.c[M].replicas = 1;
+    in.c[A].desired.hash = "a2";
+    rollout_step(&in, &out);
+    assert_moved(&out, A);
+    assert_string_equal(out.target[A].hash, "a2");
+    assert_int_equal(out.phase, ROLLOUT_PHASE_PROVISIONING);
+}
+
+/* A change of a controller manager that has a target, during creation, keeps the waves: it
+ * waits for every API server (the version skew rule). */
+static void test_rollout__creation_controller_manager_change_waits_for_api_servers(void **state)
+{
+    struct rollout_input in = fresh();
+    struct rollout_output out;
+
+    complete(&in, &out, E);
+    in.c[E].target = in.c[E].desired;
+    in.c[A].target = in.c[A].desired;
+    in.c[M].target = in.c[M].desired;
+    in.c[A].replicas = in.c[M].replicas = 1;
+    in.c[M].desired.hash = "m2";
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_string_equal(out.message, "kube-apiserver 0/1 updated; kube-controller-manager waiting");
+
+    complete(&in, &out, A);
+    rollout_step(&in, &out);
+    assert_moved(&out, M);
 }
 
 static void test_rollout__steady_state_moves_nothing(void **state)
@@ -286,14 +369,17 @@ static void test_rollout__controller_manager_override_one_minor_older_stays_put(
     assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
     assert_string_equal(out.target[M].version, "1.20.2");
 
-    /* Created that way: every wave runs, the controller manager at its own version. */
+    /* Created that way: etcd, then the API servers with the controller manager at its own
+     * version. */
     in = fresh();
     in.c[A].desired = (struct rollout_target){"1.21.14", "a2"};
-    for (int i = E; i <= M; i++) {
-        rollout_step(&in, &out);
-        assert_moved(&out, i);
-        complete(&in, &out, i);
-    }
+    rollout_step(&in, &out);
+    assert_moved(&out, E);
+    complete(&in, &out, E);
+    rollout_step(&in, &out);
+    assert_moved2(&out, A, M);
+    complete(&in, &out, A);
+    complete(&in, &out, M);
     rollout_step(&in, &out);
     assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
     assert_string_equal(out.target[A].version, "1.21.14");
@@ -411,7 +497,11 @@ static void test_rollout__a_held_roll_stops_until_the_spec_changes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rollout__creation_goes_etcd_then_apiserver_then_controller_manager),
+        cmocka_unit_test(test_rollout__creation_goes_etcd_then_apiserver_with_controller_manager),
+        cmocka_unit_test(test_rollout__creation_controller_manager_without_certificates_waits),
+        cmocka_unit_test(
+            test_rollout__creation_api_server_change_is_not_held_by_its_controller_manager),
+        cmocka_unit_test(test_rollout__creation_controller_manager_change_waits_for_api_servers),
         cmocka_unit_test(test_rollout__steady_state_moves_nothing),
         cmocka_unit_test(test_rollout__version_bump_rolls_in_dependency_order),
         cmocka_unit_test(test_rollout__flag_change_of_one_component_rolls_only_it),
