@@ -474,6 +474,30 @@ static double metric(struct fixture *f, const char *name, const char *const *lab
     return metric_value(m, labels);
 }
 
+/* Nothing more to do for now: no request in flight, no key queued or being processed (a key
+ * waiting out a backoff may come back later). */
+static bool quiet(struct fixture *f)
+{
+    const char *const queue[] = {"test", NULL};
+
+    return f->hook.in_flight == 0 && metric(f, "tester_workqueue_in_flight", queue) == 0 &&
+           metric(f, "workqueue_depth", queue) == 0;
+}
+
+/* Runs the loop until the manager is quiet: what a reconcile planned has been carried out. */
+static void settle(struct fixture *f)
+{
+    double end = time_mono() + 5;
+    ev_timer tick;
+
+    ev_timer_init(&tick, tick_cb, 0.005, 0.005);
+    ev_timer_start(f->loop, &tick);
+    while (!quiet(f) && time_mono() < end)
+        ev_run(f->loop, EVRUN_ONCE);
+    ev_timer_stop(f->loop, &tick);
+    assert_true(quiet(f));
+}
+
 static void test_manager__actions_run_in_order_with_field_manager(void **state)
 {
     struct fixture *f = *state;
@@ -481,7 +505,7 @@ static void test_manager__actions_run_in_order_with_field_manager(void **state)
     f->kind = PLAN_THREE_ACTIONS;
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 1, 2));
-    run_for(f, 0.1);
+    settle(f);
     assert_int_equal(f->hook.n_sent, 3);
     assert_int_equal(f->hook.sent[0].verb, KUBE_PATCH);
     assert_int_equal(f->hook.sent[0].patch_type, KUBE_PATCH_APPLY);
@@ -508,7 +532,7 @@ static void test_manager__stops_at_first_failure_and_backs_off(void **state)
     script(&f->hook, -EIO, 500);
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 3));
-    run_for(f, 0.1);
+    settle(f);
     /* First pass: apply, then the failed create, and no delete; the retry does all three. */
     assert_int_equal(f->hook.n_sent, 5);
     assert_int_equal(f->hook.sent[1].verb, KUBE_CREATE);
@@ -552,7 +576,7 @@ static void test_manager__conflict_requeues_without_error(void **state)
     script(&f->hook, -EBUSY, 409);
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_string_equal(f->hook.sent[0].subresource, "status");
     assert_string_equal(f->hook.sent[0].field_manager, FIELD_MANAGER);
     assert_int_equal(reconcile_total(f, "requeue"), 1);
@@ -575,7 +599,7 @@ static void test_manager__progress_waits_for_the_interval_after_a_status_write(v
     f->kind = PLAN_PROGRESS;
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 1, 2));
-    run_for(f, 0.05);
+    settle(f);
     written = f->reconciled_at[0];
     assert_int_equal(f->hook.n_sent, 2);
     assert_string_equal(s[0].subresource, "status");
@@ -583,14 +607,14 @@ static void test_manager__progress_waits_for_the_interval_after_a_status_write(v
 
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_int_equal(f->hook.n_sent, 3); /* only the apply */
     assert_int_equal(s[2].verb, KUBE_PATCH);
     assert_int_equal(reconcile_total(f, "requeue_after"), 1);
 
     /* Back when the interval since the first write ends, and written then. */
     assert_true(run_until_sent(f, 5, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_true(f->reconciled_at[f->reconciles - 1] - written >= PROGRESS_INTERVAL);
     assert_int_equal(f->hook.n_sent, 5);
     assert_int_equal(s[3].verb, KUBE_UPDATE);
@@ -607,7 +631,7 @@ static void test_manager__already_exists_on_create_requeues(void **state)
     script(&f->hook, -EEXIST, 409);
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_int_equal(reconcile_total(f, "requeue"), 1);
     assert_int_equal(reconcile_total(f, "success"), 1);
 }
@@ -646,7 +670,7 @@ static void test_manager__reconcile_error_retries_with_backoff(void **state)
     f->fail_first = 3;
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 4, 3));
-    run_for(f, 0.05);
+    settle(f);
     assert_int_equal(reconcile_total(f, "error"), 3);
     assert_int_equal(reconcile_total(f, "success"), 1);
     /* Waits of at least 5 ms, 10 ms, 20 ms: the backoff doubles. (A timer fires no earlier
@@ -666,7 +690,7 @@ static void test_manager__delete_of_missing_object_succeeds(void **state)
     script(&f->hook, -ENOENT, 404);
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 1, 2));
-    run_for(f, 0.1);
+    settle(f);
     assert_int_equal(f->reconciles, 1);
     assert_int_equal(reconcile_total(f, "success"), 1);
 }
@@ -680,7 +704,7 @@ static void test_manager__an_action_outside_the_access_table_is_not_sent(void **
     f->kind = PLAN_UNGRANTED;
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
-    run_for(f, 0.05);
+    settle(f);
     /* Each attempt sends the Service's apply, never the Pod's create, and says why in a
      * Warning Event. */
     assert_true(f->hook.n_sent - f->hook.n_events >= 2);
@@ -736,15 +760,15 @@ static void test_manager__a_claimed_apply_leaves_someone_elses_object_alone(void
     f->hook.script[5].body = owned_by_other;
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 1, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_int_equal(reconcile_total(f, "success"), 2);
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     /* The refusal backs off; the retry sees the conflict and plans nothing. */
     assert_true(run_until_reconciles(f, 4, 3));
-    run_for(f, 0.05);
+    settle(f);
     assert_non_null(strstr(f->conflict, "Service ns1/svc exists and is controlled by ConfigMap "
                                         "theirs"));
     for (int i = 0; i < f->hook.n_sent; i++) {
@@ -780,7 +804,7 @@ static void test_manager__a_create_that_finds_its_object_reads_it(void **state)
                              "{\"name\":\"ca\",\"namespace\":\"ns1\"}}";
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_true(f->found);
     assert_int_equal(f->hook.n_sent, 2);
     assert_int_equal(f->hook.sent[0].verb, KUBE_CREATE);
@@ -803,7 +827,7 @@ static void test_manager__a_rejected_write_is_shown_on_the_object(void **state)
     script(&f->hook, 0, 200);       /* the status, still written */
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 2, 2));
-    run_for(f, 0.1);
+    settle(f);
     assert_non_null(strstr(f->rejected, "apply of Service ns1/svc was rejected: scripted failure"));
     /* apply (rejected), status; then the retry's apply, create, status */
     assert_int_equal(f->hook.sent[0].verb, KUBE_PATCH);
@@ -822,7 +846,7 @@ static void test_manager__a_rejected_write_is_shown_on_the_object(void **state)
     /* The retry went through: forgotten. */
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 3, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_string_equal(f->rejected, "");
 }
 
@@ -843,7 +867,7 @@ static void test_manager__events_are_recorded_after_the_actions_succeed(void **s
     script(&f->hook, -EINVAL, 422); /*    though the create after it is refused */
     assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
     assert_true(run_until_reconciles(f, 3, 2));
-    run_for(f, 0.1);
+    settle(f);
     for (int i = 0; i < f->hook.n_sent; i++) {
         const struct sent *s = &f->hook.sent[i];
         if (s->res == &KUBE_EVENTS) {
@@ -882,7 +906,7 @@ static void test_manager__concurrency_is_capped(void **state)
     release_all(&f->hook);
     f->hook.hold = false;
     assert_true(run_until_reconciles(f, 5, 2));
-    run_for(f, 0.05);
+    settle(f);
     assert_int_equal(reconcile_total(f, "success"), 5);
 }
 
