@@ -15,6 +15,8 @@
 
 const char *const api_served_versions[] = {API_VERSION_CAPN, API_VERSION_STORAGE, NULL};
 
+const char *const api_capi_cluster_versions[] = {"v1beta2", "v1beta1", NULL};
+
 const struct api_contract_label api_contract_labels[] = {
     {"cluster.x-k8s.io/v1alpha4", "v1alpha4_v1beta1"},
     {"cluster.x-k8s.io/v1beta1", "v1alpha4_v1beta1"},

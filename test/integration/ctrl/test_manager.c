@@ -41,10 +41,10 @@ static const struct kube_resource PRIMARY = {"controlplane.cluster.x-k8s.io", "v
 static const struct kube_resource ABSENT = {"cluster.x-k8s.io", "v1beta1", "clusters", "Cluster",
                                             true};
 static const struct ctrl_cache_spec caches[] = {
-    {&PRIMARY, NULL, false, NULL},
-    {&ABSENT, NULL, true, NULL},
-    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL},
-    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL},
+    {&PRIMARY, NULL, false, NULL, NULL},
+    {&ABSENT, NULL, true, NULL, NULL},
+    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL, NULL},
+    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL, NULL},
 };
 
 struct tiny {
