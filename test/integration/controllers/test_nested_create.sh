@@ -5,7 +5,8 @@
 #     control plane (config/samples/standalone.yaml) both become Ready;
 #   - the StatefulSets appear in the order etcd, kube-apiserver, kube-controller-manager, each
 #     only after the one before is ready (recorded from a watch);
-#   - the Cluster API contract fields, the NestedCluster, the components' status;
+#   - the Cluster API contract fields, the NestedCluster, the components' status; Clusters are
+#     read at v1beta1, the newest version the stand-in CRD serves;
 #   - the Secrets, Services and StatefulSets are what `nestcp render` prints for the same
 #     objects and Secrets;
 #   - steady state: with every object reconciled again every 5 s (--sync-period), no object in
@@ -34,6 +35,9 @@ wait_ready "$ns" sample-control-plane 180
 echo "capn-cluster.yaml: Ready after $(elapsed "$t0") s"
 wait_ready "$ns" standalone 180
 echo "standalone.yaml: Ready after $(elapsed "$t0") s"
+# The stand-in Cluster CRD serves no v1beta2 (api/kinds.c): the cache reads v1beta1.
+grep -q 'cache reads resource resource=clusters.cluster.x-k8s.io version=v1beta1' "$work/mgr.log" ||
+    fail "the manager does not read Clusters at v1beta1: $(grep clusters.cluster "$work/mgr.log")"
 
 # --- order: each StatefulSet is created only once the one before it is ready ---
 python3 - "$work/sts-watch.txt" <<'EOF' || fail "creation order"
