@@ -280,10 +280,8 @@ static void probe_done(void *userdata, const struct kube_result *res)
         cache->probe_failures++;
         delay = kube_informer_backoff(cache->probe_failures, 1.0);
         log_warn("cannot list resource",
-                 "resource=%s.%s version=%s error=%s message=%s "
-                 "retry_s=%.1f",
-                 rs->resource, rs->group, rs->version, kube_code_name(res->code), res->message,
-                 delay);
+                 "resource=%s.%s version=%s error=%s message=%s retry_s=%.1f", rs->resource,
+                 rs->group, rs->version, kube_code_name(res->code), res->message, delay);
         probe_later(cache, delay);
         return;
     }
@@ -410,10 +408,10 @@ int ctrl_caches_init(struct manager *m)
         m->caches[i].m = m;
         m->caches[i].spec = &m->opts.caches[i];
         m->stores[i] = &m->empty;
-        if (cache_served_init(&m->caches[i]) < 0)
-            return -ENOMEM;
         ev_init(&m->caches[i].probe_timer, probe_timer_cb);
         m->caches[i].probe_timer.data = &m->caches[i];
+        if (cache_served_init(&m->caches[i]) < 0)
+            return -ENOMEM;
     }
     return 0;
 }

@@ -15,7 +15,8 @@
 #   - `clusterctl describe cluster` shows the tree with nestcp's conditions;
 #   - Cluster spec.paused pauses nestcp: a change to a component waits until it is unpaused;
 #   - nestcp reads Clusters at v1beta2, so with Cluster API's pod (its conversion webhook)
-#     stopped a manager started afresh still syncs and reconciles;
+#     stopped a manager started afresh still syncs and reconciles, and `nestcp describe` and
+#     `nestcp plan` answer;
 #   - `clusterctl move` waits on nestcp's block-move annotation, and nothing of the tenant is
 #     lost or changed;
 #   - deleting the Cluster deletes the tenant and leaves nothing of it.
@@ -239,6 +240,18 @@ scaled_back() { [ "$(sts_replicas)" = 1 ]; }
 until_true 60 scaled_back ||
     fail "with Cluster API's webhook not answering, the StatefulSet was not scaled back to 1: $(tail -n 20 "$work/manager.log")"
 [ "$(reads_v1beta2)" -ge 2 ] || fail "the restarted manager does not read Clusters at v1beta2"
+# The commands read Clusters at v1beta2 too: describe finds the control plane by its Cluster's
+# name, plan lists the Clusters.
+timeout 20 "$NESTCP_BIN" describe t1 -n "$ns" >"$work/describe-stopped.txt" 2>&1 ||
+    fail "nestcp describe t1 with Cluster API's pod stopped: $(cat "$work/describe-stopped.txt")"
+grep -qE "^Cluster $ns/t1 +Available: True, phase Provisioned" "$work/describe-stopped.txt" &&
+    grep -qE "NestedControlPlane t1-control-plane +Ready: True" "$work/describe-stopped.txt" ||
+    fail "nestcp describe t1 does not show Cluster t1 Available and its control plane Ready: $(cat "$work/describe-stopped.txt")"
+timeout 20 "$NESTCP_BIN" plan -n "$ns" --templates "$NESTCP_SOURCE_DIR/templates" \
+    >"$work/plan-stopped.txt" 2>&1 ||
+    fail "nestcp plan with Cluster API's pod stopped: $(cat "$work/plan-stopped.txt")"
+grep -q "^1 control plane; 0 would roll" "$work/plan-stopped.txt" ||
+    fail "nestcp plan does not find t1's control plane: $(cat "$work/plan-stopped.txt")"
 kill -CONT "$capi_pid"
 log "Cluster API's pod stopped: v1beta1 Clusters not served, yet a new manager scaled" \
     "nkcm/$kcm (generation $gen) in $(elapsed "$t0") s, reading Clusters at v1beta2"
