@@ -5,8 +5,7 @@
 #     control plane (config/samples/standalone.yaml) both become Ready;
 #   - the StatefulSets appear in the order etcd, kube-apiserver, kube-controller-manager, each
 #     only after the one before is ready (recorded from a watch);
-#   - the Cluster API contract fields, the NestedCluster, the components' status; Clusters are
-#     read at v1beta1, the newest version the stand-in CRD serves;
+#   - the Cluster API contract fields, the NestedCluster, the components' status;
 #   - the Secrets, Services and StatefulSets are what `nestcp render` prints for the same
 #     objects and Secrets;
 #   - steady state: with every object reconciled again every 5 s (--sync-period), no object in
