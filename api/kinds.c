@@ -15,6 +15,8 @@
 
 const char *const api_served_versions[] = {API_VERSION_CAPN, API_VERSION_STORAGE, NULL};
 
+const char *const api_capi_cluster_versions[] = {"v1beta2", "v1beta1", NULL};
+
 const struct api_contract_label api_contract_labels[] = {
     {"cluster.x-k8s.io/v1alpha4", "v1alpha4_v1beta1"},
     {"cluster.x-k8s.io/v1beta1", "v1alpha4_v1beta1"},
@@ -200,6 +202,13 @@ static const struct api_printer_column capi_columns[] = {
 
 static const char *const categories[] = {"capi", "capn", "nestcp", NULL};
 static const char *const capi_categories[] = {"cluster-api", NULL};
+/* The stand-in serves no v1beta2. With one stored shape and conversion None, every stored
+ * object must be valid at every served version, and Cluster API's v1beta1 and v1beta2 differ
+ * where nestcp reads: v1beta1's references carry apiVersion (and namespace), v1beta2's require
+ * apiGroup and have neither. A Cluster written at v1beta1 (the samples, clusterctl's templates)
+ * would read at v1beta2 with no apiGroup, which no real v1beta2 Cluster lacks and which a v1beta2
+ * write of it would have to add; only a conversion webhook can translate, as Cluster API's does.
+ * nestcp reads v1beta1 where v1beta2 is not served (api_capi_cluster_versions). */
 static const char *const capi_versions[] = {"v1alpha4", "v1beta1", NULL};
 static const char *const sn_nc[] = {"nc", NULL};
 static const char *const sn_ncp[] = {"ncp", NULL};

@@ -59,6 +59,13 @@ struct api_kind_info {
 /* The versions every nestcp kind serves: {"v1alpha4", "v1beta1", NULL}. */
 extern const char *const api_served_versions[];
 
+/* The versions of Cluster API's Cluster nestcp reads, newest first: {"v1beta2", "v1beta1",
+ * NULL}. It reads the first one the server serves: Cluster API 1.11 and later store Clusters as
+ * v1beta2 and serve v1beta1 only through their conversion webhook, so reading v1beta2 needs no
+ * webhook; the stand-in CRD (config/crd/capi) serves v1beta1. api_capi_cluster_from_json
+ * parses both. */
+extern const char *const api_capi_cluster_versions[];
+
 /* Info for k (k < API_KIND_COUNT); never NULL. */
 const struct api_kind_info *api_kind_info(enum api_kind k);
 

@@ -121,6 +121,7 @@ static void get_ref(struct px *x, const cJSON *o, const char *key, struct api_ob
     if (!ref)
         return;
     r->api_version = get_str(x, ref, "apiVersion");
+    r->api_group = get_str(x, ref, "apiGroup");
     r->kind = get_str(x, ref, "kind");
     r->name = get_str(x, ref, "name");
     r->namespace = get_str(x, ref, "namespace");

@@ -130,6 +130,7 @@ void api_strlist_done(struct api_strlist *l)
 void api_object_ref_done(struct api_object_ref *r)
 {
     free(r->api_version);
+    free(r->api_group);
     free(r->kind);
     free(r->name);
     free(r->namespace);
@@ -137,6 +138,25 @@ void api_object_ref_done(struct api_object_ref *r)
     free(r->resource_version);
     free(r->field_path);
     memset(r, 0, sizeof(*r));
+}
+
+int api_object_ref_group(const struct api_object_ref *r, char *ret, size_t cap)
+{
+    const char *g = r->api_group, *slash;
+    size_t n;
+
+    if (!g) {
+        slash = r->api_version ? strchr(r->api_version, '/') : NULL;
+        g = slash ? r->api_version : "";
+        n = slash ? (size_t)(slash - r->api_version) : 0;
+    } else {
+        n = strlen(g);
+    }
+    if (n >= cap)
+        return -ENAMETOOLONG;
+    memcpy(ret, g, n);
+    ret[n] = '\0';
+    return (int)n;
 }
 
 void api_endpoint_done(struct api_endpoint *e)

@@ -62,8 +62,11 @@ struct api_meta {
 };
 
 /* corev1.ObjectReference. Absent when name is NULL. */
+/* A reference: an ObjectReference (apiVersion, namespace, ...), or a Cluster API v1beta2
+ * ContractVersionedObjectReference, which names the group alone (apiGroup) and is always in
+ * the referring object's namespace. */
 struct api_object_ref {
-    char *api_version, *kind, *name, *namespace, *uid, *resource_version, *field_path;
+    char *api_version, *api_group, *kind, *name, *namespace, *uid, *resource_version, *field_path;
 };
 
 /* Cluster API APIEndpoint. Absent when host is NULL. */
@@ -296,6 +299,8 @@ struct api_nested_cluster {
 
 /* ---- Cluster API Cluster (read only) ---- */
 
+/* A Cluster as v1beta1 or v1beta2 serve it: the fields nestcp reads have the same paths in
+ * both; the references are ObjectReferences in v1beta1 and {apiGroup, kind, name} in v1beta2. */
 struct api_capi_cluster {
     struct api_meta meta;
     bool paused;
@@ -342,6 +347,10 @@ int api_strlist_add(struct api_strlist *l, const char *s);
 void api_strlist_done(struct api_strlist *l);
 
 void api_object_ref_done(struct api_object_ref *r);
+/* The group a reference names: its apiGroup, else the group of its apiVersion ("" for the
+ * core group, and for a reference with neither). Returns the length written to ret (at most
+ * cap - 1 bytes), or -ENAMETOOLONG. */
+int api_object_ref_group(const struct api_object_ref *r, char *ret, size_t cap);
 void api_endpoint_done(struct api_endpoint *e);
 void api_meta_done(struct api_meta *m);
 void api_conditions_done(struct api_conditions *c);

@@ -36,14 +36,15 @@ enum cache_id {
     CACHE_COUNT,
 };
 
-/* The resource, the selector, whether its CRD may be absent, and what is kept of each object. */
+/* The resource, the selector, whether its CRD may be absent, what is kept of each object, and
+ * the versions an optional one is read at (newest served first). */
 static const struct ctrl_cache_spec cache_specs[CACHE_COUNT] = {
     [CACHE_CONTROL_PLANES] = {&NESTCP_CONTROL_PLANES, NULL, false, cachekeep_object},
     [CACHE_ETCDS] = {&NESTCP_ETCDS, NULL, false, cachekeep_object},
     [CACHE_APISERVERS] = {&NESTCP_APISERVERS, NULL, false, cachekeep_object},
     [CACHE_CONTROLLER_MANAGERS] = {&NESTCP_CONTROLLER_MANAGERS, NULL, false, cachekeep_object},
     [CACHE_NESTED_CLUSTERS] = {&NESTCP_NESTED_CLUSTERS, NULL, false, cachekeep_object},
-    [CACHE_CLUSTERS] = {&CAPI_CLUSTERS, NULL, true, cachekeep_object},
+    [CACHE_CLUSTERS] = {&CAPI_CLUSTERS, NULL, true, cachekeep_object, api_capi_cluster_versions},
     [CACHE_SECRETS] = {&KUBE_SECRETS, MANAGER_SECRET_SELECTOR, false, cachekeep_secret},
     [CACHE_SERVICES] = {&KUBE_SERVICES, MANAGER_OWNED_SELECTOR, false, cachekeep_object},
     [CACHE_STATEFULSETS] = {&KUBE_STATEFULSETS, MANAGER_OWNED_SELECTOR, false,

@@ -67,11 +67,16 @@ static int condition_text(const cJSON *c, struct buf *out)
     return n > MESSAGE_MAX ? buf_puts(out, "...") : 0;
 }
 
+/* "Ready: <condition>". A Cluster as v1beta2 serves it has no Ready condition: Available is
+ * its summary (v1beta1's Ready moved to status.deprecated.v1beta1), shown as "Available: ...". */
 static int ready_text(const cJSON *obj, struct buf *out)
 {
-    const cJSON *c = condition(obj, "Ready");
+    const char *kind = string_at(obj, "kind", NULL), *type = "Ready";
+    const cJSON *c = condition(obj, type);
 
-    if (buf_puts(out, "Ready: ") < 0)
+    if (!c && kind && strcmp(kind, "Cluster") == 0 && condition(obj, "Available"))
+        c = condition(obj, type = "Available");
+    if (buf_printf(out, "%s: ", type) < 0)
         return -ENOMEM;
     return c ? condition_text(c, out) : buf_puts(out, "-");
 }

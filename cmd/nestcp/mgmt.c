@@ -2,10 +2,12 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <ev.h>
 
+#include "api/kinds.h"
 #include "controllers/caches.h"
 #include "lib/kube/client.h"
 #include "lib/kube/config.h"
@@ -39,6 +41,7 @@ int mgmt_open(struct mgmt *m, const char *path, const char *ns, struct err *e)
 
 void mgmt_close(struct mgmt *m)
 {
+    free(m->clusters);
     kube_client_free(m->client);
     kube_config_free(m->cfg);
     if (m->loop)
@@ -46,24 +49,57 @@ void mgmt_close(struct mgmt *m)
     memset(m, 0, sizeof(*m));
 }
 
+int mgmt_resource(struct mgmt *m, const struct kube_resource *res, const char *ns,
+                  const struct kube_resource **ret_res, struct err *e)
+{
+    struct kube_request req = {.verb = KUBE_LIST, .namespace_ = ns, .limit = 1};
+    int r = -ENOENT;
+
+    if (strcmp(res->group, CAPI_CLUSTERS.group) != 0 ||
+        strcmp(res->resource, CAPI_CLUSTERS.resource) != 0) {
+        *ret_res = res;
+        return 0;
+    }
+    if (m->clusters_found == 0) {
+        if (!m->clusters && !(m->clusters = malloc(sizeof(*m->clusters))))
+            return err_set(e, -ENOMEM, "out of memory");
+        *m->clusters = CAPI_CLUSTERS;
+        req.resource = m->clusters;
+        for (const char *const *v = api_capi_cluster_versions; *v && r == -ENOENT; v++) {
+            m->clusters->version = *v;
+            r = kube_request_sync(m->client, &req, NULL, e);
+        }
+        if (r < 0 && r != -ENOENT)
+            return r;
+        m->clusters_found = r == 0 ? 1 : -ENOENT;
+    }
+    if (m->clusters_found < 0)
+        return err_set(e, -ENOENT, "the server serves no version of %s.%s (%s)",
+                       CAPI_CLUSTERS.resource, CAPI_CLUSTERS.group,
+                       "Cluster API's CRD is not installed");
+    *ret_res = m->clusters;
+    return 0;
+}
+
 int mgmt_get(struct mgmt *m, const struct kube_resource *res, const char *ns, const char *name,
              cJSON **ret_obj, struct err *e)
 {
     struct kube_request req = {
-        .verb = KUBE_GET, .resource = res, .namespace_ = res->namespaced ? ns : NULL, .name = name};
+        .verb = KUBE_GET, .namespace_ = res->namespaced ? ns : NULL, .name = name};
+    int r = mgmt_resource(m, res, req.namespace_, &req.resource, e);
 
-    return kube_request_sync(m->client, &req, ret_obj, e);
+    return r < 0 ? r : kube_request_sync(m->client, &req, ret_obj, e);
 }
 
 int mgmt_list(struct mgmt *m, const struct kube_resource *res, const char *ns,
               const char *label_selector, cJSON **ret_list, struct err *e)
 {
     struct kube_request req = {.verb = KUBE_LIST,
-                               .resource = res,
                                .namespace_ = res->namespaced ? ns : NULL,
                                .label_selector = label_selector};
+    int r = mgmt_resource(m, res, req.namespace_, &req.resource, e);
 
-    return kube_request_sync(m->client, &req, ret_list, e);
+    return r < 0 ? r : kube_request_sync(m->client, &req, ret_list, e);
 }
 
 static const char *ref_field(const cJSON *obj, const char *a, const char *b, const char *key)

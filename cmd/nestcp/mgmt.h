@@ -25,6 +25,10 @@ struct mgmt {
     struct kube_config *cfg;
     struct kube_client *client;
     const char *namespace_; /* the -n flag, else the kubeconfig context's; borrowed */
+    /* Cluster API's Cluster at the version read (mgmt_resource): 0 before it is looked up,
+     * 1 once found, -ENOENT when no version is served. */
+    int clusters_found;
+    struct kube_resource *clusters;
 };
 
 /* Connects to the management cluster with the kubeconfig at path (NULL or "": the usual
@@ -33,14 +37,24 @@ struct mgmt {
 int mgmt_open(struct mgmt *m, const char *path, const char *ns, struct err *e);
 void mgmt_close(struct mgmt *m);
 
-/* GET ns/name of res (ns ignored for cluster-scoped kinds). Returns 0 with the object in
+/* The resource to send requests for res to: for Cluster API's Cluster, at the newest of
+ * api_capi_cluster_versions the server serves, as the manager's cache reads it (looked up at
+ * the first call by listing one Cluster in ns at each version, newest first; a 404 moves on);
+ * any other resource as it is. Returns 0 with *ret_res (borrowed from m or the caller),
+ * -ENOENT when no version of Cluster is served, or the client's code with its message in e. */
+int mgmt_resource(struct mgmt *m, const struct kube_resource *res, const char *ns,
+                  const struct kube_resource **ret_res, struct err *e);
+
+/* GET ns/name of res (ns ignored for cluster-scoped kinds), at mgmt_resource's version.
+ * Returns 0 with the object in
  * *ret_obj (caller frees), or the client's code (-ENOENT for NotFound, ...) with its message
  * in e. */
 int mgmt_get(struct mgmt *m, const struct kube_resource *res, const char *ns, const char *name,
              cJSON **ret_obj, struct err *e);
 
-/* LIST res in ns (label_selector may be NULL). Returns 0 with the List in *ret_list (caller
- * frees; its `items` may be empty), or the client's code with its message in e. */
+/* LIST res in ns (label_selector may be NULL), at mgmt_resource's version. Returns 0 with the List
+ * in *ret_list (caller frees; its `items` may be empty), or the client's code with its message in
+ * e. */
 int mgmt_list(struct mgmt *m, const struct kube_resource *res, const char *ns,
               const char *label_selector, cJSON **ret_list, struct err *e);
 

@@ -82,9 +82,12 @@ static int read_all(struct mgmt *m, const struct kube_resource *res, const char 
 {
     char av[128];
     cJSON *list = NULL, *items, *o;
-    int r = mgmt_list(m, res, ns, selector, &list, e);
+    int r = mgmt_resource(m, res, ns, &res, e);
 
-    if (r == -ENOENT && res == &CAPI_CLUSTERS) {
+    if (r == 0)
+        r = mgmt_list(m, res, ns, selector, &list, e);
+    if (r == -ENOENT && strcmp(res->resource, CAPI_CLUSTERS.resource) == 0 &&
+        strcmp(res->group, CAPI_CLUSTERS.group) == 0) {
         err_clear(e);
         return 0;
     }

@@ -152,31 +152,58 @@ static void on_synced(void *userdata)
     check_synced(cache->m);
 }
 
-static int cache_start_informer(struct cache *cache)
+static void on_next_synced(void *userdata);
+
+static const struct kube_informer_handlers cache_handlers = {
+    .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .on_synced = on_synced};
+static const struct kube_informer_handlers next_handlers = {
+    .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .on_synced = on_next_synced};
+
+/* A started informer of cache's resource at served[version]. */
+static int informer_at(struct cache *cache, size_t version,
+                       const struct kube_informer_handlers *handlers,
+                       struct kube_informer **ret_inf)
 {
     struct manager *m = cache->m;
-    static const struct kube_informer_handlers handlers = {
-        .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .on_synced = on_synced};
     struct kube_informer_opts o = {
-        .resource = cache->spec->resource,
+        .resource = &cache->served[version],
         .namespace_ = m->namespace_,
         .label_selector = cache->spec->selector,
         .transform = cache->spec->transform,
     };
-    int r = kube_informer_new(m->client, &o, &handlers, cache, &cache->inf);
+    struct kube_informer *inf;
+    int r = kube_informer_new(m->client, &o, handlers, cache, &inf);
+
+    if (r < 0)
+        return r;
+    r = kube_informer_start(inf);
+    if (r < 0) {
+        kube_informer_free(inf);
+        return r;
+    }
+    *ret_inf = inf;
+    return 0;
+}
+
+static int cache_start_informer(struct cache *cache, size_t version)
+{
+    struct manager *m = cache->m;
+    int r = informer_at(cache, version, &cache_handlers, &cache->inf);
 
     if (r == 0) {
+        cache->version = version;
         m->stores[cache - m->caches] = kube_informer_store(cache->inf);
-        r = kube_informer_start(cache->inf);
     }
     return r;
 }
 
-/* Frees the informer of cache, if any: its view is empty again. */
+/* Frees the informers of cache, if any: its view is empty again. */
 static void cache_stop_informer(struct cache *cache)
 {
     struct manager *m = cache->m;
 
+    kube_informer_free(cache->next);
+    cache->next = NULL;
     kube_informer_free(cache->inf);
     cache->inf = NULL;
     m->stores[cache - m->caches] = &m->empty;
@@ -184,46 +211,104 @@ static void cache_stop_informer(struct cache *cache)
 
 static void probe_start(struct cache *cache);
 
+/* The next probe, after delay seconds, starts again from the newest version. */
+static void probe_later(struct cache *cache, double delay)
+{
+    cache->probe_version = 0;
+    ev_timer_set(&cache->probe_timer, delay, 0);
+    ev_timer_start(cache->m->loop, &cache->probe_timer);
+}
+
+/* A cache that reads an older version than the newest looks for a newer one now and then. */
+static void probe_newer_later(struct cache *cache)
+{
+    if (cache->inf && cache->version > 0)
+        probe_later(cache, cache->m->opts.absent_retry);
+}
+
+/* The informer at the newer version has synced: it replaces the older one, whose objects the
+ * controllers read until now. */
+static void on_next_synced(void *userdata)
+{
+    struct cache *cache = userdata;
+    struct manager *m = cache->m;
+    const struct kube_resource *rs = &cache->served[cache->next_version];
+
+    kube_informer_free(cache->inf);
+    cache->inf = cache->next;
+    cache->next = NULL;
+    cache->version = cache->next_version;
+    m->stores[cache - m->caches] = kube_informer_store(cache->inf);
+    log_info("cache now reads a newer version", "resource=%s.%s version=%s", rs->resource,
+             rs->group, rs->version);
+    probe_newer_later(cache);
+}
+
 static void probe_done(void *userdata, const struct kube_result *res)
 {
     struct cache *cache = userdata;
     struct manager *m = cache->m;
-    const struct kube_resource *rs = cache->spec->resource;
+    const struct kube_resource *rs = &cache->served[cache->probe_version];
+    /* Versions worth listing: every one, or those newer than the one the cache reads. */
+    size_t limit = cache->inf ? cache->version : cache->n_served;
     double delay;
 
     cache->probe = NULL;
     if (res->code == -ECANCELED)
         return;
+    if (res->code == -ENOENT && cache->probe_version + 1 < limit) {
+        cache->probe_version++;
+        probe_start(cache);
+        return;
+    }
+    if (res->code < 0 && cache->inf) {
+        /* No newer version served (or no answer): the cache goes on reading its own. */
+        probe_later(cache, m->opts.absent_retry);
+        return;
+    }
     if (res->code == -ENOENT) {
         if (!cache->absent)
             log_info("resource not served, its cache stays empty", "resource=%s.%s retry_s=%g",
                      rs->resource, rs->group, m->opts.absent_retry);
         cache->absent = true;
         cache->synced = true;
-        ev_timer_set(&cache->probe_timer, m->opts.absent_retry, 0);
-        ev_timer_start(m->loop, &cache->probe_timer);
+        probe_later(cache, m->opts.absent_retry);
         check_synced(m);
         return;
     }
     if (res->code < 0) {
         cache->probe_failures++;
         delay = kube_informer_backoff(cache->probe_failures, 1.0);
-        log_warn("cannot list resource", "resource=%s.%s error=%s message=%s retry_s=%.1f",
-                 rs->resource, rs->group, kube_code_name(res->code), res->message, delay);
-        ev_timer_set(&cache->probe_timer, delay, 0);
-        ev_timer_start(m->loop, &cache->probe_timer);
+        log_warn("cannot list resource",
+                 "resource=%s.%s version=%s error=%s message=%s retry_s=%.1f", rs->resource,
+                 rs->group, rs->version, kube_code_name(res->code), res->message, delay);
+        probe_later(cache, delay);
+        return;
+    }
+    cache->probe_failures = 0;
+    if (cache->inf) {
+        log_info("resource served at a newer version, filling its cache at it",
+                 "resource=%s.%s version=%s", rs->resource, rs->group, rs->version);
+        cache->next_version = cache->probe_version;
+        if (informer_at(cache, cache->next_version, &next_handlers, &cache->next) < 0) {
+            cache->next = NULL;
+            probe_later(cache, m->opts.absent_retry);
+        }
         return;
     }
     if (cache->absent)
         log_info("resource now served, starting its cache", "resource=%s.%s", rs->resource,
                  rs->group);
     cache->absent = false;
-    if (cache_start_informer(cache) < 0) {
+    if (cache_start_informer(cache, cache->probe_version) < 0) {
         log_error("cannot start cache", "resource=%s.%s", rs->resource, rs->group);
         cache_stop_informer(cache);
-        ev_timer_set(&cache->probe_timer, m->opts.absent_retry, 0);
-        ev_timer_start(m->loop, &cache->probe_timer);
+        probe_later(cache, m->opts.absent_retry);
+        return;
     }
+    log_info("cache reads resource", "resource=%s.%s version=%s", rs->resource, rs->group,
+             rs->version);
+    probe_newer_later(cache);
 }
 
 static void probe_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -231,13 +316,13 @@ static void probe_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     probe_start(w->data);
 }
 
-/* An optional resource (its CRD may not be installed): list one object to see whether the
- * server serves it before starting an informer. */
+/* An optional resource (its CRD may not be installed): list one object at a version to see
+ * whether the server serves it there before starting an informer. */
 static void probe_start(struct cache *cache)
 {
     struct manager *m = cache->m;
     struct kube_request req = {.verb = KUBE_LIST,
-                               .resource = cache->spec->resource,
+                               .resource = &cache->served[cache->probe_version],
                                .namespace_ = m->namespace_,
                                .limit = 1};
 
@@ -245,8 +330,7 @@ static void probe_start(struct cache *cache)
         return;
     if (kube_request_start(m->client, &req, probe_done, cache, &cache->probe) < 0) {
         cache->probe = NULL;
-        ev_timer_set(&cache->probe_timer, m->opts.absent_retry, 0);
-        ev_timer_start(m->loop, &cache->probe_timer);
+        probe_later(cache, m->opts.absent_retry);
     }
 }
 
@@ -286,6 +370,26 @@ void ctrl_enqueue_all(struct manager *m)
 
 /* ---- the lifecycle of the caches ---- */
 
+/* The resource at each version the spec names. */
+static int cache_served_init(struct cache *cache)
+{
+    const struct ctrl_cache_spec *spec = cache->spec;
+    size_t n = 0;
+
+    while (spec->versions && spec->versions[n])
+        n++;
+    cache->served = calloc(n ? n : 1, sizeof(*cache->served));
+    if (!cache->served)
+        return -ENOMEM;
+    cache->n_served = n ? n : 1;
+    for (size_t i = 0; i < cache->n_served; i++) {
+        cache->served[i] = *spec->resource;
+        if (n)
+            cache->served[i].version = spec->versions[i];
+    }
+    return 0;
+}
+
 int ctrl_caches_init(struct manager *m)
 {
     size_t n = m->opts.n_caches;
@@ -306,6 +410,8 @@ int ctrl_caches_init(struct manager *m)
         m->stores[i] = &m->empty;
         ev_init(&m->caches[i].probe_timer, probe_timer_cb);
         m->caches[i].probe_timer.data = &m->caches[i];
+        if (cache_served_init(&m->caches[i]) < 0)
+            return -ENOMEM;
     }
     return 0;
 }
@@ -326,7 +432,7 @@ int ctrl_caches_start(struct manager *m, struct err *e)
             probe_start(cache);
             continue;
         }
-        r = cache_start_informer(cache);
+        r = cache_start_informer(cache, 0);
         if (r < 0)
             return err_set(e, r, "cache of %s.%s: cannot start", cache->spec->resource->resource,
                            cache->spec->resource->group);
@@ -353,8 +459,10 @@ void ctrl_caches_stop_probes(struct manager *m)
 void ctrl_caches_done(struct manager *m)
 {
     ctrl_caches_stop_probes(m);
-    for (size_t i = 0; i < m->n_caches; i++)
+    for (size_t i = 0; i < m->n_caches; i++) {
         cache_stop_informer(&m->caches[i]);
+        free(m->caches[i].served);
+    }
     free(m->caches);
     free(m->stores);
     kube_store_done(&m->empty);

@@ -46,6 +46,11 @@ struct ctrl_cache_spec {
     bool optional;
     /* What of each object is cached (kube_informer_opts.transform; ctx is NULL); NULL: all. */
     bool (*transform)(void *ctx, cJSON *obj);
+    /* An optional cache's versions, newest first, NULL-terminated; NULL: resource->version
+     * alone. The probe lists them in turn and the cache reads the first one served (a 404 moves
+     * on to the next); while it reads an older one it looks for a newer every absent_retry and,
+     * once one is served, fills a second informer at it and swaps when that one has synced. */
+    const char *const *versions;
 };
 
 /* The caches now. Stores and maps are borrowed until control returns to the loop. */

@@ -38,6 +38,13 @@ struct cache {
     struct kube_call *probe;
     ev_timer probe_timer;
     int probe_failures;
+    /* The resource at each of the spec's versions, newest first (one: its own version). */
+    struct kube_resource *served;
+    size_t n_served;
+    size_t version;             /* inf reads served[version] */
+    size_t probe_version;       /* the probe in flight lists served[probe_version] */
+    struct kube_informer *next; /* a newer version's informer until it has synced, or NULL */
+    size_t next_version;
 };
 
 struct job;
@@ -67,7 +74,7 @@ struct manager_metrics {
     struct metric *api_requests, *client_requests, *client_retries, *client_watches;
     struct metric *client_in_flight;
     struct metric *inf_lists, *inf_relists, *inf_list_failures, *inf_restarts, *inf_objects;
-    struct metric *inf_synced, *inf_missed_deletes, *inf_bytes;
+    struct metric *inf_synced, *inf_missed_deletes, *inf_bytes, *inf_version;
     struct metric *leader_status, *events;
 };
 

@@ -54,6 +54,9 @@ static void collect(void *userdata, struct metrics *r)
         metric_set(x->inf_objects, l, cache->inf ? (double)kube_informer_count(cache->inf) : 0);
         metric_set(x->inf_bytes, l, (double)kube_store_bytes(ctrl_cache_store(m, cache)));
         metric_set(x->inf_synced, l, cache->synced ? 1 : 0);
+        for (size_t v = 0; v < cache->n_served; v++)
+            metric_set(x->inf_version, (const char *[]){l[0], cache->served[v].version},
+                       cache->inf && cache->version == v ? 1 : 0);
     }
     if (m->client) {
         struct kube_client_stats cs;
@@ -81,6 +84,7 @@ int ctrl_metrics_init(struct manager *m)
     static const char *const queue[] = {"name", NULL};
     static const char *const resource[] = {"resource", NULL};
     static const char *const reason[] = {"resource", "reason", NULL};
+    static const char *const version[] = {"resource", "version", NULL};
     const struct {
         struct metric **m;
         enum metric_type type;
@@ -135,6 +139,8 @@ int ctrl_metrics_init(struct manager *m)
          "Heap bytes the objects of a cache take, as cached.", resource},
         {&m->mx.inf_synced, METRIC_GAUGE, "_informer_synced",
          "1 once a cache has synced (or its CRD is absent).", resource},
+        {&m->mx.inf_version, METRIC_GAUGE, "_informer_version",
+         "1 for the version a cache reads its resource at, 0 for the others it may read.", version},
         {&m->mx.leader_status, METRIC_GAUGE, "leader_election_master_status",
          "1 while this replica leads (always 1 without leader election).",
          (const char *const[]){"name", NULL}},

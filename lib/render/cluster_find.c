@@ -65,10 +65,14 @@ int render_cluster_find_nested_cluster(struct render_cluster *rc, const struct r
     const struct api_object_ref *ref = rc->capi ? &rc->capi->infrastructure_ref : NULL;
     struct api_errors local = API_ERRORS_INIT;
     const cJSON *obj;
-    char what[600];
+    char what[600], group[64];
     int r;
 
     if (!ref || !ref->name || !ref->kind || strcmp(ref->kind, "NestedCluster") != 0)
+        return 0;
+    /* A reference without apiVersion or apiGroup matches by kind alone (member.h). */
+    if (api_object_ref_group(ref, group, sizeof(group)) < 0 ||
+        (group[0] && strcmp(group, API_GROUP_INFRASTRUCTURE) != 0))
         return 0;
     obj = src->get(src->ctx, API_KIND_NESTED_CLUSTER, rc->ns, ref->name);
     if (!obj)

@@ -49,13 +49,15 @@ static bool in_group(const char *api_version, const char *group)
     return api_version && strncmp(api_version, group, n) == 0 && api_version[n] == '/';
 }
 
-/* Whether ref (an ownerReference or ObjectReference) points at kind. */
+/* Whether ref (an ownerReference, an ObjectReference or Cluster API v1beta2's
+ * {apiGroup, kind, name}) points at kind. */
 static bool ref_is(const cJSON *ref, enum api_kind kind)
 {
     const struct api_kind_info *ki = api_kind_info(kind);
-    const char *av = str(ref, "apiVersion");
+    const char *av = str(ref, "apiVersion"), *group = str(ref, "apiGroup");
 
-    return eq(str(ref, "kind"), ki->name) && (!av || in_group(av, ki->group));
+    return eq(str(ref, "kind"), ki->name) && (!av || in_group(av, ki->group)) &&
+           (!group || eq(group, ki->group));
 }
 
 /* Whether ref names ns/name of kind (a reference without a namespace is in ns). */

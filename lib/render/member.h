@@ -21,8 +21,11 @@
  *                          spec names it, else the control plane of its cluster-name label
  *                          when that control plane names no component of this kind.
  *
- * References: a reference without apiVersion matches by kind alone (CAPN's samples leave it
- * out), and one without namespace is in the referring object's namespace.
+ * References: a Cluster's v1beta1 references name the group in apiVersion, its v1beta2 ones
+ * in apiGroup (and have no namespace); either must be the kind's group. A reference with
+ * neither matches by kind alone (CAPN's samples leave apiVersion out), and one without
+ * namespace is in the referring object's namespace. An ownerReference of kind Cluster may
+ * carry any version of cluster.x-k8s.io (Cluster API 1.14 writes v1beta2).
  *
  * Pure functions of the source; every object returned is borrowed from it.
  */

@@ -14,6 +14,9 @@
 #     API server through <cluster>-kubeconfig's server name from inside its pod;
 #   - `clusterctl describe cluster` shows the tree with nestcp's conditions;
 #   - Cluster spec.paused pauses nestcp: a change to a component waits until it is unpaused;
+#   - nestcp reads Clusters at v1beta2, so with Cluster API's pod (its conversion webhook)
+#     stopped a manager started afresh still syncs and reconciles, and `nestcp describe` and
+#     `nestcp plan` answer;
 #   - `clusterctl move` waits on nestcp's block-move annotation, and nothing of the tenant is
 #     lost or changed;
 #   - deleting the Cluster deletes the tenant and leaves nothing of it.
@@ -38,6 +41,7 @@ capi_cleanup() {
     # Cluster API's objects are cluster-wide: remove them whatever happened, so the next test
     # finds the super cluster as it was (the stand-in Cluster CRD is applied again by tests
     # that use it).
+    [ -z "${capi_pid:-}" ] || kill -CONT "$capi_pid" 2>/dev/null || true
     [ -f "$work/clusterctl.yaml" ] || return 0
     clusterctl delete --all --include-crd --include-namespace >/dev/null 2>&1 || true
     kubectl delete -f "$capi/config/cert-manager-crds" --ignore-not-found --wait=false \
@@ -212,6 +216,45 @@ kubectl -n "$ns" patch clusters.cluster.x-k8s.io t1 --type merge -p '{"spec":{"p
 scaled() { [ "$(sts_replicas)" = 2 ]; }
 until_true 60 scaled || fail "unpaused, the StatefulSet was not scaled to 2"
 log "Cluster unpaused: the change went through"
+
+# --- nestcp needs no conversion webhook of Cluster API ---
+# Cluster API 1.14 stores Clusters as v1beta2 and serves v1beta1 only through the conversion
+# webhook its pod serves. nestcp reads v1beta2: with that pod stopped (SIGSTOP, so that the
+# webhook neither answers nor is restarted), a manager started afresh syncs its caches, and a
+# change to a component goes through.
+reads_v1beta2() {
+    grep -c 'cache reads resource resource=clusters.cluster.x-k8s.io version=v1beta2' \
+        "$work/manager.log" || true
+}
+[ "$(reads_v1beta2)" -ge 1 ] ||
+    fail "the manager does not read Clusters at v1beta2: $(grep clusters.cluster "$work/manager.log")"
+stop_pid "$mgr_pid" 20
+kill -STOP "$capi_pid"
+if kubectl -n "$ns" get clusters.v1beta1.cluster.x-k8s.io t1 --request-timeout=5s >/dev/null 2>&1; then
+    fail "Cluster t1 is still served at v1beta1 while Cluster API's pod is stopped"
+fi
+t0=$(now)
+start_manager
+gen=$(kubectl -n "$ns" patch nkcm "$kcm" --type merge -p '{"spec":{"replicas":1}}' -o jsonpath='{.metadata.generation}')
+scaled_back() { [ "$(sts_replicas)" = 1 ]; }
+until_true 60 scaled_back ||
+    fail "with Cluster API's webhook not answering, the StatefulSet was not scaled back to 1: $(tail -n 20 "$work/manager.log")"
+[ "$(reads_v1beta2)" -ge 2 ] || fail "the restarted manager does not read Clusters at v1beta2"
+# The commands read Clusters at v1beta2 too: describe finds the control plane by its Cluster's
+# name, plan lists the Clusters.
+timeout 20 "$NESTCP_BIN" describe t1 -n "$ns" >"$work/describe-stopped.txt" 2>&1 ||
+    fail "nestcp describe t1 with Cluster API's pod stopped: $(cat "$work/describe-stopped.txt")"
+grep -qE "^Cluster $ns/t1 +Available: True, phase Provisioned" "$work/describe-stopped.txt" &&
+    grep -qE "NestedControlPlane t1-control-plane +Ready: True" "$work/describe-stopped.txt" ||
+    fail "nestcp describe t1 does not show Cluster t1 Available and its control plane Ready: $(cat "$work/describe-stopped.txt")"
+timeout 20 "$NESTCP_BIN" plan -n "$ns" --templates "$NESTCP_SOURCE_DIR/templates" \
+    >"$work/plan-stopped.txt" 2>&1 ||
+    fail "nestcp plan with Cluster API's pod stopped: $(cat "$work/plan-stopped.txt")"
+grep -q "^1 control plane; 0 would roll" "$work/plan-stopped.txt" ||
+    fail "nestcp plan does not find t1's control plane: $(cat "$work/plan-stopped.txt")"
+kill -CONT "$capi_pid"
+log "Cluster API's pod stopped: v1beta1 Clusters not served, yet a new manager scaled" \
+    "nkcm/$kcm (generation $gen) in $(elapsed "$t0") s, reading Clusters at v1beta2"
 
 # --- clusterctl move is blocked ---
 # A move copies the Cluster API objects, not the tenant's StatefulSets and etcd data, which the

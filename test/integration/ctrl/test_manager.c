@@ -40,11 +40,16 @@ static const struct kube_resource PRIMARY = {"controlplane.cluster.x-k8s.io", "v
                                              "nestedcontrolplanes", "NestedControlPlane", true};
 static const struct kube_resource ABSENT = {"cluster.x-k8s.io", "v1beta1", "clusters", "Cluster",
                                             true};
+/* A custom resource the test defines, read at v2 when served, else v1. */
+#define GIZMO_GROUP "ctrl-versions.nestcp.test"
+static const struct kube_resource GIZMOS = {GIZMO_GROUP, "v1", "gizmos", "Gizmo", true};
+static const char *const gizmo_versions[] = {"v2", "v1", NULL};
 static const struct ctrl_cache_spec caches[] = {
-    {&PRIMARY, NULL, false, NULL},
-    {&ABSENT, NULL, true, NULL},
-    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL},
-    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL},
+    {&PRIMARY, NULL, false, NULL, NULL},
+    {&ABSENT, NULL, true, NULL, NULL},
+    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL, NULL},
+    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL, NULL},
+    {&GIZMOS, NULL, true, NULL, gizmo_versions},
 };
 
 struct tiny {
@@ -609,6 +614,85 @@ static void test_manager__only_the_leader_reconciles_and_a_standby_takes_over(vo
     tiny_free(&pair[standby]);
 }
 
+/* The Gizmo CRD serving versions (NULL-terminated; the first is stored), with the same schema
+ * in each, so that conversion None is correct. */
+static void apply_gizmo_crd(const char *const *versions)
+{
+    struct buf cmd = BUF_INIT;
+
+    buf_printf(&cmd,
+               "kubectl apply -f - >/dev/null <<'YAML'\n"
+               "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+               "metadata: {name: gizmos." GIZMO_GROUP "}\n"
+               "spec:\n  group: " GIZMO_GROUP "\n  scope: Namespaced\n"
+               "  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}\n"
+               "  versions:\n");
+    for (const char *const *v = versions; *v; v++)
+        buf_printf(&cmd,
+                   "  - name: %s\n    served: true\n    storage: %s\n    schema:\n"
+                   "      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: "
+                   "true}\n",
+                   *v, v == versions ? "true" : "false");
+    buf_puts(&cmd, "YAML\n");
+    assert_int_equal(system(cmd.data), 0);
+    buf_done(&cmd);
+}
+
+struct version_seen {
+    struct tiny *ti;
+    const char *version;
+    double objects;
+};
+
+/* The Gizmo cache reads the version, and holds that many objects. */
+static bool reads_version(void *arg)
+{
+    struct version_seen *v = arg;
+    char line[160];
+    char *scrape = http_get(v->ti, "/metrics");
+    bool ok;
+
+    snprintf(line, sizeof(line), "tester_informer_version{resource=\"gizmos\",version=\"%s\"}",
+             v->version);
+    ok = sample(scrape, line) == 1 &&
+         sample(scrape, "tester_informer_objects{resource=\"gizmos\"}") == v->objects;
+    free(scrape);
+    return ok;
+}
+
+/* An optional cache with versions reads the newest one served, and moves to a newer one once
+ * its CRD serves it, its objects kept throughout. */
+static void test_manager__a_cache_reads_the_newest_version_served(void **state)
+{
+    struct tiny ti = {.identity = "tiny-v"};
+    struct manager_opts o = {.absent_retry = 1};
+    struct kube_resource v1 = GIZMOS;
+    struct version_seen seen = {&ti, "v1", 0};
+    cJSON *g;
+
+    tiny_start(&ti, &o, true);
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    assert_true(kt_wait(&t, reads_version, &seen, 30));
+    g = kt_obj("{\"apiVersion\":\"" GIZMO_GROUP "/v1\",\"kind\":\"Gizmo\","
+               "\"metadata\":{\"name\":\"g1\"},\"spec\":{\"size\":3}}");
+    cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(g, "metadata"), "namespace", t.ns);
+    assert_int_equal(
+        kt_sync(&t, &(struct kube_request){.verb = KUBE_CREATE, .resource = &v1, .body = g}, NULL),
+        0);
+    cJSON_Delete(g);
+    seen.objects = 1;
+    assert_true(kt_wait(&t, reads_version, &seen, 20));
+
+    /* v2 served (v1 still stored): the cache moves to it within the retry, keeping g1. */
+    apply_gizmo_crd((const char *const[]){"v1", "v2", NULL});
+    seen.version = "v2";
+    assert_true(kt_wait(&t, reads_version, &seen, 30));
+    tiny_free(&ti);
+    assert_int_equal(system("kubectl delete crd gizmos." GIZMO_GROUP " --wait=false >/dev/null"),
+                     0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -618,6 +702,8 @@ int main(void)
             test_manager__a_claimed_apply_creates_what_is_absent_and_spares_the_rest,
             test_teardown),
         cmocka_unit_test_teardown(test_manager__stop_is_quick_when_idle, test_teardown),
+        cmocka_unit_test_teardown(test_manager__a_cache_reads_the_newest_version_served,
+                                  test_teardown),
         cmocka_unit_test_teardown(test_manager__only_the_leader_reconciles_and_a_standby_takes_over,
                                   test_teardown),
     };

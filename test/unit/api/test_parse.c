@@ -284,6 +284,70 @@ static void test_parse__nested_cluster_and_capi_cluster(void **state)
     cJSON_Delete(cl_doc);
 }
 
+/* Cluster API v1beta2 (what 1.11 and later store): the fields nestcp reads keep their paths,
+ * and the references name {apiGroup, kind, name}. */
+static void test_parse__capi_cluster_v1beta2_references_name_their_group(void **state)
+{
+    cJSON *doc = yaml("apiVersion: cluster.x-k8s.io/v1beta2\n"
+                      "kind: Cluster\n"
+                      "metadata: {name: c2, namespace: ns}\n"
+                      "spec:\n"
+                      "  paused: true\n"
+                      "  clusterNetwork:\n"
+                      "    apiServerPort: 6443\n"
+                      "    services: {cidrBlocks: [10.96.0.0/12]}\n"
+                      "    pods: {cidrBlocks: [10.244.0.0/16]}\n"
+                      "    serviceDomain: cluster.local\n"
+                      "  controlPlaneEndpoint: {host: c2-apiserver, port: 6443}\n"
+                      "  controlPlaneRef: {apiGroup: controlplane.cluster.x-k8s.io, kind: "
+                      "NestedControlPlane, name: c2-cp}\n"
+                      "  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: "
+                      "NestedCluster, name: c2}\n"
+                      "status: {initialization: {infrastructureProvisioned: true}}\n");
+    struct api_errors errs = API_ERRORS_INIT;
+    struct api_capi_cluster *cl = NULL;
+    char group[64];
+
+    assert_int_equal(api_capi_cluster_from_json(doc, &cl, &errs), 0);
+    assert_int_equal(api_errors_count(&errs), 0);
+    assert_true(cl->paused);
+    assert_int_equal(cl->cluster_network.api_server_port, 6443);
+    assert_string_equal(cl->cluster_network.services.items[0], "10.96.0.0/12");
+    assert_string_equal(cl->cluster_network.pods.items[0], "10.244.0.0/16");
+    assert_string_equal(cl->cluster_network.service_domain, "cluster.local");
+    assert_string_equal(cl->control_plane_endpoint.host, "c2-apiserver");
+    assert_int_equal(cl->control_plane_endpoint.port, 6443);
+    assert_null(cl->control_plane_ref.api_version);
+    assert_string_equal(cl->control_plane_ref.api_group, "controlplane.cluster.x-k8s.io");
+    assert_string_equal(cl->control_plane_ref.kind, "NestedControlPlane");
+    assert_string_equal(cl->control_plane_ref.name, "c2-cp");
+    assert_int_equal(api_object_ref_group(&cl->infrastructure_ref, group, sizeof(group)),
+                     (int)strlen("infrastructure.cluster.x-k8s.io"));
+    assert_string_equal(group, "infrastructure.cluster.x-k8s.io");
+    assert_string_equal(cl->infrastructure_ref.name, "c2");
+    api_capi_cluster_free(cl);
+    cJSON_Delete(doc);
+}
+
+/* The group of a reference in either shape, and of one that names none. */
+static void test_parse__object_ref_group_from_either_shape(void **state)
+{
+    struct api_object_ref v1beta1 = {.api_version = "controlplane.cluster.x-k8s.io/v1beta1"};
+    struct api_object_ref v1beta2 = {.api_group = "controlplane.cluster.x-k8s.io"};
+    struct api_object_ref core = {.api_version = "v1"}, none = {0};
+    char group[64], tiny[8];
+
+    assert_int_equal(api_object_ref_group(&v1beta1, group, sizeof(group)), 29);
+    assert_string_equal(group, "controlplane.cluster.x-k8s.io");
+    assert_int_equal(api_object_ref_group(&v1beta2, group, sizeof(group)), 29);
+    assert_string_equal(group, "controlplane.cluster.x-k8s.io");
+    assert_int_equal(api_object_ref_group(&core, group, sizeof(group)), 0);
+    assert_string_equal(group, "");
+    assert_int_equal(api_object_ref_group(&none, group, sizeof(group)), 0);
+    assert_string_equal(group, "");
+    assert_int_equal(api_object_ref_group(&v1beta2, tiny, sizeof(tiny)), -ENAMETOOLONG);
+}
+
 static void test_parse__cluster_name_prefers_owner_cluster(void **state)
 {
     cJSON *doc = yaml("apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
@@ -316,6 +380,8 @@ int main(void)
         cmocka_unit_test(test_parse__storage_size_is_a_quantity),
         cmocka_unit_test(test_parse__wrong_kind_or_version),
         cmocka_unit_test(test_parse__nested_cluster_and_capi_cluster),
+        cmocka_unit_test(test_parse__capi_cluster_v1beta2_references_name_their_group),
+        cmocka_unit_test(test_parse__object_ref_group_from_either_shape),
         cmocka_unit_test(test_parse__cluster_name_prefers_owner_cluster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

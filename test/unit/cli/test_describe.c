@@ -44,6 +44,14 @@ static void test_describe__status_of_objects(void **state)
          "\"status\":\"Unknown\"}]}}",
          "Ready: Unknown, version 3.6.17, phase Ready, 2/3 ready"},
         {"{\"kind\":\"NestedAPIServer\",\"metadata\":{\"name\":\"x\"}}", "Ready: -"},
+        /* Cluster API's Cluster: v1beta1 has Ready, v1beta2 Available as its summary. */
+        {"{\"kind\":\"Cluster\",\"status\":{\"phase\":\"Provisioned\",\"conditions\":"
+         "[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+         "Ready: True, phase Provisioned"},
+        {"{\"kind\":\"Cluster\",\"status\":{\"phase\":\"Provisioned\",\"conditions\":"
+         "[{\"type\":\"Available\",\"status\":\"False\",\"reason\":\"NotAvailable\"}]}}",
+         "Available: False (NotAvailable), phase Provisioned"},
+        {"{\"kind\":\"Cluster\",\"status\":{\"phase\":\"Pending\"}}", "Ready: -, phase Pending"},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

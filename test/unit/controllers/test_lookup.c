@@ -123,6 +123,81 @@ static void test_lookup__cluster_by_its_references_without_cluster_api(void **st
     fx_done(&f);
 }
 
+/* The cache reads Clusters at v1beta2 when the server serves it: references by apiGroup, and
+ * owner references of either version (objects made before Cluster API 1.11 keep v1beta1). */
+static const char capi_v1beta2[] =
+    "apiVersion: cluster.x-k8s.io/v1beta2\n"
+    "kind: Cluster\n"
+    "metadata: {name: sample, uid: cl-1}\n"
+    "spec:\n"
+    "  controlPlaneRef: {apiGroup: controlplane.cluster.x-k8s.io, kind: NestedControlPlane, "
+    "name: sample-control-plane}\n"
+    "  infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: NestedCluster, "
+    "name: sample}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedControlPlane\n"
+    "metadata:\n"
+    "  name: sample-control-plane\n"
+    "  uid: ncp-1\n"
+    "  ownerReferences: [{apiVersion: cluster.x-k8s.io/v1beta2, kind: Cluster, name: sample, uid: "
+    "cl-1}]\n"
+    "spec:\n"
+    "  etcd: {kind: NestedEtcd, name: sample-nestedetcd}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedEtcd\n"
+    "metadata: {name: sample-nestedetcd, uid: etcd-1}\n"
+    "---\n"
+    "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedCluster\n"
+    "metadata:\n"
+    "  name: sample\n"
+    "  uid: nc-1\n"
+    "  ownerReferences: [{apiVersion: cluster.x-k8s.io/v1beta1, kind: Cluster, name: sample, uid: "
+    "cl-1}]\n"
+    "---\n"
+    "apiVersion: cluster.x-k8s.io/v1beta2\n"
+    "kind: Cluster\n"
+    "metadata: {name: other, uid: cl-2}\n"
+    "spec:\n"
+    "  controlPlaneRef: {apiGroup: controlplane.example.com, kind: NestedControlPlane, "
+    "name: other-cp}\n"
+    "---\n"
+    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
+    "kind: NestedControlPlane\n"
+    "metadata: {name: other-cp, uid: ncp-3}\n";
+
+static void
+test_lookup__v1beta2_clusters_match_by_owner_of_either_version_and_by_group(void **state)
+{
+    struct fixture f;
+    const cJSON *ncp, *nc, *cl, *other_cp;
+    bool by_owner = false;
+
+    fx_init(&f);
+    fx_put(&f, capi_v1beta2);
+    cl = fx_get(&f, FX_CLUSTERS, "sample");
+    ncp = fx_get(&f, FX_CONTROL_PLANES, "sample-control-plane");
+    nc = fx_get(&f, FX_NESTED_CLUSTERS, "sample");
+    assert_ptr_equal(lookup_capi_cluster(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE, &by_owner),
+                     cl);
+    assert_true(by_owner);
+    by_owner = false;
+    assert_ptr_equal(lookup_capi_cluster(&f.view, nc, API_KIND_NESTED_CLUSTER, &by_owner), cl);
+    assert_true(by_owner);
+    assert_string_equal(lookup_cluster_name(&f.view, ncp, API_KIND_NESTED_CONTROL_PLANE), "sample");
+    assert_ptr_equal(lookup_control_plane_of_nested_cluster(&f.view, nc), ncp);
+    assert_ptr_equal(lookup_nested_cluster_of_control_plane(&f.view, ncp), nc);
+    /* A Cluster whose controlPlaneRef is to another group's kind is not this control plane's. */
+    other_cp = fx_get(&f, FX_CONTROL_PLANES, "other-cp");
+    assert_null(lookup_capi_cluster(&f.view, other_cp, API_KIND_NESTED_CONTROL_PLANE, &by_owner));
+    assert_false(by_owner);
+    assert_string_equal(lookup_cluster_name(&f.view, other_cp, API_KIND_NESTED_CONTROL_PLANE),
+                        "other-cp");
+    fx_done(&f);
+}
+
 static void test_lookup__owner_cluster_missing_from_cache_gives_none(void **state)
 {
     struct fixture f;
@@ -357,6 +432,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup__cluster_by_owner_reference),
         cmocka_unit_test(test_lookup__cluster_by_its_references_without_cluster_api),
+        cmocka_unit_test(
+            test_lookup__v1beta2_clusters_match_by_owner_of_either_version_and_by_group),
         cmocka_unit_test(test_lookup__owner_cluster_missing_from_cache_gives_none),
         cmocka_unit_test(test_lookup__standalone_cluster_is_named_by_its_label),
         cmocka_unit_test(test_lookup__component_and_its_control_plane),

@@ -283,6 +283,70 @@ static void test_cluster__capn_shape_takes_name_and_network_from_the_cluster(voi
     cJSON_Delete(objs);
 }
 
+/* The CAPN shape with the Cluster as Cluster API v1beta2 serves it: references by apiGroup,
+ * kind and name, and (as Cluster API 1.14 writes them) owner references of version v1beta2. */
+#define CAPN_V1BETA2_CLUSTER                                                                       \
+    "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: capn, namespace: "      \
+    "ns1, uid: cl-1}\nspec:\n  clusterNetwork:\n    services: {cidrBlocks: [10.100.0.0/16]}\n"     \
+    "    pods: {cidrBlocks: [10.200.0.0/16]}\n    serviceDomain: tenant.local\n"                   \
+    "  controlPlaneEndpoint: {host: capn-apiserver, port: 6443}\n"                                 \
+    "  controlPlaneRef: {apiGroup: controlplane.cluster.x-k8s.io, kind: NestedControlPlane, "      \
+    "name: capn-control-plane}\n"                                                                  \
+    "  infrastructureRef: {apiGroup: %s, kind: NestedCluster, name: capn}\n"
+
+static void test_cluster__a_v1beta2_cluster_resolves_as_a_v1beta1_one(void **state)
+{
+    char text[8192];
+    const char *rest = strstr(CAPN, "---\n");
+    cJSON *objs;
+    struct render_cluster *rc;
+    const struct api_control_plane *ncp;
+    struct render_source src;
+
+    snprintf(text, sizeof(text), CAPN_V1BETA2_CLUSTER "%s", "infrastructure.cluster.x-k8s.io",
+             rest);
+    objs = docs(text);
+    rc = resolve_ok(objs, "capn-control-plane");
+    ncp = render_cluster_control_plane(rc);
+    assert_string_equal(render_cluster_name(rc), "capn");
+    assert_non_null(render_cluster_capi_cluster(rc));
+    assert_non_null(render_cluster_nested_cluster(rc));
+    assert_string_equal(ncp->spec.cluster_network.services.items[0], "10.100.0.0/16");
+    assert_string_equal(ncp->spec.cluster_network.pods.items[0], "10.200.0.0/16");
+    assert_string_equal(ncp->spec.control_plane_endpoint.host, "capn-apiserver");
+    render_source_from_objects(objs, &src);
+    assert_ptr_equal(
+        member_control_plane_of_nested_cluster(&src, find(objs, "NestedCluster", "capn")),
+        find(objs, "NestedControlPlane", "capn-control-plane"));
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+/* A v1beta2 reference is to the group it names: one to another group's NestedCluster names
+ * none of nestcp's. */
+static void test_cluster__a_v1beta2_reference_to_another_group_names_nothing(void **state)
+{
+    char text[8192];
+    const char *rest = strstr(CAPN, "---\n");
+    cJSON *objs;
+    struct render_cluster *rc;
+    struct render_source src;
+    const cJSON *nc;
+
+    snprintf(text, sizeof(text), CAPN_V1BETA2_CLUSTER "%s", "infrastructure.example.com", rest);
+    objs = docs(text);
+    rc = resolve_ok(objs, "capn-control-plane");
+    assert_non_null(render_cluster_capi_cluster(rc));
+    assert_null(render_cluster_nested_cluster(rc));
+    render_source_from_objects(objs, &src);
+    nc = find(objs, "NestedCluster", "capn");
+    assert_null(member_capi_cluster(&src, nc, API_KIND_NESTED_CLUSTER, NULL, NULL));
+    assert_null(member_nested_cluster_of_control_plane(
+        &src, find(objs, "NestedControlPlane", "capn-control-plane")));
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
 static void test_cluster__control_plane_network_wins_over_the_cluster(void **state)
 {
     char text[8192];
@@ -1677,6 +1741,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster__capn_shape_takes_name_and_network_from_the_cluster),
+        cmocka_unit_test(test_cluster__a_v1beta2_cluster_resolves_as_a_v1beta1_one),
+        cmocka_unit_test(test_cluster__a_v1beta2_reference_to_another_group_names_nothing),
         cmocka_unit_test(test_cluster__control_plane_network_wins_over_the_cluster),
         cmocka_unit_test(test_cluster__standalone_defaults),
         cmocka_unit_test(test_cluster__versions_from_channel_and_component),
