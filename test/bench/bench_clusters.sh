@@ -5,6 +5,7 @@
 #   eval "$(hack/kube-env.sh up)"
 #   NESTCP_BIN=build/nestcp test/bench/bench_clusters.sh            # N = 10, 100, 500
 #   BENCH_CLUSTERS="10 50" NESTCP_BIN=build/nestcp test/bench/bench_clusters.sh
+#   BENCH_CLUSTERS=1000 BENCH_ETCD=fake NESTCP_BIN=build/nestcp test/bench/bench_clusters.sh
 #
 # NESTCP_FAKE_KUBELET defaults to test/nodeagent/nestcp-fake-kubelet next to NESTCP_BIN.
 # For each N it prints:
@@ -18,8 +19,21 @@
 #     (nestcp_informer_objects and nestcp_informer_bytes), printed after the table;
 #   - whether creation was clean: the manager's plan actions answered otherwise than 2xx (409
 #     conflicts above all), Warning Events in the namespace, container restarts;
-#   - raw: `nestcp render` of the same clusters piped to `kubectl apply` in another namespace
-#     (no readiness gates, no status, no key generation while applying), and the ratio.
+#   - raw: `nestcp render` of the same clusters applied with `kubectl apply` in another
+#     namespace (no readiness gates, no status, no key generation while applying), with the
+#     same pod machinery running there (the super cluster's kube-controller-manager creating
+#     Pods, the same kubelets marking them ready; the etcd Pods' scheduling gate, which nestcp
+#     lifts, is left out): raw_s until the objects are created, raw_ready_s until every
+#     StatefulSet has its replicas ready, and the ratios ready_s / raw_ready_s and
+#     objects_s / raw_s;
+#   - the manager's CPU seconds from apply to every control plane Ready;
+#   - the steady state after that, for BENCH_STEADY seconds (default 300, 0 skips it): the
+#     manager's HTTP requests, its writes (plan actions) and CPU seconds, per minute.
+# BENCH_PERF=DIR records the manager with perf(1) from apply to every control plane Ready
+# (user-space cpu-clock samples at 99 Hz, DWARF call graphs) into DIR/perf-N.data.
+# BENCH_ETCD=real (default) runs each etcd member as a process (nestcp-nodeagent), as the
+# tests do; BENCH_ETCD=fake marks etcd Pods ready with nestcp-fake-kubelet too and runs
+# nothing, for N at which a machine cannot run N etcd processes (N = 1,000).
 # Progress is read from the manager's /metrics (its caches' object counts and
 # nestcp_control_planes_ready), not by listing thousands of Secrets with kubectl every half
 # second, which at N=500 loads the apiserver more than the manager does; kubectl counts
@@ -73,6 +87,50 @@ EOF
 }
 
 count() { kubectl -n "$1" get "$2" -o name 2>/dev/null | wc -l; }
+# pods_run NS: what runs the Pods of NS, in the background (BENCH_ETCD above).
+pods_run() {
+    if [ "${BENCH_ETCD:-real}" = fake ]; then
+        "$NESTCP_FAKE_KUBELET" --kubeconfig "$KUBECONFIG" --namespace "$1" \
+            >>"$work/kubelet-$1.log" 2>&1 &
+        pids+=($!)
+    else
+        fake_kubelet "$1"
+    fi
+}
+# cpu_s PID: the user and system CPU seconds of a process so far.
+cpu_s() {
+    awk -v t="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$1/stat"
+}
+# sts_ready NS N [FIELD]: every one of the N StatefulSets of NS has its replicas ready (or
+# FIELD, e.g. availableReplicas).
+sts_ready() {
+    [ "$(kubectl -n "$1" get statefulsets --request-timeout=60s \
+        -o jsonpath="{range .items[*]}{.spec.replicas} {.status.${3:-readyReplicas}}{\"\\n\"}{end}" \
+        2>/dev/null | awk '$1 == $2 { r++ } END { printf "%d", r }')" -ge "$2" ]
+}
+# ungate: the rendered objects (a v1 List) as a raw client must apply them: the etcd Pods carry
+# no scheduling gate, and their initial cluster, which nestcp writes on each Pod when it lifts
+# the gate, is written into the template (every member of a new cluster, state "new").
+ungate() {
+    python3 -c '
+import json, sys
+l = json.load(sys.stdin)
+for o in l["items"]:
+    if o.get("kind") != "StatefulSet":
+        continue
+    pod = o["spec"]["template"]["spec"]
+    pod.pop("schedulingGates", None)
+    name, ns = o["metadata"]["name"], o["metadata"]["namespace"]
+    members = ",".join("%s-%d=https://%s-%d.%s.%s.svc:2380" % (name, i, name, i, name, ns)
+                       for i in range(o["spec"]["replicas"]))
+    for c in pod["containers"]:
+        for e in c.get("env", []):
+            if e["name"] == "NESTCP_INITIAL_CLUSTER":
+                e.pop("valueFrom"); e["value"] = members
+            elif e["name"] == "NESTCP_INITIAL_CLUSTER_STATE":
+                e.pop("valueFrom"); e["value"] = "new"
+json.dump(l, sys.stdout)'
+}
 ready_count() {
     kubectl -n "$1" get ncp -o jsonpath='{range .items[*]}{.status.ready}{"\n"}{end}' |
         grep -c '^true$' || true
@@ -105,6 +163,13 @@ codes() {
         END { for (k in n) printf "%s=%d ", k, n[k] }' "$1" 2>/dev/null)
     echo "${c:--}"
 }
+# verbs FILE: plan actions by verb and code, "verb:code count" per line, from a scrape.
+verbs() {
+    awk '/^nestcp_api_requests_total\{/ {
+        c = $1; sub(/.*code="/, "", c); sub(/".*/, "", c)
+        v = $1; sub(/.*verb="/, "", v); sub(/".*/, "", v); n[v ":" c] += $2 }
+        END { for (k in n) print k, n[k] }' "$1" | sort
+}
 final_sum() {
     awk -v k="$1" '$1 == k || index($1, k "{") == 1 { s += $2 } END { printf "%d", s }' \
         "$work/final.txt"
@@ -129,9 +194,11 @@ json.dump(l, sys.stdout)' | kubectl replace -f - >/dev/null 2>&1 || true
         echo "namespaces $* still terminating" >&2
 }
 
-printf '%-6s %10s %10s %14s %14s %10s %10s %10s %8s %10s\n' N objects_s ready_s actions/clust \
-    http/cluster peak_MiB cache_MiB raw_s ratio load1
+printf '%-6s %10s %10s %14s %14s %10s %10s %8s %10s %12s %9s %9s %10s\n' N objects_s ready_s \
+    actions/clust http/cluster peak_MiB cache_MiB cpu_s raw_s raw_ready_s ready/raw obj/raw load1
 : >"$work/caches.txt"
+: >"$work/steady.txt"
+: >"$work/steady-verbs.txt"
 : >"$work/clean.txt"
 : >"$work/warnings.txt"
 for n in ${BENCH_CLUSTERS:-10 100 500}; do
@@ -140,7 +207,7 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     new_namespace "$ns"
     new_namespace "$raw"
     clusters "$n" >"$work/clusters-$n.yaml"
-    fake_kubelet "$ns"
+    pods_run "$ns"
     start_manager "mgr-$n" "$ns" --concurrency 8
     until_true 60 [ "$(metric_sum nestcp_informer_synced)" -ge 9 ] || true
     load0=$(cut -d' ' -f1 /proc/loadavg)
@@ -148,6 +215,12 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     curl -s --max-time 10 "http://127.0.0.1:$mgr_metrics/metrics" >"$work/start.txt" || true
     actions0=$(metric_sum nestcp_api_requests_total)
     http0=$(metric_sum nestcp_kube_client_requests_total)
+    if [ -n "${BENCH_PERF:-}" ]; then
+        perf record -e cpu-clock:u -F 99 --call-graph dwarf,16384 -p "$mgr_pid" \
+            -o "$BENCH_PERF/perf-$n.data" >"$work/perf-$n.log" 2>&1 &
+        perf_pid=$!
+    fi
+    cpu0=$(cpu_s "$mgr_pid")
     t0=$(now)
     kubectl -n "$ns" apply -f "$work/clusters-$n.yaml" >/dev/null
     all_objects() {
@@ -160,6 +233,11 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     until_true $((120 + n * 4)) all_ready ||
         echo "N=$n: $(metric nestcp_control_planes_ready) of $n Ready" >&2
     t_ready=$(elapsed "$t0")
+    cpu=$(awk -v a="$cpu0" -v b="$(cpu_s "$mgr_pid")" 'BEGIN { printf "%.1f", b - a }')
+    if [ -n "${BENCH_PERF:-}" ]; then
+        kill -INT "$perf_pid"
+        wait "$perf_pid" || true
+    fi
     load1=$(cut -d' ' -f1 /proc/loadavg)
     # What the server holds, counted once, against what the clock was stopped on.
     for kind in secrets:8 services:3 statefulsets:3; do
@@ -194,32 +272,79 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
         printf '%-6s %-26s %8d %10d %10.2f\n' "$n" "$kind" "$objs" $((bytes / objs)) \
             "$(awk -v b="$bytes" 'BEGIN { print b / 1048576 }')" >>"$work/caches.txt"
     done
-    kill -TERM "$mgr_pid" "$kubelet_pid"
-    wait "$mgr_pid" "$kubelet_pid" 2>/dev/null || true
+    # The steady state: the converged control planes left alone, once every Pod is also
+    # available (the API servers' minReadySeconds after Ready, which their status reports).
+    steady=${BENCH_STEADY:-300}
+    if [ "$steady" -gt 0 ]; then
+        until_true 300 sts_ready "$ns" $((n * 3)) availableReplicas ||
+            echo "N=$n: not every StatefulSet available" >&2
+        scrape_final
+        s_http0=$(final_sum nestcp_kube_client_requests_total)
+        s_act0=$(final_sum nestcp_api_requests_total)
+        s_cpu0=$(cpu_s "$mgr_pid")
+        verbs "$work/final.txt" >"$work/steady0.txt"
+        sleep "$steady" # the span measured, not a synchronisation
+        scrape_final
+        # What the writes were, by verb and code.
+        verbs "$work/final.txt" | join -a 1 - "$work/steady0.txt" |
+            awk -v n="$n" '$2 - $3 > 0 { printf "N=%s steady: %s x%d\n", n, $1, $2 - $3 }' \
+                >>"$work/steady-verbs.txt"
+        awk -v n="$n" -v m="$(awk -v s="$steady" 'BEGIN { print s / 60 }')" \
+            -v h="$(($(final_sum nestcp_kube_client_requests_total) - s_http0))" \
+            -v a="$(($(final_sum nestcp_api_requests_total) - s_act0))" \
+            -v c="$(awk -v a="$s_cpu0" -v b="$(cpu_s "$mgr_pid")" 'BEGIN { print b - a }')" \
+            -v l="$(cut -d' ' -f1 /proc/loadavg)" -v s="$steady" \
+            'BEGIN { printf "%-6s %8d %14.1f %14.1f %14.2f %8s\n", n, s, h / m, a / m, c / m, l }' \
+            >>"$work/steady.txt"
+    fi
+    kill -TERM "$mgr_pid"
+    wait "$mgr_pid" 2>/dev/null || true
 
-    # The raw client: render the same clusters (keys made before the clock starts) and apply.
-    # `nestcp render` takes at most 256 control planes at once: 200 per call, one file each.
+    # The raw client: render the same clusters (keys made before the clock starts) and apply
+    # them where the same pod machinery runs. `nestcp render` takes at most 256 control planes
+    # at once: 200 per call, one file each.
     files=()
     for ((from = 0; from < n; from += 200)); do
         clusters $((from + 200 < n ? from + 200 : n)) "$from" |
             sed "s/name: b\([0-9]*\)/name: r\1/g; s/cluster-name: b/cluster-name: r/g; s/-b\([0-9]\)/-r\1/g" \
                 >"$work/raw-$n-$from.yaml"
-        "$NESTCP_BIN" render --templates "$NESTCP_SOURCE_DIR/templates" -n "$raw" \
-            -f "$work/raw-$n-$from.yaml" >"$work/rendered-$n-$from.yaml"
-        files+=(-f "$work/raw-$n-$from.yaml" -f "$work/rendered-$n-$from.yaml")
+        "$NESTCP_BIN" render --templates "$NESTCP_SOURCE_DIR/templates" -n "$raw" -o json \
+            -f "$work/raw-$n-$from.yaml" | ungate >"$work/rendered-$n-$from.json"
+        files+=(-f "$work/raw-$n-$from.yaml" -f "$work/rendered-$n-$from.json")
     done
+    pods_run "$raw"
     t1=$(now)
     kubectl -n "$raw" apply "${files[@]}" >/dev/null
     t_raw=$(elapsed "$t1")
+    # Polled more slowly as N grows: each poll lists every StatefulSet.
+    poll=$(((n + 99) / 100))
+    end=$((SECONDS + 120 + n * 4))
+    until sts_ready "$raw" $((n * 3)); do
+        [ "$SECONDS" -lt "$end" ] || { echo "N=$n: the raw StatefulSets are not all ready" >&2; break; }
+        sleep "$poll"
+    done
+    t_raw_ready=$(elapsed "$t1")
 
-    printf '%-6s %10s %10s %14s %14s %10s %10s %10s %8s %10s\n' "$n" "$t_objects" "$t_ready" \
-        "$(awk -v a="$actions" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" \
+    printf '%-6s %10s %10s %14s %14s %10s %10s %8s %10s %12s %9s %9s %10s\n' "$n" "$t_objects" \
+        "$t_ready" "$(awk -v a="$actions" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" \
         "$(awk -v a="$http" -v n="$n" 'BEGIN { printf "%.1f", a / n }')" "$hwm" \
-        "$(awk -v b="$cache_total" 'BEGIN { printf "%.1f", b / 1048576 }')" "$t_raw" \
+        "$(awk -v b="$cache_total" 'BEGIN { printf "%.1f", b / 1048576 }')" "$cpu" "$t_raw" \
+        "$t_raw_ready" \
+        "$(awk -v a="$t_ready" -v b="$t_raw_ready" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')" \
         "$(awk -v a="$t_objects" -v b="$t_raw" 'BEGIN { printf "%.1fx", (b > 0 ? a / b : 0) }')" \
         "$load0-$load1"
+    # The node agents delete their Pods while the namespaces go; then every kubelet stops.
     teardown "$ns" "$raw"
+    kubelets_stop 2>/dev/null || true
+    for p in "${pids[@]}"; do
+        kill -9 "$p" 2>/dev/null || true
+    done
+    pids=()
 done
+echo
+printf '%-6s %8s %14s %14s %14s %8s\n' N steady_s http/min writes/min cpu_s/min load1
+cat "$work/steady.txt"
+cat "$work/steady-verbs.txt"
 echo
 printf '%-6s %-26s %8s %10s %10s\n' N cache objects bytes/obj MiB
 cat "$work/caches.txt"
@@ -234,7 +359,10 @@ echo "restarts: container restarts its pods report."
 echo "objects_s: until every cluster has all 14 objects; ready_s: until every control plane is"
 echo "Ready; actions: the plan actions the controllers sent; http: every request of the"
 echo "manager's client (lists, watches, events included); peak_MiB: the manager's peak RSS;"
-echo "cache_MiB: heap of every cached object once all are Ready (per cache below); raw_s:"
-echo "kubectl apply of nestcp render's output for the same clusters; ratio = objects_s / raw_s;"
+echo "cache_MiB: heap of every cached object once all are Ready (per cache below); cpu_s: the"
+echo "manager's CPU seconds from apply to all Ready; raw_s: kubectl apply of nestcp render's"
+echo "output for the same clusters, raw_ready_s: until its StatefulSets are all ready with the"
+echo "same pod machinery running; ready/raw = ready_s / raw_ready_s, obj/raw = objects_s / raw_s;"
+echo "steady: the converged manager left alone (writes = plan actions);"
 echo "load1: the 1-minute load average when the manager's clock started and when every control"
 echo "plane was Ready."
