@@ -557,7 +557,8 @@ static void do_add(struct fake_etcd *fe, struct fe_cluster *cl, const cJSON *req
                    struct fe_reply *r, struct fe_conn *c)
 {
     const cJSON *urls = get(req, "peerURLs");
-    const char *url = cJSON_IsArray(urls) ? cJSON_GetStringValue(cJSON_GetArrayItem(urls, 0)) : NULL;
+    const char *url =
+        cJSON_IsArray(urls) ? cJSON_GetStringValue(cJSON_GetArrayItem(urls, 0)) : NULL;
     bool learner = cJSON_IsTrue(get(req, "isLearner"));
     struct fe_member *m;
 
@@ -575,7 +576,7 @@ static void do_add(struct fake_etcd *fe, struct fe_cluster *cl, const cJSON *req
     memset(m, 0, sizeof(*m));
     do
         RAND_bytes((unsigned char *)&m->id, sizeof(m->id));
-    while (m->id == 0 || member_by_id(cl, m->id) != m);
+    while (m->id == 0 || member_by_id(cl, m->id));
     snprintf(m->peer_url, sizeof(m->peer_url), "%s", url);
     url_pod(url, m->pod);
     m->learner = learner;
@@ -584,8 +585,8 @@ static void do_add(struct fake_etcd *fe, struct fe_cluster *cl, const cJSON *req
     cJSON_AddItemToObject(r->body, "member", member_json(fe, c, m));
 }
 
-static void do_promote(struct fake_etcd *fe, struct fe_cluster *cl, uint64_t id,
-                       struct fe_reply *r, struct fe_conn *c)
+static void do_promote(struct fake_etcd *fe, struct fe_cluster *cl, uint64_t id, struct fe_reply *r,
+                       struct fe_conn *c)
 {
     struct fe_member *m = member_by_id(cl, id);
 
@@ -601,8 +602,7 @@ static void do_promote(struct fake_etcd *fe, struct fe_cluster *cl, uint64_t id,
     fe->stats.changes++;
 }
 
-static void do_remove(struct fake_etcd *fe, struct fe_cluster *cl, uint64_t id,
-                      struct fe_reply *r)
+static void do_remove(struct fake_etcd *fe, struct fe_cluster *cl, uint64_t id, struct fe_reply *r)
 {
     struct fe_member *m = member_by_id(cl, id);
 
@@ -613,8 +613,8 @@ static void do_remove(struct fake_etcd *fe, struct fe_cluster *cl, uint64_t id,
     fe->stats.changes++;
 }
 
-static void do_status(const struct fe_cluster *cl, const struct fe_member *self,
-                      const cJSON *pod, struct fe_reply *r)
+static void do_status(const struct fe_cluster *cl, const struct fe_member *self, const cJSON *pod,
+                      struct fe_reply *r)
 {
     const struct fe_member *l = leader(cl);
     char version[32];
@@ -706,8 +706,7 @@ static const char *reason_of(int http)
 
 /* The value of header name in the header block hdr (lines after the request line), or NULL;
  * its length in *ret_len. */
-static const char *header_value(const char *hdr, const char *end, const char *name,
-                                size_t *ret_len)
+static const char *header_value(const char *hdr, const char *end, const char *name, size_t *ret_len)
 {
     size_t n = strlen(name);
 

@@ -161,8 +161,7 @@ out:
     kube_informer_free(pods);
     kube_client_free(client);
     kube_config_free(cfg);
-    log_info("fake etcd stopped",
-             "handshakes=%lu refused=%lu requests=%lu changes=%lu exit=%d", st.handshakes,
-             st.refused, st.requests, st.changes, rc);
+    log_info("fake etcd stopped", "handshakes=%lu refused=%lu requests=%lu changes=%lu exit=%d",
+             st.handshakes, st.refused, st.requests, st.changes, rc);
     return rc;
 }
