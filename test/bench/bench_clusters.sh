@@ -352,6 +352,7 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     kubelets_stop 2>/dev/null || true
     for p in "${pids[@]}"; do
         kill -9 "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
     done
     pids=()
 done
