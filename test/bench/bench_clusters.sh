@@ -350,8 +350,11 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     # The node agents delete their Pods while the namespaces go; then every kubelet stops.
     teardown "$ns" "$raw"
     kubelets_stop 2>/dev/null || true
+    # SIGTERM: the stand-ins log what they did as they exit.
     for p in "${pids[@]}"; do
-        kill -9 "$p" 2>/dev/null || true
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    for p in "${pids[@]}"; do
         wait "$p" 2>/dev/null || true
     done
     pids=()

@@ -45,6 +45,20 @@ static bool keep_certs(void *ctx, cJSON *obj)
     return true;
 }
 
+/* Every minute in which something happened, what the server has done so far. */
+static void on_report(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    static struct fake_etcd_stats last;
+    struct fake_etcd_stats st;
+
+    fake_etcd_get_stats(w->data, &st);
+    if (memcmp(&st, &last, sizeof(st)) == 0)
+        return;
+    last = st;
+    log_info("fake etcd", "handshakes=%lu refused=%lu requests=%lu changes=%lu", st.handshakes,
+             st.refused, st.requests, st.changes);
+}
+
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
     log_info("stopping", "signal=%d", w->signum);
@@ -82,6 +96,7 @@ int main(int argc, char **argv)
     struct kube_config *cfg = NULL;
     struct kube_client *client = NULL;
     ev_signal sigterm, sigint;
+    ev_timer report;
     struct err e = {0};
     int c, r, idx = 0, rc = 1;
 
@@ -150,7 +165,11 @@ int main(int argc, char **argv)
     ev_signal_init(&sigint, on_signal, SIGINT);
     ev_signal_start(loop, &sigterm);
     ev_signal_start(loop, &sigint);
+    ev_timer_init(&report, on_report, 60, 60);
+    report.data = fe;
+    ev_timer_start(loop, &report);
     ev_run(loop, 0);
+    ev_timer_stop(loop, &report);
     ev_signal_stop(loop, &sigterm);
     ev_signal_stop(loop, &sigint);
     fake_etcd_get_stats(fe, &st);
