@@ -7,7 +7,8 @@
 #   BENCH_CLUSTERS="10 50" NESTCP_BIN=build/nestcp test/bench/bench_clusters.sh
 #   BENCH_CLUSTERS=1000 BENCH_ETCD=fake NESTCP_BIN=build/nestcp test/bench/bench_clusters.sh
 #
-# NESTCP_FAKE_KUBELET defaults to test/nodeagent/nestcp-fake-kubelet next to NESTCP_BIN.
+# NESTCP_FAKE_KUBELET defaults to test/nodeagent/nestcp-fake-kubelet next to NESTCP_BIN, and
+# NESTCP_FAKE_ETCD (BENCH_ETCD=fake) to nestcp-fake-etcd beside it.
 # For each N it prints:
 #   - objects: seconds until every cluster has its 8 Secrets, 3 Services and 3 StatefulSets
 #     (nestcp-fake-kubelet marks Pods ready, so the rollout gates open as they would);
@@ -32,8 +33,13 @@
 # BENCH_PERF=DIR records the manager with perf(1) from apply to every control plane Ready
 # (user-space cpu-clock samples at 99 Hz, DWARF call graphs) into DIR/perf-N.data.
 # BENCH_ETCD=real (default) runs each etcd member as a process (nestcp-nodeagent), as the
-# tests do; BENCH_ETCD=fake marks etcd Pods ready with nestcp-fake-kubelet too and runs
-# nothing, for N at which a machine cannot run N etcd processes (N = 1,000).
+# tests do; BENCH_ETCD=fake, for N at which a machine cannot run N etcd processes (N = 1,000),
+# runs none: nestcp-fake-kubelet marks the etcd Pods ready too, with an IP of a claimed pod
+# network (test/support/podnet.sh), where nestcp-fake-etcd (NESTCP_FAKE_ETCD, beside the fake
+# kubelet) answers the manager's etcd calls for every etcd Pod of the namespace: a benchmark
+# stand-in that serves each Pod's certificate from its certs Secret by SNI and lists the
+# members its initial cluster names (test/nodeagent/README.md). The manager talks to it as to
+# etcd, TLS verified both ways; nothing of the product changes.
 # Progress is read from the manager's /metrics (its caches' object counts and
 # nestcp_control_planes_ready), not by listing thousands of Secrets with kubectl every half
 # second, which at N=500 loads the apiserver more than the manager does; kubectl counts
@@ -50,6 +56,7 @@ NESTCP_FAKE_KUBELET=${NESTCP_FAKE_KUBELET:-$(dirname "$NESTCP_BIN")/test/nodeage
 export NESTCP_FAKE_KUBELET
 NESTCP_BUILD_DIR=${NESTCP_BUILD_DIR:-$(dirname "$NESTCP_BIN")}
 export NESTCP_BUILD_DIR
+NESTCP_FAKE_ETCD=${NESTCP_FAKE_ETCD:-$(dirname "$NESTCP_FAKE_KUBELET")/nestcp-fake-etcd}
 NESTCP_SOURCE_DIR=${NESTCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 export NESTCP_SOURCE_DIR
 . "$NESTCP_SOURCE_DIR/test/integration/controllers/lib.sh"
@@ -94,9 +101,16 @@ EOF
 count() { kubectl -n "$1" get "$2" -o name 2>/dev/null | wc -l; }
 # pods_run NS: what runs the Pods of NS, in the background (BENCH_ETCD above).
 pods_run() {
+    local ip
     if [ "${BENCH_ETCD:-real}" = fake ]; then
-        "$NESTCP_FAKE_KUBELET" --kubeconfig "$KUBECONFIG" --namespace "$1" \
+        # The claim lasts while these processes hold its descriptor.
+        podnet_claim || fail "no free pod network"
+        ip=127.$podnet.0.2
+        "$NESTCP_FAKE_KUBELET" --kubeconfig "$KUBECONFIG" --namespace "$1" --pod-ip "$ip" \
             >>"$work/kubelet-$1.log" 2>&1 &
+        pids+=($!)
+        "$NESTCP_FAKE_ETCD" --kubeconfig "$KUBECONFIG" --namespace "$1" --listen "$ip:2379" \
+            >>"$work/etcd-$1.log" 2>&1 &
         pids+=($!)
     else
         fake_kubelet "$1"
@@ -349,8 +363,12 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     # The node agents delete their Pods while the namespaces go; then every kubelet stops.
     teardown "$ns" "$raw"
     kubelets_stop 2>/dev/null || true
+    # SIGTERM: the stand-ins log what they did as they exit.
     for p in "${pids[@]}"; do
-        kill -9 "$p" 2>/dev/null || true
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    for p in "${pids[@]}"; do
+        wait "$p" 2>/dev/null || true
     done
     pids=()
 done

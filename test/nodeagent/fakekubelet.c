@@ -9,6 +9,7 @@
  * retried from the cache once the watch has brought the newer Pod.
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -27,13 +28,13 @@
 #include "lib/util/strutil.h"
 
 #define FK_FIELD_MANAGER "nestcp-fake-kubelet"
-#define FK_POD_IP "127.0.0.2"
 
 struct fake_kubelet {
     struct kube_client *client;
     struct kube_informer *pods;
     struct workqueue *queue;
     const char *ns;
+    const char *pod_ip;
     unsigned long written, conflicts, failures;
     bool closing; /* being freed: request callbacks only clean up */
     ev_signal sigterm, sigint;
@@ -86,7 +87,7 @@ static bool set_item(cJSON *obj, const char *key, cJSON *item)
 
 /* Makes pod's status Running and Ready, every container running and ready, keeping its other
  * status fields. Returns 0 or -ENOMEM. */
-static int set_ready_status(cJSON *pod)
+static int set_ready_status(cJSON *pod, const char *pod_ip)
 {
     static const char *const types[] = {"Initialized", "Ready", "ContainersReady", "PodScheduled"};
     cJSON *st = cJSON_GetObjectItemCaseSensitive(pod, "status"), *conds, *cstats, *c, *s;
@@ -98,7 +99,7 @@ static int set_ready_status(cJSON *pod)
     if (!cJSON_IsObject(st) && !set_item(pod, "status", st = cJSON_CreateObject()))
         return -ENOMEM;
     if (!set_item(st, "phase", cJSON_CreateString("Running")) ||
-        !set_item(st, "podIP", cJSON_CreateString(FK_POD_IP)) ||
+        !set_item(st, "podIP", cJSON_CreateString(pod_ip)) ||
         !set_item(st, "conditions", conds = cJSON_CreateArray()) ||
         !set_item(st, "containerStatuses", cstats = cJSON_CreateArray()))
         return -ENOMEM;
@@ -176,7 +177,7 @@ static void sync_pod(void *userdata, const char *name)
     }
     body = cJSON_Duplicate(pod, true);
     call = malloc(sizeof(*call) + len);
-    if (body && call && set_ready_status(body) == 0) {
+    if (body && call && set_ready_status(body, fk->pod_ip) == 0) {
         call->fk = fk;
         memcpy(call->name, name, len);
         req.verb = KUBE_UPDATE;
@@ -235,6 +236,8 @@ static void usage(FILE *out)
           "  --namespace NS         the Pods to mark ready (the kubeconfig context's namespace)\n"
           "  --selector SELECTOR    only Pods matching this label selector\n"
           "  --concurrency N        status writes in flight at once (16)\n"
+          "  --pod-ip IP            the IP every Pod gets (127.0.0.2); nestcp-fake-etcd serves\n"
+          "                         the etcd Pods' calls there\n"
           "  --log-level LEVEL      error|warn|info|debug|trace (info)\n",
           out);
 }
@@ -246,6 +249,7 @@ int main(int argc, char **argv)
         {"namespace", required_argument, NULL, 'n'},
         {"selector", required_argument, NULL, 'l'},
         {"concurrency", required_argument, NULL, 'c'},
+        {"pod-ip", required_argument, NULL, 'p'},
         {"log-level", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -256,7 +260,8 @@ int main(int argc, char **argv)
                                                            pods_synced};
     struct kube_informer_opts io = {.resource = &KUBE_PODS};
     struct ev_loop *loop = EV_DEFAULT;
-    struct fake_kubelet fk = {0};
+    struct fake_kubelet fk = {.pod_ip = "127.0.0.2"};
+    struct in_addr addr;
     enum log_level level = LOG_LEVEL_INFO;
     const char *kubeconfig = NULL;
     struct kube_config *cfg = NULL;
@@ -277,6 +282,11 @@ int main(int argc, char **argv)
         case 'c':
             if (str_to_int(optarg, 1, 1024, &qo.concurrency) < 0)
                 goto bad_value;
+            break;
+        case 'p':
+            if (inet_pton(AF_INET, optarg, &addr) != 1)
+                goto bad_value;
+            fk.pod_ip = optarg;
             break;
         case 'v':
             if (log_parse_level(optarg, &level) < 0)
