@@ -296,6 +296,9 @@ static int reconcile_normal(struct cp *x)
         }
     }
     x->cluster = render_cluster_name(rc);
+    /* Checked under the admin's privilege rules, as the components render. */
+    render_cluster_set_allow_privileged(rc, ctx->allow_privileged);
+    render_cluster_set_manager_namespace(rc, ctx->manager_namespace);
     r = nested_check_render(ctx->cat, rc, RENDER_PART__COUNT, &e);
     if (r == -EINVAL) {
         r = invalid(x, "InvalidSpec", e.msg);
@@ -306,8 +309,6 @@ static int reconcile_normal(struct cp *x)
     if (ctx->keys)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     nested_cert_policy(ctx, rc);
-    render_cluster_set_allow_privileged(rc, ctx->allow_privileged);
-    render_cluster_set_manager_namespace(rc, ctx->manager_namespace);
     render_cluster_set_check_memo(rc, &ctx->memo);
 
     /* The finalizer and the endpoint, before anything is created; the patch makes the

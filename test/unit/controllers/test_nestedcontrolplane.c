@@ -325,6 +325,42 @@ static void test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothi
     }
 }
 
+/* With --allow-privileged-patches the control plane checks a spec under the same rules its
+ * components render with: a privileged patch is refused without the flag and applied with it. */
+static void test_nestedcontrolplane__privileged_patches_follow_the_admins_flag(void **state)
+{
+    char yaml[sizeof(capn) + 256];
+
+    capn_with(
+        yaml, sizeof(yaml),
+        "metadata: {name: sample-nestedapiserver, uid: kas-1, generation: 1, resourceVersion: "
+        "'1'}\nspec: {replicas: 1}\n",
+        "metadata: {name: sample-nestedapiserver, uid: kas-1, generation: 1, resourceVersion: "
+        "'1'}\nspec: {replicas: 1, patches: [{apiVersion: apps/v1, kind: StatefulSet, "
+        "metadata: {name: sample-apiserver}, spec: {template: {spec: {containers: [{name: "
+        "kube-apiserver, securityContext: {privileged: true}}]}}}}]}\n");
+    for (int allow = 0; allow <= 1; allow++) {
+        const cJSON *sts;
+        struct sim s;
+
+        sim_init(&s, yaml);
+        s.ctx.allow_privileged = allow;
+        sim_converge(&s, 40);
+        sts = fx_get(&s.f, FX_STATEFULSETS, "sample-apiserver");
+        if (!allow) {
+            assert_string_equal(ncp_condition(&s, "Ready", "reason"), "InvalidSpec");
+            assert_non_null(strstr(ncp_condition(&s, "Ready", "message"),
+                                   "securityContext.privileged: true is not allowed"));
+            assert_null(sts);
+        } else {
+            assert_string_equal(ncp_condition(&s, "Ready", "status"), "True");
+            assert_true(cJSON_IsTrue(
+                fx_path(sts, "spec.template.spec.containers.0.securityContext.privileged")));
+        }
+        sim_done(&s);
+    }
+}
+
 static void test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key(void **state)
 {
     struct sim s;
@@ -1500,6 +1536,7 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__a_roll_waits_for_api_servers_to_be_available),
         cmocka_unit_test(test_nestedcontrolplane__a_crashing_roll_is_held_and_rolled_back),
         cmocka_unit_test(test_nestedcontrolplane__invalid_input_is_reported_and_creates_nothing),
+        cmocka_unit_test(test_nestedcontrolplane__privileged_patches_follow_the_admins_flag),
         cmocka_unit_test(test_nestedcontrolplane__a_bad_user_ca_names_the_secret_and_key),
         cmocka_unit_test(test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled),
         cmocka_unit_test(test_nestedcontrolplane__a_reference_to_another_namespace_is_refused),
