@@ -91,25 +91,6 @@ void nested_ctx_done(struct nested_ctx *ctx)
     ctx->roll_errors = NULL;
 }
 
-int nested_check_render(const struct render_catalog *cat, const struct render_cluster *rc,
-                        enum render_part part, struct err *e)
-{
-    for (int i = 0; i < RENDER_PART__COUNT; i++) {
-        cJSON *objs = NULL;
-        int r;
-
-        if ((part != RENDER_PART__COUNT && (int)part != i) ||
-            !render_cluster_component_object(rc, (enum render_part)i) ||
-            (i == RENDER_PART_APISERVER && !render_cluster_component_object(rc, RENDER_PART_ETCD)))
-            continue;
-        r = render_cluster_component(cat, rc, (enum render_part)i, "placeholder", &objs, NULL, e);
-        cJSON_Delete(objs);
-        if (r < 0)
-            return r == -ENOMEM ? r : -EINVAL;
-    }
-    return 0;
-}
-
 /* "2027-12-04": when the first member's server certificate in the certs Secret expires. */
 static bool certs_expire(const struct render_source *src, const char *ns, const char *certs,
                          const char *sts, char *out, size_t size)

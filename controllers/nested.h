@@ -63,7 +63,7 @@ struct nested_ctx {
     bool allow_privileged;         /* render_cluster_set_allow_privileged, the admin's flag */
     const char *manager_namespace; /* render_cluster_set_manager_namespace; NULL: default */
     struct nested_part_ctx parts[RENDER_PART__COUNT];
-    /* Certificate checks that passed, kept across reconciles (render_check_memo). */
+    /* Render and certificate checks that passed, kept across reconciles (render_check_memo). */
     struct strmap checked;
     struct render_check_memo memo;
     /* What the tenants' etcd members last answered (made on first use). */
@@ -117,13 +117,6 @@ void nested_cert_policy(const struct nested_ctx *ctx, struct render_cluster *rc)
 void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat, struct keypool *keys,
                      int64_t cert_renew_before);
 void nested_ctx_done(struct nested_ctx *ctx);
-
-/* Renders every component of rc that exists with a placeholder certs Secret, so that what
- * fails without any key (a patch that matches nothing, a template) is known before anything
- * is created. part RENDER_PART__COUNT: every component, else only that one. Returns 0,
- * -EINVAL with the message in e, -ENOMEM. */
-int nested_check_render(const struct render_catalog *cat, const struct render_cluster *rc,
-                        enum render_part part, struct err *e);
 
 /* Whether the change from the running etcd StatefulSet to desired_hash (NULL: not known) keeps
  * the tenant's data (controllers/etcdsafety.h), read from the caches and rc. */

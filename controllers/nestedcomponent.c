@@ -170,7 +170,8 @@ static int reconcile_children(struct comp *x)
         goto out;
     render_cluster_set_allow_privileged(rc, base->allow_privileged);
     render_cluster_set_manager_namespace(rc, base->manager_namespace);
-    if ((r = nested_check_render(base->cat, rc, x->part, &e)) == -EINVAL) {
+    render_cluster_set_check_memo(rc, &base->memo);
+    if ((r = render_cluster_check(base->cat, rc, x->part, (int64_t)x->view->now, &e)) == -EINVAL) {
         r = comp_not_ready(x, STATUS_SEVERITY_ERROR, "InvalidSpec", "%s", e.msg);
         goto out;
     }
@@ -179,7 +180,6 @@ static int reconcile_children(struct comp *x)
     if (base->keys)
         render_cluster_set_key_source(rc, take_key, base->keys);
     nested_cert_policy(base, rc);
-    render_cluster_set_check_memo(rc, &base->memo);
     r = render_cluster_pki_load(rc, &x->src, (int64_t)x->view->now, false, &pki, &errs);
     if (r == -ENOENT || r == -EINVAL) {
         api_errors_to_err(&errs, NULL, &e);

@@ -299,7 +299,8 @@ static int reconcile_normal(struct cp *x)
     /* Checked under the admin's privilege rules, as the components render. */
     render_cluster_set_allow_privileged(rc, ctx->allow_privileged);
     render_cluster_set_manager_namespace(rc, ctx->manager_namespace);
-    r = nested_check_render(ctx->cat, rc, RENDER_PART__COUNT, &e);
+    render_cluster_set_check_memo(rc, &ctx->memo);
+    r = render_cluster_check(ctx->cat, rc, RENDER_PART__COUNT, (int64_t)x->view->now, &e);
     if (r == -EINVAL) {
         r = invalid(x, "InvalidSpec", e.msg);
         goto out;
@@ -309,7 +310,6 @@ static int reconcile_normal(struct cp *x)
     if (ctx->keys)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     nested_cert_policy(ctx, rc);
-    render_cluster_set_check_memo(rc, &ctx->memo);
 
     /* The finalizer and the endpoint, before anything is created; the patch makes the
      * control plane reconcile again. */

@@ -239,6 +239,15 @@ struct render_check_memo {
 };
 void render_cluster_set_check_memo(struct render_cluster *rc, const struct render_check_memo *memo);
 
+/* Renders every component of rc that exists (part RENDER_PART__COUNT; else only that one) with
+ * a placeholder certs Secret, so that what fails without any key (a patch that matches
+ * nothing, a template) is known before anything is created. Under a check memo a pass is
+ * remembered for RENDER_CHECK_MEMO_TTL by a digest of the objects resolved into rc (uid,
+ * generation, labels, annotations) and rc's settings, and not rendered again while they stay
+ * the same. Returns 0, -EINVAL with the message in e, -ENOMEM. */
+int render_cluster_check(const struct render_catalog *cat, const struct render_cluster *rc,
+                         enum render_part part, int64_t now, struct err *e);
+
 struct render_cluster_pki;
 
 /*

@@ -115,12 +115,23 @@ void render_pki_digest_strv(struct digest *d, const struct pki_strv *v)
 }
 
 /* Starts a digest when the cluster has a memo; false without one (or out of memory). */
+bool render_digest_begin(const struct render_cluster *rc, struct digest *d, const char *tag)
+{
+    d->ctx = rc->memo ? EVP_MD_CTX_new() : NULL;
+    d->ok = d->ctx && EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) == 1;
+    render_pki_digest_str(d, tag);
+    if (!d->ok) {
+        EVP_MD_CTX_free(d->ctx);
+        d->ctx = NULL;
+    }
+    return d->ok;
+}
+
 bool render_pki_digest_begin(const struct render_cluster_pki *pki, struct digest *d,
                              const char *tag)
 {
-    d->ctx = pki->rc->memo ? EVP_MD_CTX_new() : NULL;
-    d->ok = d->ctx && EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) == 1;
-    render_pki_digest_str(d, tag);
+    if (!render_digest_begin(pki->rc, d, tag))
+        return false;
     render_pki_digest_int(d, pki->renew_before);
     if (!d->ok) {
         EVP_MD_CTX_free(d->ctx);

@@ -55,6 +55,8 @@ struct digest {
     bool ok;
 };
 
+bool render_digest_begin(const struct render_cluster *rc, struct digest *d, const char *tag);
+/* render_digest_begin, then the renewal window. */
 bool render_pki_digest_begin(const struct render_cluster_pki *pki, struct digest *d,
                              const char *tag);
 void render_pki_digest_str(struct digest *d, const char *s);

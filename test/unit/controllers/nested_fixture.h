@@ -108,6 +108,28 @@ static inline enum fx_store fx_store_of(const cJSON *obj)
 }
 
 /* Puts obj (taken) in its store; a missing namespace becomes "default". */
+/* As the API server does: an object put in place of one with another spec gets the next
+ * generation, unless the test set a newer one itself. */
+static inline void fx_bump_generation(struct fixture *f, cJSON *obj)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(meta, "namespace"),
+                *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+    const cJSON *cur = kube_store_get(&f->stores[fx_store_of(obj)], cJSON_GetStringValue(ns),
+                                      cJSON_GetStringValue(name));
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(cur, "metadata"), "generation"),
+                *mine = cJSON_GetObjectItemCaseSensitive(meta, "generation");
+
+    if (!cur || !cJSON_IsNumber(g) ||
+        cJSON_Compare(cJSON_GetObjectItemCaseSensitive(cur, "spec"),
+                      cJSON_GetObjectItemCaseSensitive(obj, "spec"), true) ||
+        (cJSON_IsNumber(mine) && mine->valuedouble > g->valuedouble))
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "generation");
+    cJSON_AddNumberToObject(meta, "generation", g->valuedouble + 1);
+}
+
 static inline cJSON *fx_put_json(struct fixture *f, cJSON *obj)
 {
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata"), *old = NULL;
@@ -115,6 +137,7 @@ static inline cJSON *fx_put_json(struct fixture *f, cJSON *obj)
     assert_non_null(meta);
     if (!cJSON_GetObjectItemCaseSensitive(meta, "namespace"))
         cJSON_AddStringToObject(meta, "namespace", "default");
+    fx_bump_generation(f, obj);
     assert_int_equal(kube_store_put(&f->stores[fx_store_of(obj)], obj, &old), 0);
     cJSON_Delete(old);
     return obj;

@@ -906,6 +906,100 @@ static void memo_table_remember(void *ctx, const char *digest, int64_t until, in
     t->n++;
 }
 
+/* Every object of text with metadata.generation gen (0: none). */
+static cJSON *docs_at(const char *text, int gen)
+{
+    cJSON *objs = docs(text), *o;
+
+    cJSON_ArrayForEach(o, objs) {
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+        if (gen)
+            cJSON_AddNumberToObject(meta, "generation", gen);
+    }
+    return objs;
+}
+
+/* The one document of text. */
+static cJSON *doc(const char *text)
+{
+    cJSON *all = docs(text), *one = cJSON_DetachItemFromArray(all, 0);
+
+    cJSON_Delete(all);
+    return one;
+}
+
+/* render_cluster_check with a memo and a fresh resolve of objs. */
+static int check_at(const cJSON *objs, struct memo_table *memo, int64_t now, struct err *e)
+{
+    struct render_check_memo m = {memo, memo_table_passed, memo_table_remember};
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    int r;
+
+    render_cluster_set_check_memo(rc, &m);
+    err_clear(e);
+    r = render_cluster_check(catalog, rc, RENDER_PART__COUNT, now, e);
+    render_cluster_free(rc);
+    return r;
+}
+
+/* The render check renders once per spec: a pass is remembered by the objects' uid,
+ * generation, labels and annotations, a new generation or label renders again, a failure is
+ * never remembered, and objects without a generation are rendered every time. */
+static void test_cluster__the_render_check_renders_once_per_spec(void **state)
+{
+    static const char bad_patch[] = "{patches: [{target: {kind: StatefulSet, name: nope}, type: "
+                                    "merge, patch: {spec: {}}}]}";
+    struct memo_table memo = {0};
+    cJSON *objs = docs_at(NCP_HEAD "spec: {}\n" COMPONENTS, 1), *other;
+    struct err e;
+
+    (void)state;
+    assert_int_equal(check_at(objs, &memo, T0, &e), 0);
+    assert_int_equal(memo.n, 1);
+    assert_int_equal(memo.hits, 0);
+    /* the same objects, resolved again: from the memo */
+    assert_int_equal(check_at(objs, &memo, T0 + 1, &e), 0);
+    assert_int_equal(memo.hits, 1);
+    assert_int_equal(memo.n, 1);
+
+    /* a spec that fails, at its next generation: rendered, refused, not remembered */
+    other = docs_at(NCP_HEAD "spec: {}\n" COMPONENTS, 1);
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetArrayItem(other, 2), "spec", doc(bad_patch));
+    cJSON_ReplaceItemInObjectCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(other, 2), "metadata"), "generation",
+        cJSON_CreateNumber(2));
+    assert_int_equal(check_at(other, &memo, T0 + 2, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "spec.patches[0]: matches no object"));
+    assert_int_equal(memo.n, 1);
+    assert_int_equal(check_at(other, &memo, T0 + 3, &e), -EINVAL);
+    assert_int_equal(memo.hits, 1);
+    cJSON_Delete(other);
+
+    /* a label of the control plane's: rendered again */
+    other = docs_at(NCP_HEAD "spec: {}\n" COMPONENTS, 1);
+    cJSON_AddItemToObject(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(other, 0), "metadata"), "labels",
+        doc("{team: a}"));
+    assert_int_equal(check_at(other, &memo, T0 + 4, &e), 0);
+    assert_int_equal(memo.n, 2);
+    assert_int_equal(memo.hits, 1);
+    cJSON_Delete(other);
+
+    /* once the memo's time is up: rendered and remembered again */
+    assert_int_equal(check_at(objs, &memo, T0 + RENDER_CHECK_MEMO_TTL, &e), 0);
+    assert_int_equal(memo.hits, 1);
+    assert_int_equal(memo.n, 3);
+    cJSON_Delete(objs);
+
+    /* no generation: nothing is remembered */
+    objs = docs_at(NCP_HEAD "spec: {}\n" COMPONENTS, 0);
+    assert_int_equal(check_at(objs, &memo, T0, &e), 0);
+    assert_int_equal(check_at(objs, &memo, T0, &e), 0);
+    assert_int_equal(memo.n, 3);
+    assert_int_equal(memo.hits, 1);
+    cJSON_Delete(objs);
+}
+
 /* The admin's short-lived certificates: leaves valid for an hour, renewed when a third is left,
  * and the moment that happens is told to the caller (to come back then), from a full check and
  * from the memo alike. */
@@ -1771,6 +1865,7 @@ int main(void)
             test_cluster__a_rotating_etcd_ca_keeps_serving_from_the_old_ca_until_phase_three),
         cmocka_unit_test(test_cluster__a_rotating_front_proxy_ca_reissues_its_client_in_phase_two),
         cmocka_unit_test(test_cluster__control_plane_of_a_component),
+        cmocka_unit_test(test_cluster__the_render_check_renders_once_per_spec),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
