@@ -32,6 +32,10 @@
 #     manager's HTTP requests, its writes (plan actions) and CPU seconds, per minute.
 # BENCH_PERF=DIR records the manager with perf(1) from apply to every control plane Ready
 # (user-space cpu-clock samples at 99 Hz, DWARF call graphs) into DIR/perf-N.data.
+# BENCH_HEAPTRACK=DIR runs the manager under heaptrack(1) from its start to its end, into
+# DIR/heap-N.zst (or .gz): every allocation with its call stack, for `heaptrack_print
+# --print-peaks 1 --print-allocators 1` (where the peak heap is). heaptrack's own buffers add
+# to the RSS, so the peak_MiB of such a run is not the manager's: compare runs without it.
 # BENCH_ETCD=real (default) runs each etcd member as a process (nestcp-nodeagent), as the
 # tests do; BENCH_ETCD=fake, for N at which a machine cannot run N etcd processes (N = 1,000),
 # runs none: nestcp-fake-kubelet marks the etcd Pods ready too, with an IP of a claimed pod
@@ -227,7 +231,18 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     new_namespace "$raw"
     clusters "$n" >"$work/clusters-$n.yaml"
     pods_run "$ns"
-    start_manager "mgr-$n" "$ns" --concurrency 8
+    if [ -n "${BENCH_HEAPTRACK:-}" ]; then
+        # The manager as heaptrack's child; mgr_pid is then the manager itself (VmHWM, CPU,
+        # the signal that ends it) and heap_pid heaptrack, waited for so its file is complete.
+        printf '#!/bin/sh\nexec heaptrack -o "%s/heap-%s" "%s" "$@"\n' "$BENCH_HEAPTRACK" "$n" \
+            "$(realpath "$NESTCP_BIN")" >"$work/heaptrack-$n.sh"
+        chmod +x "$work/heaptrack-$n.sh"
+        NESTCP_BIN="$work/heaptrack-$n.sh" start_manager "mgr-$n" "$ns" --concurrency 8
+        heap_pid=$mgr_pid
+        mgr_pid=$(pgrep -P "$heap_pid" -x "$(basename "$NESTCP_BIN")")
+    else
+        start_manager "mgr-$n" "$ns" --concurrency 8
+    fi
     until_true 60 [ "$(metric_sum nestcp_informer_synced)" -ge 9 ] || true
     load0=$(cut -d' ' -f1 /proc/loadavg)
 
@@ -317,7 +332,11 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
             >>"$work/steady.txt"
     fi
     kill -TERM "$mgr_pid"
-    wait "$mgr_pid" 2>/dev/null || true
+    if [ -n "${BENCH_HEAPTRACK:-}" ]; then
+        wait "$heap_pid" 2>/dev/null || true
+    else
+        wait "$mgr_pid" 2>/dev/null || true
+    fi
     if [ -n "${BENCH_SAVE:-}" ]; then
         mkdir -p "$BENCH_SAVE/$n"
         cp "$work/final.txt" "$BENCH_SAVE/$n/metrics.txt"
