@@ -52,7 +52,11 @@ void kube_transport_free(struct kube_transport *t);
 
 struct ev_loop *kube_transport_loop(const struct kube_transport *t);
 
-/* Starts x (x->easy and x->done set). Returns 0, -ENOMEM or -EIO. */
+/* The upload buffer of every transfer, libcurl's smallest (its default is 64 KiB). */
+#define KUBE_TRANSPORT_UPLOAD_BUFFER 16384L
+
+/* Starts x (x->easy and x->done set), with KUBE_TRANSPORT_UPLOAD_BUFFER. Returns 0, -ENOMEM or
+ * -EIO. */
 int kube_transport_add(struct kube_transport *t, struct kube_xfer *x);
 
 /* Takes x off the multi handle without calling done; no-op if it is not on it. Must not be

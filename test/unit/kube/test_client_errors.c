@@ -18,6 +18,7 @@
 #include "lib/kube/client.h"
 #include "lib/kube/config.h"
 #include "lib/kube/status.h"
+#include "lib/kube/transport.h"
 
 static cJSON *status(const char *reason, int code)
 {
@@ -479,6 +480,92 @@ static void test_client_errors__a_body_is_sent_whole_or_not_at_all(void **state)
     cJSON_Delete(p);
 }
 
+/* A body many times the transport's upload buffer goes whole, in order. */
+struct big_catch {
+    ev_io w;
+    int conn;
+    char *req;
+    size_t len, cap;
+    bool whole;
+};
+
+static void big_catch_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct big_catch *c = (struct big_catch *)w;
+    const char *end, *cl;
+    ssize_t n;
+
+    if (c->conn < 0) {
+        /* From the listening socket to the connection, where the rest of the body comes. */
+        c->conn = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(c->conn >= 0);
+        ev_io_stop(loop, w);
+        ev_io_set(w, c->conn, EV_READ);
+        ev_io_start(loop, w);
+    }
+    n = recv(c->conn, c->req + c->len, c->cap - 1 - c->len, MSG_DONTWAIT);
+    if (n > 0)
+        c->len += (size_t)n;
+    c->req[c->len] = '\0';
+    if ((end = strstr(c->req, "\r\n\r\n")) && (cl = strcasestr(c->req, "content-length:")) &&
+        c->len >= (size_t)(end + 4 - c->req) + strtoul(cl + 15, NULL, 10))
+        c->whole = true;
+}
+
+static void test_client_errors__a_body_larger_than_the_upload_buffer_goes_whole(void **state)
+{
+    struct ev_loop *loop = ev_loop_new(0);
+    size_t size = 12 * KUBE_TRANSPORT_UPLOAD_BUFFER + 123;
+    char *value = malloc(size + 1), *want;
+    cJSON *o = cJSON_CreateObject(), *meta, *data;
+    struct kube_request req = {.verb = KUBE_CREATE, .resource = &KUBE_CONFIGMAPS, .body = o};
+    struct big_catch k = {.conn = -1, .cap = 2 * size + 4096};
+    struct outcome out = {0};
+    struct kube_client *c;
+    struct kube_config cfg;
+    char server[64];
+    struct err e;
+    int lfd;
+
+    assert_non_null(value);
+    for (size_t i = 0; i < size; i++)
+        value[i] = (char)('a' + i % 26);
+    value[size] = '\0';
+    cJSON_AddStringToObject(o, "apiVersion", "v1");
+    cJSON_AddStringToObject(o, "kind", "ConfigMap");
+    meta = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(meta, "name", "big");
+    cJSON_AddStringToObject(meta, "namespace", "default");
+    data = cJSON_AddObjectToObject(o, "data");
+    cJSON_AddStringToObject(data, "k", value);
+    want = cJSON_PrintUnformatted(o);
+    k.req = malloc(k.cap);
+    assert_non_null(k.req);
+
+    snprintf(server, sizeof(server), "http://127.0.0.1:%d", listen_port(&lfd));
+    cfg = plain_cfg(server);
+    cfg.allow_plain_http = true;
+    assert_int_equal(kube_client_new(loop, &cfg, &c, &e), 0);
+    assert_int_equal(kube_request_send(c, &req, record, &out), 0);
+    ev_io_init(&k.w, big_catch_cb, lfd, EV_READ);
+    ev_io_start(loop, &k.w);
+    while (!k.whole)
+        ev_run(loop, EVRUN_ONCE);
+    ev_io_stop(loop, &k.w);
+    assert_non_null(strstr(k.req, "POST /api/v1/namespaces/default/configmaps "));
+    assert_string_equal(strstr(k.req, "\r\n\r\n") + 4, want);
+    close(k.conn);
+    while (!out.calls)
+        ev_run(loop, EVRUN_ONCE);
+    kube_client_free(c);
+    close(lfd);
+    ev_loop_destroy(loop);
+    cJSON_free(want);
+    cJSON_Delete(o);
+    free(k.req);
+    free(value);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_client_errors__free_cancels_pending_work),
         cmocka_unit_test(test_client_errors__a_delete_never_goes_without_its_precondition),
         cmocka_unit_test(test_client_errors__a_body_is_sent_whole_or_not_at_all),
+        cmocka_unit_test(test_client_errors__a_body_larger_than_the_upload_buffer_goes_whole),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
