@@ -76,13 +76,33 @@ static int lru_add(struct lru *l, struct lru_node *n, void (*evict)(struct lru_n
 
 /* ---- the recorder ---- */
 
-/* One distinct event the server has, or is being told about. */
+/* The fields of an event's key (see kube_recorder_eventv), in order; the message is last, so
+ * it alone may hold the separator. */
+enum key_field {
+    KEY_NAMESPACE,
+    KEY_KIND,
+    KEY_API_VERSION,
+    KEY_NAME,
+    KEY_UID,
+    KEY_TYPE,
+    KEY_REASON,
+    KEY_MESSAGE,
+    KEY_FIELDS,
+};
+
+#define KEY_SEP '\x1f'
+
+/* One distinct event the server has, or is being told about. What the Event says is its key
+ * (node.key) and the fields below; its body is built again for each create, not kept: at 4096
+ * cached events a kept cJSON tree was about 2.3 KB each, the key and these about 0.5. */
 struct cached_event {
     struct lru_node node; /* first: the node's address is the entry's */
     struct kube_recorder *r;
-    cJSON *body; /* the Event as created; count and lastTimestamp kept current */
     char *name;
     char *namespace_;
+    char *object_rv; /* the involved object's resourceVersion, or NULL */
+    char first[32];  /* firstTimestamp */
+    char last[32];   /* lastTimestamp */
     long count;
     bool created;   /* the server has it */
     bool in_flight; /* a CREATE or PATCH is out */
@@ -124,9 +144,9 @@ static int send_with_client(void *ctx, const struct kube_request *req, kube_done
 
 static void cached_event_free(struct cached_event *ce)
 {
-    cJSON_Delete(ce->body);
     free(ce->name);
     free(ce->namespace_);
+    free(ce->object_rv);
     free(ce->node.key);
     free(ce);
 }
@@ -289,6 +309,58 @@ static bool spam_allow(struct kube_recorder *r, const char *key)
 
 static void on_sent(void *userdata, const struct kube_result *res);
 
+/* The Event of ce as a whole, with its count and timestamps so far; NULL when out of memory. */
+static cJSON *event_body(const struct cached_event *ce)
+{
+    const struct kube_recorder *r = ce->r;
+    char *f[KEY_FIELDS], *key = strdup(ce->node.key), *p = key;
+    cJSON *ev = cJSON_CreateObject();
+    cJSON *meta, *obj, *src;
+    int i;
+
+    if (!key || !ev)
+        goto fail;
+    for (i = 0; i < KEY_FIELDS; i++) {
+        f[i] = p;
+        if (i == KEY_MESSAGE)
+            break;
+        if (!(p = strchr(p, KEY_SEP)))
+            goto fail;
+        *p++ = '\0';
+    }
+    if (!cJSON_AddStringToObject(ev, "apiVersion", "v1") ||
+        !cJSON_AddStringToObject(ev, "kind", "Event") ||
+        !(meta = cJSON_AddObjectToObject(ev, "metadata")) ||
+        !cJSON_AddStringToObject(meta, "name", ce->name) ||
+        !cJSON_AddStringToObject(meta, "namespace", ce->namespace_) ||
+        !(obj = cJSON_AddObjectToObject(ev, "involvedObject")) ||
+        !cJSON_AddStringToObject(obj, "apiVersion", f[KEY_API_VERSION]) ||
+        !cJSON_AddStringToObject(obj, "kind", f[KEY_KIND]) ||
+        (*f[KEY_NAMESPACE] && !cJSON_AddStringToObject(obj, "namespace", f[KEY_NAMESPACE])) ||
+        !cJSON_AddStringToObject(obj, "name", f[KEY_NAME]) ||
+        (*f[KEY_UID] && !cJSON_AddStringToObject(obj, "uid", f[KEY_UID])) ||
+        (ce->object_rv && !cJSON_AddStringToObject(obj, "resourceVersion", ce->object_rv)) ||
+        !cJSON_AddStringToObject(ev, "reason", f[KEY_REASON]) ||
+        !cJSON_AddStringToObject(ev, "message", f[KEY_MESSAGE]) ||
+        !cJSON_AddStringToObject(ev, "type", f[KEY_TYPE]) ||
+        !(src = cJSON_AddObjectToObject(ev, "source")) ||
+        !cJSON_AddStringToObject(src, "component", r->component) ||
+        !cJSON_AddStringToObject(src, "host", r->instance) ||
+        !cJSON_AddStringToObject(ev, "firstTimestamp", ce->first) ||
+        !cJSON_AddStringToObject(ev, "lastTimestamp", ce->last) ||
+        !cJSON_AddNumberToObject(ev, "count", (double)ce->count) ||
+        !cJSON_AddStringToObject(ev, "reportingComponent", r->component) ||
+        !cJSON_AddStringToObject(ev, "reportingInstance", r->instance))
+        goto fail;
+    free(key);
+    return ev;
+fail:
+    free(key);
+    cJSON_Delete(ev);
+    return NULL;
+}
+
+/* Creates the Event; a re-creation carries the count so far. */
 static int send_create(struct cached_event *ce)
 {
     struct kube_recorder *r = ce->r;
@@ -296,14 +368,15 @@ static int send_create(struct cached_event *ce)
         .verb = KUBE_CREATE,
         .resource = &KUBE_EVENTS,
         .namespace_ = ce->namespace_,
-        .body = ce->body,
     };
+    cJSON *body = event_body(ce);
     int ret;
 
-    /* A re-creation carries the count so far; the server assigns a new resourceVersion. */
-    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(ce->body, "metadata"),
-                                            "resourceVersion");
+    if (!body)
+        return -ENOMEM;
+    req.body = body;
     ret = r->send(r->send_ctx, &req, on_sent, ce);
+    cJSON_Delete(body);
     if (ret == 0) {
         ce->in_flight = true;
         ce->patching = false;
@@ -316,7 +389,6 @@ static int send_patch(struct cached_event *ce)
 {
     struct kube_recorder *r = ce->r;
     cJSON *patch = cJSON_CreateObject();
-    const cJSON *last = cJSON_GetObjectItemCaseSensitive(ce->body, "lastTimestamp");
     struct kube_request req = {
         .verb = KUBE_PATCH,
         .resource = &KUBE_EVENTS,
@@ -328,8 +400,7 @@ static int send_patch(struct cached_event *ce)
     int ret = -ENOMEM;
 
     if (!patch || !cJSON_AddNumberToObject(patch, "count", (double)ce->count) ||
-        !cJSON_AddStringToObject(patch, "lastTimestamp",
-                                 cJSON_IsString(last) ? last->valuestring : ""))
+        !cJSON_AddStringToObject(patch, "lastTimestamp", ce->last))
         goto out;
     ret = r->send(r->send_ctx, &req, on_sent, ce);
     if (ret == 0) {
@@ -415,55 +486,14 @@ static char *event_name(struct kube_recorder *r, const char *object)
     return name;
 }
 
-static cJSON *event_body(const struct kube_recorder *r, const struct kube_event_ref *ref,
-                         const char *api_ver, const char *name, const char *ns, const char *type,
-                         const char *reason, const char *message, const char *now)
-{
-    cJSON *ev = cJSON_CreateObject();
-    cJSON *meta, *obj, *src;
-
-    if (!ev || !cJSON_AddStringToObject(ev, "apiVersion", "v1") ||
-        !cJSON_AddStringToObject(ev, "kind", "Event") ||
-        !(meta = cJSON_AddObjectToObject(ev, "metadata")) ||
-        !cJSON_AddStringToObject(meta, "name", name) ||
-        !cJSON_AddStringToObject(meta, "namespace", ns) ||
-        !(obj = cJSON_AddObjectToObject(ev, "involvedObject")) ||
-        !cJSON_AddStringToObject(obj, "apiVersion", api_ver) ||
-        !cJSON_AddStringToObject(obj, "kind", ref->resource->kind) ||
-        (ref->namespace_ && *ref->namespace_ &&
-         !cJSON_AddStringToObject(obj, "namespace", ref->namespace_)) ||
-        !cJSON_AddStringToObject(obj, "name", ref->name) ||
-        (ref->uid && *ref->uid && !cJSON_AddStringToObject(obj, "uid", ref->uid)) ||
-        (ref->resource_version && *ref->resource_version &&
-         !cJSON_AddStringToObject(obj, "resourceVersion", ref->resource_version)) ||
-        !cJSON_AddStringToObject(ev, "reason", reason) ||
-        !cJSON_AddStringToObject(ev, "message", message) ||
-        !cJSON_AddStringToObject(ev, "type", type) ||
-        !(src = cJSON_AddObjectToObject(ev, "source")) ||
-        !cJSON_AddStringToObject(src, "component", r->component) ||
-        !cJSON_AddStringToObject(src, "host", r->instance) ||
-        !cJSON_AddStringToObject(ev, "firstTimestamp", now) ||
-        !cJSON_AddStringToObject(ev, "lastTimestamp", now) ||
-        !cJSON_AddNumberToObject(ev, "count", 1) ||
-        !cJSON_AddStringToObject(ev, "reportingComponent", r->component) ||
-        !cJSON_AddStringToObject(ev, "reportingInstance", r->instance)) {
-        cJSON_Delete(ev);
-        return NULL;
-    }
-    return ev;
-}
-
 /* A new cache entry for a first occurrence; NULL when out of memory. */
 static struct cached_event *cached_event_new(struct kube_recorder *r,
-                                             const struct kube_event_ref *ref, const char *type,
-                                             const char *reason, const char *message,
-                                             const char *now)
+                                             const struct kube_event_ref *ref, const char *now)
 {
     struct cached_event *ce = calloc(1, sizeof(*ce));
     const char *ns = ref->namespace_ && *ref->namespace_ ? ref->namespace_ : "default";
-    char api_ver[256];
 
-    if (!ce || api_version(ref->resource, api_ver, sizeof(api_ver)) < 0)
+    if (!ce)
         goto fail;
     ce->r = r;
     ce->count = 1;
@@ -471,9 +501,11 @@ static struct cached_event *cached_event_new(struct kube_recorder *r,
     ce->namespace_ = strdup(ns);
     if (!ce->name || !ce->namespace_)
         goto fail;
-    ce->body = event_body(r, ref, api_ver, ce->name, ns, type, reason, message, now);
-    if (!ce->body)
+    if (ref->resource_version && *ref->resource_version &&
+        !(ce->object_rv = strdup(ref->resource_version)))
         goto fail;
+    snprintf(ce->first, sizeof(ce->first), "%s", now);
+    snprintf(ce->last, sizeof(ce->last), "%s", now);
     list_init(&ce->node.link);
     return ce;
 fail:
@@ -492,18 +524,6 @@ static void truncate_message(char *msg)
     while (cut > 0 && ((unsigned char)msg[cut] & 0xC0) == 0x80)
         cut--;
     msg[cut] = '\0';
-}
-
-static void set_last_timestamp(struct cached_event *ce, const char *now)
-{
-    cJSON *count = cJSON_CreateNumber((double)ce->count);
-    cJSON *ts = cJSON_CreateString(now);
-
-    /* On failure the old values stay; the next repeat or PATCH carries the right ones. */
-    if (count)
-        cJSON_ReplaceItemInObjectCaseSensitive(ce->body, "count", count);
-    if (ts)
-        cJSON_ReplaceItemInObjectCaseSensitive(ce->body, "lastTimestamp", ts);
 }
 
 void kube_recorder_eventv(struct kube_recorder *r, const struct kube_event_ref *ref,
@@ -525,7 +545,11 @@ void kube_recorder_eventv(struct kube_recorder *r, const struct kube_event_ref *
     vsnprintf(message, sizeof(message), fmt, ap);
     truncate_message(message);
 
-    /* The object's key, then the event's: the object's plus type, reason and message. */
+    /* The object's key, then the event's: the object's plus type, reason and message, the
+     * fields of enum key_field, from which event_body() builds the Event. Only the message,
+     * last, may hold the separator; names, kinds and uids cannot, a reason must not. */
+    if (strchr(reason, KEY_SEP))
+        goto drop;
     buf_init(&key, 4 * KUBE_EVENT_MESSAGE_MAX);
     if (buf_printf(&key, "%s\x1f%s\x1f%s\x1f%s\x1f%s", ref->namespace_ ? ref->namespace_ : "",
                    ref->resource->kind, api_ver, ref->name, ref->uid ? ref->uid : "") < 0)
@@ -539,7 +563,7 @@ void kube_recorder_eventv(struct kube_recorder *r, const struct kube_event_ref *
     ce = (struct cached_event *)lru_get(&r->events, key.data);
     if (ce) {
         ce->count++;
-        set_last_timestamp(ce, now);
+        snprintf(ce->last, sizeof(ce->last), "%s", now);
         if (ce->in_flight)
             ce->dirty = true;
         else if ((ce->created ? send_patch(ce) : send_create(ce)) < 0)
@@ -547,7 +571,7 @@ void kube_recorder_eventv(struct kube_recorder *r, const struct kube_event_ref *
         buf_done(&key);
         return;
     }
-    ce = cached_event_new(r, ref, type_name, reason, message, now);
+    ce = cached_event_new(r, ref, now);
     if (!ce)
         goto drop;
     ce->node.key = buf_steal(&key);

@@ -295,6 +295,7 @@ static void test_events__long_messages_are_cut_at_a_character_boundary(void **st
 static void test_events__expired_event_is_created_again_with_its_count(void **state)
 {
     struct fixture *f = fixture_new(NULL);
+    cJSON *first, *again;
     const char *name;
 
     kube_recorder_event(f->r, &CM, KUBE_EVENT_NORMAL, "Synced", "all good");
@@ -309,6 +310,17 @@ static void test_events__expired_event_is_created_again_with_its_count(void **st
     assert_true(num_at(f->sent[2].body, "count") == 2);
     assert_string_equal(str_at(f->sent[2].body, "firstTimestamp", NULL),
                         str_at(f->sent[0].body, "firstTimestamp", NULL));
+    /* The same Event in every other field, as the recorder builds it again from what it kept. */
+    first = cJSON_Duplicate(f->sent[0].body, true);
+    again = cJSON_Duplicate(f->sent[2].body, true);
+    cJSON_DeleteItemFromObjectCaseSensitive(first, "count");
+    cJSON_DeleteItemFromObjectCaseSensitive(again, "count");
+    cJSON_DeleteItemFromObjectCaseSensitive(first, "lastTimestamp");
+    cJSON_DeleteItemFromObjectCaseSensitive(again, "lastTimestamp");
+    assert_int_equal(cJSON_GetArraySize(again), 11);
+    assert_true(cJSON_Compare(first, again, true));
+    cJSON_Delete(first);
+    cJSON_Delete(again);
     complete_all(f);
     /* It is the server's again: the next repeat patches. */
     kube_recorder_event(f->r, &CM, KUBE_EVENT_NORMAL, "Synced", "all good");
@@ -383,8 +395,9 @@ static void test_events__unusable_arguments_are_dropped(void **state)
 
     kube_recorder_event(f->r, &nameless, KUBE_EVENT_NORMAL, "Seen", "hello");
     kube_recorder_event(f->r, &CM, KUBE_EVENT_NORMAL, "", "hello");
+    kube_recorder_event(f->r, &CM, KUBE_EVENT_NORMAL, "Not\x1fOne", "hello");
     assert_int_equal(f->nsent, 0);
-    assert_int_equal(kube_recorder_stats(f->r)->dropped, 2);
+    assert_int_equal(kube_recorder_stats(f->r)->dropped, 3);
     fixture_free(f);
 }
 
