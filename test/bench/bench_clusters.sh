@@ -224,6 +224,7 @@ printf '%-6s %10s %10s %14s %14s %10s %10s %8s %10s %12s %9s %9s %10s\n' N objec
 : >"$work/steady-verbs.txt"
 : >"$work/clean.txt"
 : >"$work/warnings.txt"
+: >"$work/rss.txt"
 for n in ${BENCH_CLUSTERS:-10 100 500}; do
     ns=bench-$n-$$
     raw=bench-raw-$n-$$
@@ -297,6 +298,11 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
         "$warnings" "$restarts" >>"$work/clean.txt"
     http=$(($(final_sum nestcp_kube_client_requests_total) - http0))
     hwm=$(awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$mgr_pid/status")
+    # The resident memory once all are Ready, split: anonymous (the heap, stacks) and file
+    # pages (the binary and its shared libraries).
+    awk -v n="$n" '/^(VmHWM|VmRSS|RssAnon|RssFile):/ { m[$1] = $2 / 1024 }
+        END { printf "%-6s %8.1f %8.1f %8.1f %8.1f\n", n, m["VmHWM:"], m["VmRSS:"], m["RssAnon:"],
+            m["RssFile:"] }' "/proc/$mgr_pid/status" >>"$work/rss.txt"
     cache_total=0
     for kind in $kinds; do
         objs=$(final "nestcp_informer_objects{resource=\"$kind\"}")
@@ -399,6 +405,9 @@ echo
 printf '%-6s %-26s %8s %10s %10s\n' N cache objects bytes/obj MiB
 cat "$work/caches.txt"
 echo
+printf '%-6s %8s %8s %8s %8s\n' N VmHWM VmRSS RssAnon RssFile
+cat "$work/rss.txt"
+echo
 printf '%-6s %-24s %-24s %10s %10s\n' N non-2xx_before non-2xx_after warnings restarts
 cat "$work/clean.txt"
 cat "$work/warnings.txt"
@@ -414,5 +423,7 @@ echo "manager's CPU seconds from apply to all Ready; raw_s: kubectl apply of nes
 echo "output for the same clusters, raw_ready_s: until its StatefulSets are all ready with the"
 echo "same pod machinery running; ready/raw = ready_s / raw_ready_s, obj/raw = objects_s / raw_s;"
 echo "steady: the converged manager left alone (writes = plan actions);"
+echo "VmHWM, VmRSS, RssAnon, RssFile (MiB): the manager's peak and resident memory once all are"
+echo "Ready, the latter split into anonymous memory (heap, stacks) and file pages (libraries)."
 echo "load1: the 1-minute load average when the manager's clock started and when every control"
 echo "plane was Ready."
