@@ -21,6 +21,7 @@ static void obs_free(void *v)
     struct obs *o = v;
 
     etcd_member_list_free(o->list);
+    free(o->told);
     free(o);
 }
 
@@ -55,16 +56,26 @@ struct obs *etcd_membership_obs(struct etcd_membership *em, const char *key, boo
 {
     struct obs *o = strmap_get(&em->obs, key);
 
+    size_t len = strnlen(key, NAME_LEN * 2 - 1);
+
     if (o || !create)
         return o;
-    if (!(o = calloc(1, sizeof(*o))))
+    /* One per cluster, for the manager's life: no more than it holds. */
+    if (!(o = calloc(1, sizeof(*o) + len + 1)))
         return NULL;
-    snprintf(o->key, sizeof(o->key), "%s", key);
+    memcpy(o->key, key, len);
     if (strmap_put(&em->obs, o->key, o) < 0) {
         free(o);
         return NULL;
     }
     return o;
+}
+
+void etcd_membership_told_clear(struct obs *o)
+{
+    free(o->told);
+    o->told = NULL;
+    o->n_told = 0;
 }
 
 static char **strv_dup(char *const *v, size_t n, bool *oom)
@@ -126,6 +137,8 @@ static void tell(struct obs *o, enum kube_event_type type, const char *reason, c
 
     if (o->n_told == EVENTS_MAX)
         return;
+    if (!o->told && !(o->told = calloc(EVENTS_MAX, sizeof(*o->told))))
+        return; /* out of memory: the Event is not made; the conditions still say it */
     t = &o->told[o->n_told++];
     t->type = type;
     snprintf(t->reason, sizeof(t->reason), "%s", reason);

@@ -32,7 +32,6 @@ struct told {
 
 /* What etcd last answered for one NestedEtcd. */
 struct obs {
-    char key[NAME_LEN * 2];
     struct etcd_member_list *list; /* the last LIST's answer; NULL: none since start */
     double list_time;              /* when it was sent */
     double changed_time;           /* when the last membership change was answered */
@@ -40,8 +39,9 @@ struct obs {
     char error[256];               /* the last failure; "" after a success */
     bool new_cluster;              /* a member started a new cluster: take the next list's ID */
     double new_cluster_time;
-    struct told told[EVENTS_MAX];
+    struct told *told; /* EVENTS_MAX of them once one is told; NULL when none is */
     int n_told;
+    char key[]; /* at most NAME_LEN * 2 - 1 bytes, as op.key */
 };
 
 struct etcd_membership {
@@ -71,6 +71,9 @@ struct op {
 /* What is remembered of the NestedEtcd key, made when absent if create. NULL when absent, or
  * out of memory. */
 struct obs *etcd_membership_obs(struct etcd_membership *em, const char *key, bool create);
+
+/* Forgets what o had to tell, once the reconcile has made its Events. */
+void etcd_membership_told_clear(struct obs *o);
 
 /* Frees a call (struct op) that was not handed to a plan, wiping its key. Accepts NULL. */
 void etcd_membership_op_free(void *arg);

@@ -492,7 +492,7 @@ int etcd_membership_step(struct etcd_membership *em, const struct etcd_membershi
         if (plan_event(plan, s.o->told[i].type, s.o->told[i].reason, "%s", s.o->told[i].message) <
             0)
             return -ENOMEM;
-    s.o->n_told = 0;
+    etcd_membership_told_clear(s.o);
     if ((r = check_cluster_id(&s, out, &id_ok)) < 0)
         return r;
     s.mi.cluster_id = st->cluster_id;

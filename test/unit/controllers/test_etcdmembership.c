@@ -147,8 +147,12 @@ static void test_etcdmembership__scales_1_3_5_3_without_restarting_a_member(void
     snprintf(cluster_id, sizeof(cluster_id), "%s", cid);
 
     put_etcd(&s, 2, "", "{replicas: 3}");
+    s.watch = "AddedMember";
     sim_converge(&s, 100);
     assert_members(&s, 3);
+    /* Each member etcd confirmed was told once, as an Event of the next reconcile. */
+    assert_int_equal(s.watch_hits, 2);
+    assert_non_null(strstr(s.watch_msg, "to etcd as a learner"));
     /* The pod template, and so every running member, is untouched by a scale. */
     assert_template(&s, hash);
     assert_string_equal(pod_uid(&s, 0), uid0);
