@@ -239,7 +239,7 @@ int kube_transport_add(struct kube_transport *t, struct kube_xfer *x)
 
     curl_easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
     /* libcurl allocates a transfer's upload buffer (64 KiB by default) when it first sends a
-     * body and keeps it until the handle is freed: with a hundred creates and patches in flight
+     * body and keeps it until the handle is freed: with dozens of creates and patches in flight
      * that was the largest heap outside the caches. Bodies are sent in pieces of this size. */
     curl_easy_setopt(x->easy, CURLOPT_UPLOAD_BUFFERSIZE, KUBE_TRANSPORT_UPLOAD_BUFFER);
     mc = curl_multi_add_handle(t->multi, x->easy);
