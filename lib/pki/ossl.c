@@ -3,6 +3,7 @@
 #include "lib/pki/internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 
 #include "lib/pki/key.h"
 
@@ -61,8 +63,64 @@ static int open_pem(const char *pem, const char *what, BIO **ret_bio, struct err
     return 0;
 }
 
+/* The keys parsed last, by the sha256 of their PEM text. OpenSSL 3 sets up its decoders for
+ * every parse, which is most of a parse's cost, and a CA's key is parsed for every certificate
+ * it signs and every check. Each slot holds a reference to its key; the least recently used
+ * slot is reused. The process is one thread (one event loop). */
+#define KEY_MEMO_SLOTS 32
+
+static struct key_memo {
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    EVP_PKEY *key;
+    unsigned long used; /* key_memo_clock when last handed out; 0: empty */
+} key_memo[KEY_MEMO_SLOTS];
+static unsigned long key_memo_clock, key_memo_hits;
+
+static EVP_PKEY *key_memo_get(const unsigned char *md)
+{
+    for (int i = 0; i < KEY_MEMO_SLOTS; i++) {
+        struct key_memo *m = &key_memo[i];
+        if (m->used && memcmp(m->md, md, sizeof(m->md)) == 0 && EVP_PKEY_up_ref(m->key) == 1) {
+            m->used = ++key_memo_clock;
+            key_memo_hits++;
+            return m->key;
+        }
+    }
+    return NULL;
+}
+
+static void key_memo_put(const unsigned char *md, EVP_PKEY *k)
+{
+    struct key_memo *m = &key_memo[0];
+
+    for (int i = 1; i < KEY_MEMO_SLOTS && m->used; i++)
+        if (!key_memo[i].used || key_memo[i].used < m->used)
+            m = &key_memo[i];
+    if (EVP_PKEY_up_ref(k) != 1)
+        return; /* only an optimisation */
+    EVP_PKEY_free(m->key);
+    memcpy(m->md, md, sizeof(m->md));
+    m->key = k;
+    m->used = ++key_memo_clock;
+}
+
+unsigned long pki_ossl_key_memo_hits(void)
+{
+    return key_memo_hits;
+}
+
+void pki_ossl_key_memo_clear(void)
+{
+    for (int i = 0; i < KEY_MEMO_SLOTS; i++) {
+        EVP_PKEY_free(key_memo[i].key);
+        key_memo[i] = (struct key_memo){{0}, NULL, 0};
+    }
+}
+
 int pki_ossl_load_key(const char *pem, const char *what, EVP_PKEY **ret_key, struct err *e)
 {
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    bool digested;
     BIO *b = NULL;
     EVP_PKEY *k;
     int r;
@@ -70,11 +128,19 @@ int pki_ossl_load_key(const char *pem, const char *what, EVP_PKEY **ret_key, str
     r = open_pem(pem, what, &b, e);
     if (r < 0)
         return r;
+    digested = EVP_Digest(pem, strlen(pem), md, NULL, EVP_sha256(), NULL) == 1;
+    if (digested && (k = key_memo_get(md))) {
+        BIO_free(b);
+        *ret_key = k;
+        return 0;
+    }
     k = PEM_read_bio_PrivateKey(b, NULL, no_password, NULL);
     BIO_free(b);
     if (!k)
         return pki_ossl_err(e, -EINVAL, "%s: no readable PEM private key", what);
     ERR_clear_error();
+    if (digested)
+        key_memo_put(md, k);
     *ret_key = k;
     return 0;
 }
