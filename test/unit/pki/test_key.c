@@ -97,14 +97,14 @@ static void test_key__parsed_keys_are_remembered_by_their_text(void **state)
     unsigned long hits;
     struct err e;
 
-    pki_ossl_key_memo_clear();
+    pki_ossl_parsed_clear();
     assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &key, NULL), 0);
     assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &other, NULL), 0);
     assert_int_equal(pki_key_public_pem(key, &pub, &e), 0);
     assert_int_equal(pki_key_public_pem(other, &other_pub, &e), 0);
-    hits = pki_ossl_key_memo_hits();
+    hits = pki_ossl_parsed_hits();
     assert_int_equal(pki_key_check_match(key, pub, "tls.key", "tls.crt", &e), 0);
-    assert_int_equal(pki_ossl_key_memo_hits(), hits + 1);
+    assert_int_equal(pki_ossl_parsed_hits(), hits + 1);
     assert_int_equal(pki_key_check_match(other, pub, "tls.key", "tls.crt", &e), -EKEYREJECTED);
     assert_int_equal(pki_key_check_match(other, other_pub, "tls.key", "tls.crt", &e), 0);
 
@@ -115,10 +115,10 @@ static void test_key__parsed_keys_are_remembered_by_their_text(void **state)
     assert_int_equal(pki_key_check_match(key, other_pub, "tls.key", "tls.crt", &e), 0);
 
     /* a byte of its text changed: read from the text, not the memo */
-    hits = pki_ossl_key_memo_hits();
+    hits = pki_ossl_parsed_hits();
     key[40] = key[40] == 'A' ? 'B' : 'A';
     pki_key_check_match(key, other_pub, "tls.key", "tls.crt", &e);
-    assert_int_equal(pki_ossl_key_memo_hits(), hits);
+    assert_int_equal(pki_ossl_parsed_hits(), hits);
 
     for (int i = 0; i < 40; i++)
         assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &keys[i], NULL), 0);
@@ -133,7 +133,7 @@ static void test_key__parsed_keys_are_remembered_by_their_text(void **state)
         }
     for (int i = 0; i < 40; i++)
         free(keys[i]);
-    pki_ossl_key_memo_clear();
+    pki_ossl_parsed_clear();
     free(key);
     free(other);
     free(pub);
