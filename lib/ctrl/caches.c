@@ -170,6 +170,7 @@ static int informer_at(struct cache *cache, size_t version,
         .namespace_ = m->namespace_,
         .label_selector = cache->spec->selector,
         .transform = cache->spec->transform,
+        .index = cache->spec->index,
     };
     struct kube_informer *inf;
     int r = kube_informer_new(m->client, &o, handlers, cache, &inf);

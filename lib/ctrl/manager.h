@@ -51,6 +51,8 @@ struct ctrl_cache_spec {
      * on to the next); while it reads an older one it looks for a newer every absent_retry and,
      * once one is served, fills a second informer at it and swaps when that one has synced. */
     const char *const *versions;
+    /* The index of its store (kube_informer_opts.index); NULL: none. */
+    kube_store_index_fn index;
 };
 
 /* The caches now. Stores and maps are borrowed until control returns to the loop. */

@@ -511,6 +511,7 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *op
     if (!inf->rng)
         inf->rng = 88172645463325252ull;
     kube_store_init(&inf->store);
+    kube_store_set_index(&inf->store, opts->index);
     ev_timer_init(&inf->retry, retry_cb, 0., 0.);
     inf->retry.data = inf;
     if (dup_opt(opts->resource->namespaced ? opts->namespace_ : NULL, &inf->ns) < 0 ||

@@ -43,9 +43,9 @@
 #include <cjson/cJSON.h>
 
 #include "lib/kube/client.h"
+#include "lib/kube/store.h"
 
 struct kube_informer;
-struct kube_store;
 
 struct kube_informer_opts {
     const struct kube_resource *resource;
@@ -65,6 +65,8 @@ struct kube_informer_opts {
      * NULL: everything is cached as it came, but metadata.managedFields. */
     bool (*transform)(void *ctx, cJSON *obj);
     void *transform_ctx;
+    /* The cache's index (kube_store_set_index; kube_store_foreach_indexed); NULL: none. */
+    kube_store_index_fn index;
 };
 
 struct kube_informer_handlers {

@@ -45,11 +45,11 @@ static const struct kube_resource ABSENT = {"cluster.x-k8s.io", "v1beta1", "clus
 static const struct kube_resource GIZMOS = {GIZMO_GROUP, "v1", "gizmos", "Gizmo", true};
 static const char *const gizmo_versions[] = {"v2", "v1", NULL};
 static const struct ctrl_cache_spec caches[] = {
-    {&PRIMARY, NULL, false, NULL, NULL},
-    {&ABSENT, NULL, true, NULL, NULL},
-    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL, NULL},
-    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL, NULL},
-    {&GIZMOS, NULL, true, NULL, gizmo_versions},
+    {&PRIMARY, NULL, false, NULL, NULL, NULL},
+    {&ABSENT, NULL, true, NULL, NULL, NULL},
+    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL, NULL, NULL},
+    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL, NULL, NULL},
+    {&GIZMOS, NULL, true, NULL, gizmo_versions, NULL},
 };
 
 struct tiny {
