@@ -669,8 +669,6 @@ static void test_lookup__indexes_give_what_the_namespace_walks_give(void **state
         }
         describe(a, with, sizeof(with));
         describe(b, without, sizeof(without));
-        if (getenv("LOOKUP_SHOW"))
-            printf("%s\n", with);
         assert_string_equal(with, without);
         fx_done(a);
         fx_done(b);
