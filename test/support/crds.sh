@@ -1,6 +1,10 @@
 # Sourced by shell tests: installs nestcp's CRDs (and Cluster API's Cluster) and waits until the
 # API server serves them. Needs KUBECONFIG and NESTCP_SOURCE_DIR.
 
+# The Cluster API release the tests install: its Cluster CRD here, its manager and clusterctl in
+# test/e2e/test_capi_clusterctl.sh (hack/kube-build.sh builds it from hack/recipes/).
+NESTCP_CAPI_VERSION=1.14.2
+
 NESTCP_CRDS="nestedclusters.infrastructure.cluster.x-k8s.io
 nestedcontrolplanes.controlplane.cluster.x-k8s.io
 nestedetcds.controlplane.cluster.x-k8s.io
@@ -26,12 +30,38 @@ crds_established() {
     done
 }
 
-# crds_install [--no-capi]: applies config/crd/bases (and config/crd/capi) and waits.
+# crds_capi_cluster: Cluster API's own Cluster CRD, as its release's core components file holds
+# it (kustomized from its module's core/config/default, the module source hack/kube-build.sh
+# keeps in the Go module cache, outside the repository): it serves v1beta1 and v1beta2, stores
+# v1beta2 and converts through Cluster API's webhook, which does not run here, so only v1beta2
+# requests succeed.
+crds_capi_cluster() {
+    local mod
+    mod=$("$NESTCP_SOURCE_DIR/hack/kube-build.sh" source cluster-api "$NESTCP_CAPI_VERSION") || return 1
+    command kubectl kustomize "$mod/core/config/default" |
+        awk 'BEGIN { RS = "\n---\n" }
+             /(^|\n)kind: CustomResourceDefinition\n/ && /\n  name: clusters\.cluster\.x-k8s\.io\n/ {
+                 print "---"; print; n++ }
+             END { exit n != 1 }'
+}
+
+# crds_install [--no-capi]: applies config/crd/bases (and Cluster API's Cluster CRD) and waits.
 crds_install() {
-    local files=(-f "$NESTCP_SOURCE_DIR/config/crd/bases") crds=($NESTCP_CRDS)
+    local crds=($NESTCP_CRDS) files=(-f "$NESTCP_SOURCE_DIR/config/crd/bases") tmp rc=0
+    tmp=$(mktemp -d)
     if [ "${1:-}" != --no-capi ]; then
-        files+=(-f "$NESTCP_SOURCE_DIR/config/crd/capi")
+        crds_capi_cluster >"$tmp/cluster.yaml" || {
+            echo "Cluster API $NESTCP_CAPI_VERSION's Cluster CRD is not available (hack/kube-build.sh source)" >&2
+            rm -rf "$tmp"
+            return 1
+        }
+        files+=(-f "$tmp/cluster.yaml")
         crds+=(clusters.cluster.x-k8s.io)
     fi
-    command kubectl apply "${files[@]}" >/dev/null && crds_established 60 "${crds[@]}"
+    # A test beside this one may create the same CRD at the same moment: the loser's create
+    # gets AlreadyExists, and applying again updates it.
+    command kubectl apply "${files[@]}" >/dev/null 2>&1 ||
+        command kubectl apply "${files[@]}" >/dev/null || rc=$?
+    rm -rf "$tmp"
+    [ "$rc" = 0 ] && crds_established 60 "${crds[@]}"
 }
