@@ -2,7 +2,7 @@
 # API server serves them. Needs KUBECONFIG and NESTCP_SOURCE_DIR.
 
 # The Cluster API release the tests install: its Cluster CRD here, its manager and clusterctl in
-# test/e2e/test_capi_clusterctl.sh (hack/kube-build.sh builds it from hack/recipes/).
+# test/e2e/test_capi_clusterctl.sh (hack/kube-build.sh, from its recipe in hack/recipes/).
 NESTCP_CAPI_VERSION=1.14.2
 
 NESTCP_CRDS="nestedclusters.infrastructure.cluster.x-k8s.io
@@ -30,28 +30,16 @@ crds_established() {
     done
 }
 
-# crds_capi_cluster: Cluster API's own Cluster CRD, as its release's core components file holds
-# it (kustomized from its module's core/config/default, the module source hack/kube-build.sh
-# keeps in the Go module cache, outside the repository): it serves v1beta1 and v1beta2, stores
-# v1beta2 and converts through Cluster API's webhook, which does not run here, so only v1beta2
-# requests succeed.
-crds_capi_cluster() {
-    local mod
-    mod=$("$NESTCP_SOURCE_DIR/hack/kube-build.sh" source cluster-api "$NESTCP_CAPI_VERSION") || return 1
-    command kubectl kustomize "$mod/core/config/default" |
-        awk 'BEGIN { RS = "\n---\n" }
-             /(^|\n)kind: CustomResourceDefinition\n/ && /\n  name: clusters\.cluster\.x-k8s\.io\n/ {
-                 print "---"; print; n++ }
-             END { exit n != 1 }'
-}
-
 # crds_install [--no-capi]: applies config/crd/bases (and Cluster API's Cluster CRD) and waits.
 crds_install() {
     local crds=($NESTCP_CRDS) files=(-f "$NESTCP_SOURCE_DIR/config/crd/bases") tmp rc=0
     tmp=$(mktemp -d)
     if [ "${1:-}" != --no-capi ]; then
-        crds_capi_cluster >"$tmp/cluster.yaml" || {
-            echo "Cluster API $NESTCP_CAPI_VERSION's Cluster CRD is not available (hack/kube-build.sh source)" >&2
+        # Cluster API's own Cluster CRD, from its module (hack/capi-crd.sh): it stores v1beta2 and
+        # converts through Cluster API's webhook, which does not run here, so only v1beta2
+        # requests succeed.
+        "$NESTCP_SOURCE_DIR/hack/capi-crd.sh" "$NESTCP_CAPI_VERSION" >"$tmp/cluster.yaml" || {
+            echo "Cluster API $NESTCP_CAPI_VERSION's Cluster CRD is not available (hack/capi-crd.sh)" >&2
             rm -rf "$tmp"
             return 1
         }
