@@ -6,8 +6,7 @@
 #     --infrastructure nested` from a local repository holding the components files a release
 #     publishes (built here as docs/clusterctl.md says) installs nestcp's CRDs and RBAC;
 #   - `clusterctl generate cluster` from templates/cluster-template.yaml and `kubectl apply`
-#     create a tenant; the template's v1beta1 Cluster goes through Cluster API's conversion
-#     webhook, served by its pod;
+#     create a tenant (the template's Cluster is v1beta2, the version Cluster API stores);
 #   - Cluster API, not nestcp, completes the Cluster's status: initialization
 #     (infrastructureProvisioned, controlPlaneInitialized), phase Provisioned, the control plane
 #     endpoint, and Available True, which needs its remote connection probe to reach the tenant
