@@ -42,7 +42,9 @@ struct ctrl_cache_spec {
     const struct kube_resource *resource;
     const char *selector; /* label selector; NULL: every object */
     /* The resource may not be served (its CRD absent): the manager lists it first, and while
-     * the answer is 404 its cache stays empty and counts as synced. */
+     * the answer is 404 its cache stays empty and counts as synced. A 404 on the cache's own
+     * list or watch (the CRD deleted) makes it so again: its objects leave the view as
+     * deletions do, and the probes go on. */
     bool optional;
     /* What of each object is cached (kube_informer_opts.transform; ctx is NULL); NULL: all. */
     bool (*transform)(void *ctx, cJSON *obj);

@@ -64,6 +64,10 @@ struct tiny {
     bool conflict_once; /* the next status update uses a stale resourceVersion */
     /* Instead: ConfigMaps <name>-new and <name>-theirs, applied claimed for the primary. */
     bool claim;
+    /* Instead of the tiny controller: this one, of the first cache's resource (with a table of
+     * caches of the test's own, in the options). */
+    int (*reconcile)(void *ctx, const struct ctrl_view *view, const char *ns, const char *name,
+                     struct plan *plan, struct err *e);
 };
 
 static struct kt t;
@@ -168,8 +172,14 @@ static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool h
         }
     }
     ti->client = kt_client(&t);
-    o.caches = caches;
-    o.n_caches = sizeof(caches) / sizeof(caches[0]);
+    if (!o.caches) {
+        o.caches = caches;
+        o.n_caches = sizeof(caches) / sizeof(caches[0]);
+    }
+    if (ti->reconcile) {
+        def.primary = o.caches[0].resource;
+        def.reconcile = ti->reconcile;
+    }
     o.component = "ctrl-test";
     o.field_manager = "ctrl-test";
     o.metrics_prefix = "tester";
@@ -617,6 +627,14 @@ static void test_manager__only_the_leader_reconciles_and_a_standby_takes_over(vo
     tiny_free(&pair[standby]);
 }
 
+/* The Gizmo CRD gone, its objects with it, before the next step. */
+static void delete_gizmo_crd(void)
+{
+    assert_int_equal(
+        system("kubectl delete crd gizmos." GIZMO_GROUP " --wait=true --timeout=60s >/dev/null"),
+        0);
+}
+
 /* The Gizmo CRD serving versions (NULL-terminated; the first is stored), with the same schema
  * in each, so that conversion None is correct. */
 static void apply_gizmo_crd(const char *const *versions)
@@ -692,11 +710,158 @@ static void test_manager__a_cache_reads_the_newest_version_served(void **state)
     seen.version = "v2";
     assert_true(kt_wait(&t, reads_version, &seen, 30));
     tiny_free(&ti);
-    /* Gone before the next test starts its managers, whose optional gizmos cache would
-     * otherwise find the CRD served, then lose it before its first list. */
+    delete_gizmo_crd();
+}
+
+/* The Gizmo cache holds no version and no object, and counts as synced: the resource is
+ * absent. */
+static bool gizmos_absent(void *arg)
+{
+    char *scrape = http_get(arg, "/metrics");
+    bool ok = sample(scrape, "tester_informer_synced{resource=\"gizmos\"}") == 1 &&
+              sample(scrape, "tester_informer_objects{resource=\"gizmos\"}") == 0 &&
+              sample(scrape, "tester_informer_version{resource=\"gizmos\",version=\"v1\"}") == 0 &&
+              sample(scrape, "tester_informer_version{resource=\"gizmos\",version=\"v2\"}") == 0;
+
+    free(scrape);
+    return ok;
+}
+
+/* The API server answers a list of Gizmos at v1 with 404 (want_served false) or a list. */
+static bool gizmos_served(void *arg)
+{
+    bool want_served = *(const bool *)arg;
+    struct kube_resource v1 = GIZMOS;
+    int r = kt_sync(
+        &t,
+        &(struct kube_request){.verb = KUBE_LIST, .resource = &v1, .namespace_ = t.ns, .limit = 1},
+        NULL);
+
+    return want_served ? r == 0 : r == -ENOENT;
+}
+
+static void create_gizmo(const char *name)
+{
+    struct kube_resource v1 = GIZMOS;
+    char json[256];
+    cJSON *g;
+
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"" GIZMO_GROUP "/v1\",\"kind\":\"Gizmo\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"size\":3}}",
+             name, t.ns);
+    g = kt_obj(json);
     assert_int_equal(
-        system("kubectl delete crd gizmos." GIZMO_GROUP " --wait=true --timeout=60s >/dev/null"),
+        kt_sync(&t, &(struct kube_request){.verb = KUBE_CREATE, .resource = &v1, .body = g}, NULL),
         0);
+    cJSON_Delete(g);
+}
+
+static int gizmo_reconcile(void *ctx, const struct ctrl_view *view, const char *ns,
+                           const char *name, struct plan *plan, struct err *e)
+{
+    ((struct tiny *)ctx)->reconciles++;
+    return 0;
+}
+
+static bool gizmo_reconciled(void *arg)
+{
+    return ((struct tiny *)arg)->reconciles > 0;
+}
+
+/* The manager's client has started this many lists (the probes of an optional cache count). */
+struct lists_sent {
+    struct kube_client *client;
+    unsigned long n;
+};
+
+static bool lists_started(void *arg)
+{
+    const struct lists_sent *l = arg;
+    struct kube_client_stats st;
+
+    kube_client_get_stats(l->client, &st);
+    return st.lists >= l->n;
+}
+
+/* The CRD of an optional cache deleted after the probe found its resource, before the cache's
+ * first list: the list answers 404, and the cache is absent (synced, empty) instead of retrying
+ * that list for ever, which kept the manager from ever counting its caches synced. When the
+ * CRD is back, the cache reads it again. */
+static void test_manager__a_crd_deleted_before_the_first_list_leaves_the_cache_absent(void **state)
+{
+    static const struct ctrl_cache_spec only_gizmos[] = {
+        {&GIZMOS, NULL, true, NULL, gizmo_versions, NULL}};
+    /* Static: the teardown frees it when an assertion ended the test. */
+    static struct tiny ti;
+    struct manager_opts o = {.absent_retry = 1, .caches = only_gizmos, .n_caches = 1};
+    struct version_seen seen = {&ti, "v1", 0};
+    bool served = true;
+    struct lists_sent three;
+
+    ti = (struct tiny){.identity = "tiny-g", .reconcile = gizmo_reconcile};
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+    tiny_start(&ti, &o, true);
+    /* Its only cache: the probe at v2 (404), the probe at v1 (served), then the first list,
+     * which the loop sends on its next turn: the loop stays still until the CRD is gone. */
+    three = (struct lists_sent){ti.client, 3};
+    assert_true(kt_wait(&t, lists_started, &three, 30));
+    assert_false(manager_synced(ti.m));
+    delete_gizmo_crd();
+    served = false;
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    assert_true(gizmos_absent(&ti));
+
+    /* The CRD back: the next probe finds it and the cache reads it. */
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    served = true;
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+    create_gizmo("g2");
+    seen.objects = 1;
+    assert_true(kt_wait(&t, reads_version, &seen, 30));
+    assert_true(kt_wait(&t, gizmo_reconciled, &ti, 20));
+    tiny_free(&ti);
+    delete_gizmo_crd();
+}
+
+/* The CRD of an optional cache deleted while the cache is synced and watching: its objects leave
+ * the cache, the cache is absent (the watch, then any list, answers 404), the manager stays
+ * synced and goes on reconciling the rest; the CRD back, the cache reads it again. */
+static void test_manager__a_crd_deleted_while_watched_leaves_the_cache_absent(void **state)
+{
+    static struct tiny ti; /* as above */
+    struct manager_opts o = {.absent_retry = 1};
+    struct version_seen seen = {&ti, "v1", 1};
+    struct expect cm = {&KUBE_CONFIGMAPS, "w-cm", {"data", "writer"}, "tiny-w"};
+    bool served = true;
+
+    ti = (struct tiny){.identity = "tiny-w"};
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+    create_gizmo("g3");
+    tiny_start(&ti, &o, true);
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    assert_true(kt_wait(&t, reads_version, &seen, 30));
+
+    delete_gizmo_crd();
+    assert_true(kt_wait(&t, gizmos_absent, &ti, 30));
+    assert_true(manager_synced(ti.m));
+    /* The other caches and the controller go on. */
+    create_ncp("w");
+    assert_true(kt_wait(&t, has_value, &cm, 20));
+
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    seen.objects = 0;
+    assert_true(kt_wait(&t, reads_version, &seen, 30));
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+    create_gizmo("g4");
+    seen.objects = 1;
+    assert_true(kt_wait(&t, reads_version, &seen, 20));
+    tiny_free(&ti);
+    delete_gizmo_crd();
 }
 
 int main(void)
@@ -709,6 +874,11 @@ int main(void)
             test_teardown),
         cmocka_unit_test_teardown(test_manager__stop_is_quick_when_idle, test_teardown),
         cmocka_unit_test_teardown(test_manager__a_cache_reads_the_newest_version_served,
+                                  test_teardown),
+        cmocka_unit_test_teardown(
+            test_manager__a_crd_deleted_before_the_first_list_leaves_the_cache_absent,
+            test_teardown),
+        cmocka_unit_test_teardown(test_manager__a_crd_deleted_while_watched_leaves_the_cache_absent,
                                   test_teardown),
         cmocka_unit_test_teardown(test_manager__only_the_leader_reconciles_and_a_standby_takes_over,
                                   test_teardown),
