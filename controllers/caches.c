@@ -3,6 +3,7 @@
 #include "api/kinds.h"
 #include "controllers/access.h"
 #include "controllers/cachekeep.h"
+#include "controllers/lookup.h"
 
 const struct kube_resource NESTCP_CONTROL_PLANES = {
     API_GROUP_CONTROLPLANE, API_VERSION_STORAGE, "nestedcontrolplanes", "NestedControlPlane", true};
@@ -37,14 +38,19 @@ enum cache_id {
 };
 
 /* The resource, the selector, whether its CRD may be absent, what is kept of each object, and
- * the versions an optional one is read at (newest served first). */
+ * the versions an optional one is read at (newest served first), and the index of the store. */
 static const struct ctrl_cache_spec cache_specs[CACHE_COUNT] = {
-    [CACHE_CONTROL_PLANES] = {&NESTCP_CONTROL_PLANES, NULL, false, cachekeep_object},
-    [CACHE_ETCDS] = {&NESTCP_ETCDS, NULL, false, cachekeep_object},
-    [CACHE_APISERVERS] = {&NESTCP_APISERVERS, NULL, false, cachekeep_object},
-    [CACHE_CONTROLLER_MANAGERS] = {&NESTCP_CONTROLLER_MANAGERS, NULL, false, cachekeep_object},
-    [CACHE_NESTED_CLUSTERS] = {&NESTCP_NESTED_CLUSTERS, NULL, false, cachekeep_object},
-    [CACHE_CLUSTERS] = {&CAPI_CLUSTERS, NULL, true, cachekeep_object, api_capi_cluster_versions},
+    [CACHE_CONTROL_PLANES] = {&NESTCP_CONTROL_PLANES, NULL, false, cachekeep_object, NULL,
+                              lookup_index_control_plane},
+    [CACHE_ETCDS] = {&NESTCP_ETCDS, NULL, false, cachekeep_object, NULL, lookup_index_component},
+    [CACHE_APISERVERS] = {&NESTCP_APISERVERS, NULL, false, cachekeep_object, NULL,
+                          lookup_index_component},
+    [CACHE_CONTROLLER_MANAGERS] = {&NESTCP_CONTROLLER_MANAGERS, NULL, false, cachekeep_object, NULL,
+                                   lookup_index_component},
+    [CACHE_NESTED_CLUSTERS] = {&NESTCP_NESTED_CLUSTERS, NULL, false, cachekeep_object, NULL,
+                               lookup_index_nested_cluster},
+    [CACHE_CLUSTERS] = {&CAPI_CLUSTERS, NULL, true, cachekeep_object, api_capi_cluster_versions,
+                        lookup_index_cluster},
     [CACHE_SECRETS] = {&KUBE_SECRETS, MANAGER_SECRET_SELECTOR, false, cachekeep_secret},
     [CACHE_SERVICES] = {&KUBE_SERVICES, MANAGER_OWNED_SELECTOR, false, cachekeep_object},
     [CACHE_STATEFULSETS] = {&KUBE_STATEFULSETS, MANAGER_OWNED_SELECTOR, false,

@@ -50,6 +50,85 @@ static void src_each(void *ctx, enum api_kind kind, const char *ns, render_sourc
         kube_store_foreach_in_namespace(s, ns, fn, userdata);
 }
 
+static void src_each_keyed(void *ctx, enum api_kind kind, const char *ns,
+                           const struct render_key *keys, size_t n, render_source_fn fn,
+                           void *userdata)
+{
+    const struct kube_store *s = lookup_store(ctx, kind);
+    struct kube_store_index_key k[KUBE_STORE_INDEX_KEYS];
+
+    if (!s)
+        return;
+    if (n > KUBE_STORE_INDEX_KEYS)
+        n = KUBE_STORE_INDEX_KEYS;
+    for (size_t i = 0; i < n; i++)
+        k[i] = (struct kube_store_index_key){keys[i].tag, keys[i].value};
+    /* Without an index (a store a test made): the namespace walk. */
+    kube_store_foreach_indexed(s, ns, k, n, fn, userdata);
+}
+
+/* ---- the caches' indexes ---- */
+
+static size_t index_of(enum api_kind kind, const cJSON *obj, struct kube_store_index_key *keys)
+{
+    struct render_key k[MEMBER_INDEX_KEYS_MAX];
+    size_t n = member_index_keys(kind, obj, k);
+
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (struct kube_store_index_key){k[i].tag, k[i].value};
+    return n;
+}
+
+size_t lookup_index_control_plane(const cJSON *obj, struct kube_store_index_key *keys)
+{
+    size_t n = index_of(API_KIND_NESTED_CONTROL_PLANE, obj, keys);
+    const char *claimed = lookup_claimed_name(obj);
+
+    if (claimed)
+        keys[n++] = (struct kube_store_index_key){LOOKUP_KEY_CLAIM, claimed};
+    return n;
+}
+
+size_t lookup_index_nested_cluster(const cJSON *obj, struct kube_store_index_key *keys)
+{
+    return index_of(API_KIND_NESTED_CLUSTER, obj, keys);
+}
+
+size_t lookup_index_cluster(const cJSON *obj, struct kube_store_index_key *keys)
+{
+    return index_of(API_KIND_CLUSTER, obj, keys);
+}
+
+size_t lookup_index_component(const cJSON *obj, struct kube_store_index_key *keys)
+{
+    /* The three component kinds have the same keys. */
+    return index_of(API_KIND_NESTED_ETCD, obj, keys);
+}
+
+const char *lookup_claimed_name(const cJSON *ncp)
+{
+    const cJSON *ref;
+    const char *label = kube_obj_label(ncp, MEMBER_CLUSTER_NAME_LABEL);
+
+    cJSON_ArrayForEach(
+        ref, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ncp, "metadata"),
+                                              "ownerReferences")) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(ref, "kind"),
+                    *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
+        if (cJSON_IsString(k) && strcmp(k->valuestring, "Cluster") == 0 && cJSON_IsString(n))
+            return n->valuestring;
+    }
+    return label ? label : kube_obj_name(ncp);
+}
+
+void lookup_each_claimant(const struct cache_view *view, const char *ns, const char *cluster_name,
+                          kube_store_each_fn fn, void *userdata)
+{
+    struct kube_store_index_key key = {LOOKUP_KEY_CLAIM, cluster_name};
+
+    kube_store_foreach_indexed(view->control_planes, ns, &key, 1, fn, userdata);
+}
+
 static const cJSON *src_get_secret(void *ctx, const char *ns, const char *name)
 {
     const struct cache_view *view = ctx;
@@ -84,6 +163,7 @@ void lookup_source(const struct cache_view *view, struct render_source *ret_src)
         .ctx = (void *)view,
         .get = src_get,
         .each = src_each,
+        .each_keyed = src_each_keyed,
         .get_secret = src_get_secret,
         .each_secret = src_each_secret,
         .get_statefulset = src_get_statefulset,

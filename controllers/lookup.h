@@ -17,10 +17,32 @@
 
 #include "api/kinds.h"
 #include "controllers/caches.h"
+#include "lib/kube/store.h"
 #include "lib/render/cluster.h"
+#include "lib/render/member.h"
 
 /* A render_source (lib/render/cluster.h) over the caches of view (borrowed). */
 void lookup_source(const struct cache_view *view, struct render_source *ret_src);
+
+/* The index functions of the caches of control planes, NestedClusters, Clusters and the
+ * component kinds (kube_store_index_fn): member_index_keys, and for control planes also
+ * LOOKUP_KEY_CLAIM, the cluster name each claims (lookup_claimed_name). They let the lookups
+ * below, and lookup_each_claimant, find one cluster's objects without walking a namespace. */
+#define LOOKUP_KEY_CLAIM MEMBER_KEY__COUNT
+size_t lookup_index_control_plane(const cJSON *obj, struct kube_store_index_key *keys);
+size_t lookup_index_nested_cluster(const cJSON *obj, struct kube_store_index_key *keys);
+size_t lookup_index_cluster(const cJSON *obj, struct kube_store_index_key *keys);
+size_t lookup_index_component(const cJSON *obj, struct kube_store_index_key *keys);
+
+/* The cluster name a control plane claims, the way render_cluster_resolve names it: its
+ * Cluster's (an ownerReference of kind Cluster), else its cluster-name label, else its name. */
+const char *lookup_claimed_name(const cJSON *ncp);
+
+/* Calls fn, until it returns false, with every control plane of ns that claims cluster_name
+ * (and, from a store without the index, every other of ns: fn checks), in the order of
+ * kube_store_foreach_in_namespace. */
+void lookup_each_claimant(const struct cache_view *view, const char *ns, const char *cluster_name,
+                          kube_store_each_fn fn, void *userdata);
 
 /* The store that caches kind (a nestcp kind or API_KIND_CLUSTER), or NULL. */
 const struct kube_store *lookup_store(const struct cache_view *view, enum api_kind kind);

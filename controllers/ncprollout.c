@@ -182,6 +182,23 @@ static bool renews_urgently(const struct cp *x, const struct desired_all *da,
     return false;
 }
 
+/* Notes whether ns/name waits for a roll slot (ctx->waiting). Out of memory it is left as it
+ * was: a waiting control plane is also checked again every NESTED_QUEUED_RECHECK. */
+static void note_waiting(struct nested_ctx *ctx, const char *ns, const char *name, bool waits)
+{
+    char key[2 * RENDER_CLUSTER_NAME_MAX + 2], *own;
+
+    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name ? name : "");
+    if (!waits) {
+        free(strmap_remove(&ctx->waiting, key));
+        return;
+    }
+    if (strmap_get(&ctx->waiting, key) || !(own = strdup(key)))
+        return;
+    if (strmap_put(&ctx->waiting, own, own) < 0)
+        free(own);
+}
+
 /* Notes a roll let start, so that it counts until the cache shows it. */
 static int note_admitted(struct cp *x)
 {
@@ -233,6 +250,7 @@ static int apply_brake(struct cp *x, const struct rollout_input *in, const struc
         brake_limit_resolve(&x->ctx->max_rollouts, kube_store_count(x->view->control_planes));
     brake_decide(&bi, &bo);
     free(p.items);
+    note_waiting(x->ctx, x->ns, x->name, !bo.go);
     if (bo.go)
         return bi.rolling ? 0 : note_admitted(x);
     for (int i = 0; i < ROLLOUT__COUNT; i++) {
@@ -604,6 +622,16 @@ void ncp_wake_queued(struct nested_ctx *ctx, const struct cache_view *view, cons
     if (ctx->max_rollouts.value <= 0)
         return;
     peer_of(ctx, view, obj, &self);
+    {
+        const char *status, *reason, *since;
+        upgrading_of(obj, &status, &reason, &since);
+        note_waiting(ctx, self.ns, self.name,
+                     !status_deleting(obj) && str_is(status, API_CONDITION_TRUE) &&
+                         str_is(reason, BRAKE_REASON_QUEUED) &&
+                         kube_store_get(view->control_planes, self.ns, self.name));
+    }
+    if (strmap_size(&ctx->waiting) == 0)
+        return;
     if ((self.rolling || self.queued) && kube_store_get(view->control_planes, self.ns, self.name))
         return;
     kube_store_foreach(view->control_planes, collect_peer, &p);

@@ -85,6 +85,7 @@ void nested_ctx_done(struct nested_ctx *ctx)
         strmap_done(&ctx->parts[i].issued, free);
     strmap_done(&ctx->checked, free);
     strmap_done(&ctx->admitted, free);
+    strmap_done(&ctx->waiting, free);
     etcd_membership_free(ctx->members);
     ctx->members = NULL;
     rollerrors_free(ctx->roll_errors);

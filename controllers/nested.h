@@ -76,6 +76,10 @@ struct nested_ctx {
      * nested_admitted): a reconcile of another control plane before the watch delivers it
      * counts them too. */
     struct strmap admitted;
+    /* The control planes whose roll waits for a slot, by "ns/name" (the value is its key): as
+     * the cache shows them, and those this manager queued since. While it is empty, the end
+     * of a roll wakes nobody without walking every control plane. */
+    struct strmap waiting;
 };
 
 /* A roll let start: the control plane's resourceVersion when it was, and until when it counts

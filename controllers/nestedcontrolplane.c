@@ -153,22 +153,6 @@ struct name_claim {
     const char *owner; /* the other control plane that holds the name, or NULL */
 };
 
-/* The cluster name another control plane in the namespace resolves to, the way
- * render_cluster_resolve names it: its Cluster's (ownerReference), else its label, else its
- * name. */
-static const char *claimed_name(const cJSON *ncp)
-{
-    const cJSON *ref;
-    const char *label = kube_obj_label(ncp, "cluster.x-k8s.io/cluster-name");
-
-    cJSON_ArrayForEach(ref, get(get(ncp, "metadata"), "ownerReferences")) {
-        const cJSON *k = get(ref, "kind"), *n = get(ref, "name");
-        if (cJSON_IsString(k) && strcmp(k->valuestring, "Cluster") == 0 && cJSON_IsString(n))
-            return n->valuestring;
-    }
-    return label ? label : kube_obj_name(ncp);
-}
-
 /* Whether a is older than b: creationTimestamp (RFC 3339 compares as text), then name. */
 static bool older(const cJSON *a, const cJSON *b)
 {
@@ -185,7 +169,7 @@ static bool check_claim(void *userdata, const cJSON *other)
     const char *name = kube_obj_name(other);
 
     if (!name || strcmp(name, c->x->name) == 0 || status_deleting(other) ||
-        strcmp(claimed_name(other), c->cluster) != 0 || !older(other, c->x->obj))
+        strcmp(lookup_claimed_name(other), c->cluster) != 0 || !older(other, c->x->obj))
         return true;
     c->owner = name;
     return false;
@@ -208,7 +192,7 @@ static bool cluster_name_owner(const struct cp *x, const struct render_cluster *
         snprintf(out, size, "%s", ca_owner);
         return true;
     }
-    kube_store_foreach_in_namespace(x->view->control_planes, x->ns, check_claim, &c);
+    lookup_each_claimant(x->view, x->ns, c.cluster, check_claim, &c);
     if (!c.owner)
         return false;
     snprintf(out, size, "%s", c.owner);

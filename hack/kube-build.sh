@@ -11,6 +11,10 @@
 #                                          config/bootstrap-kubeadm), metadata.yaml, and
 #                                          cert-manager's CRDs (config/cert-manager-crds)
 #   hack/kube-build.sh                     every recipe in hack/recipes/
+#   hack/kube-build.sh source cluster-api 1.14.2
+#                                          builds nothing: the directory of the release's Go
+#                                          module source (its CRDs, config/), downloaded into
+#                                          the module cache when missing
 # With a component and version it prints the directory holding that release's binaries; with
 # none it prints one "component version directory" line per recipe.
 set -euo pipefail
@@ -154,11 +158,34 @@ build_one() {
     echo "$bin_dir"
 }
 
+# module_source COMPONENT VERSION: prints the directory of the release's module source in the
+# module cache, which `go mod download` fills from the Go module proxy (read-only files).
+module_source() {
+    local what=$1 version=$2 recipe="$here/recipes/$1-$2" mod log dir
+    case "$what" in
+    cluster-api) mod=sigs.k8s.io/cluster-api ;;
+    *) die "source: no module source for '$what' (cluster-api)" ;;
+    esac
+    [ -f "$recipe/go.mod" ] || die "no recipe for $what $version"
+    command -v go >/dev/null 2>&1 || die "go is not on PATH (Go 1.26 is needed)"
+    mkdir -p "$cache_root"
+    log=$(mktemp)
+    dir=$(cd "$recipe" && go mod download -json "$mod" 2>"$log" |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || explain_failure "$log"
+    [ -n "$dir" ] && [ -d "$dir" ] || explain_failure "$log"
+    rm -f "$log"
+    echo "$dir"
+}
+
+if [ $# -eq 3 ] && [ "$1" = source ]; then
+    module_source "$2" "$3"
+    exit 0
+fi
 if [ $# -eq 2 ]; then
     build_one "$1" "$2"
     exit 0
 fi
-[ $# -eq 0 ] || die "usage: kube-build.sh [kubernetes|etcd|cluster-api VERSION]"
+[ $# -eq 0 ] || die "usage: kube-build.sh [kubernetes|etcd|cluster-api VERSION] | source cluster-api VERSION"
 for recipe in "$here"/recipes/kubernetes-*/ "$here"/recipes/etcd-*/ "$here"/recipes/cluster-api-*/; do
     name=$(basename "$recipe")
     what=${name%-*}

@@ -228,7 +228,11 @@ cmd_up() {
     done_step "$(grep -o 'kube-apiserver [0-9.]* https://[^ ,]*' "$state/logs/kube-env.log")"
 
     step "CRDs, node agent and nestcp manager"
-    super apply -f "$root/config/crd/bases" -f "$root/config/crd/capi" >/dev/null
+    # nestcp's CRDs and Cluster API's own Cluster CRD (the sample's Cluster is v1beta2), taken
+    # from the Cluster API module (hack/capi-crd.sh; Cluster API itself does not run here).
+    "$root/hack/capi-crd.sh" >"$state/capi-cluster-crd.yaml" 2>>"$state/logs/kube-build.log" ||
+        { tail -n 30 "$state/logs/kube-build.log" >&2; die "Cluster API's Cluster CRD is not available (hack/capi-crd.sh)"; }
+    super apply -f "$root/config/crd/bases" -f "$state/capi-cluster-crd.yaml" >/dev/null
     # Right after creation a CRD has no conditions yet, and `kubectl wait` fails on that.
     for _ in $(seq 1 120); do
         super wait --for condition=established --timeout=30s crd --all >/dev/null 2>&1 && break

@@ -41,7 +41,8 @@ else
 fi
 if [ "$quick" = 0 ]; then
     # Every release the tests start: the super cluster's, every tenant line shipped, and
-    # Cluster API's core manager and clusterctl (test/e2e/test_capi_clusterctl.sh).
+    # Cluster API's core manager and clusterctl (test/e2e/test_capi_clusterctl.sh), whose module
+    # also holds the Cluster CRD the integration tests install (hack/capi-crd.sh).
     t_kube=$(date +%s)
     hack/kube-build.sh
     # Kubernetes' own e2e.test for the conformance test (test/e2e/test_conformance.sh).

@@ -153,11 +153,22 @@ static void on_synced(void *userdata)
 }
 
 static void on_next_synced(void *userdata);
+static void on_gone(void *userdata);
+static void on_next_gone(void *userdata);
 
 static const struct kube_informer_handlers cache_handlers = {
     .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .on_synced = on_synced};
-static const struct kube_informer_handlers next_handlers = {
-    .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .on_synced = on_next_synced};
+/* An optional resource may stop being served (its CRD deleted): the cache is then absent. */
+static const struct kube_informer_handlers optional_handlers = {.on_add = on_add,
+                                                                .on_update = on_update,
+                                                                .on_delete = on_delete,
+                                                                .on_synced = on_synced,
+                                                                .on_gone = on_gone};
+static const struct kube_informer_handlers next_handlers = {.on_add = on_add,
+                                                            .on_update = on_update,
+                                                            .on_delete = on_delete,
+                                                            .on_synced = on_next_synced,
+                                                            .on_gone = on_next_gone};
 
 /* A started informer of cache's resource at served[version]. */
 static int informer_at(struct cache *cache, size_t version,
@@ -170,6 +181,7 @@ static int informer_at(struct cache *cache, size_t version,
         .namespace_ = m->namespace_,
         .label_selector = cache->spec->selector,
         .transform = cache->spec->transform,
+        .index = cache->spec->index,
     };
     struct kube_informer *inf;
     int r = kube_informer_new(m->client, &o, handlers, cache, &inf);
@@ -188,7 +200,9 @@ static int informer_at(struct cache *cache, size_t version,
 static int cache_start_informer(struct cache *cache, size_t version)
 {
     struct manager *m = cache->m;
-    int r = informer_at(cache, version, &cache_handlers, &cache->inf);
+    const struct kube_informer_handlers *h =
+        cache->spec->optional ? &optional_handlers : &cache_handlers;
+    int r = informer_at(cache, version, h, &cache->inf);
 
     if (r == 0) {
         cache->version = version;
@@ -215,6 +229,7 @@ static void probe_start(struct cache *cache);
 static void probe_later(struct cache *cache, double delay)
 {
     cache->probe_version = 0;
+    ev_timer_stop(cache->m->loop, &cache->probe_timer);
     ev_timer_set(&cache->probe_timer, delay, 0);
     ev_timer_start(cache->m->loop, &cache->probe_timer);
 }
@@ -242,6 +257,48 @@ static void on_next_synced(void *userdata)
     log_info("cache now reads a newer version", "resource=%s.%s version=%s", rs->resource,
              rs->group, rs->version);
     probe_newer_later(cache);
+}
+
+static bool dispatch_each(void *userdata, const cJSON *obj)
+{
+    dispatch(userdata, obj);
+    return true;
+}
+
+/* The informer of an optional cache found its resource no longer served (404: its CRD was
+ * deleted): the cache is absent again, as if the probe had not found it. Its objects leave the
+ * view, each mapped to the keys that depend on it as a deletion is; the probes go on. */
+static void on_gone(void *userdata)
+{
+    struct cache *cache = userdata;
+    struct manager *m = cache->m;
+    const struct kube_resource *rs = &cache->served[cache->version];
+    struct kube_informer *inf = cache->inf;
+
+    log_info("resource no longer served, its cache is emptied",
+             "resource=%s.%s version=%s objects=%zu retry_s=%g", rs->resource, rs->group,
+             rs->version, kube_informer_count(inf), m->opts.absent_retry);
+    m->stores[cache - m->caches] = &m->empty;
+    kube_informer_foreach(inf, dispatch_each, cache);
+    if (cache->probe)
+        kube_call_cancel(cache->probe);
+    cache_stop_informer(cache);
+    cache->absent = true;
+    cache->synced = true;
+    probe_later(cache, m->opts.absent_retry);
+    check_synced(m);
+}
+
+/* The newer version is not served after all (or no longer): the cache goes on reading its
+ * own, and looks again later. */
+static void on_next_gone(void *userdata)
+{
+    struct cache *cache = userdata;
+
+    kube_informer_free(cache->next);
+    cache->next = NULL;
+    if (!cache->probe)
+        probe_newer_later(cache);
 }
 
 static void probe_done(void *userdata, const struct kube_result *res)

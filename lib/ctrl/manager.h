@@ -42,7 +42,9 @@ struct ctrl_cache_spec {
     const struct kube_resource *resource;
     const char *selector; /* label selector; NULL: every object */
     /* The resource may not be served (its CRD absent): the manager lists it first, and while
-     * the answer is 404 its cache stays empty and counts as synced. */
+     * the answer is 404 its cache stays empty and counts as synced. A 404 on the cache's own
+     * list or watch (the CRD deleted) makes it so again: its objects leave the view as
+     * deletions do, and the probes go on. */
     bool optional;
     /* What of each object is cached (kube_informer_opts.transform; ctx is NULL); NULL: all. */
     bool (*transform)(void *ctx, cJSON *obj);
@@ -51,6 +53,8 @@ struct ctrl_cache_spec {
      * on to the next); while it reads an older one it looks for a newer every absent_retry and,
      * once one is served, fills a second informer at it and swaps when that one has synced. */
     const char *const *versions;
+    /* The index of its store (kube_informer_opts.index); NULL: none. */
+    kube_store_index_fn index;
 };
 
 /* The caches now. Stores and maps are borrowed until control returns to the loop. */

@@ -250,6 +250,16 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
         start_watch(inf);
 }
 
+/* A 404 (the resource is not served) with an on_gone handler: the informer stops and tells
+ * its owner. The caller returns at once, since the handler may have freed the informer. */
+static bool gone(struct kube_informer *inf, int code)
+{
+    if (code != -ENOENT || !inf->h.on_gone)
+        return false;
+    inf->h.on_gone(inf->userdata);
+    return true;
+}
+
 static void list_done(void *userdata, const struct kube_result *res)
 {
     struct kube_informer *inf = userdata;
@@ -257,6 +267,11 @@ static void list_done(void *userdata, const struct kube_result *res)
     inf->listing = NULL;
     if (res->code == -ECANCELED)
         return;
+    if (res->code == -ENOENT && inf->h.on_gone) {
+        inf->stats.list_failures++;
+        gone(inf, res->code);
+        return;
+    }
     if ((res->code == -ESTALE || res->code == -ERANGE) && inf->listing_at_rv) {
         /* The server no longer has our resourceVersion (410) or has not reached it (504
          * ResourceVersionTooLarge, e.g. after its etcd was restored): list what it has now. */
@@ -309,7 +324,7 @@ static void check_done(void *userdata, const struct kube_result *res)
     struct kube_informer *inf = userdata;
 
     inf->checking = NULL;
-    if (res->code == -ECANCELED)
+    if (res->code == -ECANCELED || gone(inf, res->code))
         return;
     if (res->code == -ERANGE || res->code == -ESTALE) {
         /* The server is behind our resourceVersion: it lost history, or its etcd went back
@@ -397,6 +412,11 @@ static void watch_end(void *userdata, int code, const char *message)
     inf->watch = NULL;
     if (code == -ECANCELED)
         return;
+    if (code == -ENOENT && inf->h.on_gone) {
+        inf->stats.watch_errors++;
+        gone(inf, code);
+        return;
+    }
     if (skipped) {
         /* Lines that were not events may have been changes: the cache may miss them, so
          * the next step is a relist (at the last resourceVersion), not a resume. */
@@ -511,6 +531,7 @@ int kube_informer_new(struct kube_client *c, const struct kube_informer_opts *op
     if (!inf->rng)
         inf->rng = 88172645463325252ull;
     kube_store_init(&inf->store);
+    kube_store_set_index(&inf->store, opts->index);
     ev_timer_init(&inf->retry, retry_cb, 0., 0.);
     inf->retry.data = inf;
     if (dup_opt(opts->resource->namespaced ? opts->namespace_ : NULL, &inf->ns) < 0 ||

@@ -26,7 +26,9 @@
  *   goes on, and its end is followed by a relist instead of a resume, since a skipped line may
  *   have been a change.
  * - Failures back off exponentially with jitter, from about 0.8 s up to 30 s; so do watches
- *   that end in under a second without an event.
+ *   that end in under a second without an event. A 404 (the resource is not served, e.g. its
+ *   CRD was deleted) is such a failure, unless the handlers have on_gone: then the informer
+ *   stops and tells its owner.
  * - metadata.managedFields is dropped from cached objects, and each object goes through the
  *   transform of the options, if any, before it is cached or handed to a handler. What is
  *   cached is then copied into one block (lib/util/jsonpack.h): cached objects, and those
@@ -43,9 +45,9 @@
 #include <cjson/cJSON.h>
 
 #include "lib/kube/client.h"
+#include "lib/kube/store.h"
 
 struct kube_informer;
-struct kube_store;
 
 struct kube_informer_opts {
     const struct kube_resource *resource;
@@ -65,6 +67,8 @@ struct kube_informer_opts {
      * NULL: everything is cached as it came, but metadata.managedFields. */
     bool (*transform)(void *ctx, cJSON *obj);
     void *transform_ctx;
+    /* The cache's index (kube_store_set_index; kube_store_foreach_indexed); NULL: none. */
+    kube_store_index_fn index;
 };
 
 struct kube_informer_handlers {
@@ -74,6 +78,11 @@ struct kube_informer_handlers {
     void (*on_delete)(void *userdata, const cJSON *obj, bool final_state_unknown);
     /* After the first complete list has been applied. */
     void (*on_synced)(void *userdata);
+    /* Optional. The server does not serve the resource (404 on a list, a watch or a
+     * resourceVersion check: e.g. its CRD was deleted). Without this handler the informer
+     * retries after a backoff, as after other failures; with it, the informer stops (no
+     * retry, its cache as it was) and calls it last, so the handler may free the informer. */
+    void (*on_gone)(void *userdata);
 };
 
 struct kube_informer_stats {

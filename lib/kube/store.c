@@ -21,14 +21,40 @@ struct kube_store_group {
     char id[];
 };
 
+/* A bucket of the optional index: the objects of one namespace with one key, newest entry
+ * first (the order of their namespace's members). */
+struct kube_store_ixgroup {
+    struct hnode h;
+    struct list_node members; /* struct ixlink */
+    size_t count;
+    unsigned tag;
+    size_t ns_len;
+    char id[]; /* namespace, NUL, value, NUL */
+};
+
+struct ixlink {
+    struct list_node node; /* in g->members */
+    struct kube_store_ixgroup *g;
+    struct kube_store_entry *e;
+};
+
+/* An entry's index memberships, allocated apart from it (the index is not counted in bytes). */
+struct ixlinks {
+    uint64_t seq; /* when the entry was created: orders the index's buckets */
+    size_t n, cap;
+    struct ixlink links[];
+};
+
 struct kube_store_entry {
     struct hnode h;
     cJSON *obj;
     const char *ns, *name; /* borrowed from obj; ns is "" when cluster-scoped */
     struct kube_store_group *ns_group, *owner_group;
     struct list_node ns_node, owner_node; /* in ns_group, owner_group */
+    struct ixlinks *ix;                   /* with an index only */
     unsigned mark;
-    size_t bytes; /* of obj and this entry */
+    uint32_t bytes; /* of obj and this entry (an object is bounded by the API server's request
+                     * size, a few MiB) */
 };
 
 /* Heap bytes of a cJSON tree: each node, and the key and string it owns. */
@@ -231,6 +257,174 @@ static void owner_unlink(struct kube_store *s, struct kube_store_entry *e)
     group_drop_if_empty(&s->by_owner, g);
 }
 
+/* ---- the optional index ---- */
+
+static uint32_t hash_ix(const char *ns, unsigned tag, const char *value)
+{
+    uint32_t h = hash_str(2166136261u, ns);
+
+    h ^= 0x100 + tag;
+    h *= 16777619u;
+    return hash_str(h, value);
+}
+
+static struct kube_store_ixgroup *find_ixgroup(const struct kube_store_table *t, const char *ns,
+                                               unsigned tag, const char *value)
+{
+    uint32_t h = hash_ix(ns, tag, value);
+
+    for (struct hnode *n = table_first(t, h); n; n = n->next) {
+        struct kube_store_ixgroup *g = (struct kube_store_ixgroup *)n;
+
+        if (n->hash == h && g->tag == tag && strcmp(g->id, ns) == 0 &&
+            strcmp(g->id + g->ns_len + 1, value) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+static struct kube_store_ixgroup *ixgroup_join(struct kube_store_table *t, const char *ns,
+                                               unsigned tag, const char *value)
+{
+    struct kube_store_ixgroup *g = find_ixgroup(t, ns, tag, value);
+    size_t nl, vl;
+
+    if (g)
+        return g;
+    nl = strlen(ns);
+    vl = strlen(value);
+    g = calloc(1, sizeof(*g) + nl + vl + 2);
+    if (!g)
+        return NULL;
+    memcpy(g->id, ns, nl + 1);
+    memcpy(g->id + nl + 1, value, vl + 1);
+    g->ns_len = nl;
+    g->tag = tag;
+    list_init(&g->members);
+    g->h.hash = hash_ix(ns, tag, value);
+    if (table_insert(t, &g->h) < 0) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static struct ixlink *ixlink_of(struct list_node *n)
+{
+    return list_entry(n, struct ixlink, node);
+}
+
+/* Links l into g after every member created later than its entry. */
+static void ixlink_add(struct kube_store_ixgroup *g, struct ixlink *l)
+{
+    uint64_t seq = l->e->ix->seq;
+    struct list_node *n = g->members.next;
+
+    while (n != &g->members && ixlink_of(n)->e->ix->seq > seq)
+        n = n->next;
+    list_link_between(n->prev, n, &l->node);
+    l->g = g;
+    g->count++;
+}
+
+static void ix_unlink_all(struct kube_store *s, struct kube_store_entry *e)
+{
+    struct ixlinks *ix = e->ix;
+
+    if (!ix)
+        return;
+    for (size_t i = 0; i < ix->n; i++) {
+        struct kube_store_ixgroup *g = ix->links[i].g;
+
+        list_remove(&ix->links[i].node);
+        if (--g->count == 0) {
+            table_unlink(&s->by_index, &g->h);
+            free(g);
+        }
+    }
+    ix->n = 0;
+}
+
+/* Whether e is filed under exactly keys[0..n) now. */
+static bool ix_same(const struct ixlinks *ix, const struct kube_store_index_key *keys, size_t n)
+{
+    if (ix->n != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const struct kube_store_ixgroup *g = ix->links[i].g;
+
+        if (g->tag != keys[i].tag || strcmp(g->id + g->ns_len + 1, keys[i].value) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* (Re)files e in the index under the keys of e->obj. */
+static int entry_reindex(struct kube_store *s, struct kube_store_entry *e)
+{
+    struct kube_store_index_key raw[KUBE_STORE_INDEX_KEYS], keys[KUBE_STORE_INDEX_KEYS];
+    size_t nraw, n = 0;
+    struct ixlinks *ix;
+
+    if (!s->index)
+        return 0;
+    nraw = s->index(e->obj, raw);
+    for (size_t i = 0; i < nraw && i < KUBE_STORE_INDEX_KEYS; i++) {
+        bool dup = !raw[i].value;
+
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = keys[j].tag == raw[i].tag && strcmp(keys[j].value, raw[i].value) == 0;
+        if (!dup)
+            keys[n++] = raw[i];
+    }
+    if (e->ix && ix_same(e->ix, keys, n))
+        return 0;
+    ix_unlink_all(s, e);
+    if (!e->ix || e->ix->cap < n) {
+        ix = realloc(e->ix, sizeof(*ix) + n * sizeof(ix->links[0]));
+        if (!ix)
+            return -ENOMEM;
+        if (!e->ix) {
+            ix->seq = ++s->seq;
+            ix->n = 0;
+        }
+        ix->cap = n;
+        e->ix = ix;
+    }
+    ix = e->ix;
+    for (size_t i = 0; i < n; i++) {
+        struct kube_store_ixgroup *g =
+            ixgroup_join(&s->by_index, e->ns, keys[i].tag, keys[i].value);
+
+        if (!g)
+            return -ENOMEM;
+        ix->links[i].e = e;
+        ixlink_add(g, &ix->links[i]);
+        ix->n++;
+    }
+    return 0;
+}
+
+static void entry_unindex(struct kube_store *s, struct kube_store_entry *e)
+{
+    ix_unlink_all(s, e);
+    free(e->ix);
+    e->ix = NULL;
+}
+
+int kube_store_set_index(struct kube_store *s, kube_store_index_fn index)
+{
+    if (s->by_key.count)
+        return -EBUSY;
+    s->index = index;
+    return 0;
+}
+
+bool kube_store_indexed(const struct kube_store *s)
+{
+    return s->index != NULL;
+}
+
 /* (Re)computes e's index memberships from e->obj. */
 static int entry_index(struct kube_store *s, struct kube_store_entry *e)
 {
@@ -252,7 +446,7 @@ static int entry_index(struct kube_store *s, struct kube_store_entry *e)
             return -ENOMEM;
         owner_link(e, g);
     }
-    return 0;
+    return entry_reindex(s, e);
 }
 
 int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
@@ -276,7 +470,7 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
         e->name = name;
         e->mark = s->mark;
         s->bytes -= e->bytes;
-        e->bytes = entry_bytes(e);
+        e->bytes = (uint32_t)entry_bytes(e);
         s->bytes += e->bytes;
         return entry_index(s, e);
     }
@@ -297,11 +491,12 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
         table_unlink(&s->by_key, &e->h);
         ns_unlink(s, e);
         owner_unlink(s, e);
+        entry_unindex(s, e);
         cJSON_Delete(obj);
         free(e);
         return r;
     }
-    e->bytes = entry_bytes(e);
+    e->bytes = (uint32_t)entry_bytes(e);
     s->bytes += e->bytes;
     return 0;
 }
@@ -314,6 +509,7 @@ static cJSON *entry_remove(struct kube_store *s, struct kube_store_entry *e)
     table_unlink(&s->by_key, &e->h);
     ns_unlink(s, e);
     owner_unlink(s, e);
+    entry_unindex(s, e);
     free(e);
     return obj;
 }
@@ -381,6 +577,46 @@ void kube_store_foreach_owned(const struct kube_store *s, const char *owner_uid,
     }
 }
 
+void kube_store_foreach_indexed(const struct kube_store *s, const char *ns,
+                                const struct kube_store_index_key *keys, size_t n,
+                                kube_store_each_fn fn, void *userdata)
+{
+    struct list_node *head[KUBE_STORE_INDEX_KEYS], *cur[KUBE_STORE_INDEX_KEYS];
+    size_t k = 0;
+
+    if (!s->index) {
+        kube_store_foreach_in_namespace(s, ns, fn, userdata);
+        return;
+    }
+    for (size_t i = 0; i < n && i < KUBE_STORE_INDEX_KEYS; i++) {
+        struct kube_store_ixgroup *g =
+            keys[i].value ? find_ixgroup(&s->by_index, ns ? ns : "", keys[i].tag, keys[i].value)
+                          : NULL;
+        if (g) {
+            head[k] = &g->members;
+            cur[k++] = g->members.next;
+        }
+    }
+    /* A merge of the buckets, newest entry first; an entry in several is called once. */
+    for (;;) {
+        struct kube_store_entry *best = NULL;
+
+        for (size_t j = 0; j < k; j++) {
+            struct kube_store_entry *e = cur[j] != head[j] ? ixlink_of(cur[j])->e : NULL;
+            if (e && (!best || e->ix->seq > best->ix->seq))
+                best = e;
+        }
+        if (!best)
+            return;
+        for (size_t j = 0; j < k; j++) {
+            if (cur[j] != head[j] && ixlink_of(cur[j])->e == best)
+                cur[j] = cur[j]->next;
+        }
+        if (!fn(userdata, best->obj))
+            return;
+    }
+}
+
 size_t kube_store_count_owned(const struct kube_store *s, const char *owner_uid)
 {
     struct kube_store_group *g = find_group(&s->by_owner, owner_uid);
@@ -432,11 +668,12 @@ void kube_store_done(struct kube_store *s)
         for (; n; n = next) {
             next = n->next;
             cJSON_Delete(((struct kube_store_entry *)n)->obj);
+            free(((struct kube_store_entry *)n)->ix);
             free(n);
         }
     }
-    for (int t = 0; t < 2; t++) {
-        struct kube_store_table *tab = t ? &s->by_owner : &s->by_ns;
+    for (int t = 0; t < 3; t++) {
+        struct kube_store_table *tab = t == 0 ? &s->by_ns : t == 1 ? &s->by_owner : &s->by_index;
 
         for (size_t i = 0; i < tab->nslots; i++) {
             struct hnode *n = tab->slots[i], *next;

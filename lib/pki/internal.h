@@ -27,6 +27,13 @@ int pki_ossl_load_key(const char *pem, const char *what, EVP_PKEY **ret_key, str
 /* Parses the first certificate in pem. Same conventions as pki_ossl_load_key. */
 int pki_ossl_load_cert(const char *pem, const char *what, X509 **ret_cert, struct err *e);
 
+/* Both remember the last 32 keys and the last 32 certificates they parsed, by the sha256 of
+ * their PEM text, and hand out a new reference to the same object for the same text (the
+ * caller frees it as always; nothing may change it). How many loads the memo answered, and
+ * forgetting every object (tests). */
+unsigned long pki_ossl_parsed_hits(void);
+void pki_ossl_parsed_clear(void);
+
 /* PEM-encodes a private key the way kubeadm writes it ("RSA PRIVATE KEY" / "EC PRIVATE KEY"),
  * a public key as "PUBLIC KEY" (PKIX), or a certificate. The result is a NUL-terminated
  * string the caller frees. Return 0 or -ENOMEM. */

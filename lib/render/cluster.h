@@ -74,6 +74,13 @@ const char *render_part_field(enum render_part part);
 /* Return false to stop an iteration. Objects are borrowed. */
 typedef bool (*render_source_fn)(void *userdata, const cJSON *obj);
 
+/* A key the membership rule looks objects up by (lib/render/member.h, member_index_keys): which
+ * field (enum member_key) and its value. */
+struct render_key {
+    unsigned tag;
+    const char *value;
+};
+
 /*
  * A read-only view of the objects of the management cluster: the informer caches for the
  * controllers, the input documents for `nestcp render`. Objects are borrowed and must not
@@ -86,6 +93,13 @@ struct render_source {
     /* Calls fn with every object of kind in ns until fn returns false. */
     void (*each)(void *ctx, enum api_kind kind, const char *ns, render_source_fn fn,
                  void *userdata);
+    /* May be NULL (then each serves). Calls fn, until it returns false, with every object of
+     * kind in ns that has one of keys[0..n) among its member_index_keys, each once and in the
+     * order each would; it may call fn with other objects of kind in ns too (every caller
+     * checks what it is given). An informer cache answers this from an index, so a lookup of
+     * one cluster's objects does not walk a namespace of many clusters. */
+    void (*each_keyed)(void *ctx, enum api_kind kind, const char *ns, const struct render_key *keys,
+                       size_t n, render_source_fn fn, void *userdata);
     /* The same for core/v1 Secrets; with owner_uid, only the Secrets whose controller
      * ownerReference has that uid (an informer cache answers that from its owner index, so a
      * component's lookup does not walk every Secret of a namespace of many clusters). */

@@ -124,13 +124,52 @@ static int kubeconfig_server(const struct render_cluster *rc, enum pki_kubeadm_c
 /* Checks a leaf pair against what is needed now. Returns 0 (and keeps in *renew_at, which may
  * be NULL, the moment it enters the renewal window when that is earlier) or -ESTALE (reason
  * in e). */
+/* The digest of a leaf check: the pair, its signer and what the spec asks. "" without a memo. */
+static void leaf_digest(const struct render_cluster_pki *pki, const struct pki_cert_spec *spec,
+                        const char *ca_crt, const char *crt, const char *key,
+                        char digest[RENDER_CLUSTER_HASH_MAX])
+{
+    struct digest d;
+
+    digest[0] = '\0';
+    if (!render_pki_digest_begin(pki, &d, "leaf"))
+        return;
+    render_pki_digest_str(&d, crt);
+    render_pki_digest_str(&d, key);
+    render_pki_digest_str(&d, ca_crt);
+    render_pki_digest_str(&d, spec->common_name);
+    render_pki_digest_strv(&d, &spec->orgs);
+    render_pki_digest_strv(&d, &spec->dns_names);
+    render_pki_digest_strv(&d, &spec->ips);
+    render_pki_digest_int(&d, spec->ext_usage);
+    render_pki_digest_int(&d, spec->is_ca);
+    render_pki_digest_int(&d, spec->key_alg);
+    render_pki_digest_end(&d, digest);
+}
+
+/* A leaf nestcp has just issued from spec and its signer passes its check by construction: it
+ * is remembered as checked (due once it enters the renewal window, which is returned), so
+ * that the next reconcile does not parse it back. Returns 0 when it could not be. */
+static int64_t remember_issued(const struct render_cluster_pki *pki,
+                               const struct pki_cert_spec *spec, const char *ca_crt,
+                               const char *crt, const char *key)
+{
+    char digest[RENDER_CLUSTER_HASH_MAX];
+    int64_t not_after = 0;
+
+    leaf_digest(pki, spec, ca_crt, crt, key, digest);
+    if (!digest[0] || pki_cert_not_after(crt, NULL, &not_after, NULL) < 0)
+        return 0;
+    render_pki_memo_remember(pki, digest, not_after - pki->renew_before);
+    return not_after - pki->renew_before;
+}
+
 static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which, int member,
                       const char *crt, const char *key, int64_t *renew_at, struct err *e)
 {
     struct pki_cert_spec spec;
     const struct pki_pem_pair ca = render_pki_signer_of(pki, which);
-    char digest[RENDER_CLUSTER_HASH_MAX] = "";
-    struct digest d;
+    char digest[RENDER_CLUSTER_HASH_MAX];
     int64_t not_after = 0, due = 0;
     struct err ne;
     int r;
@@ -139,19 +178,7 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
         return err_set(e, -ESTALE, "missing");
     if ((r = pki_kubeadm_spec(&pki->pc, which, member, &spec, e)) < 0)
         return r;
-    if (render_pki_digest_begin(pki, &d, "leaf")) {
-        render_pki_digest_str(&d, crt);
-        render_pki_digest_str(&d, key);
-        render_pki_digest_str(&d, ca.cert_pem);
-        render_pki_digest_str(&d, spec.common_name);
-        render_pki_digest_strv(&d, &spec.orgs);
-        render_pki_digest_strv(&d, &spec.dns_names);
-        render_pki_digest_strv(&d, &spec.ips);
-        render_pki_digest_int(&d, spec.ext_usage);
-        render_pki_digest_int(&d, spec.is_ca);
-        render_pki_digest_int(&d, spec.key_alg);
-        render_pki_digest_end(&d, digest);
-    }
+    leaf_digest(pki, &spec, ca.cert_pem, crt, key, digest);
     if (render_pki_memo_passed(pki, digest, &due)) {
         pki_cert_spec_done(&spec);
         render_pki_keep_earlier(renew_at, due);
@@ -171,26 +198,36 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
     return 0;
 }
 
+/* The digest of a kubeconfig check. "" without a memo. */
+static void kubeconfig_digest(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
+                              const char *text, char digest[RENDER_CLUSTER_HASH_MAX])
+{
+    char server[RENDER_CLUSTER_NAME_MAX * 2];
+    struct digest d;
+
+    digest[0] = '\0';
+    if (!render_pki_digest_begin(pki, &d, "kubeconfig"))
+        return;
+    render_pki_digest_str(&d, text);
+    render_pki_digest_int(&d, which);
+    render_pki_digest_str(&d, pki->trust[CA_CLUSTER]);
+    if (kubeconfig_server(pki->rc, which, server, sizeof(server)) == 0)
+        render_pki_digest_str(&d, server);
+    render_pki_digest_end(&d, digest);
+}
+
 static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
                             const char *text, int64_t *renew_at, struct err *e)
 {
     struct pki_kubeconfig_creds *kc = NULL;
-    char server[RENDER_CLUSTER_NAME_MAX * 2], digest[RENDER_CLUSTER_HASH_MAX] = "";
-    struct digest d;
+    char server[RENDER_CLUSTER_NAME_MAX * 2], digest[RENDER_CLUSTER_HASH_MAX];
     int64_t due = 0;
     int r;
 
     if (!text)
         return err_set(e, -ESTALE, "missing");
     /* Reading the kubeconfig decodes its key: the whole check is remembered. */
-    if (render_pki_digest_begin(pki, &d, "kubeconfig")) {
-        render_pki_digest_str(&d, text);
-        render_pki_digest_int(&d, which);
-        render_pki_digest_str(&d, pki->trust[CA_CLUSTER]);
-        if (kubeconfig_server(pki->rc, which, server, sizeof(server)) == 0)
-            render_pki_digest_str(&d, server);
-        render_pki_digest_end(&d, digest);
-    }
+    kubeconfig_digest(pki, which, text, digest);
     if (render_pki_memo_passed(pki, digest, &due)) {
         render_pki_keep_earlier(renew_at, due);
         return 0;
@@ -325,9 +362,12 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
         const struct pki_pem_pair signer = render_pki_signer_of(pki, p->which), *ca = &signer;
         char *crt = NULL, *key = NULL, *yaml = NULL, server[RENDER_CLUSTER_NAME_MAX * 2];
 
+        int64_t due;
+
         if ((r = pki_kubeadm_spec(&pki->pc, p->which, p->member, &spec, e)) < 0)
             return r;
         r = render_pki_issue_cert(pki, ca->cert_pem, ca->key_pem, &spec, &crt, &key, e);
+        due = r == 0 ? remember_issued(pki, &spec, ca->cert_pem, crt, key) : 0;
         pki_cert_spec_done(&spec);
         if (r < 0)
             return r;
@@ -351,6 +391,11 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
                 .client_key_pem = key,
             };
             r = pki_kubeconfig_render(&kc, &yaml, e);
+            if (r == 0 && due) {
+                char digest[RENDER_CLUSTER_HASH_MAX];
+                kubeconfig_digest(pki, p->which, yaml, digest);
+                render_pki_memo_remember(pki, digest, due);
+            }
         } else {
             r = err_set(e, -EINVAL, "the API server's address does not fit a URL");
         }

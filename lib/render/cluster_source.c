@@ -119,10 +119,13 @@ static void objects_each_secret(void *ctx, const char *ns, const char *owner_uid
 
 void render_source_from_objects(const cJSON *objects, struct render_source *ret_src)
 {
-    ret_src->ctx = (void *)objects;
-    ret_src->get = objects_get;
-    ret_src->each = objects_each;
-    ret_src->get_secret = objects_get_secret;
-    ret_src->each_secret = objects_each_secret;
-    ret_src->get_statefulset = objects_get_statefulset;
+    /* No each_keyed: a walk over the documents is what there is. */
+    *ret_src = (struct render_source){
+        .ctx = (void *)objects,
+        .get = objects_get,
+        .each = objects_each,
+        .get_secret = objects_get_secret,
+        .each_secret = objects_each_secret,
+        .get_statefulset = objects_get_statefulset,
+    };
 }

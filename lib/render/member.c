@@ -130,6 +130,69 @@ const char *member_owner_cluster_name(const cJSON *obj)
     return NULL;
 }
 
+/* ---- keys ---- */
+
+static size_t add_key(struct render_key *keys, size_t n, unsigned tag, const char *value)
+{
+    if (!value)
+        return n;
+    keys[n] = (struct render_key){tag, value};
+    return n + 1;
+}
+
+/* The cluster name an object without a Cluster has (member_cluster_name). */
+static const char *standalone_name(const cJSON *obj)
+{
+    const char *label = label_of(obj, MEMBER_CLUSTER_NAME_LABEL);
+
+    return label && label[0] ? label : name_of(obj);
+}
+
+size_t member_index_keys(enum api_kind kind, const cJSON *obj, struct render_key *keys)
+{
+    const char *owner = NULL;
+    size_t n = 0;
+
+    switch (kind) {
+    case API_KIND_CLUSTER:
+        n = add_key(keys, n, MEMBER_KEY_CONTROL_PLANE_REF,
+                    str(get(get(obj, "spec"), "controlPlaneRef"), "name"));
+        n = add_key(keys, n, MEMBER_KEY_INFRASTRUCTURE_REF,
+                    str(get(get(obj, "spec"), "infrastructureRef"), "name"));
+        break;
+    case API_KIND_NESTED_ETCD:
+    case API_KIND_NESTED_APISERVER:
+    case API_KIND_NESTED_CONTROLLER_MANAGER:
+        if (member_controlled_by_kind(obj, API_KIND_NESTED_CONTROL_PLANE, &owner))
+            n = add_key(keys, n, MEMBER_KEY_CONTROLLER, owner);
+        n = add_key(keys, n, MEMBER_KEY_CLUSTER_LABEL, label_of(obj, MEMBER_CLUSTER_NAME_LABEL));
+        break;
+    case API_KIND_NESTED_CONTROL_PLANE:
+        for (int i = 0; i < RENDER_PART__COUNT; i++)
+            n = add_key(keys, n, MEMBER_KEY_PART_REF + (unsigned)i,
+                        str(get(get(obj, "spec"), render_part_field((enum render_part)i)), "name"));
+        n = add_key(keys, n, MEMBER_KEY_OWNER_CLUSTER, member_owner_cluster_name(obj));
+        n = add_key(keys, n, MEMBER_KEY_STANDALONE_NAME, standalone_name(obj));
+        break;
+    case API_KIND_NESTED_CLUSTER:
+        n = add_key(keys, n, MEMBER_KEY_STANDALONE_NAME, standalone_name(obj));
+        break;
+    case API_KIND_COUNT:
+        break;
+    }
+    return n;
+}
+
+/* The objects of kind in ns with one of keys (and maybe others: every caller checks). */
+static void each_keyed(const struct render_source *src, enum api_kind kind, const char *ns,
+                       const struct render_key *keys, size_t n, render_source_fn fn, void *userdata)
+{
+    if (src->each_keyed)
+        src->each_keyed(src->ctx, kind, ns, keys, n, fn, userdata);
+    else
+        src->each(src->ctx, kind, ns, fn, userdata);
+}
+
 /* ---- Clusters ---- */
 
 struct ref_search {
@@ -159,6 +222,9 @@ const cJSON *member_capi_cluster(const struct render_source *src, const cJSON *o
         .ns = ns,
         .name = name_of(obj),
     };
+    struct render_key key = {kind == API_KIND_NESTED_CLUSTER ? MEMBER_KEY_INFRASTRUCTURE_REF
+                                                             : MEMBER_KEY_CONTROL_PLANE_REF,
+                             s.name};
 
     if (ret_by_owner)
         *ret_by_owner = owner != NULL;
@@ -168,7 +234,7 @@ const cJSON *member_capi_cluster(const struct render_source *src, const cJSON *o
         return src->get(src->ctx, API_KIND_CLUSTER, ns, owner);
     if (!s.name)
         return NULL;
-    src->each(src->ctx, API_KIND_CLUSTER, ns, find_referring_cluster, &s);
+    each_keyed(src, API_KIND_CLUSTER, ns, &key, 1, find_referring_cluster, &s);
     if (ret_count)
         *ret_count = s.count;
     return s.found;
@@ -242,7 +308,11 @@ const cJSON *member_component(const struct render_source *src, const cJSON *ncp,
     m.cluster_name = member_cluster_name(src, ncp, API_KIND_NESTED_CONTROL_PLANE);
     if (!m.ncp_name)
         return NULL;
-    src->each(src->ctx, kind, ns_of(ncp), match_component, &m);
+    {
+        struct render_key keys[] = {{MEMBER_KEY_CONTROLLER, m.ncp_name},
+                                    {MEMBER_KEY_CLUSTER_LABEL, m.cluster_name}};
+        each_keyed(src, kind, ns_of(ncp), keys, m.cluster_name ? 2 : 1, match_component, &m);
+    }
     if (ret_count)
         *ret_count = m.count;
     return m.count == 1 ? m.found : NULL;
@@ -271,6 +341,7 @@ const cJSON *member_control_plane_of_component(const struct render_source *src,
 {
     const char *ns = ns_of(component), *owner;
     struct spec_search s = {.part = part, .name = name_of(component)};
+    struct render_key key = {MEMBER_KEY_PART_REF + (unsigned)part, s.name};
     const cJSON *ncp;
 
     if (member_controlled_by_kind(component, API_KIND_NESTED_CONTROL_PLANE, &owner)) {
@@ -278,9 +349,10 @@ const cJSON *member_control_plane_of_component(const struct render_source *src,
         if (ncp)
             return ncp;
     }
+
     if (!s.name)
         return NULL;
-    src->each(src->ctx, API_KIND_NESTED_CONTROL_PLANE, ns, find_naming_control_plane, &s);
+    each_keyed(src, API_KIND_NESTED_CONTROL_PLANE, ns, &key, 1, find_naming_control_plane, &s);
     if (s.found)
         return s.found;
     /* A control plane that names no component of this kind takes the one labelled with its
@@ -330,7 +402,8 @@ static const cJSON *standalone_by_cluster_name(const struct render_source *src, 
         if (s.found)
             return s.found;
     }
-    src->each(src->ctx, kind, ns, find_by_cluster_name, &s);
+    each_keyed(src, kind, ns, &(struct render_key){MEMBER_KEY_STANDALONE_NAME, cluster_name}, 1,
+               find_by_cluster_name, &s);
     return s.found;
 }
 
@@ -398,8 +471,11 @@ void member_control_planes_of_cluster(const struct render_source *src, const cJS
     const cJSON *ncp =
         cluster_ref_target(src, cl, "controlPlaneRef", API_KIND_NESTED_CONTROL_PLANE);
     struct owner_search s = {name_of(cl), fn, userdata, ncp};
+    struct render_key key = {MEMBER_KEY_OWNER_CLUSTER, s.cluster};
 
     if (ncp)
         fn(userdata, ncp);
-    src->each(src->ctx, API_KIND_NESTED_CONTROL_PLANE, ns_of(cl), each_owned_by_cluster, &s);
+    if (s.cluster)
+        each_keyed(src, API_KIND_NESTED_CONTROL_PLANE, ns_of(cl), &key, 1, each_owned_by_cluster,
+                   &s);
 }

@@ -40,6 +40,30 @@
 /* The label that carries a cluster's name on every object of it. */
 #define MEMBER_CLUSTER_NAME_LABEL "cluster.x-k8s.io/cluster-name"
 
+/* The keys member_index_keys gives an object: what the lookups below search a namespace by. */
+enum member_key {
+    MEMBER_KEY_CONTROL_PLANE_REF,  /* a Cluster's spec.controlPlaneRef.name */
+    MEMBER_KEY_INFRASTRUCTURE_REF, /* a Cluster's spec.infrastructureRef.name */
+    MEMBER_KEY_CONTROLLER,         /* a component's controller NestedControlPlane's name */
+    MEMBER_KEY_CLUSTER_LABEL,      /* a component's cluster-name label */
+    MEMBER_KEY_PART_REF,           /* a control plane's spec.etcd / spec.apiserver /
+                                    * spec.controllerManager name: MEMBER_KEY_PART_REF + part */
+    MEMBER_KEY_OWNER_CLUSTER =
+        MEMBER_KEY_PART_REF + RENDER_PART__COUNT, /* a control plane's
+                                                   * member_owner_cluster_name */
+    MEMBER_KEY_STANDALONE_NAME, /* a control plane's or NestedCluster's cluster name should
+                                 * it have no Cluster: its label, else its name */
+    MEMBER_KEY__COUNT
+};
+
+/* The most keys member_index_keys gives one object. */
+#define MEMBER_INDEX_KEYS_MAX 5
+
+/* Writes the keys of obj, an object of kind (a nestcp kind or API_KIND_CLUSTER), to keys (room
+ * for MEMBER_INDEX_KEYS_MAX) and returns how many; each value is borrowed from obj. A source
+ * that files objects under these keys can serve render_source.each_keyed. */
+size_t member_index_keys(enum api_kind kind, const cJSON *obj, struct render_key *keys);
+
 /* The kind of a nestcp object or Cluster from its apiVersion and kind; -ENOENT otherwise. */
 int member_kind_of(const cJSON *obj, enum api_kind *ret_kind);
 

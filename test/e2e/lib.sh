@@ -24,6 +24,8 @@ short=${short//_/-}
 ns=e2e-${short:0:40}-$$
 node=e2e-$$
 . "$NESTCP_SOURCE_DIR/test/support/podnet.sh"
+# shellcheck source=../support/crds.sh
+. "$NESTCP_SOURCE_DIR/test/support/crds.sh"
 podnet_claim || { echo "FAIL: no free pod network" >&2; exit 1; }
 pod_net=$podnet
 work=$(mktemp -d /tmp/nestcp-e2e.XXXXXX)
@@ -131,18 +133,9 @@ cleanup() {
 trap cleanup EXIT
 
 install_crds() {
-    # Tests beside this one may create the same CRDs at the same moment: one of the two
-    # creates then gets AlreadyExists, and applying again updates instead.
-    until_true 30 kubectl apply -f "$NESTCP_SOURCE_DIR/config/crd/bases" \
-        -f "$NESTCP_SOURCE_DIR/config/crd/capi" >/dev/null 2>&1 || fail "the CRDs cannot be applied"
-    # Until it is Established (and a fresh CRD has no conditions, on which `kubectl wait`
-    # fails), then until kubectl, which discovers new resources lazily, knows every kind.
-    until_true 60 kubectl wait --for condition=established --timeout=30s \
-        crd/clusters.cluster.x-k8s.io crd/nestedclusters.infrastructure.cluster.x-k8s.io \
-        crd/nestedcontrolplanes.controlplane.cluster.x-k8s.io \
-        crd/nestedetcds.controlplane.cluster.x-k8s.io \
-        crd/nestedapiservers.controlplane.cluster.x-k8s.io \
-        crd/nestedcontrollermanagers.controlplane.cluster.x-k8s.io || fail "the CRDs are not Established"
+    # nestcp's CRDs and Cluster API's Cluster CRD (test/support/crds.sh), until Established;
+    # then until kubectl, which discovers new resources lazily, knows every kind.
+    crds_install || fail "the CRDs are not established"
     until_true 30 kubectl get ncp,netcd,nkas,nkcm,nc,clusters.cluster.x-k8s.io -A ||
         fail "kubectl does not discover the CRDs"
 }

@@ -6,8 +6,7 @@
 #     --infrastructure nested` from a local repository holding the components files a release
 #     publishes (built here as docs/clusterctl.md says) installs nestcp's CRDs and RBAC;
 #   - `clusterctl generate cluster` from templates/cluster-template.yaml and `kubectl apply`
-#     create a tenant; the template's v1beta1 Cluster goes through Cluster API's conversion
-#     webhook, served by its pod;
+#     create a tenant (the template's Cluster is v1beta2, the version Cluster API stores);
 #   - Cluster API, not nestcp, completes the Cluster's status: initialization
 #     (infrastructureProvisioned, controlPlaneInitialized), phase Provisioned, the control plane
 #     endpoint, and Available True, which needs its remote connection probe to reach the tenant
@@ -29,7 +28,7 @@ set -euo pipefail
 # shellcheck source=../support/crds.sh
 . "$NESTCP_SOURCE_DIR/test/support/crds.sh"
 
-capi_version=1.14.2
+capi_version=$NESTCP_CAPI_VERSION
 nestcp_release=v0.1.0
 capi=$("$NESTCP_SOURCE_DIR/hack/kube-build.sh" cluster-api "$capi_version") ||
     fail "Cluster API $capi_version could not be built (hack/kube-build.sh)"
@@ -39,8 +38,8 @@ clusterctl() { "$capi/clusterctl" --config "$work/clusterctl.yaml" "$@"; }
 
 capi_cleanup() {
     # Cluster API's objects are cluster-wide: remove them whatever happened, so the next test
-    # finds the super cluster as it was (the stand-in Cluster CRD is applied again by tests
-    # that use it).
+    # finds the super cluster as it was (Cluster API's Cluster CRD alone is applied again by
+    # the tests that use it, test/support/crds.sh).
     [ -z "${capi_pid:-}" ] || kill -CONT "$capi_pid" 2>/dev/null || true
     [ -f "$work/clusterctl.yaml" ] || return 0
     clusterctl delete --all --include-crd --include-namespace >/dev/null 2>&1 || true
@@ -113,11 +112,12 @@ agent_pid=$!
 until_true 30 node_ready || fail "the node agent's Node $node is not Ready"
 
 # --- clusterctl init ---
-# Tests that ran before this one may have left the stand-in Cluster CRD (config/crd/capi,
-# v1beta1 only); clusterctl would take this for a v1beta1 management cluster and refuse it.
-# This test runs alone, so no Cluster of another test is in use.
+# Tests that ran before this one leave Cluster API's Cluster CRD, applied alone
+# (test/support/crds.sh): clusterctl installs every CRD of the release itself, as a user's
+# `clusterctl init` does on a management cluster without Cluster API. This test runs alone, so
+# no Cluster of another test is in use.
 kubectl delete crd clusters.cluster.x-k8s.io --ignore-not-found --wait=true --timeout=60s \
-    >/dev/null || fail "the stand-in Cluster CRD cannot be removed"
+    >/dev/null || fail "the Cluster CRD cannot be removed"
 t0=$(now)
 clusterctl init --core "cluster-api:v$capi_version" --bootstrap "kubeadm:v$capi_version" \
     --control-plane "nested:$nestcp_release" --infrastructure "nested:$nestcp_release" \

@@ -256,8 +256,8 @@ int main(int argc, char **argv)
     };
     /* Conflicts retry quickly and without an overall rate bound: a test waits on them. */
     struct workqueue_opts qo = {.concurrency = 16, .base_delay = 0.05, .max_delay = 5, .qps = -1};
-    static const struct kube_informer_handlers handlers = {pod_added, pod_updated, NULL,
-                                                           pods_synced};
+    static const struct kube_informer_handlers handlers = {
+        .on_add = pod_added, .on_update = pod_updated, .on_synced = pods_synced};
     struct kube_informer_opts io = {.resource = &KUBE_PODS};
     struct ev_loop *loop = EV_DEFAULT;
     struct fake_kubelet fk = {.pod_ip = "127.0.0.2"};

@@ -973,8 +973,8 @@ static void heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void start_binding(struct nodeagent *na)
 {
-    static const struct kube_informer_handlers h = {unscheduled_add, unscheduled_update, NULL,
-                                                    NULL};
+    static const struct kube_informer_handlers h = {.on_add = unscheduled_add,
+                                                    .on_update = unscheduled_update};
     struct kube_informer_opts o = {
         .resource = &KUBE_PODS,
         .namespace_ = na->ns,
@@ -1003,7 +1003,8 @@ static void unscheduled_free(struct nodeagent *na)
 
 static void start_pods(struct nodeagent *na)
 {
-    static const struct kube_informer_handlers h = {pods_add, pods_update, pods_delete, NULL};
+    static const struct kube_informer_handlers h = {
+        .on_add = pods_add, .on_update = pods_update, .on_delete = pods_delete};
     char selector[300];
     struct kube_informer_opts o = {.resource = &KUBE_PODS, .field_selector = selector};
 
@@ -1029,10 +1030,14 @@ static void cache_synced(void *userdata)
 
 int nodeagent_start(struct nodeagent *na)
 {
-    static const struct kube_informer_handlers data_h = {data_add, data_update, data_delete,
-                                                         cache_synced};
-    static const struct kube_informer_handlers svc_h = {svc_add, svc_update, svc_delete,
-                                                        cache_synced};
+    static const struct kube_informer_handlers data_h = {.on_add = data_add,
+                                                         .on_update = data_update,
+                                                         .on_delete = data_delete,
+                                                         .on_synced = cache_synced};
+    static const struct kube_informer_handlers svc_h = {.on_add = svc_add,
+                                                        .on_update = svc_update,
+                                                        .on_delete = svc_delete,
+                                                        .on_synced = cache_synced};
     struct kube_informer_opts o = {0};
     int r;
 

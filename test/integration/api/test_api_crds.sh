@@ -3,8 +3,9 @@
 # users rely on:
 #   - every CRD is established and structural; `kubectl explain` documents the fields;
 #   - the samples apply; `kubectl get ncp` shows the printer columns, filled from a /status write;
-#   - CAPN's templates/cluster-template.yaml (v1alpha4, variables filled) applies unchanged and
-#     reads back as v1beta1 with the schema defaults applied;
+#   - CAPN's templates/cluster-template.yaml (v1alpha4, variables filled) applies unchanged but
+#     for its Cluster, which Cluster API serves at v1beta2 (its own CRD, without its conversion
+#     webhook), and reads back as v1beta1 with the schema defaults applied;
 #   - the schema rejects what it should (etcd replicas 9, an unknown keyAlgorithm).
 # The CRDs stay installed afterwards (applying them is idempotent); the test namespace is removed.
 set -euo pipefail
@@ -37,7 +38,7 @@ for r in nestedclusters.v1alpha4.infrastructure.cluster.x-k8s.io \
     nestedapiservers.v1beta1.controlplane.cluster.x-k8s.io \
     nestedcontrollermanagers.v1alpha4.controlplane.cluster.x-k8s.io \
     nestedcontrollermanagers.v1beta1.controlplane.cluster.x-k8s.io \
-    clusters.v1alpha4.cluster.x-k8s.io clusters.v1beta1.cluster.x-k8s.io; do
+    clusters.v1beta2.cluster.x-k8s.io; do
     for i in $(seq 1 60); do
         kubectl get "$r" --all-namespaces >/dev/null 2>&1 && break
         [ "$i" -eq 60 ] && fail "$r is not served 60s after the CRDs were established"
@@ -97,11 +98,13 @@ kubectl replace --raw "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/$n
 row=$(kubectl get ncp -n "$ns" standalone --no-headers)
 [ "$(echo $row | cut -d' ' -f1-4)" = "standalone v1.36.3 true Ready" ] || fail "ncp row: $row"
 
-# --- a CAPN v1alpha4 manifest, unchanged ---
+# --- a CAPN v1alpha4 manifest, unchanged but for its Cluster ---
+# Cluster API serves Cluster at v1beta1 and v1beta2 only, and without its conversion webhook only
+# at v1beta2, the version it stores: references name the group, not a version.
 c=capn-test
 kubectl apply -n "$ns" -f - >/dev/null <<YAML
 ---
-apiVersion: cluster.x-k8s.io/v1alpha4
+apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata:
   name: "$c"
@@ -110,11 +113,11 @@ spec:
     host: "$c-apiserver"
     port: 6443
   infrastructureRef:
-    apiVersion: infrastructure.cluster.x-k8s.io/v1alpha4
+    apiGroup: infrastructure.cluster.x-k8s.io
     kind: NestedCluster
     name: "$c"
   controlPlaneRef:
-    apiVersion: controlplane.cluster.x-k8s.io/v1alpha4
+    apiGroup: controlplane.cluster.x-k8s.io
     kind: NestedControlPlane
     name: "$c-control-plane"
 ---
@@ -182,8 +185,9 @@ done
 got=$(kubectl get -n "$ns" nestedclusters.v1beta1.infrastructure.cluster.x-k8s.io "$c" \
     -o jsonpath='{.apiVersion} {.spec.controlPlaneEndpoint.host}:{.spec.controlPlaneEndpoint.port}')
 [ "$got" = "infrastructure.cluster.x-k8s.io/v1beta1 localhost:6443" ] || fail "NestedCluster: $got"
-got=$(kubectl get -n "$ns" clusters.v1beta1.cluster.x-k8s.io "$c" -o jsonpath='{.spec.controlPlaneRef.name}')
-[ "$got" = "$c-control-plane" ] || fail "Cluster read as v1beta1: $got"
+got=$(kubectl get -n "$ns" clusters.cluster.x-k8s.io "$c" -o jsonpath='{.apiVersion} {.spec.controlPlaneRef.apiGroup} {.spec.controlPlaneRef.name}')
+[ "$got" = "cluster.x-k8s.io/v1beta2 controlplane.cluster.x-k8s.io $c-control-plane" ] ||
+    fail "Cluster read at the preferred version: $got"
 
 # --- the schema rejects bad input at the apiserver ---
 out=$(kubectl apply -n "$ns" -f - 2>&1 <<YAML || true

@@ -28,8 +28,8 @@
  * manager knows only by the table: NestedControlPlane, as test/support/crds.sh installs it.
  * For each one the controller applies a headless Service it controls (so the shared Services
  * cache maps changes back to it) and a ConfigMap naming the manager that wrote it, then sets
- * status.phase with an update at the cached resourceVersion, recording an Event. Cluster API's
- * Cluster is not installed: an optional cache that stays empty.
+ * status.phase with an update at the cached resourceVersion, recording an Event. An optional
+ * cache of a resource no CRD defines stays empty and counts as synced.
  */
 
 #define NCP_API_VERSION "controlplane.cluster.x-k8s.io/v1beta1"
@@ -38,18 +38,21 @@
 
 static const struct kube_resource PRIMARY = {"controlplane.cluster.x-k8s.io", "v1beta1",
                                              "nestedcontrolplanes", "NestedControlPlane", true};
-static const struct kube_resource ABSENT = {"cluster.x-k8s.io", "v1beta1", "clusters", "Cluster",
+/* An optional resource no test defines: Cluster API's Cluster, which other tests on the same
+ * super cluster install, would be present or absent depending on what runs beside this test (and
+ * unreadable at v1beta1 while a Cluster exists, its conversion webhook not running). */
+static const struct kube_resource ABSENT = {"absent.nestcp.test", "v1", "nothings", "Nothing",
                                             true};
 /* A custom resource the test defines, read at v2 when served, else v1. */
 #define GIZMO_GROUP "ctrl-versions.nestcp.test"
 static const struct kube_resource GIZMOS = {GIZMO_GROUP, "v1", "gizmos", "Gizmo", true};
 static const char *const gizmo_versions[] = {"v2", "v1", NULL};
 static const struct ctrl_cache_spec caches[] = {
-    {&PRIMARY, NULL, false, NULL, NULL},
-    {&ABSENT, NULL, true, NULL, NULL},
-    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL, NULL},
-    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL, NULL},
-    {&GIZMOS, NULL, true, NULL, gizmo_versions},
+    {&PRIMARY, NULL, false, NULL, NULL, NULL},
+    {&ABSENT, NULL, true, NULL, NULL, NULL},
+    {&KUBE_SERVICES, OWNED_SELECTOR, false, NULL, NULL, NULL},
+    {&KUBE_CONFIGMAPS, OWNED_SELECTOR, false, NULL, NULL, NULL},
+    {&GIZMOS, NULL, true, NULL, gizmo_versions, NULL},
 };
 
 struct tiny {
@@ -61,6 +64,10 @@ struct tiny {
     bool conflict_once; /* the next status update uses a stale resourceVersion */
     /* Instead: ConfigMaps <name>-new and <name>-theirs, applied claimed for the primary. */
     bool claim;
+    /* Instead of the tiny controller: this one, of the first cache's resource (with a table of
+     * caches of the test's own, in the options). */
+    int (*reconcile)(void *ctx, const struct ctrl_view *view, const char *ns, const char *name,
+                     struct plan *plan, struct err *e);
 };
 
 static struct kt t;
@@ -165,8 +172,14 @@ static void tiny_start(struct tiny *ti, const struct manager_opts *extra, bool h
         }
     }
     ti->client = kt_client(&t);
-    o.caches = caches;
-    o.n_caches = sizeof(caches) / sizeof(caches[0]);
+    if (!o.caches) {
+        o.caches = caches;
+        o.n_caches = sizeof(caches) / sizeof(caches[0]);
+    }
+    if (ti->reconcile) {
+        def.primary = o.caches[0].resource;
+        def.reconcile = ti->reconcile;
+    }
     o.component = "ctrl-test";
     o.field_manager = "ctrl-test";
     o.metrics_prefix = "tester";
@@ -429,8 +442,8 @@ static void test_manager__plans_land_and_events_appear(void **state)
     assert_true(sample(scrape, "workqueue_adds_total{name=\"tiny\"}") >= 2);
     assert_true(sample(scrape, "tester_informer_synced{resource=\"services\"}") == 1);
     /* The optional cache of a resource not served counts as synced, and stays empty. */
-    assert_true(sample(scrape, "tester_informer_synced{resource=\"clusters\"}") == 1);
-    assert_true(sample(scrape, "tester_informer_objects{resource=\"clusters\"}") == 0);
+    assert_true(sample(scrape, "tester_informer_synced{resource=\"nothings\"}") == 1);
+    assert_true(sample(scrape, "tester_informer_objects{resource=\"nothings\"}") == 0);
     assert_true(sample(scrape, "tester_informer_objects{resource=\"nestedcontrolplanes\"}") == 1);
     assert_true(sample(scrape, "tester_events_total{result=\"created\"}") >= 1);
     assert_true(sample(scrape, "leader_election_master_status{name=\"ctrl-test\"}") == 1);
@@ -614,6 +627,14 @@ static void test_manager__only_the_leader_reconciles_and_a_standby_takes_over(vo
     tiny_free(&pair[standby]);
 }
 
+/* The Gizmo CRD gone, its objects with it, before the next step. */
+static void delete_gizmo_crd(void)
+{
+    assert_int_equal(
+        system("kubectl delete crd gizmos." GIZMO_GROUP " --wait=true --timeout=60s >/dev/null"),
+        0);
+}
+
 /* The Gizmo CRD serving versions (NULL-terminated; the first is stored), with the same schema
  * in each, so that conversion None is correct. */
 static void apply_gizmo_crd(const char *const *versions)
@@ -689,8 +710,158 @@ static void test_manager__a_cache_reads_the_newest_version_served(void **state)
     seen.version = "v2";
     assert_true(kt_wait(&t, reads_version, &seen, 30));
     tiny_free(&ti);
-    assert_int_equal(system("kubectl delete crd gizmos." GIZMO_GROUP " --wait=false >/dev/null"),
-                     0);
+    delete_gizmo_crd();
+}
+
+/* The Gizmo cache holds no version and no object, and counts as synced: the resource is
+ * absent. */
+static bool gizmos_absent(void *arg)
+{
+    char *scrape = http_get(arg, "/metrics");
+    bool ok = sample(scrape, "tester_informer_synced{resource=\"gizmos\"}") == 1 &&
+              sample(scrape, "tester_informer_objects{resource=\"gizmos\"}") == 0 &&
+              sample(scrape, "tester_informer_version{resource=\"gizmos\",version=\"v1\"}") == 0 &&
+              sample(scrape, "tester_informer_version{resource=\"gizmos\",version=\"v2\"}") == 0;
+
+    free(scrape);
+    return ok;
+}
+
+/* The API server answers a list of Gizmos at v1 with 404 (want_served false) or a list. */
+static bool gizmos_served(void *arg)
+{
+    bool want_served = *(const bool *)arg;
+    struct kube_resource v1 = GIZMOS;
+    int r = kt_sync(
+        &t,
+        &(struct kube_request){.verb = KUBE_LIST, .resource = &v1, .namespace_ = t.ns, .limit = 1},
+        NULL);
+
+    return want_served ? r == 0 : r == -ENOENT;
+}
+
+static void create_gizmo(const char *name)
+{
+    struct kube_resource v1 = GIZMOS;
+    char json[256];
+    cJSON *g;
+
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"" GIZMO_GROUP "/v1\",\"kind\":\"Gizmo\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"spec\":{\"size\":3}}",
+             name, t.ns);
+    g = kt_obj(json);
+    assert_int_equal(
+        kt_sync(&t, &(struct kube_request){.verb = KUBE_CREATE, .resource = &v1, .body = g}, NULL),
+        0);
+    cJSON_Delete(g);
+}
+
+static int gizmo_reconcile(void *ctx, const struct ctrl_view *view, const char *ns,
+                           const char *name, struct plan *plan, struct err *e)
+{
+    ((struct tiny *)ctx)->reconciles++;
+    return 0;
+}
+
+static bool gizmo_reconciled(void *arg)
+{
+    return ((struct tiny *)arg)->reconciles > 0;
+}
+
+/* The manager's client has started this many lists (the probes of an optional cache count). */
+struct lists_sent {
+    struct kube_client *client;
+    unsigned long n;
+};
+
+static bool lists_started(void *arg)
+{
+    const struct lists_sent *l = arg;
+    struct kube_client_stats st;
+
+    kube_client_get_stats(l->client, &st);
+    return st.lists >= l->n;
+}
+
+/* The CRD of an optional cache deleted after the probe found its resource, before the cache's
+ * first list: the list answers 404, and the cache is absent (synced, empty) instead of retrying
+ * that list for ever, which kept the manager from ever counting its caches synced. When the
+ * CRD is back, the cache reads it again. */
+static void test_manager__a_crd_deleted_before_the_first_list_leaves_the_cache_absent(void **state)
+{
+    static const struct ctrl_cache_spec only_gizmos[] = {
+        {&GIZMOS, NULL, true, NULL, gizmo_versions, NULL}};
+    /* Static: the teardown frees it when an assertion ended the test. */
+    static struct tiny ti;
+    struct manager_opts o = {.absent_retry = 1, .caches = only_gizmos, .n_caches = 1};
+    struct version_seen seen = {&ti, "v1", 0};
+    bool served = true;
+    struct lists_sent three;
+
+    ti = (struct tiny){.identity = "tiny-g", .reconcile = gizmo_reconcile};
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+    tiny_start(&ti, &o, true);
+    /* Its only cache: the probe at v2 (404), the probe at v1 (served), then the first list,
+     * which the loop sends on its next turn: the loop stays still until the CRD is gone. */
+    three = (struct lists_sent){ti.client, 3};
+    assert_true(kt_wait(&t, lists_started, &three, 30));
+    assert_false(manager_synced(ti.m));
+    delete_gizmo_crd();
+    served = false;
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    assert_true(gizmos_absent(&ti));
+
+    /* The CRD back: the next probe finds it and the cache reads it. */
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    served = true;
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+    create_gizmo("g2");
+    seen.objects = 1;
+    assert_true(kt_wait(&t, reads_version, &seen, 30));
+    assert_true(kt_wait(&t, gizmo_reconciled, &ti, 20));
+    tiny_free(&ti);
+    delete_gizmo_crd();
+}
+
+/* The CRD of an optional cache deleted while the cache is synced and watching: its objects leave
+ * the cache, the cache is absent (the watch, then any list, answers 404), the manager stays
+ * synced and goes on reconciling the rest; the CRD back, the cache reads it again. */
+static void test_manager__a_crd_deleted_while_watched_leaves_the_cache_absent(void **state)
+{
+    static struct tiny ti; /* as above */
+    struct manager_opts o = {.absent_retry = 1};
+    struct version_seen seen = {&ti, "v1", 1};
+    struct expect cm = {&KUBE_CONFIGMAPS, "w-cm", {"data", "writer"}, "tiny-w"};
+    bool served = true;
+
+    ti = (struct tiny){.identity = "tiny-w"};
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+    create_gizmo("g3");
+    tiny_start(&ti, &o, true);
+    assert_true(kt_wait(&t, synced, ti.m, 30));
+    assert_true(kt_wait(&t, reads_version, &seen, 30));
+
+    delete_gizmo_crd();
+    assert_true(kt_wait(&t, gizmos_absent, &ti, 30));
+    assert_true(manager_synced(ti.m));
+    /* The other caches and the controller go on. */
+    create_ncp("w");
+    assert_true(kt_wait(&t, has_value, &cm, 20));
+
+    apply_gizmo_crd((const char *const[]){"v1", NULL});
+    seen.objects = 0;
+    assert_true(kt_wait(&t, reads_version, &seen, 30));
+    assert_true(kt_wait(&t, gizmos_served, &served, 30));
+    create_gizmo("g4");
+    seen.objects = 1;
+    assert_true(kt_wait(&t, reads_version, &seen, 20));
+    tiny_free(&ti);
+    delete_gizmo_crd();
 }
 
 int main(void)
@@ -703,6 +874,11 @@ int main(void)
             test_teardown),
         cmocka_unit_test_teardown(test_manager__stop_is_quick_when_idle, test_teardown),
         cmocka_unit_test_teardown(test_manager__a_cache_reads_the_newest_version_served,
+                                  test_teardown),
+        cmocka_unit_test_teardown(
+            test_manager__a_crd_deleted_before_the_first_list_leaves_the_cache_absent,
+            test_teardown),
+        cmocka_unit_test_teardown(test_manager__a_crd_deleted_while_watched_leaves_the_cache_absent,
                                   test_teardown),
         cmocka_unit_test_teardown(test_manager__only_the_leader_reconciles_and_a_standby_takes_over,
                                   test_teardown),

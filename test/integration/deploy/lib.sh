@@ -8,7 +8,7 @@ fail() {
 
 kubectl() { command kubectl --request-timeout=30s "$@"; }
 
-# Installs nestcp's CRDs and the minimal Cluster API Cluster CRD and waits until every kind can
+# Installs nestcp's CRDs and Cluster API's Cluster CRD (test/support/crds.sh) and waits until every kind can
 # be listed (discovery follows Established by a moment). Installing them is idempotent; they
 # stay installed, as the other integration tests leave them.
 install_crds() {

@@ -131,7 +131,7 @@ grep -qE '^ +name: manager$' "$out/cp.yaml" || fail "control-plane components: n
     fail "control-plane components are not config/default less the NestedCluster CRD"
 
 # --- the default install ---
-# The Cluster API Cluster CRD, so `kubectl auth can-i` resolves clusters.cluster.x-k8s.io.
+# Cluster API's Cluster CRD, so `kubectl auth can-i` resolves clusters.cluster.x-k8s.io.
 install_crds "$src"
 kubectl apply -k "$src/config/default" >"$out/apply.log" || fail "apply -k config/default: $(cat "$out/apply.log")"
 for obj in namespace/nestcp-system serviceaccount/nestcp-controller-manager \

@@ -94,6 +94,16 @@ openssl x509 -req -in "$certs/tls.csr" -CA "$certs/ca.crt" -CAkey "$certs/ca.key
     -extfile <(printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n') \
     -out "$certs/tls.crt" 2>/dev/null
 
+# This manager watches every namespace, so an earlier test's namespace still being deleted
+# would answer its writes there 403 (the namespace is terminating, not RBAC refusing), which
+# the checks below count as refusals: start once no namespace is terminating.
+end=$((SECONDS + 300))
+while [ -n "$(kubectl get namespaces --no-headers 2>/dev/null | awk '$2 == "Terminating"')" ]; do
+    [ "$SECONDS" -lt "$end" ] ||
+        fail "namespaces still terminating after 300 s: $(kubectl get namespaces --no-headers | awk '$2 == "Terminating" { print $1 }')"
+    sleep 1
+done
+
 # --- the manager, every namespace, leader election in its own namespace ---
 # Lease timings longer than the defaults: on a loaded test machine a renewal can take more
 # than the 10 s deadline, and a manager that loses its lease exits (as it should).

@@ -164,7 +164,8 @@ static void test_apiserver_restart__informer_relists_and_delivers_missed_delete(
 {
     struct kube_informer_opts o = {
         .resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns, .label_selector = "test=restart"};
-    struct kube_informer_handlers h = {on_add, on_update, on_delete, NULL};
+    struct kube_informer_handlers h = {
+        .on_add = on_add, .on_update = on_update, .on_delete = on_delete};
     struct kube_informer *inf = NULL;
     struct kube_informer_stats st;
     struct counts c = {0};

@@ -53,7 +53,8 @@ static void on_synced(void *ud)
     ((struct counts *)ud)->synced++;
 }
 
-static const struct kube_informer_handlers handlers = {on_add, on_update, on_delete, on_synced};
+static const struct kube_informer_handlers handlers = {
+    .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .on_synced = on_synced};
 
 static bool synced(void *inf)
 {

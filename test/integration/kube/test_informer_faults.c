@@ -678,6 +678,80 @@ static void test_informer_faults__list_5xx_and_429_back_off_then_sync(void **sta
     kube_client_free(c);
 }
 
+/* ---- a resource no longer served (its CRD deleted) ---- */
+
+struct gone {
+    struct kube_informer *inf;
+    int told;
+};
+
+/* The owner is told, and frees the informer there, as the header allows. */
+static void on_gone(void *userdata)
+{
+    struct gone *g = userdata;
+
+    g->told++;
+    kube_informer_free(g->inf);
+    g->inf = NULL;
+}
+
+static bool told(void *arg)
+{
+    return ((struct gone *)arg)->told > 0;
+}
+
+static void start_gone_informer(struct kube_client *c, const char *label, struct gone *g)
+{
+    char sel[64];
+    struct kube_informer_opts o = {
+        .resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns, .label_selector = sel};
+    struct kube_informer_handlers h = {.on_gone = on_gone};
+
+    snprintf(sel, sizeof(sel), "test=%s", label);
+    assert_int_equal(kube_informer_new(c, &o, &h, g, &g->inf), 0);
+    assert_int_equal(kube_informer_start(g->inf), 0);
+}
+
+/* A 404 on the first list, or on a watch after the list, ends an informer with on_gone: the
+ * handler is told once and nothing is retried. Without on_gone, a 404 is retried as any other
+ * failure. */
+static void test_informer_faults__404_tells_on_gone_or_is_retried(void **state)
+{
+    struct kube_client *c = proxied_client();
+    struct gone listed = {0}, watched = {0};
+    struct kube_informer *retried;
+    int from = log_end();
+
+    create_cm("gone-l", "gonelist", NULL, 0);
+    create_cm("gone-w", "gonewatch", NULL, 0);
+    create_cm("gone-r", "goneretry", NULL, 0);
+    add_rule((struct kfp_rule){
+        .match = {"GET", "test%3Dgonelist"}, .count = -1, .action = KFP_REPLY, .status = 404});
+    add_rule((struct kfp_rule){
+        .match = {"watch=1", "test%3Dgonewatch"}, .count = -1, .action = KFP_REPLY, .status = 404});
+    add_rule((struct kfp_rule){
+        .match = {"GET", "test%3Dgoneretry"}, .count = 1, .action = KFP_REPLY, .status = 404});
+    start_gone_informer(c, "gonelist", &listed);
+    start_gone_informer(c, "gonewatch", &watched);
+    retried = start_informer(c, &KUBE_CONFIGMAPS, "goneretry", 0, false);
+
+    assert_true(kt_wait(&T, told, &listed, 30));
+    assert_true(kt_wait(&T, told, &watched, 30));
+    assert_null(listed.inf);
+    assert_null(watched.inf);
+    /* The retried one lists again after its backoff, by which time neither of the others has
+     * sent anything more. */
+    assert_true(kt_wait(&T, synced, retried, 30));
+    assert_int_equal(stats_of(retried).list_failures, 1);
+    assert_converges(retried, &KUBE_CONFIGMAPS, "goneretry");
+    assert_sequence(from, "gonelist", "L");
+    assert_sequence(from, "gonewatch", "LW");
+    assert_int_equal(listed.told, 1);
+    assert_int_equal(watched.told, 1);
+    kube_informer_free(retried);
+    kube_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -701,6 +775,8 @@ int main(void)
         cmocka_unit_test_teardown(test_informer_faults__unparseable_events_are_skipped_and_counted,
                                   clear_rules),
         cmocka_unit_test_teardown(test_informer_faults__list_5xx_and_429_back_off_then_sync,
+                                  clear_rules),
+        cmocka_unit_test_teardown(test_informer_faults__404_tells_on_gone_or_is_retried,
                                   clear_rules),
     };
 

@@ -18,6 +18,7 @@
 
 #include "controllers/access.h"
 #include "controllers/caches.h"
+#include "controllers/lookup.h"
 #include "lib/ctrl/plan.h"
 #include "lib/kube/store.h"
 #include "lib/util/jsonpatch.h"
@@ -46,7 +47,9 @@ struct fixture {
     struct cache_view view;
 };
 
-static inline void fx_init(struct fixture *f)
+/* The stores without the indexes the manager's caches have (controllers/caches.c): every
+ * lookup walks the namespace. */
+static inline void fx_init_unindexed(struct fixture *f)
 {
     memset(f, 0, sizeof(*f));
     for (int i = 0; i < FX__COUNT; i++)
@@ -68,6 +71,18 @@ static inline void fx_init(struct fixture *f)
         .jobs = &f->stores[FX_JOBS],
         .now = 1800000000.0,
     };
+}
+
+/* The stores with the indexes of the manager's caches. */
+static inline void fx_init(struct fixture *f)
+{
+    fx_init_unindexed(f);
+    kube_store_set_index(&f->stores[FX_CONTROL_PLANES], lookup_index_control_plane);
+    kube_store_set_index(&f->stores[FX_ETCDS], lookup_index_component);
+    kube_store_set_index(&f->stores[FX_APISERVERS], lookup_index_component);
+    kube_store_set_index(&f->stores[FX_CONTROLLER_MANAGERS], lookup_index_component);
+    kube_store_set_index(&f->stores[FX_NESTED_CLUSTERS], lookup_index_nested_cluster);
+    kube_store_set_index(&f->stores[FX_CLUSTERS], lookup_index_cluster);
 }
 
 static inline void fx_done(struct fixture *f)

@@ -4,6 +4,7 @@
 
 #include "controllers/lookup.h"
 #include "lib/render/catalog.h"
+#include "lib/render/member.h"
 
 /* CAPN's cluster template shape, as Cluster API's controllers leave it (owner references). */
 static const char capn_owned[] =
@@ -427,6 +428,255 @@ static void test_lookup__changes_of_related_objects_concern_their_control_plane(
     fx_done(&f);
 }
 
+/* ---- the caches' indexes give what the namespace walks gave ---- */
+
+struct rng {
+    uint64_t s;
+};
+
+static unsigned pick(struct rng *r, unsigned n)
+{
+    r->s ^= r->s << 13;
+    r->s ^= r->s >> 7;
+    r->s ^= r->s << 17;
+    return (unsigned)((r->s >> 11) % n);
+}
+
+static const char *const eq_nss[] = {"default", "other"};
+
+static void add_ref(cJSON *parent, const char *field, const char *kind, const char *name)
+{
+    cJSON *ref = cJSON_AddObjectToObject(parent, field);
+
+    cJSON_AddStringToObject(ref, "kind", kind);
+    cJSON_AddStringToObject(ref, "name", name);
+}
+
+static void add_owner(cJSON *md, const char *api_version, const char *kind, const char *name,
+                      bool controller)
+{
+    cJSON *refs = cJSON_GetObjectItemCaseSensitive(md, "ownerReferences"), *ref;
+
+    if (!refs)
+        refs = cJSON_AddArrayToObject(md, "ownerReferences");
+    ref = cJSON_CreateObject();
+    cJSON_AddStringToObject(ref, "apiVersion", api_version);
+    cJSON_AddStringToObject(ref, "kind", kind);
+    cJSON_AddStringToObject(ref, "name", name);
+    cJSON_AddStringToObject(ref, "uid", name);
+    if (controller)
+        cJSON_AddBoolToObject(ref, "controller", true);
+    cJSON_AddItemToArray(refs, ref);
+}
+
+/* A random object of the fifth kind given; names come from small sets so that they collide. */
+static cJSON *random_object(struct rng *r, int kind)
+{
+    static const char *const kinds[][2] = {
+        {"cluster.x-k8s.io/v1beta1", "Cluster"},
+        {"controlplane.cluster.x-k8s.io/v1beta1", "NestedControlPlane"},
+        {"controlplane.cluster.x-k8s.io/v1beta1", "NestedEtcd"},
+        {"controlplane.cluster.x-k8s.io/v1beta1", "NestedAPIServer"},
+        {"infrastructure.cluster.x-k8s.io/v1beta1", "NestedCluster"},
+    };
+    static const char *const prefix[] = {"c", "p", "e", "a", "n"};
+    cJSON *o = cJSON_CreateObject(), *md, *spec;
+    char name[16], other[16], ts[32];
+
+    cJSON_AddStringToObject(o, "apiVersion", kinds[kind][0]);
+    cJSON_AddStringToObject(o, "kind", kinds[kind][1]);
+    md = cJSON_AddObjectToObject(o, "metadata");
+    snprintf(name, sizeof(name), "%s%u", prefix[kind], pick(r, 6));
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", eq_nss[pick(r, 2)]);
+    snprintf(ts, sizeof(ts), "2026-01-0%uT00:00:00Z", 1 + pick(r, 3));
+    cJSON_AddStringToObject(md, "creationTimestamp", ts);
+    if (pick(r, 2)) {
+        unsigned v = pick(r, 8);
+        snprintf(other, sizeof(other), "%s%u", pick(r, 2) ? "c" : "p", v);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"),
+                                "cluster.x-k8s.io/cluster-name", v == 7 ? "" : other);
+    }
+    spec = cJSON_AddObjectToObject(o, "spec");
+    switch (kind) {
+    case 0:
+        if (pick(r, 4)) {
+            snprintf(other, sizeof(other), "p%u", pick(r, 6));
+            add_ref(spec, "controlPlaneRef", pick(r, 8) ? "NestedControlPlane" : "NestedEtcd",
+                    other);
+        }
+        if (pick(r, 4)) {
+            snprintf(other, sizeof(other), "n%u", pick(r, 6));
+            add_ref(spec, "infrastructureRef", "NestedCluster", other);
+        }
+        break;
+    case 1:
+    case 4:
+        if (pick(r, 3) == 0) {
+            snprintf(other, sizeof(other), "c%u", pick(r, 6));
+            add_owner(md, "cluster.x-k8s.io/v1beta1", "Cluster", other, false);
+        }
+        for (int i = 0; kind == 1 && i < RENDER_PART__COUNT; i++) {
+            static const char *const fields[][2] = {
+                {"etcd", "NestedEtcd"},
+                {"apiserver", "NestedAPIServer"},
+                {"controllerManager", "NestedControllerManager"}};
+            if (pick(r, 3) == 0) {
+                snprintf(other, sizeof(other), "%s%u", prefix[2 + i % 2], pick(r, 6));
+                add_ref(spec, fields[i][0], fields[i][1], other);
+            }
+        }
+        break;
+    default:
+        if (pick(r, 2)) {
+            snprintf(other, sizeof(other), "p%u", pick(r, 6));
+            add_owner(md, "controlplane.cluster.x-k8s.io/v1beta1", "NestedControlPlane", other,
+                      pick(r, 4) != 0);
+        }
+        break;
+    }
+    return o;
+}
+
+static void say(char **out, size_t *left, const char *what, const char *value)
+{
+    int n = snprintf(*out, *left, "%s=%s ", what, value ? value : "-");
+
+    assert_true(n > 0 && (size_t)n < *left);
+    *out += n;
+    *left -= (size_t)n;
+}
+
+static void say_obj(char **out, size_t *left, const char *what, const cJSON *obj)
+{
+    say(out, left, what, obj ? kube_obj_name(obj) : NULL);
+}
+
+struct said {
+    char **out;
+    size_t *left;
+    const char *cluster;
+};
+
+static void say_each(void *userdata, const cJSON *ncp)
+{
+    struct said *s = userdata;
+
+    say_obj(s->out, s->left, "for", ncp);
+}
+
+static bool say_claimant(void *userdata, const cJSON *ncp)
+{
+    struct said *s = userdata;
+
+    if (strcmp(lookup_claimed_name(ncp), s->cluster) == 0)
+        say_obj(s->out, s->left, "claims", ncp);
+    return true;
+}
+
+/* Every lookup about every object of f, written out. */
+static void describe(struct fixture *f, char *out, size_t left)
+{
+    static const enum fx_store stores[] = {FX_CLUSTERS, FX_CONTROL_PLANES, FX_ETCDS, FX_APISERVERS,
+                                           FX_NESTED_CLUSTERS};
+    static const struct kube_resource *const res[] = {&CAPI_CLUSTERS, &NESTCP_CONTROL_PLANES,
+                                                      &NESTCP_ETCDS, &NESTCP_APISERVERS,
+                                                      &NESTCP_NESTED_CLUSTERS};
+    static const char *const prefix[] = {"c", "p", "e", "a", "n"};
+    struct render_source src;
+
+    lookup_source(&f->view, &src);
+    for (int n = 0; n < 2; n++) {
+        for (int k = 0; k < 5; k++) {
+            for (int i = 0; i < 8; i++) {
+                char name[16];
+                const cJSON *obj;
+                bool by_owner = false;
+                int count = -1;
+                struct said s = {&out, &left, NULL};
+
+                snprintf(name, sizeof(name), "%s%d", prefix[k], i);
+                obj = kube_store_get(&f->stores[stores[k]], eq_nss[n], name);
+                say(&out, &left, "obj", obj ? name : NULL);
+                if (!obj)
+                    continue;
+                lookup_control_planes_for(&f->view, res[k], obj, say_each, &s);
+                if (k == 1 || k == 4) {
+                    enum api_kind kind =
+                        k == 1 ? API_KIND_NESTED_CONTROL_PLANE : API_KIND_NESTED_CLUSTER;
+                    say_obj(&out, &left, "cluster",
+                            member_capi_cluster(&src, obj, kind, &by_owner, &count));
+                    say(&out, &left, "by_owner", by_owner ? "y" : "n");
+                    say(&out, &left, "count", count == 0 ? "0" : count == 1 ? "1" : "more");
+                    say(&out, &left, "name", lookup_cluster_name(&f->view, obj, kind));
+                }
+                if (k == 4)
+                    say_obj(&out, &left, "ncp",
+                            lookup_control_plane_of_nested_cluster(&f->view, obj));
+                if (k == 1) {
+                    say_obj(&out, &left, "nc",
+                            lookup_nested_cluster_of_control_plane(&f->view, obj));
+                    for (int p = 0; p < RENDER_PART__COUNT; p++) {
+                        count = -1;
+                        say_obj(&out, &left, "component",
+                                member_component(&src, obj, (enum render_part)p, &count));
+                        say(&out, &left, "count", count == 0 ? "0" : count == 1 ? "1" : "more");
+                    }
+                    s.cluster = lookup_claimed_name(obj);
+                    lookup_each_claimant(&f->view, eq_nss[n], s.cluster, say_claimant, &s);
+                    say_obj(&out, &left, "of-name",
+                            member_control_plane_of_cluster_name(&src, eq_nss[n], name));
+                }
+                if (k == 2 || k == 3)
+                    say_obj(&out, &left, "ncp",
+                            lookup_control_plane_of_component(
+                                &f->view, obj, k == 2 ? RENDER_PART_ETCD : RENDER_PART_APISERVER));
+            }
+        }
+    }
+}
+
+/* Random namespaces of clusters whose names, labels, references and owners collide, changed
+ * and trimmed at random: with the indexes every lookup gives what the namespace walks give. */
+static void test_lookup__indexes_give_what_the_namespace_walks_give(void **state)
+{
+    static char with[1 << 16], without[1 << 16];
+    struct fixture *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+    struct rng r = {88172645463325252ull};
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    for (int round = 0; round < 40; round++) {
+        fx_init(a);
+        fx_init_unindexed(b);
+        for (int i = 0; i < 120; i++) {
+            int kind = (int)pick(&r, 5);
+            cJSON *obj = random_object(&r, kind), *old = NULL;
+
+            if (pick(&r, 10) == 0) {
+                const char *ns = kube_obj_namespace(obj), *name = kube_obj_name(obj);
+                enum fx_store st = fx_store_of(obj);
+                int ra = kube_store_remove(&a->stores[st], ns, name, &old);
+                cJSON_Delete(old);
+                assert_int_equal(kube_store_remove(&b->stores[st], ns, name, &old), ra);
+                cJSON_Delete(old);
+                cJSON_Delete(obj);
+                continue;
+            }
+            fx_put_json(b, cJSON_Duplicate(obj, true));
+            fx_put_json(a, obj);
+        }
+        describe(a, with, sizeof(with));
+        describe(b, without, sizeof(without));
+        assert_string_equal(with, without);
+        fx_done(a);
+        fx_done(b);
+    }
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_lookup__a_labelled_component_finds_a_control_plane_naming_none),
         cmocka_unit_test(test_lookup__an_unnamed_component_is_found_as_render_finds_it),
         cmocka_unit_test(test_lookup__changes_of_related_objects_concern_their_control_plane),
+        cmocka_unit_test(test_lookup__indexes_give_what_the_namespace_walks_give),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

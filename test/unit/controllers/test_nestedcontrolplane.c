@@ -853,6 +853,7 @@ static void test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_n
                         "True");
     fx_apply_plan(&s.f, &p);
     plan_done(&p);
+    assert_int_equal(strmap_size(&s.ctx.waiting), 1); /* known to wait before the cache says */
 
     /* the other roll ends: its change of status wakes the waiting one, which goes */
     put_peer(&s, "other", "False", "UpToDate");
@@ -866,10 +867,14 @@ static void test_nestedcontrolplane__a_roll_waits_for_a_slot_and_creation_does_n
     assert_string_equal(fx_str(fx_condition(fx_path(last->body, "status"), "Upgrading"), "reason"),
                         "RollingOut");
     plan_done(&p);
+    assert_int_equal(strmap_size(&s.ctx.waiting), 0);
 
     /* the one let start holds its slot even before the cache shows its status write: the
      * end of another roll wakes no waiting one */
     put_peer(&s, "third", "True", "RolloutQueued");
+    nestedcontrolplane_map(&s.ctx, &s.f.view, &NESTCP_CONTROL_PLANES,
+                           fx_get(&s.f, FX_CONTROL_PLANES, "third"), enqueue_name, woken);
+    assert_int_equal(strmap_size(&s.ctx.waiting), 1); /* the cache says it waits */
     woken[0] = '\0';
     nestedcontrolplane_map(&s.ctx, &s.f.view, &NESTCP_CONTROL_PLANES,
                            fx_get(&s.f, FX_CONTROL_PLANES, "other"), enqueue_name, woken);

@@ -32,10 +32,10 @@
 static const struct kube_resource WIDGETS = {"example.com", "v1", "widgets", "Widget", true};
 static const struct kube_resource GADGETS = {"example.com", "v1", "gadgets", "Gadget", true};
 static const struct ctrl_cache_spec test_caches[] = {
-    {&WIDGETS, NULL, false, NULL, NULL},
-    {&GADGETS, NULL, true, NULL, NULL},
-    {&KUBE_SECRETS, "app=test", false, NULL, NULL},
-    {&KUBE_SERVICES, "app=test", false, NULL, NULL},
+    {&WIDGETS, NULL, false, NULL, NULL, NULL},
+    {&GADGETS, NULL, true, NULL, NULL, NULL},
+    {&KUBE_SECRETS, "app=test", false, NULL, NULL, NULL},
+    {&KUBE_SERVICES, "app=test", false, NULL, NULL, NULL},
 };
 #define N_CACHES (sizeof(test_caches) / sizeof(test_caches[0]))
 #define FIELD_MANAGER "tester"

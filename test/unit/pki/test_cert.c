@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/pki/cert.h"
+#include "lib/pki/internal.h"
 #include "test/unit/pki/pki_check.h"
 
 #define DAY ((int64_t)86400)
@@ -143,6 +144,28 @@ static void test_cert__leaf_chains_to_its_ca_only(void **state)
     pair_done(&ca);
     pair_done(&other);
     pair_done(&leaf);
+}
+
+/* A CA signing many leaves parses its key and certificate once (the memo of parsed objects),
+ * and each leaf is still its own: a new serial and key, chained to the CA. */
+static void test_cert__a_ca_signing_again_is_read_from_the_memo(void **state)
+{
+    struct pair ca = make_ca("kubernetes", PKI_KEY_ECDSA_P256, 0, 0);
+    struct pair a, b;
+    unsigned long hits;
+
+    pki_ossl_parsed_clear();
+    a = make_leaf(&ca, PKI_KEY_ECDSA_P256, PKI_EKU_SERVER_AUTH);
+    hits = pki_ossl_parsed_hits();
+    b = make_leaf(&ca, PKI_KEY_ECDSA_P256, PKI_EKU_SERVER_AUTH);
+    assert_true(pki_ossl_parsed_hits() >= hits + 2); /* the CA's key and certificate */
+    assert_string_not_equal(a.crt, b.crt);
+    assert_string_not_equal(a.key, b.key);
+    assert_int_equal(verify_chain(ca.crt, b.crt, X509_PURPOSE_SSL_SERVER), X509_V_OK);
+    pki_ossl_parsed_clear();
+    pair_done(&ca);
+    pair_done(&a);
+    pair_done(&b);
 }
 
 /* RSA leaves also allow keyEncipherment; a P-384 CA signs with SHA-384; mixed algorithms
@@ -434,6 +457,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cert__ca_has_kubeadm_shape),
         cmocka_unit_test(test_cert__leaf_chains_to_its_ca_only),
+        cmocka_unit_test(test_cert__a_ca_signing_again_is_read_from_the_memo),
         cmocka_unit_test(test_cert__usage_and_digest_follow_key_type),
         cmocka_unit_test(test_cert__subject_orders_organizations_then_cn),
         cmocka_unit_test(test_cert__issuing_refuses_unusable_cas),

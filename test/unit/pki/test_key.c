@@ -11,6 +11,7 @@
 #include <openssl/core_names.h>
 
 #include "lib/pki/base64.h"
+#include "lib/pki/internal.h"
 #include "lib/pki/key.h"
 #include "test/unit/pki/pki_check.h"
 
@@ -85,6 +86,58 @@ static void test_key__public_pem_matches_private(void **state)
     free(key);
     free(other);
     free(pub);
+}
+
+/* A key parsed again is answered from the memo of parsed keys, and still only for its own
+ * text: another key, a key one byte different, and a key whose text was overwritten in place
+ * are each read from their text. More keys than the memo holds all still read right. */
+static void test_key__parsed_keys_are_remembered_by_their_text(void **state)
+{
+    char *key = NULL, *other = NULL, *pub = NULL, *other_pub = NULL, *keys[40];
+    unsigned long hits;
+    struct err e;
+
+    pki_ossl_parsed_clear();
+    assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &key, NULL), 0);
+    assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &other, NULL), 0);
+    assert_int_equal(pki_key_public_pem(key, &pub, &e), 0);
+    assert_int_equal(pki_key_public_pem(other, &other_pub, &e), 0);
+    hits = pki_ossl_parsed_hits();
+    assert_int_equal(pki_key_check_match(key, pub, "tls.key", "tls.crt", &e), 0);
+    assert_int_equal(pki_ossl_parsed_hits(), hits + 1);
+    assert_int_equal(pki_key_check_match(other, pub, "tls.key", "tls.crt", &e), -EKEYREJECTED);
+    assert_int_equal(pki_key_check_match(other, other_pub, "tls.key", "tls.crt", &e), 0);
+
+    /* the same buffer, now holding the other key: read as the other key */
+    assert_int_equal(strlen(key), strlen(other));
+    memcpy(key, other, strlen(other));
+    assert_int_equal(pki_key_check_match(key, pub, "tls.key", "tls.crt", &e), -EKEYREJECTED);
+    assert_int_equal(pki_key_check_match(key, other_pub, "tls.key", "tls.crt", &e), 0);
+
+    /* a byte of its text changed: read from the text, not the memo */
+    hits = pki_ossl_parsed_hits();
+    key[40] = key[40] == 'A' ? 'B' : 'A';
+    pki_key_check_match(key, other_pub, "tls.key", "tls.crt", &e);
+    assert_int_equal(pki_ossl_parsed_hits(), hits);
+
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &keys[i], NULL), 0);
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 40; i++) {
+            char *p = NULL;
+            assert_int_equal(pki_key_public_pem(keys[i], &p, &e), 0);
+            assert_int_equal(pki_key_check_match(keys[i], p, "tls.key", "tls.crt", &e), 0);
+            assert_int_equal(pki_key_check_match(keys[(i + 1) % 40], p, "tls.key", "tls.crt", &e),
+                             -EKEYREJECTED);
+            free(p);
+        }
+    for (int i = 0; i < 40; i++)
+        free(keys[i]);
+    pki_ossl_parsed_clear();
+    free(key);
+    free(other);
+    free(pub);
+    free(other_pub);
 }
 
 /* PKCS #8 keys (what `openssl genpkey` writes) are read as well; encrypted keys are refused
@@ -187,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_key__algorithm_names_round_trip),
         cmocka_unit_test(test_key__generate_gives_requested_type_and_size),
         cmocka_unit_test(test_key__public_pem_matches_private),
+        cmocka_unit_test(test_key__parsed_keys_are_remembered_by_their_text),
         cmocka_unit_test(test_key__reads_pkcs8_and_refuses_encrypted),
         cmocka_unit_test(test_key__unsupported_and_garbage_keys_are_named),
         cmocka_unit_test(test_key__truncated_pem_at_every_byte_is_refused),

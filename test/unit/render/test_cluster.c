@@ -1000,6 +1000,45 @@ static void test_cluster__the_render_check_renders_once_per_spec(void **state)
     cJSON_Delete(objs);
 }
 
+/* A leaf nestcp issues is remembered as checked when it is issued: its first check after
+ * that reads it from the memo, not by parsing it, and tells the same renewal moment a full
+ * check tells. */
+static void test_cluster__issued_leaves_are_known_checked(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *s;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct memo_table memo = {0};
+    struct render_check_memo m = {&memo, memo_table_passed, memo_table_remember};
+    struct render_cluster_pki *pki;
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct render_source src;
+    int64_t at = 0, full = 0;
+    int remembered;
+    struct err e = {0};
+
+    (void)state;
+    pki = pki_ok(rc, objs, T0);
+    store_cas(objs, pki);
+    render_cluster_set_check_memo(rc, &m);
+    remembered = memo.n;
+    s = issue(rc, pki, objs, RENDER_PART_APISERVER);
+    cJSON_AddItemToArray(objs, s);
+    assert_true(memo.n > remembered); /* every leaf of it, as it was issued */
+    render_source_from_objects(objs, &src);
+    assert_int_equal(
+        render_cluster_certs_find(rc, pki, &src, RENDER_PART_APISERVER, NULL, name, &at, &e), 0);
+    assert_true(memo.hits >= memo.n - remembered);
+    /* the moment a full check tells */
+    render_cluster_set_check_memo(rc, NULL);
+    assert_int_equal(
+        render_cluster_certs_find(rc, pki, &src, RENDER_PART_APISERVER, NULL, name, &full, &e), 0);
+    assert_true(at > T0);
+    assert_int_equal(at, full);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
 /* The admin's short-lived certificates: leaves valid for an hour, renewed when a third is left,
  * and the moment that happens is told to the caller (to come back then), from a full check and
  * from the memo alike. */
@@ -1851,6 +1890,7 @@ int main(void)
         cmocka_unit_test(test_cluster__certs_secret_is_reused_while_good),
         cmocka_unit_test(test_cluster__renew_window_is_the_longer_of_cluster_and_manager),
         cmocka_unit_test(test_cluster__short_lived_leaves_say_when_they_are_due),
+        cmocka_unit_test(test_cluster__issued_leaves_are_known_checked),
         cmocka_unit_test(test_cluster__certs_secret_of_another_owner_is_not_used),
         cmocka_unit_test(test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them),
         cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
