@@ -330,12 +330,13 @@ static int listen_port(int *fd)
     return ntohs(a.sin_port);
 }
 
+/* What a listening socket receives on its first connection, into req (cap bytes). */
 struct catch
 {
     ev_io w;
     int conn;
-    char req[8192];
-    size_t len;
+    char *req;
+    size_t len, cap;
     bool whole; /* headers and the Content-Length body read */
 };
 
@@ -346,10 +347,14 @@ static void catch_cb(struct ev_loop *loop, ev_io *w, int revents)
     ssize_t n;
 
     if (c->conn < 0) {
+        /* From the listening socket to the connection, where the rest of the body comes. */
         c->conn = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC);
         assert_true(c->conn >= 0);
+        ev_io_stop(loop, w);
+        ev_io_set(w, c->conn, EV_READ);
+        ev_io_start(loop, w);
     }
-    n = recv(c->conn, c->req + c->len, sizeof(c->req) - 1 - c->len, MSG_DONTWAIT);
+    n = recv(c->conn, c->req + c->len, c->cap - 1 - c->len, MSG_DONTWAIT);
     if (n > 0)
         c->len += (size_t)n;
     c->req[c->len] = '\0';
@@ -372,7 +377,8 @@ static void send_under_pressure(const struct kube_request *req, const char *want
     for (int budget = 0;; budget++) {
         struct kube_client *c = NULL;
         struct outcome o = {0};
-        struct catch k = {.conn = -1};
+        char buf[8192];
+        struct catch k = {.conn = -1, .req = buf, .cap = sizeof(buf)};
         struct kube_client_stats st;
         char server[64];
         struct kube_config cfg;
@@ -481,37 +487,6 @@ static void test_client_errors__a_body_is_sent_whole_or_not_at_all(void **state)
 }
 
 /* A body many times the transport's upload buffer goes whole, in order. */
-struct big_catch {
-    ev_io w;
-    int conn;
-    char *req;
-    size_t len, cap;
-    bool whole;
-};
-
-static void big_catch_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-    struct big_catch *c = (struct big_catch *)w;
-    const char *end, *cl;
-    ssize_t n;
-
-    if (c->conn < 0) {
-        /* From the listening socket to the connection, where the rest of the body comes. */
-        c->conn = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC);
-        assert_true(c->conn >= 0);
-        ev_io_stop(loop, w);
-        ev_io_set(w, c->conn, EV_READ);
-        ev_io_start(loop, w);
-    }
-    n = recv(c->conn, c->req + c->len, c->cap - 1 - c->len, MSG_DONTWAIT);
-    if (n > 0)
-        c->len += (size_t)n;
-    c->req[c->len] = '\0';
-    if ((end = strstr(c->req, "\r\n\r\n")) && (cl = strcasestr(c->req, "content-length:")) &&
-        c->len >= (size_t)(end + 4 - c->req) + strtoul(cl + 15, NULL, 10))
-        c->whole = true;
-}
-
 static void test_client_errors__a_body_larger_than_the_upload_buffer_goes_whole(void **state)
 {
     struct ev_loop *loop = ev_loop_new(0);
@@ -519,7 +494,7 @@ static void test_client_errors__a_body_larger_than_the_upload_buffer_goes_whole(
     char *value = malloc(size + 1), *want;
     cJSON *o = cJSON_CreateObject(), *meta, *data;
     struct kube_request req = {.verb = KUBE_CREATE, .resource = &KUBE_CONFIGMAPS, .body = o};
-    struct big_catch k = {.conn = -1, .cap = 2 * size + 4096};
+    struct catch k = {.conn = -1, .cap = 2 * size + 4096};
     struct outcome out = {0};
     struct kube_client *c;
     struct kube_config cfg;
@@ -547,7 +522,7 @@ static void test_client_errors__a_body_larger_than_the_upload_buffer_goes_whole(
     cfg.allow_plain_http = true;
     assert_int_equal(kube_client_new(loop, &cfg, &c, &e), 0);
     assert_int_equal(kube_request_send(c, &req, record, &out), 0);
-    ev_io_init(&k.w, big_catch_cb, lfd, EV_READ);
+    ev_io_init(&k.w, catch_cb, lfd, EV_READ);
     ev_io_start(loop, &k.w);
     while (!k.whole)
         ev_run(loop, EVRUN_ONCE);
