@@ -232,6 +232,8 @@ until_true 60 tgt move_state_is "/True TenantDataNotMovable" ||
     fail "the target's NestedControlPlane does not block clusterctl move: $(tgt move_state)"
 [ "$(tgt kubectl -n "$ns" get netcd "$etcd" -o jsonpath='{.status.conditions[?(@.type=="Restored")].status}')" = True ] ||
     fail "the target's NestedEtcd is not Restored: $(tgt kubectl -n "$ns" get netcd "$etcd" -o jsonpath='{.status.restore} {.status.conditions}')"
+restored_event() { has_event "$etcd" Restored; }
+until_true 30 tgt restored_event || fail "no Event Restored about the target's NestedEtcd: $(tgt events_of "$etcd" | tr '\n' ' ')"
 no_move_annotations() {
     [ "$(kubectl -n "$ns" get ncp "$ncp" -o go-template='{{index .metadata.annotations "controlplane.nestcp.x-k8s.io/move"}}')/$(kubectl -n "$ns" get netcd "$etcd" -o go-template='{{index .metadata.annotations "etcd.nestcp.x-k8s.io/start-from-snapshot"}}')" = "<no value>/<no value>" ]
 }
