@@ -271,6 +271,10 @@ left=$(pod_net=$tnet leftover_processes | sort -u | tr '\n' ' ')
 log "target: no process left ($(printf '%s\n' "${pids_seen[@]}" | sort -u | grep -c .) container" \
     "processes were seen)"
 pids_seen=("${source_seen[@]}")
+tpids=$(cat "$tdir"/*.pid)
 target_down
+for p in $tpids; do
+    ! kill -0 "$p" 2>/dev/null || fail "process $p of the target super cluster is still running"
+done
 source_down
 finish
