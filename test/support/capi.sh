@@ -166,17 +166,31 @@ capi_remove() {
     # the tests that use it, test/support/crds.sh). Once only: the config goes.
     # clusterctl refuses while objects of the providers' kinds exist: those of a test that
     # failed before it deleted them go first, their finalizers with them.
-    local kinds=clusters.cluster.x-k8s.io,ncp,netcd,nkas,nkcm,nc objs
+    local kinds=clusters.cluster.x-k8s.io,ncp,netcd,nkas,nkcm,nc objs p
     [ -f "$1/clusterctl.yaml" ] || return 0
     objs=$(kubectl -n "$ns" get "$kinds" -o name 2>/dev/null) || true
     if [ -n "$objs" ]; then
         echo "$objs" | xargs kubectl -n "$ns" delete --wait=false >/dev/null 2>&1 || true
-        echo "$objs" | xargs kubectl -n "$ns" patch --type merge \
-            -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+        objs=$(kubectl -n "$ns" get "$kinds" -o name 2>/dev/null) || true
+        [ -z "$objs" ] || echo "$objs" | xargs kubectl -n "$ns" patch --type merge \
+            -p '{"metadata":{"finalizers":null}}' >/dev/null || true
         objects_gone() { [ -z "$(kubectl -n "$ns" get "$kinds" -o name 2>/dev/null)" ]; }
-        until_true 30 objects_gone || true
+        until_true 30 objects_gone ||
+            echo "capi_remove: still there: $(kubectl -n "$ns" get "$kinds" -o name | tr '\n' ' ')" >&2
     fi
-    clusterctl_in "$1" delete --all --include-crd --include-namespace >/dev/null 2>&1 || true
+    # One provider at a time, Cluster API's core last: `delete --all` removes the core's CRDs
+    # first, then fails listing their kinds for the next provider, which it leaves installed.
+    for p in "--infrastructure nested" "--control-plane nested" "--bootstrap kubeadm" \
+        "--core cluster-api"; do
+        # shellcheck disable=SC2086 # a flag and its value
+        clusterctl_in "$1" delete $p --include-crd --include-namespace >/dev/null 2>&1 || true
+    done
+    # What clusterctl keeps: its inventory's CRD, and the cluster-wide RBAC its installs
+    # labelled (it deletes only names prefixed with a provider's namespace).
+    kubectl delete clusterroles,clusterrolebindings -l clusterctl.cluster.x-k8s.io \
+        --wait=false >/dev/null 2>&1 || true
+    kubectl delete crd providers.clusterctl.cluster.x-k8s.io --ignore-not-found --wait=false \
+        >/dev/null 2>&1 || true
     kubectl delete -f "$capi/config/cert-manager-crds" --ignore-not-found --wait=false \
         >/dev/null 2>&1 || true
     rm -f "$1/clusterctl.yaml"
