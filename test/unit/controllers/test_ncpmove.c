@@ -156,6 +156,8 @@ static void test_ncpmove__prepares_then_unblocks_and_a_withdrawal_restores(void 
 
     /* withdrawn: the block comes back, start-from-snapshot goes, the components run again */
     annotate(&s, FX_CONTROL_PLANES, NCP, MOVE_ANNOTATION, NULL);
+    s.watch = "MoveCancelled";
+    s.watch_hits = 0;
     assert_true(sim_converge(&s, 40) >= 0);
     assert_non_null(annotation(&s, FX_CONTROL_PLANES, NCP, NESTED_BLOCK_MOVE));
     assert_null(annotation(&s, FX_ETCDS, ETCD, MOVE_START_FROM_SNAPSHOT));
@@ -163,6 +165,28 @@ static void test_ncpmove__prepares_then_unblocks_and_a_withdrawal_restores(void 
     assert_string_equal(move_blocked(&s, "reason"), "TenantDataNotMovable");
     assert_int_equal(replicas_of(&s, "sample-apiserver"), 1);
     assert_int_equal(replicas_of(&s, "sample-controller-manager"), 1);
+    assert_int_equal(s.watch_hits, 1);
+    sim_done(&s);
+}
+
+/* A request withdrawn while its snapshot Job runs: the Job goes with it. */
+static void test_ncpmove__a_withdrawal_while_snapshotting_deletes_the_job(void **state)
+{
+    struct sim s;
+    char name[64];
+
+    sim_init(&s, capn);
+    assert_true(sim_converge(&s, 40) >= 0);
+    s.jobs = SIM_JOBS_RUN;
+    annotate(&s, FX_CONTROL_PLANES, NCP, MOVE_ANNOTATION, "to-b");
+    assert_true(sim_converge(&s, 40) >= 0);
+    snprintf(name, sizeof(name), "%s", fx_str(ncp_status(&s), "move.snapshot"));
+    assert_non_null(fx_get(&s.f, FX_JOBS, name));
+    annotate(&s, FX_CONTROL_PLANES, NCP, MOVE_ANNOTATION, NULL);
+    assert_true(sim_converge(&s, 40) >= 0);
+    assert_null(fx_get(&s.f, FX_JOBS, name));
+    assert_null(fx_path(ncp_status(&s), "move"));
+    assert_int_equal(replicas_of(&s, "sample-apiserver"), 1);
     sim_done(&s);
 }
 
@@ -287,6 +311,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ncpmove__prepares_then_unblocks_and_a_withdrawal_restores),
+        cmocka_unit_test(test_ncpmove__a_withdrawal_while_snapshotting_deletes_the_job),
         cmocka_unit_test(test_ncpmove__no_claim_or_a_failed_job_is_told_and_stops_nothing),
         cmocka_unit_test(
             test_ncpmove__the_target_starts_from_the_snapshot_then_drops_the_annotations),
