@@ -387,6 +387,20 @@ static int prepare(struct cp *x, const struct desired_all *da, const cJSON *etcd
     return snapshotting(x, da, etcd, claim);
 }
 
+int ncp_move_report_ready(struct cp *x)
+{
+    const struct api_move_status *mv = &x->st->move;
+
+    if (!is(mv->phase, MOVE_STOPPING) && !is(mv->phase, MOVE_SNAPSHOTTING) &&
+        !is(mv->phase, MOVE_READY))
+        return 0;
+    x->st->ready = false;
+    return ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "PreparingMove",
+                    "the API servers and controller managers are stopped for move request %s "
+                    "(status.move.phase %s); remove %s to start them again",
+                    mv->request ? mv->request : "?", mv->phase, MOVE_ANNOTATION);
+}
+
 int ncp_move_step(struct cp *x, const struct desired_all *da)
 {
     struct api_move_status *mv = &x->st->move;

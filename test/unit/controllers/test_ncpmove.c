@@ -149,6 +149,10 @@ static void test_ncpmove__prepares_then_unblocks_and_a_withdrawal_restores(void 
     assert_non_null(strstr(move_blocked(&s, "message"), name));
     assert_int_equal(replicas_of(&s, "sample-apiserver"), 0);
     assert_int_equal(replicas_of(&s, "sample-controller-manager"), 0);
+    /* not ready, and why: not a rollout */
+    assert_string_equal(fx_str(fx_condition(ncp_status(&s), "Ready"), "status"), "False");
+    assert_string_equal(fx_str(fx_condition(ncp_status(&s), "Ready"), "reason"), "PreparingMove");
+    assert_string_equal(fx_str(fx_condition(ncp_status(&s), "Available"), "status"), "False");
     /* the Job recorded is of no more use; the file stays on the claim */
     assert_int_equal(kube_store_count(&s.f.stores[FX_JOBS]), 0);
     /* the etcd that formed ignores the annotation: no restore in the source */
