@@ -311,6 +311,99 @@ static void test_ncpmove__delete_for_move_gets_no_deletion_work(void **state)
     sim_done(&s);
 }
 
+/* capn with every uid of its nestcp objects replaced, as clusterctl creates them anew. */
+static void capn_moved(char *out, size_t size)
+{
+    static const char *const from[] = {"uid: ncp-1", "uid: etcd-1", "uid: kas-1", "uid: kcm-1"};
+    static const char *const to[] = {"uid: ncp-2", "uid: etcd-2", "uid: kas-2", "uid: kcm-2"};
+    char tmp[sizeof(capn) + 64];
+
+    snprintf(out, size, "%s", capn);
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+        const char *at = strstr(out, from[i]);
+        assert_non_null(at);
+        snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - out), out, to[i], at + strlen(from[i]));
+        snprintf(out, size, "%s", tmp);
+    }
+}
+
+struct moved {
+    struct sim *to;
+    int n;
+};
+
+/* A Secret as clusterctl moves it: same content, a new uid, owner references to the new
+ * owners (the old uid's last digit 1 becomes 2). */
+static bool move_secret(void *ud, const cJSON *secret)
+{
+    struct moved *m = ud;
+    cJSON *c = cJSON_Duplicate(secret, true), *meta = cJSON_GetObjectItem(c, "metadata"), *ref;
+    char uid[64];
+
+    cJSON_DeleteItemFromObject(meta, "resourceVersion");
+    cJSON_DeleteItemFromObject(meta, "uid");
+    snprintf(uid, sizeof(uid), "moved-%d", m->n++);
+    cJSON_AddStringToObject(meta, "uid", uid);
+    cJSON_ArrayForEach(ref, cJSON_GetObjectItem(meta, "ownerReferences")) {
+        cJSON *u = cJSON_GetObjectItem(ref, "uid");
+        size_t n = strlen(u->valuestring);
+        assert_int_equal(u->valuestring[n - 1], '1');
+        u->valuestring[n - 1] = '2';
+    }
+    fx_put_json(&m->to->f, c);
+    return true;
+}
+
+static bool count_secret(void *ud, const cJSON *secret)
+{
+    (void)secret;
+    (*(int *)ud)++;
+    return true;
+}
+
+static char *secret_data(struct sim *s, const char *name)
+{
+    const cJSON *secret = fx_get(&s->f, FX_SECRETS, name);
+
+    assert_non_null(secret);
+    return cJSON_PrintUnformatted(cJSON_GetObjectItem(secret, "data"));
+}
+
+/* The target's Secrets are those clusterctl moved: the CAs, the service-account key, the
+ * admin kubeconfig and each component's certificates are used as they are, none is made
+ * again. */
+static void test_ncpmove__moved_secrets_are_used_as_they_are(void **state)
+{
+    static const char *const kept[] = {"sample-ca", "sample-etcd", "sample-proxy", "sample-sa",
+                                       "sample-kubeconfig"};
+    char yaml[sizeof(capn) + 64];
+    struct sim a, b;
+    struct moved m = {&b, 0};
+    int before = 0, after = 0;
+
+    sim_init(&a, capn);
+    assert_true(sim_converge(&a, 40) >= 0);
+    capn_moved(yaml, sizeof(yaml));
+    sim_init(&b, yaml);
+    kube_store_foreach(&a.f.stores[FX_SECRETS], move_secret, &m);
+    kube_store_foreach(&b.f.stores[FX_SECRETS], count_secret, &before);
+    b.watch = "IssuedCertificates";
+    assert_true(sim_converge(&b, 40) >= 0);
+    assert_string_equal(fx_str(fx_condition(ncp_status(&b), "Ready"), "status"), "True");
+    kube_store_foreach(&b.f.stores[FX_SECRETS], count_secret, &after);
+    assert_int_equal(after, before);
+    assert_int_equal(b.watch_hits, 0);
+    assert_null(fx_event(&b.last, "CreatedCertificateAuthorities"));
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        char *was = secret_data(&a, kept[i]), *is = secret_data(&b, kept[i]);
+        assert_string_equal(is, was);
+        cJSON_free(was);
+        cJSON_free(is);
+    }
+    sim_done(&a);
+    sim_done(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +413,7 @@ int main(void)
         cmocka_unit_test(
             test_ncpmove__the_target_starts_from_the_snapshot_then_drops_the_annotations),
         cmocka_unit_test(test_ncpmove__delete_for_move_gets_no_deletion_work),
+        cmocka_unit_test(test_ncpmove__moved_secrets_are_used_as_they_are),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
