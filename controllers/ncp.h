@@ -163,6 +163,11 @@ bool ncp_move_blocks(const struct cp *x);
  * plane (x->spec_patched is set then). Returns 0 or -ENOMEM. */
 int ncp_move_step(struct cp *x, const struct desired_all *da);
 
+/* While a move keeps the API servers and controller managers stopped: status.ready false and
+ * Ready False, reason PreparingMove, in place of what the rollout said. Returns 0 or
+ * -ENOMEM. */
+int ncp_move_report_ready(struct cp *x);
+
 /* ---- ncprotate.c ---- */
 
 /* Runs the machines of the service-account key's and the CAs' rotations after the rollout's,

@@ -24,6 +24,7 @@
 #include "controllers/move.h"
 #include "controllers/ncp.h"
 #include "controllers/snapshot.h"
+#include "controllers/status.h"
 #include "lib/kube/client.h"
 #include "lib/kube/store.h"
 #include "lib/util/strutil.h"
@@ -164,11 +165,13 @@ static int target_step(struct cp *x, const cJSON *etcd)
 }
 
 /* A request withdrawn (or replaced) before the move: start-from-snapshot goes, then
- * status.move, which starts the API servers and controller managers again. The block-move
+ * status.move (and its snapshot Job), which starts the API servers and controller managers
+ * again. The block-move
  * annotation is back already (ncp_move_blocks). */
 static int cancel(struct cp *x, const cJSON *etcd)
 {
     struct api_move_status *mv = &x->st->move;
+    const cJSON *job;
     char msg[512];
     int r;
 
@@ -183,6 +186,13 @@ static int cancel(struct cp *x, const cJSON *etcd)
     str_printf(msg, sizeof(msg),
                "move request %s withdrawn: the API servers and controller managers start again",
                mv->request ? mv->request : "?");
+    /* Its snapshot Job, finished or not, has no more use. */
+    job = mv->snapshot ? kube_store_get(x->view->jobs, x->ns, mv->snapshot) : NULL;
+    if (job && lookup_controlled_by_uid(job, kube_obj_uid(x->obj)) && !status_deleting(job) &&
+        plan_delete(x->plan, &KUBE_JOBS, x->ns, mv->snapshot, kube_obj_uid(job),
+                    "Job %s/%s: move request %s withdrawn", x->ns, mv->snapshot,
+                    mv->request ? mv->request : "?") < 0)
+        return -ENOMEM;
     if ((r = set_move(x, NULL, NULL, NULL, NULL)) < 0 || (r = not_movable(x)) < 0)
         return r;
     return plan_event(x->plan, KUBE_EVENT_NORMAL, "MoveCancelled", "%s", msg) < 0 ? -ENOMEM : 0;
@@ -375,6 +385,20 @@ static int prepare(struct cp *x, const struct desired_all *da, const cJSON *etcd
             return r;
     }
     return snapshotting(x, da, etcd, claim);
+}
+
+int ncp_move_report_ready(struct cp *x)
+{
+    const struct api_move_status *mv = &x->st->move;
+
+    if (!is(mv->phase, MOVE_STOPPING) && !is(mv->phase, MOVE_SNAPSHOTTING) &&
+        !is(mv->phase, MOVE_READY))
+        return 0;
+    x->st->ready = false;
+    return ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "PreparingMove",
+                    "the API servers and controller managers are stopped for move request %s "
+                    "(status.move.phase %s); remove %s to start them again",
+                    mv->request ? mv->request : "?", mv->phase, MOVE_ANNOTATION);
 }
 
 int ncp_move_step(struct cp *x, const struct desired_all *da)

@@ -415,6 +415,8 @@ static int reconcile_normal(struct cp *x)
         goto out;
     r = ncp_aggregate(x, &out, da, refusal, refusal_msg);
     if (r == 0)
+        r = ncp_move_report_ready(x);
+    if (r == 0)
         r = ncp_rotate_certificates(x, rc, pki, !refusal && out.phase == ROLLOUT_PHASE_READY,
                                     (refusal && strcmp(refusal, "ServiceCIDRChangeRefused") != 0) ||
                                         (out.phase == ROLLOUT_PHASE_UPGRADING &&

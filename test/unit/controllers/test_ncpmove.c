@@ -149,6 +149,10 @@ static void test_ncpmove__prepares_then_unblocks_and_a_withdrawal_restores(void 
     assert_non_null(strstr(move_blocked(&s, "message"), name));
     assert_int_equal(replicas_of(&s, "sample-apiserver"), 0);
     assert_int_equal(replicas_of(&s, "sample-controller-manager"), 0);
+    /* not ready, and why: not a rollout */
+    assert_string_equal(fx_str(fx_condition(ncp_status(&s), "Ready"), "status"), "False");
+    assert_string_equal(fx_str(fx_condition(ncp_status(&s), "Ready"), "reason"), "PreparingMove");
+    assert_string_equal(fx_str(fx_condition(ncp_status(&s), "Available"), "status"), "False");
     /* the Job recorded is of no more use; the file stays on the claim */
     assert_int_equal(kube_store_count(&s.f.stores[FX_JOBS]), 0);
     /* the etcd that formed ignores the annotation: no restore in the source */
@@ -156,6 +160,8 @@ static void test_ncpmove__prepares_then_unblocks_and_a_withdrawal_restores(void 
 
     /* withdrawn: the block comes back, start-from-snapshot goes, the components run again */
     annotate(&s, FX_CONTROL_PLANES, NCP, MOVE_ANNOTATION, NULL);
+    s.watch = "MoveCancelled";
+    s.watch_hits = 0;
     assert_true(sim_converge(&s, 40) >= 0);
     assert_non_null(annotation(&s, FX_CONTROL_PLANES, NCP, NESTED_BLOCK_MOVE));
     assert_null(annotation(&s, FX_ETCDS, ETCD, MOVE_START_FROM_SNAPSHOT));
@@ -163,6 +169,28 @@ static void test_ncpmove__prepares_then_unblocks_and_a_withdrawal_restores(void 
     assert_string_equal(move_blocked(&s, "reason"), "TenantDataNotMovable");
     assert_int_equal(replicas_of(&s, "sample-apiserver"), 1);
     assert_int_equal(replicas_of(&s, "sample-controller-manager"), 1);
+    assert_int_equal(s.watch_hits, 1);
+    sim_done(&s);
+}
+
+/* A request withdrawn while its snapshot Job runs: the Job goes with it. */
+static void test_ncpmove__a_withdrawal_while_snapshotting_deletes_the_job(void **state)
+{
+    struct sim s;
+    char name[64];
+
+    sim_init(&s, capn);
+    assert_true(sim_converge(&s, 40) >= 0);
+    s.jobs = SIM_JOBS_RUN;
+    annotate(&s, FX_CONTROL_PLANES, NCP, MOVE_ANNOTATION, "to-b");
+    assert_true(sim_converge(&s, 40) >= 0);
+    snprintf(name, sizeof(name), "%s", fx_str(ncp_status(&s), "move.snapshot"));
+    assert_non_null(fx_get(&s.f, FX_JOBS, name));
+    annotate(&s, FX_CONTROL_PLANES, NCP, MOVE_ANNOTATION, NULL);
+    assert_true(sim_converge(&s, 40) >= 0);
+    assert_null(fx_get(&s.f, FX_JOBS, name));
+    assert_null(fx_path(ncp_status(&s), "move"));
+    assert_int_equal(replicas_of(&s, "sample-apiserver"), 1);
     sim_done(&s);
 }
 
@@ -283,14 +311,109 @@ static void test_ncpmove__delete_for_move_gets_no_deletion_work(void **state)
     sim_done(&s);
 }
 
+/* capn with every uid of its nestcp objects replaced, as clusterctl creates them anew. */
+static void capn_moved(char *out, size_t size)
+{
+    static const char *const from[] = {"uid: ncp-1", "uid: etcd-1", "uid: kas-1", "uid: kcm-1"};
+    static const char *const to[] = {"uid: ncp-2", "uid: etcd-2", "uid: kas-2", "uid: kcm-2"};
+    char tmp[sizeof(capn) + 64];
+
+    snprintf(out, size, "%s", capn);
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+        const char *at = strstr(out, from[i]);
+        assert_non_null(at);
+        snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(at - out), out, to[i], at + strlen(from[i]));
+        snprintf(out, size, "%s", tmp);
+    }
+}
+
+struct moved {
+    struct sim *to;
+    int n;
+};
+
+/* A Secret as clusterctl moves it: same content, a new uid, owner references to the new
+ * owners (the old uid's last digit 1 becomes 2). */
+static bool move_secret(void *ud, const cJSON *secret)
+{
+    struct moved *m = ud;
+    cJSON *c = cJSON_Duplicate(secret, true), *meta = cJSON_GetObjectItem(c, "metadata"), *ref;
+    char uid[64];
+
+    cJSON_DeleteItemFromObject(meta, "resourceVersion");
+    cJSON_DeleteItemFromObject(meta, "uid");
+    snprintf(uid, sizeof(uid), "moved-%d", m->n++);
+    cJSON_AddStringToObject(meta, "uid", uid);
+    cJSON_ArrayForEach(ref, cJSON_GetObjectItem(meta, "ownerReferences")) {
+        cJSON *u = cJSON_GetObjectItem(ref, "uid");
+        size_t n = strlen(u->valuestring);
+        assert_int_equal(u->valuestring[n - 1], '1');
+        u->valuestring[n - 1] = '2';
+    }
+    fx_put_json(&m->to->f, c);
+    return true;
+}
+
+static bool count_secret(void *ud, const cJSON *secret)
+{
+    (void)secret;
+    (*(int *)ud)++;
+    return true;
+}
+
+static char *secret_data(struct sim *s, const char *name)
+{
+    const cJSON *secret = fx_get(&s->f, FX_SECRETS, name);
+
+    assert_non_null(secret);
+    return cJSON_PrintUnformatted(cJSON_GetObjectItem(secret, "data"));
+}
+
+/* The target's Secrets are those clusterctl moved: the CAs, the service-account key, the
+ * admin kubeconfig and each component's certificates are used as they are, none is made
+ * again. */
+static void test_ncpmove__moved_secrets_are_used_as_they_are(void **state)
+{
+    static const char *const kept[] = {"sample-ca", "sample-etcd", "sample-proxy", "sample-sa",
+                                       "sample-kubeconfig"};
+    char yaml[sizeof(capn) + 64];
+    struct sim a, b;
+    struct moved m = {&b, 0};
+    int before = 0, after = 0;
+
+    sim_init(&a, capn);
+    assert_true(sim_converge(&a, 40) >= 0);
+    capn_moved(yaml, sizeof(yaml));
+    sim_init(&b, yaml);
+    kube_store_foreach(&a.f.stores[FX_SECRETS], move_secret, &m);
+    kube_store_foreach(&b.f.stores[FX_SECRETS], count_secret, &before);
+    b.watch = "IssuedCertificates";
+    assert_true(sim_converge(&b, 40) >= 0);
+    assert_string_equal(fx_str(fx_condition(ncp_status(&b), "Ready"), "status"), "True");
+    kube_store_foreach(&b.f.stores[FX_SECRETS], count_secret, &after);
+    assert_int_equal(after, before);
+    assert_int_equal(b.watch_hits, 0);
+    assert_null(fx_event(&b.last, "CreatedCertificateAuthorities"));
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        char *was = secret_data(&a, kept[i]), *is = secret_data(&b, kept[i]);
+        assert_string_equal(is, was);
+        cJSON_free(was);
+        cJSON_free(is);
+    }
+    sim_done(&a);
+    sim_done(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ncpmove__prepares_then_unblocks_and_a_withdrawal_restores),
+        cmocka_unit_test(test_ncpmove__a_withdrawal_while_snapshotting_deletes_the_job),
         cmocka_unit_test(test_ncpmove__no_claim_or_a_failed_job_is_told_and_stops_nothing),
         cmocka_unit_test(
             test_ncpmove__the_target_starts_from_the_snapshot_then_drops_the_annotations),
         cmocka_unit_test(test_ncpmove__delete_for_move_gets_no_deletion_work),
+        cmocka_unit_test(test_ncpmove__moved_secrets_are_used_as_they_are),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
