@@ -197,6 +197,12 @@ whoami_with_token() {
 }
 [ "$(whoami_with_token "$work/t1.kubeconfig")" = system:serviceaccount:default:mover ] ||
     fail "the token issued for ServiceAccount mover does not authenticate in the source"
+# The CA and the service-account key the target must use as they are (digests, not contents).
+secret_digest() { kubectl -n "$ns" get secret "$1" -o jsonpath='{.data}' | sha256sum | cut -c1-64; }
+for s in t1-ca t1-sa; do
+    kubectl -n "$ns" get secret "$s" >/dev/null || fail "no Secret $s in the source"
+    secret_digest "$s" >"$work/$s.digest"
+done
 log "before the move: ConfigMap before-move written, a token issued for ServiceAccount mover"
 
 # --- the move: prepared by nestcp, then clusterctl ---
@@ -212,6 +218,13 @@ snap=$(ncp_field '{.status.move.snapshot}')
 [ -s "$shared/$snap.db" ] || fail "snapshot $snap is not on the claim: $(ls -l "$shared")"
 [ "$(kubectl -n "$ns" get statefulset t1-apiserver -o jsonpath='{.spec.replicas}')" = 0 ] ||
     fail "the tenant's API servers were not stopped for the move"
+[ "$(ncp_field '{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}')" = "False PreparingMove" ] ||
+    fail "the prepared control plane's Ready is $(ncp_field '{.status.conditions[?(@.type=="Ready")]}')"
+snapshot_job_gone() {
+    local out
+    out=$(kubectl -n "$ns" get job "$snap" --ignore-not-found -o name) && [ -z "$out" ]
+}
+until_true 30 snapshot_job_gone || fail "the snapshot Job $snap is still there once the move is prepared"
 log "move prepared in $(elapsed "$t0") s: snapshot $snap ($(stat -c %s "$shared/$snap.db") bytes)," \
     "$(ncp_field '{.status.conditions[?(@.type=="MoveBlocked")].message}')"
 
@@ -220,7 +233,8 @@ t0=$(now)
 clusterctl_in "$work" move --to-kubeconfig "$tkc" -n "$ns" >"$work/move.log" 2>&1 ||
     fail "clusterctl move: $(cat "$work/move.log")"
 sed 's/^/    clusterctl: /' "$work/move.log"
-log "clusterctl move in $(elapsed "$t0") s"
+log "clusterctl move in $(elapsed "$t0") s; the target's NestedControlPlane then:" \
+    "$(tgt move_state)"
 
 # --- the target ---
 tgt wait_ready "$ncp" 300 "$t0"
@@ -230,9 +244,17 @@ log "target: Cluster t1 Available $(elapsed "$t0") s after clusterctl move began
 [ "$(tgt cluster_field '{.spec.paused}')" != true ] || fail "Cluster t1 is still paused in the target"
 until_true 60 tgt move_state_is "/True TenantDataNotMovable" ||
     fail "the target's NestedControlPlane does not block clusterctl move: $(tgt move_state)"
+log "target: block-move back, MoveBlocked TenantDataNotMovable, $(elapsed "$t0") s after" \
+    "clusterctl move began"
 [ "$(tgt kubectl -n "$ns" get netcd "$etcd" -o jsonpath='{.status.conditions[?(@.type=="Restored")].status}')" = True ] ||
     fail "the target's NestedEtcd is not Restored: $(tgt kubectl -n "$ns" get netcd "$etcd" -o jsonpath='{.status.restore} {.status.conditions}')"
 restored_event() { has_event "$etcd" Restored; }
+moved_event() { has_event "$ncp" Moved; }
+until_true 30 tgt moved_event || fail "no Event Moved about the target's NestedControlPlane: $(tgt events_of "$ncp" | tr '\n' ' ')"
+for s in t1-ca t1-sa; do
+    [ "$(tgt secret_digest "$s")" = "$(cat "$work/$s.digest")" ] ||
+        fail "Secret $s in the target is not the one moved from the source"
+done
 until_true 30 tgt restored_event || fail "no Event Restored about the target's NestedEtcd: $(tgt events_of "$etcd" | tr '\n' ' ')"
 no_move_annotations() {
     [ "$(kubectl -n "$ns" get ncp "$ncp" -o go-template='{{index .metadata.annotations "controlplane.nestcp.x-k8s.io/move"}}')/$(kubectl -n "$ns" get netcd "$etcd" -o go-template='{{index .metadata.annotations "etcd.nestcp.x-k8s.io/start-from-snapshot"}}')" = "<no value>/<no value>" ]
