@@ -287,6 +287,18 @@ static const struct api_schema ncp_certificates_status_props[] = {
     END,
 };
 
+static const struct api_schema move_status_props[] = {
+    STR("request", "The controlplane.nestcp.x-k8s.io/move annotation's value this is for."),
+    STR("phase", "Where the preparation is: Stopping (the API servers and controller managers "
+                 "stop), Snapshotting (the etcd snapshot is taken), Ready (clusterctl move may "
+                 "go on), Failed (the message says why) or, in the management cluster the "
+                 "control plane was moved to, Moved (etcd started from the snapshot)."),
+    STR("snapshot", "The snapshot's name: its file is <snapshot>.db on the NestedEtcd's "
+                    "snapshots claim."),
+    STR("message", "What the preparation does or waits for, or why it failed."),
+    END,
+};
+
 static const struct api_schema initialization_ncp_props[] = {
     BOOL("controlPlaneInitialized",
          "The same as status.initialized (Cluster API v1beta2 contract)."),
@@ -330,6 +342,9 @@ static const struct api_schema ncp_status_props[] = {
     OBJ("etcd", etcd_addresses_props, "The etcd members the kube-apiserver uses (CAPN)."),
     OBJ("apiserver", ncp_apiserver_status_props, "Observed kube-apiserver settings (CAPN)."),
     OBJ("certificates", ncp_certificates_status_props, "Key rotations."),
+    OBJ("move", move_status_props,
+        "The preparation of a clusterctl move with an etcd snapshot (annotation "
+        "controlplane.nestcp.x-k8s.io/move)."),
     END,
 };
 

@@ -459,6 +459,13 @@ int api_control_plane_from_json(const cJSON *obj, struct api_control_plane **ret
                   &ncp->status.n_etcd_addresses);
     ncp->status.service_cidr = get_str(&x, child_obj(st, "apiserver"), "serviceCidr");
     {
+        const cJSON *mv = child_obj(st, "move");
+        ncp->status.move.request = get_str(&x, mv, "request");
+        ncp->status.move.phase = get_str(&x, mv, "phase");
+        ncp->status.move.snapshot = get_str(&x, mv, "snapshot");
+        ncp->status.move.message = get_str(&x, mv, "message");
+    }
+    {
         const cJSON *sk = child_obj(child_obj(st, "certificates"), "serviceAccountKey");
         ncp->status.sa_key.rotation = get_str(&x, sk, "rotation");
         ncp->status.sa_key.phase = get_str(&x, sk, "phase");

@@ -185,6 +185,13 @@ cJSON *api_control_plane_status_to_json(const struct api_control_plane_status *s
         j = add(&b, o, "apiserver", cJSON_CreateObject());
         add_str(&b, j, "serviceCidr", st->service_cidr);
     }
+    if (st->move.request || st->move.phase) {
+        j = add(&b, o, "move", cJSON_CreateObject());
+        add_str(&b, j, "request", st->move.request);
+        add_str(&b, j, "phase", st->move.phase);
+        add_str(&b, j, "snapshot", st->move.snapshot);
+        add_str(&b, j, "message", st->move.message);
+    }
     if (st->sa_key.rotation || st->sa_key.phase) {
         j = add(&b, add(&b, o, "certificates", cJSON_CreateObject()), "serviceAccountKey",
                 cJSON_CreateObject());

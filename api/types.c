@@ -284,6 +284,10 @@ void api_control_plane_free(struct api_control_plane *ncp)
     free(ncp->status.sa_key.phase);
     free(ncp->status.sa_key.signing_since);
     free(ncp->status.sa_key.drop_after);
+    free(ncp->status.move.request);
+    free(ncp->status.move.phase);
+    free(ncp->status.move.snapshot);
+    free(ncp->status.move.message);
     free(ncp);
 }
 

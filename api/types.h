@@ -177,6 +177,15 @@ struct api_rollout {
     struct api_rollout_snapshot snapshot;
 };
 
+/* status.move: a move to another management cluster with an etcd snapshot
+ * (controllers/ncpmove.h); all NULL before the first request. */
+struct api_move_status {
+    char *request;  /* the controlplane.nestcp.x-k8s.io/move value it is for */
+    char *phase;    /* Stopping, Snapshotting, Ready, Failed, Moved */
+    char *snapshot; /* the snapshot's name: its file is <snapshot>.db on the snapshots claim */
+    char *message;  /* what it does or waits for, or why it failed */
+};
+
 /* ---- NestedControlPlane ---- */
 
 struct api_network_policy {
@@ -210,6 +219,7 @@ struct api_control_plane_status {
     char *service_cidr;                              /* status.apiserver.serviceCidr */
     struct api_sa_key_status sa_key;                 /* status.certificates.serviceAccountKey */
     struct api_ca_rotation_status ca[API_CA__COUNT]; /* status.certificates.<ca> */
+    struct api_move_status move;                     /* status.move */
 };
 
 struct api_control_plane {

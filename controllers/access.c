@@ -31,9 +31,11 @@ const struct access_rule access_rules[] = {
      "cache of the etcd members' claims: where a member's data lives"},
 
     /* Plans. */
-    {CP, "nestedcontrolplanes", "patch", NULL, ACCESS_PLAN, "the finalizer (merge patch)"},
+    {CP, "nestedcontrolplanes", "patch", NULL, ACCESS_PLAN,
+     "the finalizer, the block-move annotation, a move request done (merge patch)"},
     {CP, "nestedetcds", "patch delete", NULL, ACCESS_PLAN,
-     "adopted by their control plane (merge patch), deleted with it"},
+     "adopted by their control plane, start-from-snapshot for a move (merge patch), deleted "
+     "with it"},
     {CP, "nestedapiservers", "patch delete", NULL, ACCESS_PLAN,
      "adopted by their control plane (merge patch), deleted with it"},
     {CP, "nestedcontrollermanagers", "patch delete", NULL, ACCESS_PLAN,

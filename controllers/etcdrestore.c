@@ -10,6 +10,7 @@
 
 #include "api/kinds.h"
 #include "controllers/etcdmembership.h"
+#include "controllers/move.h"
 #include "controllers/snapshot.h"
 #include "lib/kube/client.h"
 #include "lib/kube/store.h"
@@ -145,6 +146,32 @@ oom:
     return -ENOMEM;
 }
 
+/* The snapshot a NestedEtcd that never formed a cluster here starts from (annotation
+ * start-from-snapshot: the target of a move), or NULL: no cluster ID, no member recorded, and
+ * no member pod that ever left its scheduling gate. Once taken up, the start goes on as a
+ * restore of that name; on a cluster that formed, the annotation is ignored. */
+static const char *start_snapshot(const struct etcd_restore_input *in,
+                                  const struct api_component_status *st)
+{
+    const char *want = kube_obj_annotation(in->etcd, MOVE_START_FROM_SNAPSHOT);
+    const cJSON *pod;
+    char name[320];
+
+    if (!want || !*want)
+        return NULL;
+    if (is(st->restore_snapshot, want))
+        return want;
+    if (st->cluster_id || st->n_members > 0)
+        return NULL;
+    for (int i = 0; i < MAX_MEMBERS; i++) {
+        str_printf(name, sizeof(name), "%s-etcd-%d", in->cluster, i);
+        pod = kube_store_get(in->view->pods, in->ns, name);
+        if (pod && !gated(pod))
+            return NULL;
+    }
+    return want;
+}
+
 int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_status *st,
                       struct plan *plan, struct plan *after_status, struct etcd_restore_output *out)
 {
@@ -158,6 +185,7 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
     const char *completed_at, *domain;
     char sts_name[300], member[320], peer_url[800], job_name[SNAPSHOT_NAME_MAX], key[600], why[512],
         left[340], when[32];
+    bool starting;
     int r;
 
     memset(out, 0, sizeof(*out));
@@ -171,8 +199,9 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
                                 NULL, plan)) < 0)
             return r;
     }
-    if (!want || !*want)
+    if ((!want || !*want) && !(want = start_snapshot(in, st)))
         return 0;
+    starting = !is(want, kube_obj_annotation(in->etcd, ETCD_RESTORE_ANNOTATION));
     snprintf(sts_name, sizeof(sts_name), "%s-etcd", in->cluster);
     if (is(st->restore_snapshot, want) && is(st->restore_phase, ETCD_RESTORE_RESTORED)) {
         /* Until the cache shows member 0 started (its gate gone), the membership step would
@@ -202,10 +231,16 @@ int etcd_restore_step(const struct etcd_restore_input *in, struct api_component_
             (r = str_set(&st->restore_phase, ETCD_RESTORE_STOPPING)) < 0 ||
             (r = str_set(&st->restored_at, NULL)) < 0)
             return r;
-        if (plan_event(plan, KUBE_EVENT_WARNING, "RestoreStarted",
-                       "restoring etcd from snapshot %s.db on claim %s: every member stops, "
-                       "and the data written since the snapshot is discarded",
-                       want, claim) < 0)
+        if (!starting && plan_event(plan, KUBE_EVENT_WARNING, "RestoreStarted",
+                                    "restoring etcd from snapshot %s.db on claim %s: every "
+                                    "member stops, and the data written since the snapshot is "
+                                    "discarded",
+                                    want, claim) < 0)
+            return -ENOMEM;
+        if (starting && plan_event(plan, KUBE_EVENT_NORMAL, "RestoreStarted",
+                                   "etcd starts from snapshot %s.db on claim %s (annotation "
+                                   "%s): the control plane was moved here",
+                                   want, claim, MOVE_START_FROM_SNAPSHOT) < 0)
             return -ENOMEM;
     }
     out->active = true;

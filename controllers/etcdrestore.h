@@ -24,6 +24,11 @@
  *              at a time, as learners that copy the data from member 0. The control plane
  *              restarts every API server and controller-manager pod older than restoredAt.
  *
+ * A NestedEtcd that never formed a cluster (no cluster ID, no member recorded, no member pod
+ * that left its gate) and carries etcd.nestcp.x-k8s.io/start-from-snapshot=<name> (the target
+ * of a move, controllers/move.h) starts from <name> the same way: there is nothing to stop,
+ * so it begins at Restoring. On an etcd that formed, that annotation is ignored.
+ *
  * The phase is in the NestedEtcd's status.restore. A Job that fails leaves the restore in
  * Restoring, saying why; deleting the Job tries again. Restoring the same name again needs the
  * annotation removed first; another name starts another restore.

@@ -2,7 +2,7 @@
 #define NESTCP_CONTROLLERS_NCP_H
 
 /*
- * The NestedControlPlane reconciler's parts, shared by its six files:
+ * The NestedControlPlane reconciler's parts, shared by its seven files:
  *
  *   nestedcontrolplane.c  the reconcile: the finalizer, the cluster name's owner, the watch
  *                         mapping, and the helpers below
@@ -14,6 +14,8 @@
  *                         machine with the brake, the etcd snapshot before a version change,
  *                         the health of a roll, and the restarts after an etcd restore
  *   ncprotate.c           the rotations of the service-account key and the CAs
+ *   ncpmove.c             a move to another management cluster with an etcd snapshot
+ *                         (controllers/move.h)
  *
  * Internal to those files; nothing else includes it.
  */
@@ -75,9 +77,20 @@ void ncp_service_cidrs(const struct render_cluster *rc, char *out, size_t size);
 bool ncp_has_finalizer(const struct api_control_plane *ncp);
 
 /* Plans a merge patch of the control plane's finalizers (with or without nestcp's; with it,
- * the block-move annotation too) and, when endpoint is given, spec.controlPlaneEndpoint.
- * Returns 0 or -ENOMEM. */
-int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint *endpoint);
+ * the block-move annotation added or removed as block says) and, when endpoint is given,
+ * spec.controlPlaneEndpoint. Returns 0 or -ENOMEM. */
+int ncp_patch_self(struct cp *x, bool with_finalizer, bool block,
+                   const struct api_endpoint *endpoint);
+
+/* Whether the control plane carries the block-move annotation. */
+bool ncp_has_block_move(const struct api_control_plane *ncp);
+
+/* MoveBlocked's message for every control plane no move is prepared for. */
+#define NCP_TENANT_DATA_NOT_MOVABLE                                                                \
+    "clusterctl move would copy the Cluster API objects but not the tenant's StatefulSets and "    \
+    "etcd data, which this cluster would then delete; the annotation " NESTED_BLOCK_MOVE           \
+    " makes it wait (annotate the control plane controlplane.nestcp.x-k8s.io/move=<request> to "   \
+    "prepare a move with an etcd snapshot)"
 
 /* ---- ncpcomponents.c ---- */
 
@@ -138,6 +151,22 @@ int ncp_restart_after_restore(struct cp *x, const struct desired_all *da);
 /* A control plane whose roll ended (or that went) wakes those that wait for a slot. */
 void ncp_wake_queued(struct nested_ctx *ctx, const struct cache_view *view, const cJSON *obj,
                      enqueue_fn enqueue, void *q);
+
+/* ---- ncpmove.c ---- */
+
+/* Whether the control plane is to carry the block-move annotation: always, except once a move
+ * prepared for its current request has annotated the NestedEtcd (read from the caches). */
+bool ncp_move_blocks(const struct cp *x);
+
+/* The next step of a move (controllers/move.h): status.move, the MoveBlocked condition, the
+ * snapshot Job, the annotations of the NestedEtcd and, once done in the target, of the control
+ * plane (x->spec_patched is set then). Returns 0 or -ENOMEM. */
+int ncp_move_step(struct cp *x, const struct desired_all *da);
+
+/* While a move keeps the API servers and controller managers stopped: status.ready false and
+ * Ready False, reason PreparingMove, in place of what the rollout said. Returns 0 or
+ * -ENOMEM. */
+int ncp_move_report_ready(struct cp *x);
 
 /* ---- ncprotate.c ---- */
 

@@ -103,7 +103,7 @@ int ncp_reconcile_delete(struct cp *x)
         return r;
     }
     /* Everything is gone: let the control plane go. */
-    return ncp_patch_self(x, false, NULL);
+    return ncp_patch_self(x, false, true, NULL);
 }
 
 /* ---- adoption ---- */

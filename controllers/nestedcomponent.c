@@ -32,10 +32,12 @@
 #include "controllers/etcdmembership.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
+#include "controllers/move.h"
 #include "controllers/nested.h"
 #include "controllers/status.h"
 #include "lib/kube/store.h"
 #include "lib/pki/secret.h"
+#include "lib/render/transform.h"
 
 int comp_cond(struct comp *x, const char *type, const char *status, const char *severity,
               const char *reason, const char *msg)
@@ -249,6 +251,13 @@ static int reconcile_children(struct comp *x)
     if ((r = comp_report_persistence(x, rc, hash)) < 0 ||
         (r = comp_reconcile_members(x, rc, certs, hash, objs)) < 0)
         goto out;
+    /* A move being prepared stops the API servers and controller managers until it is
+     * cancelled or fails (controllers/move.h): nothing is written after its snapshot. */
+    if (x->part != RENDER_PART_ETCD && move_stops_components(x->ncp)) {
+        err_clear(&e);
+        if ((r = render_transform_statefulset_scale(objs, 0, 0, &e)) < 0)
+            goto out;
+    }
     if (x->part != RENDER_PART_ETCD && x->rolled_back && x->target_hash &&
         strcmp(hash, x->target_hash) == 0 && (r = comp_hold_back(x, objs, stsname)) < 0)
         goto out;
@@ -353,6 +362,10 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
     }
     ncp = lookup_control_plane_of_component(view, x.obj, pc->part);
     if (ncp && status_deleting(ncp))
+        return 0;
+    /* clusterctl copied it elsewhere and deletes it here: the garbage collector removes what
+     * it owns, nothing else is done to it. */
+    if (move_deleting_for_move(x.obj) || move_deleting_for_move(ncp))
         return 0;
     plan_init(&x.after_status);
     lookup_source(view, &x.src);

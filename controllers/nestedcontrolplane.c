@@ -41,6 +41,7 @@
 #include "controllers/etcdmembership.h"
 #include "controllers/keypool.h"
 #include "controllers/lookup.h"
+#include "controllers/move.h"
 #include "controllers/ncp.h"
 #include "controllers/nested.h"
 #include "controllers/rollhealth.h"
@@ -96,18 +97,20 @@ bool ncp_has_finalizer(const struct api_control_plane *ncp)
     return false;
 }
 
-static bool has_block_move(const struct api_control_plane *ncp)
+bool ncp_has_block_move(const struct api_control_plane *ncp)
 {
     return api_strmap_get(&ncp->meta.annotations, NESTED_BLOCK_MOVE) != NULL;
 }
 
 /* A merge patch of the control plane's metadata.finalizers (with or without ours), with ours
- * the block-move annotation too, and, when endpoint is given, spec.controlPlaneEndpoint;
- * resourceVersion makes it conditional. */
-int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint *endpoint)
+ * the block-move annotation added or removed as block says, and, when endpoint is given,
+ * spec.controlPlaneEndpoint; resourceVersion makes it conditional. */
+int ncp_patch_self(struct cp *x, bool with_finalizer, bool block,
+                   const struct api_endpoint *endpoint)
 {
     cJSON *patch = cJSON_CreateObject(), *meta, *fins, *ep, *ann;
     const struct api_strlist *f = &x->ncp->meta.finalizers;
+    bool has_block = ncp_has_block_move(x->ncp);
 
     meta = cJSON_AddObjectToObject(patch, "metadata");
     fins = cJSON_AddArrayToObject(meta, "finalizers");
@@ -115,9 +118,10 @@ int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint 
                      meta, "resourceVersion",
                      x->ncp->meta.resource_version ? x->ncp->meta.resource_version : ""))
         goto oom;
-    if (with_finalizer && !has_block_move(x->ncp)) {
+    if (with_finalizer && block != has_block) {
         ann = cJSON_AddObjectToObject(meta, "annotations");
-        if (!ann || !cJSON_AddStringToObject(ann, NESTED_BLOCK_MOVE, ""))
+        if (!ann || !(block ? cJSON_AddStringToObject(ann, NESTED_BLOCK_MOVE, "")
+                            : cJSON_AddNullToObject(ann, NESTED_BLOCK_MOVE)))
             goto oom;
     }
     for (size_t i = 0; i < f->n; i++)
@@ -136,9 +140,11 @@ int ncp_patch_self(struct cp *x, bool with_finalizer, const struct api_endpoint 
     x->spec_patched = true;
     return plan_merge_patch(x->plan, &NESTCP_CONTROL_PLANES, x->ns, x->name, NULL, patch,
                             "NestedControlPlane %s/%s: %s%s", x->ns, x->name,
-                            !with_finalizer          ? "finalizer removed"
-                            : has_block_move(x->ncp) ? "finalizer"
-                                                     : "finalizer, block-move annotation",
+                            !with_finalizer      ? "finalizer removed"
+                            : block == has_block ? "finalizer"
+                            : block              ? "finalizer, block-move annotation"
+                                                 : "finalizer, block-move annotation removed "
+                                                   "(the move is prepared)",
                             endpoint ? " and controlPlaneEndpoint" : "");
 oom:
     cJSON_Delete(patch);
@@ -301,16 +307,16 @@ static int reconcile_normal(struct cp *x)
         const struct api_endpoint *ep =
             &render_cluster_control_plane(rc)->spec.control_plane_endpoint;
         bool need_ep = !x->ncp->spec.control_plane_endpoint.host && ep->host;
-        if (!ncp_has_finalizer(x->ncp) || !has_block_move(x->ncp) || need_ep) {
-            r = ncp_patch_self(x, true, need_ep ? ep : NULL);
+        bool block = ncp_move_blocks(x);
+        if (!ncp_has_finalizer(x->ncp) || ncp_has_block_move(x->ncp) != block || need_ep) {
+            r = ncp_patch_self(x, true, block, need_ep ? ep : NULL);
             goto out;
         }
     }
-    r = ncp_cond(x, "MoveBlocked", API_CONDITION_TRUE, NULL, "TenantDataNotMovable", "%s",
-                 "clusterctl move would copy the Cluster API objects but not the tenant's "
-                 "StatefulSets and etcd data, which this cluster would then delete; the "
-                 "annotation " NESTED_BLOCK_MOVE " makes it wait");
-    if (r < 0)
+    /* Until the move step below says otherwise (controllers/ncpmove.c). */
+    if (!x->st->move.phase && !kube_obj_annotation(x->obj, MOVE_ANNOTATION) &&
+        (r = ncp_cond(x, "MoveBlocked", API_CONDITION_TRUE, NULL, "TenantDataNotMovable", "%s",
+                      NCP_TENANT_DATA_NOT_MOVABLE)) < 0)
         goto out;
 
     /* CAs first: when one is created, the rest waits for it to be read back. */
@@ -373,7 +379,8 @@ static int reconcile_normal(struct cp *x)
             r = 0;
         goto out;
     }
-    if ((r = ncp_restart_after_restore(x, da)) < 0)
+    if ((r = ncp_restart_after_restore(x, da)) < 0 || (r = ncp_move_step(x, da)) < 0 ||
+        x->spec_patched)
         goto out;
     /* The service CIDR is fixed once the cluster has been set up with it. */
     ncp_service_cidrs(rc, cidrs, sizeof(cidrs));
@@ -408,6 +415,8 @@ static int reconcile_normal(struct cp *x)
         goto out;
     r = ncp_aggregate(x, &out, da, refusal, refusal_msg);
     if (r == 0)
+        r = ncp_move_report_ready(x);
+    if (r == 0)
         r = ncp_rotate_certificates(x, rc, pki, !refusal && out.phase == ROLLOUT_PHASE_READY,
                                     (refusal && strcmp(refusal, "ServiceCIDRChangeRefused") != 0) ||
                                         (out.phase == ROLLOUT_PHASE_UPGRADING &&
@@ -432,7 +441,9 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
     int r;
 
     x.obj = kube_store_get(view->control_planes, ns, name);
-    if (!x.obj)
+    /* clusterctl copied it elsewhere and deletes it here (it removes the finalizers itself):
+     * the garbage collector removes what it owns, nestcp does nothing of its own. */
+    if (!x.obj || move_deleting_for_move(x.obj))
         return 0;
     lookup_source(view, &x.src);
     r = api_control_plane_from_json(x.obj, &x.ncp, &errs);

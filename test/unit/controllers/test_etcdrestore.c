@@ -4,6 +4,7 @@
 #include "controllers/etcdmembership.h"
 #include "controllers/etcdrestore.h"
 #include "controllers/etcdsnapshot.h"
+#include "controllers/move.h"
 
 /* A 3-member etcd of cluster "t1" that asks for snapshot t1-etcd-snapshot-0123456789, as the
  * etcd reconciler sees it: the NestedEtcd, the rendered StatefulSet, its running members. */
@@ -349,6 +350,97 @@ static void test_etcdrestore__a_snapshot_asked_for_is_taken_once(void **state)
     assert_non_null(fx_action(&t->plan, KUBE_DELETE, "jobs", name));
 }
 
+/* The NestedEtcd's annotations replaced by one: key=value. */
+static void annotate_only(struct t *t, const char *key, const char *value)
+{
+    cJSON *etcd = cJSON_Duplicate(fx_get(&t->f, FX_ETCDS, "t1-etcd"), true), *ann;
+
+    ann = cJSON_CreateObject();
+    cJSON_AddStringToObject(ann, key, value);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(etcd, "metadata"), "annotations", ann);
+    fx_put_json(&t->f, etcd);
+}
+
+/* A move's target: a NestedEtcd that never formed a cluster here (no cluster ID, no
+ * StatefulSet, no member) and carries start-from-snapshot starts from that snapshot instead of
+ * empty: member 0 comes up behind its gate, a Job restores the snapshot into its claim, then
+ * it starts alone. */
+static void test_etcdrestore__start_from_snapshot_when_never_formed(void **state)
+{
+    struct t *t = *state;
+    const struct plan_action *job;
+    const struct plan_event *ev;
+    char name[64];
+
+    free(t->st.cluster_id);
+    t->st.cluster_id = NULL;
+    annotate_only(t, MOVE_START_FROM_SNAPSHOT, "t1-etcd-snapshot-0123456789");
+    step(t);
+    /* nothing to stop: straight to member 0 at 1 replica, told as a start, not a loss */
+    assert_true(t->out.active);
+    assert_int_equal(t->out.replicas, 1);
+    assert_string_equal(t->st.restore_snapshot, "t1-etcd-snapshot-0123456789");
+    assert_string_equal(t->st.restore_phase, "Restoring");
+    assert_string_equal(t->out.reason, "Restoring");
+    ev = fx_event(&t->plan, "RestoreStarted");
+    assert_non_null(ev);
+    assert_int_equal(ev->type, KUBE_EVENT_NORMAL);
+    assert_non_null(strstr(ev->message, MOVE_START_FROM_SNAPSHOT));
+
+    put_member(t, 0, true);
+    step(t);
+    job = fx_action(&t->plan, KUBE_CREATE, "jobs", NULL);
+    assert_non_null(job);
+    snprintf(name, sizeof(name), "%s", kube_obj_name(job->body));
+    assert_non_null(job_arg(job->body, "/snapshots/t1-etcd-snapshot-0123456789.db"));
+    fx_apply_plan(&t->f, &t->plan);
+    {
+        cJSON *j = cJSON_Duplicate(fx_get(&t->f, FX_JOBS, name), true);
+        cJSON_AddItemToObject(j, "status",
+                              cJSON_Parse("{\"conditions\":[{\"type\":\"Complete\","
+                                          "\"status\":\"True\"}]}"));
+        fx_put_json(&t->f, j);
+    }
+    step(t);
+    assert_true(t->out.started_cluster);
+    assert_string_equal(t->st.restore_phase, "Restored");
+    assert_string_equal(t->out.reason, "Restored");
+    assert_non_null(fx_event(&t->plan, "Restored"));
+    assert_non_null(fx_action(&t->after, KUBE_PATCH, "pods", "t1-etcd-0"));
+
+    /* member 0 started and the membership recorded the cluster: nothing more */
+    put_member(t, 0, false);
+    t->st.cluster_id = strdup("5678");
+    step(t);
+    assert_false(t->out.active);
+    assert_null(fx_event(&t->plan, "RestoreStarted"));
+    assert_null(fx_action(&t->plan, KUBE_CREATE, "jobs", NULL));
+}
+
+/* On an etcd whose cluster formed (a cluster ID, or a member that left its gate), the
+ * annotation is ignored: no second start from the snapshot, no data lost. */
+static void test_etcdrestore__start_from_snapshot_ignored_once_formed(void **state)
+{
+    struct t *t = *state;
+
+    annotate_only(t, MOVE_START_FROM_SNAPSHOT, "t1-etcd-snapshot-0123456789");
+    for (int i = 0; i < 3; i++)
+        put_member(t, i, false);
+    step(t);
+    assert_false(t->out.active);
+    assert_null(t->out.reason);
+    assert_null(t->st.restore_phase);
+    assert_int_equal(t->plan.n_actions + t->plan.n_events, 0);
+
+    /* no cluster ID recorded, but a member ran: formed all the same */
+    free(t->st.cluster_id);
+    t->st.cluster_id = NULL;
+    step(t);
+    assert_false(t->out.active);
+    assert_null(t->st.restore_phase);
+    assert_int_equal(t->plan.n_actions + t->plan.n_events, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +450,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_etcdrestore__a_snapshot_asked_for_is_taken_once, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_etcdrestore__start_from_snapshot_when_never_formed,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_etcdrestore__start_from_snapshot_ignored_once_formed,
+                                        setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
