@@ -88,18 +88,50 @@ static bool find_conflict(struct comp *x, const cJSON *objs)
     return false;
 }
 
+/* The cached object of the rendered object o, or NULL. */
+static const cJSON *cached_of(const struct comp *x, const struct kube_resource *res, const cJSON *o)
+{
+    const struct kube_store *store = nestedcomponent_rendered_store(x->view, res);
+
+    return store ? kube_store_get(store, x->ns, kube_obj_name(o)) : NULL;
+}
+
+/* Plans the claimed applies of the rendered objects the caches do not hold, other than the
+ * StatefulSet (a Service, a ConfigMap, a NetworkPolicy: what its pods use), sent together;
+ * they are taken out of objs. */
+static int apply_missing_first(struct comp *x, cJSON *objs)
+{
+    size_t first = x->plan->n_actions;
+    cJSON *o = objs ? objs->child : NULL, *next;
+
+    for (; o; o = next) {
+        const struct kube_resource *res = resource_of(o);
+        next = o->next;
+        if (!res || res == &KUBE_STATEFULSETS || cached_of(x, res, o))
+            continue;
+        cJSON_DetachItemViaPointer(objs, o);
+        if (plan_apply_claimed(x->plan, res, o, kube_obj_uid(x->obj), "%s %s/%s: missing",
+                               res->kind, x->ns, kube_obj_name(o)) < 0)
+            return -ENOMEM;
+    }
+    plan_together(x->plan, first);
+    return 0;
+}
+
 /* Plans a server-side apply of every rendered object that differs from the cache; one the
  * cache does not hold is applied only if it is absent or the component's (plan_apply_claimed).
- * Nothing at all when a name is taken (find_conflict). */
+ * The missing objects other than the StatefulSet go first, together; the StatefulSet, whose
+ * pods use them, after them. Nothing at all when a name is taken (find_conflict). */
 int comp_apply_changed(struct comp *x, cJSON *objs)
 {
     cJSON *o;
 
     if (find_conflict(x, objs))
         return 0;
+    if (apply_missing_first(x, objs) < 0)
+        return -ENOMEM;
     while ((o = cJSON_DetachItemFromArray(objs, 0))) {
         const struct kube_resource *res = resource_of(o);
-        const struct kube_store *store;
         const cJSON *live;
         const char *want = config_hash(o), *have;
 
@@ -107,8 +139,7 @@ int comp_apply_changed(struct comp *x, cJSON *objs)
             cJSON_Delete(o);
             return -EINVAL;
         }
-        store = nestedcomponent_rendered_store(x->view, res);
-        live = store ? kube_store_get(store, x->ns, kube_obj_name(o)) : NULL;
+        live = cached_of(x, res, o);
         have = live ? config_hash(live) : NULL;
         if (live && want && have && strcmp(want, have) == 0) {
             cJSON_Delete(o);

@@ -147,6 +147,8 @@ oom:
  * one is controlled by another owner. */
 int ncp_adopt_components(struct cp *x)
 {
+    size_t first = x->plan->n_actions;
+
     for (int i = 0; i < RENDER_PART__COUNT; i++) {
         const cJSON *comp = lookup_component(x->view, x->obj, (enum render_part)i);
         const cJSON *ref;
@@ -168,5 +170,7 @@ int ncp_adopt_components(struct cp *x)
         if ((r = adopt(x, (enum render_part)i, comp)) < 0)
             return r;
     }
+    /* Each patch writes one component, with its own resourceVersion: sent at once. */
+    plan_together(x->plan, first);
     return 0;
 }

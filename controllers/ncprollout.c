@@ -72,6 +72,15 @@ static int etcd_learners(const cJSON *etcd)
     return n;
 }
 
+/* The cluster ID a NestedEtcd's status records (etcd gave it to the membership step), or
+ * NULL. */
+static const char *etcd_cluster_id(const cJSON *etcd)
+{
+    const cJSON *id = get(get(etcd, "status"), "clusterID");
+
+    return cJSON_IsString(id) && id->valuestring[0] ? id->valuestring : NULL;
+}
+
 /* ---- the brake (controllers/brake.h) ---- */
 
 /* The Upgrading condition of a cached control plane: status, reason, lastTransitionTime. */
@@ -548,8 +557,14 @@ int ncp_step_rollout(struct cp *x, const struct desired_all *da, bool frozen,
         c->replicas = da->ss[i].exists ? da->ss[i].replicas : 0;
         c->ready_replicas = da->ss[i].ready;
         if (i == ROLLOUT_ETCD) {
+            const cJSON *netcd = lookup_component(x->view, x->obj, RENDER_PART_ETCD);
             /* A learner being added does not vote: quorum is counted over the others. */
-            int learners = etcd_learners(lookup_component(x->view, x->obj, RENDER_PART_ETCD));
+            int learners = etcd_learners(netcd);
+            /* etcd answered at its target: the membership step recorded the cluster ID that
+             * etcd gave, and the StatefulSet runs the target's pod template. */
+            c->answers = da->ss[i].exists && da->ss[i].template_hash && t->config_hash &&
+                         strcmp(da->ss[i].template_hash, t->config_hash) == 0 &&
+                         etcd_cluster_id(netcd) != NULL;
             c->replicas = c->replicas > learners ? c->replicas - learners : c->replicas;
             c->ready_replicas =
                 c->ready_replicas > learners ? c->ready_replicas - learners : c->ready_replicas;

@@ -147,15 +147,21 @@ static bool serving(const struct rollout_input *in)
 
 /* Component i is created together with the one before it: the control plane was never
  * complete, and i either never had a target or its target is its desired state (it is being
- * created already). Only the controller manager is: kube-controller-manager started before its
- * API server answers retries until it does, while kube-apiserver started before etcd answers
- * exits after 20 s (its blocking etcd dial), so the API servers keep waiting for etcd. A change
- * of a component that has another target keeps the waves, and so does every roll once the
- * control plane was complete. */
+ * created already). The controller manager is created with the API servers:
+ * kube-controller-manager started before its API server answers retries until it does. The API
+ * servers are created once etcd, at its desired state, answers: kube-apiserver started before
+ * etcd answers exits after 20 s (its blocking etcd dial), but an etcd that answers will go on
+ * answering while its other members join, and the API servers' flags name every member from
+ * the start. A change of a component that has another target keeps the waves, and so does
+ * every roll once the control plane was complete. */
 static bool created_alongside(const struct rollout_input *in, int i)
 {
-    return i == ROLLOUT_CONTROLLER_MANAGER && !in->initialized &&
-           (!in->c[i].target.hash || at_desired(&in->c[i]));
+    if (in->initialized || i >= ROLLOUT__COUNT || (in->c[i].target.hash && !at_desired(&in->c[i])))
+        return false;
+    if (i == ROLLOUT_CONTROLLER_MANAGER)
+        return true;
+    return i == ROLLOUT_APISERVER && in->c[ROLLOUT_ETCD].answers &&
+           at_desired(&in->c[ROLLOUT_ETCD]);
 }
 
 void rollout_step(const struct rollout_input *in, struct rollout_output *out)
@@ -211,12 +217,11 @@ void rollout_step(const struct rollout_input *in, struct rollout_output *out)
         if (!at_desired(s)) {
             int busy = -1;
             /* Only one component rolls at a time: a change to an earlier component waits for
-             * a later one that is still rolling out. A controller manager created together
-             * with its API servers does not hold their change: it may wait for exactly that
-             * change to become ready. */
+             * a later one that is still rolling out. A component being created (the control
+             * plane was never complete) does not hold the change of one before it: it may
+             * wait for exactly that change to become ready. */
             for (int j = i + 1; j < ROLLOUT__COUNT && busy < 0; j++)
-                if (in->c[j].target.hash && !in->c[j].complete &&
-                    !(j == ROLLOUT_CONTROLLER_MANAGER && !in->initialized))
+                if (in->c[j].target.hash && !in->c[j].complete && in->initialized)
                     busy = j;
             if (active < 0)
                 active = i;

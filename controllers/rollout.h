@@ -9,10 +9,13 @@
  * Rules (docs/architecture.md, "The rollout state machine"):
  *   - Order: etcd, then every API server, then controller managers. A component's target moves
  *     to its desired state only when every component before it has completed its rollout at
- *     its own desired state. Creation is the first wave, with one difference: while the
- *     control plane was never complete, the controller manager's first target moves together
- *     with the API servers' (kube-controller-manager waits for its API server by itself;
- *     kube-apiserver does not wait for etcd, so the API servers still wait for etcd).
+ *     its own desired state. Creation is the first wave, with two differences: while the
+ *     control plane was never complete, the API servers' first target moves as soon as etcd
+ *     answers at its target (not once every member is ready: kube-apiserver gives up on an
+ *     etcd that does not answer within 20 s, so it still waits for one that answers), and the
+ *     controller manager's first target moves together with the API servers'
+ *     (kube-controller-manager waits for its API server by itself). No component being
+ *     created holds back a change of an earlier one.
  *   - Versions, checked across all components before any target moves. A component's desired
  *     version is the one it is to run: its own spec.version (an override) or the control
  *     plane's. No component's version goes down from its target; none skips a minor; a
@@ -53,6 +56,9 @@ struct rollout_component_state {
     /* The roll to target failed and is held back (status.rollout rolledBack): what failed.
      * Nothing moves until the desired state changes; NULL: not held. */
     const char *held;
+    /* etcd only: a member of the cluster answers (the NestedEtcd's status records the cluster
+     * ID etcd gave). Read only while the control plane was never complete. */
+    bool answers;
 };
 
 struct rollout_input {

@@ -12,21 +12,41 @@
 /*
  * The executor: the workqueue hands out a key, the controller's reconcile turns it into a plan,
  * and the plan's actions are sent one after another, on the loop, until one fails or none is
- * left (lib/ctrl/plan.h says what each outcome does to the key).
+ * left (lib/ctrl/plan.h says what each outcome does to the key). Actions the plan marked as
+ * independent (plan_together) are sent at once, as one step: the plan goes on once all of them
+ * have succeeded, and when any failed it ends as if the first of them in the plan's order had
+ * failed alone, after the others have had their answers.
  */
 
-/* One key in flight: its plan and the action being carried out. */
+struct job;
+
+/* One action of the step in flight. */
+struct slot {
+    struct job *j;
+    size_t idx; /* in j->plan.actions */
+    struct kube_call *call;
+    bool claimed; /* its claim_uid was checked against the live object */
+};
+
+/* The first failure of a step, in the plan's order. */
+enum failure { FAIL_NONE, FAIL_ACTION, FAIL_FOUND };
+
+/* One key in flight: its plan and the step being carried out. */
 struct job {
     struct controller *c;
     char *key; /* "ns/name"; ns and name point into a second copy */
     char *ns, *name, *split;
     struct plan plan;
-    size_t next;
+    size_t next; /* the first action of the step in flight, or the next step's */
     double started;
-    struct kube_call *call;
+    struct slot *slots; /* the step's actions [next, next + n_slots) */
+    size_t n_slots, pending;
+    enum failure failed; /* of the step in flight, at fail_idx */
+    size_t fail_idx;
+    int fail_code;
+    char *fail_message;
     void *call_handle;     /* a plan call in flight (struct plan_call_ops) */
     double retry_after;    /* the server's Retry-After on the failed action: the least requeue */
-    bool claimed;          /* the current action's claim_uid was checked against the live object */
     bool rejected;         /* a write was rejected: only the status write still runs */
     size_t events_done;    /* the plan's Events recorded so far */
     struct list_node link; /* in its controller's jobs */
@@ -58,6 +78,8 @@ static const char *verb_name(const struct plan_action *a)
 
 static void job_free(struct job *j)
 {
+    free(j->slots);
+    free(j->fail_message);
     plan_done(&j->plan);
     free(j->key);
     free(j->split);
@@ -113,14 +135,14 @@ static bool write_rejected(const struct plan_action *a, int code)
     return code == -EINVAL || code == -EPERM || (code == -ENOENT && a->verb != KUBE_DELETE);
 }
 
-/* The plan's write of the reconciled object's status after the current action, or 0. */
-static size_t status_action_after(const struct job *j)
+/* The plan's write of the reconciled object's status after action i, or 0. */
+static size_t status_action_after(const struct job *j, size_t i)
 {
-    for (size_t i = j->plan.n_actions; i-- > j->next + 1;) {
-        const struct plan_action *s = &j->plan.actions[i];
+    for (size_t k = j->plan.n_actions; k-- > i + 1;) {
+        const struct plan_action *s = &j->plan.actions[k];
         if (!s->call && s->resource == j->c->def.primary && s->subresource &&
             strcmp(s->subresource, "status") == 0 && s->name && strcmp(s->name, j->name) == 0)
-            return i;
+            return k;
     }
     return 0;
 }
@@ -141,15 +163,16 @@ static bool show_rejection(struct job *j, const struct plan_action *a, const cha
     ctrl_note_put(&m->rejected, j->c->def.primary, j->ns, j->name, why, NULL,
                   time_wall() + 86400.0);
     record_event(j, KUBE_EVENT_WARNING, "WriteRejected", why);
-    k = status_action_after(j);
+    k = status_action_after(j, (size_t)(a - j->plan.actions));
     if (!k)
         return false;
     j->rejected = true;
     j->next = k;
-    j->claimed = false;
     return true;
 }
 
+/* Ends the job for the failed action a (the first that failed, the plan's actions before it
+ * having succeeded), or goes on to the status write that shows a rejection. */
 static void action_failed(struct job *j, const struct plan_action *a, int code, const char *message)
 {
     struct controller *c = j->c;
@@ -183,6 +206,53 @@ static void action_failed(struct job *j, const struct plan_action *a, int code, 
     job_finish(j, conflict ? OUTCOME_CONFLICT : OUTCOME_ERROR);
 }
 
+/* Every action of the step has its answer: the plan goes on after it, or ends with its first
+ * failure in the plan's order. */
+static void step_done(struct job *j)
+{
+    size_t idx = j->fail_idx;
+
+    if (j->failed == FAIL_NONE) {
+        if (j->rejected) { /* the status that shows the rejection is written; the key fails */
+            job_finish(j, OUTCOME_ERROR);
+            return;
+        }
+        j->next += j->n_slots;
+        record_events(j, j->next);
+        job_next(j);
+        return;
+    }
+    /* The actions before the failed one succeeded: their Events go out. */
+    j->next = idx;
+    record_events(j, idx);
+    if (j->failed == FAIL_FOUND) {
+        job_finish(j, OUTCOME_CONFLICT);
+        return;
+    }
+    action_failed(j, &j->plan.actions[idx], j->fail_code, j->fail_message);
+}
+
+/* Slot s has its answer: failure FAIL_NONE (it succeeded) or what failed, with the server's
+ * Retry-After. The step is done once every slot is. */
+static void slot_finished(struct slot *s, enum failure failure, int code, const char *message,
+                          double retry_after)
+{
+    struct job *j = s->j;
+
+    s->call = NULL;
+    if (failure != FAIL_NONE && (j->failed == FAIL_NONE || s->idx < j->fail_idx)) {
+        free(j->fail_message);
+        j->failed = failure;
+        j->fail_idx = s->idx;
+        j->fail_code = code;
+        j->fail_message = message ? strdup(message) : NULL;
+        j->retry_after = retry_after;
+    }
+    if (--j->pending > 0)
+        return;
+    step_done(j);
+}
+
 /* Counts a request the plans made, by verb and HTTP status ("none": no response). */
 static void count_request(struct manager *m, const char *verb, const struct kube_result *res)
 {
@@ -195,18 +265,18 @@ static void count_request(struct manager *m, const char *verb, const struct kube
     metric_add(m->mx.api_requests, (const char *[]){verb, code}, 1);
 }
 
-/* Sends req for j through the send hook (tests) or the client. */
-static int send_request(struct job *j, const struct kube_request *req, kube_done_fn done)
+/* Sends req for slot s through the send hook (tests) or the client. */
+static int send_request(struct slot *s, const struct kube_request *req, kube_done_fn done)
 {
-    struct manager *m = j->c->m;
+    struct manager *m = s->j->c->m;
 
     if (m->opts.send)
-        return m->opts.send(m->opts.send_ctx, req, done, j);
-    return kube_request_start(m->client, req, done, j, &j->call);
+        return m->opts.send(m->opts.send_ctx, req, done, s);
+    return kube_request_start(m->client, req, done, s, &s->call);
 }
 
-/* Reads the object the current action a writes; done gets the answer. */
-static void get_object(struct job *j, const struct plan_action *a, kube_done_fn done)
+/* Reads the object the action of slot s writes; done gets the answer. */
+static void get_object(struct slot *s, const struct plan_action *a, kube_done_fn done)
 {
     struct kube_request req = {
         .verb = KUBE_GET,
@@ -215,24 +285,24 @@ static void get_object(struct job *j, const struct plan_action *a, kube_done_fn 
         .name = a->name,
     };
 
-    int r = send_request(j, &req, done);
+    int r = send_request(s, &req, done);
 
     if (r < 0)
-        action_failed(j, a, r, "the request could not be sent");
+        slot_finished(s, FAIL_ACTION, r, "the request could not be sent", 0);
 }
 
 /* A plan_create_else_read found its object: kept for the next reconcile, which runs at once. */
 static void read_done(void *userdata, const struct kube_result *res)
 {
-    struct job *j = userdata;
+    struct slot *s = userdata;
+    struct job *j = s->j;
     struct manager *m = j->c->m;
-    const struct plan_action *a = &j->plan.actions[j->next];
+    const struct plan_action *a = &j->plan.actions[s->idx];
 
-    j->call = NULL;
+    s->call = NULL;
     count_request(m, "get", res);
     if (res->code != 0 || !res->body) {
-        j->retry_after = res->retry_after;
-        action_failed(j, a, res->code ? res->code : -EIO, res->message);
+        slot_finished(s, FAIL_ACTION, res->code ? res->code : -EIO, res->message, res->retry_after);
         return;
     }
     log_info("found an existing object the caches do not hold",
@@ -240,7 +310,7 @@ static void read_done(void *userdata, const struct kube_result *res)
              a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name);
     ctrl_note_put(&m->found, a->resource, a->namespace_, a->name, NULL,
                   cJSON_Duplicate(res->body, true), time_wall() + CTRL_NOTE_TTL);
-    job_finish(j, OUTCOME_CONFLICT);
+    slot_finished(s, FAIL_FOUND, -EEXIST, NULL, 0);
 }
 
 /* A write of an object whose cache selects nothing out (the caller's own kinds) goes into the cache
@@ -260,6 +330,7 @@ static void observe_write(struct manager *m, const struct plan_action *a,
 }
 
 static void claim_done(void *userdata, const struct kube_result *res);
+static void send_action(struct slot *s);
 
 static bool is_status_write(const struct plan_action *a)
 {
@@ -287,11 +358,12 @@ static bool progress_waits(struct job *j, const struct plan_action *a)
 
 static void action_done(void *userdata, const struct kube_result *res)
 {
-    struct job *j = userdata;
+    struct slot *s = userdata;
+    struct job *j = s->j;
     struct manager *m = j->c->m;
-    const struct plan_action *a = &j->plan.actions[j->next];
+    const struct plan_action *a = &j->plan.actions[s->idx];
 
-    j->call = NULL;
+    s->call = NULL;
     count_request(m, verb_name(a), res);
     /* A delete of something already gone has done its job. */
     if (res->code == 0 || (a->verb == KUBE_DELETE && res->code == -ENOENT)) {
@@ -302,57 +374,45 @@ static void action_done(void *userdata, const struct kube_result *res)
         if (res->code == 0 && is_status_write(a))
             ctrl_note_put(&m->status_written, a->resource, a->namespace_, a->name, "written", NULL,
                           time_wall() + m->opts.progress_interval);
-        if (j->rejected) { /* the status that shows the rejection is written; the key fails */
-            job_finish(j, OUTCOME_ERROR);
-            return;
-        }
-        j->next++;
-        j->claimed = false;
-        record_events(j, j->next);
-        job_next(j);
+        slot_finished(s, FAIL_NONE, 0, NULL, 0);
         return;
     }
     if (res->code == -EEXIST && a->verb == KUBE_CREATE && a->read_if_exists) {
-        get_object(j, a, read_done);
+        get_object(s, a, read_done);
         return;
     }
-    if (res->code == -EBUSY && a->claim_uid && !j->claimed) {
+    if (res->code == -EBUSY && a->claim_uid && !s->claimed) {
         log_debug("claim check", "controller=%s key=%s resource=%s object=%s/%s", j->c->def.name,
                   j->key, a->resource->resource, a->namespace_ ? a->namespace_ : "", a->name);
-        get_object(j, a, claim_done);
+        get_object(s, a, claim_done);
         return;
     }
-    j->retry_after = res->retry_after;
-    action_failed(j, a, res->code, res->message);
+    slot_finished(s, FAIL_ACTION, res->code, res->message, res->retry_after);
 }
 
 static void call_done(void *userdata, int code, const char *message)
 {
-    struct job *j = userdata;
-    const struct plan_action *a = &j->plan.actions[j->next];
+    struct slot *s = userdata;
+    struct job *j = s->j;
+    const struct plan_action *a = &j->plan.actions[s->idx];
 
     j->call_handle = NULL;
-    if (code == 0) {
+    if (code == 0)
         log_debug("call done", "controller=%s key=%s call=%s why=%s", j->c->def.name, j->key,
                   a->call->name, a->why);
-        j->next++;
-        j->claimed = false;
-        record_events(j, j->next);
-        job_next(j);
-        return;
-    }
-    action_failed(j, a, code, message);
+    slot_finished(s, code == 0 ? FAIL_NONE : FAIL_ACTION, code, message, 0);
 }
 
-static void call_start(struct job *j, const struct plan_action *a)
+static void call_start(struct slot *s, const struct plan_action *a)
 {
+    struct job *j = s->j;
     int r;
 
     log_debug("call", "controller=%s key=%s step=%zu/%zu call=%s why=%s", j->c->def.name, j->key,
-              j->next + 1, j->plan.n_actions, a->call->name, a->why);
-    r = a->call->start(a->call_arg, j->c->m->loop, call_done, j, &j->call_handle);
+              s->idx + 1, j->plan.n_actions, a->call->name, a->why);
+    r = a->call->start(a->call_arg, j->c->m->loop, call_done, s, &j->call_handle);
     if (r < 0)
-        action_failed(j, a, r, "the call could not be started");
+        slot_finished(s, FAIL_ACTION, r, "the call could not be started", 0);
 }
 
 /* An apply with a claim_uid is first sent with a resourceVersion no object can have
@@ -382,13 +442,14 @@ static int claim_precondition(struct plan_action *a, bool claimed)
  * else (or nobody), it is left untouched. */
 static void claim_done(void *userdata, const struct kube_result *res)
 {
-    struct job *j = userdata;
+    struct slot *s = userdata;
+    struct job *j = s->j;
     struct manager *m = j->c->m;
-    const struct plan_action *a = &j->plan.actions[j->next];
+    const struct plan_action *a = &j->plan.actions[s->idx];
     const cJSON *ref;
     char why[512];
 
-    j->call = NULL;
+    s->call = NULL;
     count_request(m, "get", res);
     if (res->code == 0 && res->body) {
         ref = kube_obj_controller_ref(res->body);
@@ -412,60 +473,31 @@ static void claim_done(void *userdata, const struct kube_result *res)
         ctrl_note_put(&m->conflicts, a->resource, a->namespace_, a->name, why, NULL,
                       time_wall() + CTRL_NOTE_TTL);
         record_event(j, KUBE_EVENT_WARNING, "ObjectConflict", why);
-        action_failed(j, a, -EEXIST, why);
+        slot_finished(s, FAIL_ACTION, -EEXIST, why, 0);
         return;
     }
     if (res->code != -ENOENT) {
-        j->retry_after = res->retry_after;
-        action_failed(j, a, res->code, res->message);
+        slot_finished(s, FAIL_ACTION, res->code, res->message, res->retry_after);
         return;
     }
 claimed:
     ctrl_note_put(&m->conflicts, a->resource, a->namespace_, a->name, NULL, NULL, 0);
-    j->claimed = true;
-    job_next(j);
+    s->claimed = true;
+    send_action(s);
 }
 
-/* Sends the next action, or finishes the job when none is left. */
-static void job_next(struct job *j)
+/* Sends the request of slot s's action (a request, not a call). */
+static void send_action(struct slot *s)
 {
+    struct job *j = s->j;
     const struct manager_opts *o = &j->c->m->opts;
-    const struct plan_action *a;
-    const char *refused;
+    struct plan_action *a = &j->plan.actions[s->idx];
     struct kube_request req;
     int r;
 
-    if (j->next >= j->plan.n_actions) {
-        job_finish(j, OUTCOME_SUCCESS);
-        return;
-    }
-    a = &j->plan.actions[j->next];
-    if (a->call) {
-        call_start(j, a);
-        return;
-    }
-    /* The last line of defence of tenant isolation: a reconcile of a namespaced object writes
-     * only in that object's namespace (what renders the objects keeps them there in the first
-     * place). */
-    if (j->ns && (!a->namespace_ || strcmp(a->namespace_, j->ns) != 0)) {
-        action_failed(j, a, -EPERM, "refused: a write outside the reconciled object's namespace");
-        return;
-    }
-    /* What the manager's RBAC does not grant would be answered 403: say so before sending
-     * it. */
-    if (o->refuse && (refused = o->refuse(a))) {
-        action_failed(j, a, -EPERM, refused);
-        return;
-    }
-    if (progress_waits(j, a)) {
-        j->next++;
-        record_events(j, j->next);
-        job_next(j);
-        return;
-    }
-    if (a->claim_uid && (r = claim_precondition(&j->plan.actions[j->next], j->claimed)) < 0) {
-        action_failed(j, a, r,
-                      r == -EINVAL ? "the claimed object has no metadata" : "out of memory");
+    if (a->claim_uid && (r = claim_precondition(a, s->claimed)) < 0) {
+        slot_finished(s, FAIL_ACTION, r,
+                      r == -EINVAL ? "the claimed object has no metadata" : "out of memory", 0);
         return;
     }
     req = (struct kube_request){
@@ -486,12 +518,86 @@ static void job_next(struct job *j)
         req.propagation_policy = a->propagation ? a->propagation : "Background";
     log_debug("action",
               "controller=%s key=%s step=%zu/%zu verb=%s resource=%s object=%s%s%s why=%s",
-              j->c->def.name, j->key, j->next + 1, j->plan.n_actions, verb_name(a),
+              j->c->def.name, j->key, s->idx + 1, j->plan.n_actions, verb_name(a),
               a->resource->resource, a->namespace_ ? a->namespace_ : "", a->namespace_ ? "/" : "",
               a->name ? a->name : "", a->why);
-    r = send_request(j, &req, action_done);
+    r = send_request(s, &req, action_done);
     if (r < 0)
-        action_failed(j, a, r, "the request could not be sent");
+        slot_finished(s, FAIL_ACTION, r, "the request could not be sent", 0);
+}
+
+/* Why the manager does not send action a of j, or NULL: the last line of defence of tenant
+ * isolation (a reconcile of a namespaced object writes only in that object's namespace; what
+ * renders the objects keeps them there in the first place), and what the manager's RBAC does
+ * not grant, which would be answered 403. */
+static const char *refusal(const struct job *j, const struct plan_action *a)
+{
+    const struct manager_opts *o = &j->c->m->opts;
+
+    if (a->call)
+        return NULL;
+    if (j->ns && (!a->namespace_ || strcmp(a->namespace_, j->ns) != 0))
+        return "refused: a write outside the reconciled object's namespace";
+    return o->refuse ? o->refuse(a) : NULL;
+}
+
+/* Whether action i+1 goes in the same step as action i: the plan marked i as sent together
+ * with the next (plan_together), and neither is a call or a write of progress. */
+static bool together(const struct plan *p, size_t i)
+{
+    const struct plan_action *a = &p->actions[i], *b = &p->actions[i + 1];
+
+    return i + 1 < p->n_actions && a->with_next && !a->call && !b->call && !b->progress;
+}
+
+/* Starts the next step (an action, or actions the plan marked to go together), or finishes
+ * the job when none is left. */
+static void job_next(struct job *j)
+{
+    const struct plan_action *a;
+    const char *refused;
+    struct slot *slots;
+    size_t end, n;
+
+    if (j->next >= j->plan.n_actions) {
+        job_finish(j, OUTCOME_SUCCESS);
+        return;
+    }
+    a = &j->plan.actions[j->next];
+    if ((refused = refusal(j, a))) {
+        action_failed(j, a, -EPERM, refused);
+        return;
+    }
+    if (progress_waits(j, a)) {
+        j->next++;
+        record_events(j, j->next);
+        job_next(j);
+        return;
+    }
+    end = j->next + 1;
+    while (!j->rejected && end < j->plan.n_actions && together(&j->plan, end - 1) &&
+           !refusal(j, &j->plan.actions[end]))
+        end++;
+    n = end - j->next;
+    slots = realloc(j->slots, n * sizeof(*slots));
+    if (!slots) {
+        action_failed(j, a, -ENOMEM, "out of memory");
+        return;
+    }
+    j->slots = slots;
+    j->n_slots = j->pending = n;
+    j->failed = FAIL_NONE;
+    free(j->fail_message);
+    j->fail_message = NULL;
+    for (size_t i = 0; i < n; i++)
+        slots[i] = (struct slot){.j = j, .idx = j->next + i};
+    if (a->call) {
+        call_start(&slots[0], a);
+        return;
+    }
+    /* The last slot's answer may end the step, and the job, before this returns. */
+    for (size_t i = 0; i < n; i++)
+        send_action(&slots[i]);
 }
 
 /* The reconciled object, as Events refer to it. */
@@ -580,16 +686,33 @@ void ctrl_executor_process(void *userdata, const char *key)
     job_next(j);
 }
 
+/* Cancels what j has in flight: each cancelled request or call ends its slot at once, and the
+ * last one ends the job (and frees it). Returns false when nothing was in flight. */
+static bool job_cancel(struct job *j)
+{
+    struct slot *slots = j->slots;
+    size_t n = j->n_slots, left = j->pending;
+    bool cancelled = false;
+
+    if (j->call_handle) {
+        j->plan.actions[j->next].call->cancel(j->call_handle); /* finishes and frees j */
+        return true;
+    }
+    for (size_t i = 0; i < n && left; i++)
+        if (slots[i].call) {
+            cancelled = true;
+            left--;
+            kube_call_cancel(slots[i].call);
+        }
+    return cancelled;
+}
+
 void ctrl_executor_cancel(struct controller *c)
 {
     struct list_node *n, *tmp;
 
     list_foreach_safe(n, tmp, &c->jobs) {
-        struct job *j = list_entry(n, struct job, link);
-        if (j->call)
-            kube_call_cancel(j->call); /* finishes and frees j */
-        else if (j->call_handle)
-            j->plan.actions[j->next].call->cancel(j->call_handle); /* the same */
+        job_cancel(list_entry(n, struct job, link));
     }
 }
 
@@ -599,13 +722,9 @@ void ctrl_executor_abort(struct controller *c)
      * must have completed every request). */
     while (!list_empty(&c->jobs)) {
         struct job *j = list_entry(list_first(&c->jobs), struct job, link);
-        if (j->call) {
-            kube_call_cancel(j->call);
-        } else if (j->call_handle) {
-            j->plan.actions[j->next].call->cancel(j->call_handle);
-        } else {
-            job_unlink(j);
-            job_free(j);
-        }
+        if (job_cancel(j))
+            continue;
+        job_unlink(j);
+        job_free(j);
     }
 }

@@ -277,6 +277,12 @@ int plan_call(struct plan *p, const struct plan_call_ops *ops, void *arg, const 
     return r;
 }
 
+void plan_together(struct plan *p, size_t first)
+{
+    for (size_t i = first; i + 1 < p->n_actions; i++)
+        p->actions[i].with_next = true;
+}
+
 int plan_append(struct plan *dst, struct plan *src)
 {
     size_t need = dst->n_actions + src->n_actions;

@@ -4,7 +4,8 @@
 /*
  * A plan: what one reconcile wants done. Reconcilers build plans from what the caches hold
  * (struct ctrl_view) without any I/O; the manager (lib/ctrl/manager.h) carries a plan out on
- * the event loop, one action after another in order, stopping at the first failure.
+ * the event loop, one action after another in order (or several at once, plan_together),
+ * stopping at the first failure.
  *
  * Outcome of executing a plan, as the runtime reports it to the workqueue:
  *   - every action succeeded: requeue after `requeue_after` seconds if > 0, else done;
@@ -70,6 +71,7 @@ struct plan_action {
     bool progress;
     const char *propagation; /* delete: "Orphan"; NULL: "Background" */
     char *why;               /* for logs, e.g. "StatefulSet default/c-etcd: spec changed" */
+    bool with_next;          /* sent together with the next action (plan_together) */
 };
 
 struct plan_event {
@@ -160,6 +162,16 @@ void plan_events_after_all(struct plan *p, size_t first, size_t end);
 
 /* Drops the events [first, end): what they report is not written by this plan. */
 void plan_events_drop(struct plan *p, size_t first, size_t end);
+
+/* Marks the actions planned since `first` (requests, none of them a write of progress) as
+ * independent of one another: the runtime sends them at once, as one step, and goes on once
+ * every one has succeeded. When any of them fails, the plan ends as if the first of them in
+ * order had failed alone, once the others have their answers too: the Events planned after it
+ * are dropped although the others' writes may have been made. So only writes that do not need
+ * each other, and that no Event of the plan counts, may go together (the adoptions of a
+ * control plane's components; a component's missing Services and NetworkPolicy). A call among
+ * them ends the step before it. */
+void plan_together(struct plan *p, size_t first);
 
 /* Moves src's actions (not its events) to the end of dst. Returns 0, or -ENOMEM (both are
  * unchanged then). */

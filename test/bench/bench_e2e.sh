@@ -13,6 +13,7 @@
 # polled every 50 ms; for 1 tenant and for 10 at once.
 # Uses the super cluster of $KUBECONFIG/$NESTCP_KUBE_ENV_DIR when set, else starts its own.
 # NESTCP_BENCH_KEEP=1 keeps the work directory (the manager's and node agent's logs).
+# NESTCP_BENCH_MANAGER_ARGS adds flags to the manager's command line (e.g. --concurrency 16).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -352,7 +353,7 @@ kubectl create namespace "$ns" >/dev/null
     --selector app.kubernetes.io/managed-by=nestcp --stop-grace-max 5 >"$work/agent.log" 2>&1 &
 agent_pid=$!
 "$nestcp" manager --namespace "$ns" --templates "$root/templates" --metrics-bind-address 127.0.0.1:0 --metrics-secure=false \
-    --health-probe-bind-address 127.0.0.1:0 >"$work/manager.log" 2>&1 &
+    --health-probe-bind-address 127.0.0.1:0 ${NESTCP_BENCH_MANAGER_ARGS:-} >"$work/manager.log" 2>&1 &
 mgr_pid=$!
 for _ in $(seq 1 60); do
     kubectl get ncp -n "$ns" >/dev/null 2>&1 && [ -n "$(kubectl get node "$node" -o name 2>/dev/null)" ] && break

@@ -89,6 +89,50 @@ static size_t reconcile_ncp(struct sim *s, struct plan *p)
     return p->n_actions;
 }
 
+/* The etcd StatefulSet's status as the StatefulSet controller has it before it has seen the
+ * member's pod Ready: nothing ready yet. */
+static void etcd_not_ready_yet(struct sim *s)
+{
+    const cJSON *cur = fx_get(&s->f, FX_STATEFULSETS, "sample-etcd");
+    cJSON *sts, *st;
+
+    if (!cur || !(st = (cJSON *)fx_path(cur, "status")))
+        return;
+    sts = cJSON_Duplicate(cur, true);
+    st = (cJSON *)fx_path(sts, "status");
+    cJSON_DeleteItemFromObjectCaseSensitive(st, "readyReplicas");
+    cJSON_AddNumberToObject(st, "readyReplicas", 0);
+    fx_put_json(&s->f, sts);
+}
+
+/* On creation the API servers (and the controller manager with them) are created once etcd
+ * answers, its cluster ID recorded in the NestedEtcd's status, and not only once the etcd
+ * StatefulSet reports its members ready; never before etcd answered. */
+static void test_nestedcontrolplane__creation_starts_api_servers_once_etcd_answers(void **state)
+{
+    struct sim s;
+    const cJSON *netcd;
+    bool created = false;
+
+    sim_init(&s, capn);
+    for (int i = 0; i < 40 && !created; i++) {
+        sim_pass(&s);
+        s.f.view.now += 1.0;
+        sim_kubelet(&s);
+        etcd_not_ready_yet(&s);
+        netcd = fx_get(&s.f, FX_ETCDS, "sample-nestedetcd");
+        created = fx_get(&s.f, FX_STATEFULSETS, "sample-apiserver") != NULL;
+        if (created)
+            assert_non_null(fx_str(netcd, "status.clusterID"));
+    }
+    assert_true(created);
+    assert_non_null(fx_get(&s.f, FX_STATEFULSETS, "sample-controller-manager"));
+    assert_int_equal(
+        fx_path(fx_get(&s.f, FX_STATEFULSETS, "sample-etcd"), "status.readyReplicas")->valueint, 0);
+    assert_false(cJSON_IsTrue(fx_path(ncp_status(&s), "initialized")));
+    sim_done(&s);
+}
+
 static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else(void **state)
 {
     struct sim s;
@@ -1531,6 +1575,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else),
+        cmocka_unit_test(test_nestedcontrolplane__creation_starts_api_servers_once_etcd_answers),
         cmocka_unit_test(
             test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_controller_manager),
         cmocka_unit_test(

@@ -179,6 +179,108 @@ static void test_rollout__creation_controller_manager_change_waits_for_api_serve
     assert_moved(&out, M);
 }
 
+/* On creation the API servers (and with them the controller manager) start once etcd answers
+ * at its target, not once every member is ready: the members that join later are already in
+ * the API servers' flags. */
+static void test_rollout__creation_starts_api_servers_once_etcd_answers(void **state)
+{
+    struct rollout_input in = fresh();
+    struct rollout_output out;
+
+    rollout_step(&in, &out);
+    assert_moved(&out, E);
+    in.c[E].target = out.target[E];
+    in.c[E].replicas = 3;
+    in.c[E].updated_replicas = 1;
+
+    /* etcd's pod runs, but etcd has not answered: kube-apiserver would give up after 20 s */
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+
+    /* member 0 answered (its cluster ID recorded); the others are still joining */
+    in.c[E].answers = true;
+    in.c[E].ready_replicas = 1;
+    rollout_step(&in, &out);
+    assert_moved2(&out, A, M);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_PROVISIONING);
+    assert_string_equal(out.message, "etcd 1/3 updated; kube-apiserver 0/0 updated; "
+                                     "kube-controller-manager 0/0 updated");
+
+    /* nothing moves again until every member is ready and the API servers are */
+    in.c[A].target = out.target[A];
+    in.c[M].target = out.target[M];
+    in.c[A].replicas = in.c[M].replicas = 1;
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    complete(&in, &out, A);
+    complete(&in, &out, M);
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_PROVISIONING);
+    complete(&in, &out, E);
+    rollout_step(&in, &out);
+    assert_int_equal(out.phase, ROLLOUT_PHASE_READY);
+    assert_true(out.initialized);
+}
+
+/* An etcd that answers at a target other than its desired state (its spec changed before it
+ * came up) does not start the API servers: they start with the etcd they will keep. */
+static void test_rollout__creation_waits_for_etcd_at_its_desired_state(void **state)
+{
+    struct rollout_input in = fresh();
+    struct rollout_output out;
+
+    in.c[E].target.version = "3.4.23";
+    in.c[E].target.hash = "e0";
+    in.c[E].replicas = 1;
+    in.c[E].answers = true;
+    rollout_step(&in, &out);
+    assert_moved(&out, E);
+    assert_string_equal(out.target[E].hash, "e1");
+}
+
+/* During creation a component being created does not hold a change of one before it: etcd's
+ * change goes ahead while the API servers it started are not ready (they may wait for exactly
+ * that change). Once the control plane was complete, the waves hold (the next test). */
+static void test_rollout__creation_etcd_change_is_not_held_by_api_servers(void **state)
+{
+    struct rollout_input in = fresh();
+    struct rollout_output out;
+
+    in.c[E].target = in.c[E].desired;
+    in.c[E].replicas = 1;
+    in.c[E].answers = true;
+    in.c[A].target = in.c[A].desired;
+    in.c[M].target = in.c[M].desired;
+    in.c[A].replicas = in.c[M].replicas = 1;
+    in.c[E].desired.hash = "e2";
+    rollout_step(&in, &out);
+    assert_moved(&out, E);
+    assert_string_equal(out.target[E].hash, "e2");
+}
+
+/* Once the control plane was complete, an etcd that answers does not start anything early:
+ * every roll keeps the waves. */
+static void test_rollout__upgrade_keeps_waves_when_etcd_answers(void **state)
+{
+    struct rollout_input in = steady();
+    struct rollout_output out;
+
+    in.c[E].desired.version = "3.5.0";
+    in.c[E].desired.hash = "e2";
+    in.c[A].desired.version = in.c[M].desired.version = "1.21.0";
+    in.c[A].desired.hash = "a2";
+    in.c[M].desired.hash = "m2";
+    rollout_step(&in, &out);
+    assert_moved(&out, E);
+    in.c[E].target = out.target[E];
+    in.c[E].complete = false;
+    in.c[E].updated_replicas = 1;
+    in.c[E].answers = true;
+    rollout_step(&in, &out);
+    assert_moved(&out, -1);
+}
+
 static void test_rollout__steady_state_moves_nothing(void **state)
 {
     struct rollout_input in = steady();
@@ -502,6 +604,10 @@ int main(void)
         cmocka_unit_test(
             test_rollout__creation_api_server_change_is_not_held_by_its_controller_manager),
         cmocka_unit_test(test_rollout__creation_controller_manager_change_waits_for_api_servers),
+        cmocka_unit_test(test_rollout__creation_starts_api_servers_once_etcd_answers),
+        cmocka_unit_test(test_rollout__creation_waits_for_etcd_at_its_desired_state),
+        cmocka_unit_test(test_rollout__creation_etcd_change_is_not_held_by_api_servers),
+        cmocka_unit_test(test_rollout__upgrade_keeps_waves_when_etcd_answers),
         cmocka_unit_test(test_rollout__steady_state_moves_nothing),
         cmocka_unit_test(test_rollout__version_bump_rolls_in_dependency_order),
         cmocka_unit_test(test_rollout__flag_change_of_one_component_rolls_only_it),

@@ -215,6 +215,8 @@ enum plan_kind {
     PLAN_CREATE_ELSE_READ,  /* a create of Secret ca, read when it exists */
     PLAN_APPLY_THEN_STATUS, /* an apply of Service svc, then the primary's status */
     PLAN_PROGRESS,          /* the primary's status, then progress only, then an apply */
+    PLAN_TOGETHER,          /* an apply of svc and a create of ca together, an Event, a delete */
+    PLAN_TOGETHER_CLAIMED,  /* claimed applies of svc and svc2 together, for uid "mine" */
 };
 
 struct fixture {
@@ -339,6 +341,25 @@ static int reconcile(void *ctx, const struct ctrl_view *view, const char *ns, co
         assert_int_equal(plan_update_status(plan, &WIDGETS,
                                             object("example.com/v1", "Widget", ns, name), "status"),
                          0);
+        break;
+    case PLAN_TOGETHER:
+        assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
+                                    "Service %s/svc: missing", ns),
+                         0);
+        assert_int_equal(plan_create(plan, &KUBE_SECRETS, object("v1", "Secret", ns, "ca"),
+                                     "Secret %s/ca: missing", ns),
+                         0);
+        plan_together(plan, 0);
+        assert_int_equal(plan_event(plan, KUBE_EVENT_NORMAL, "CreatedBoth", "svc and ca"), 0);
+        assert_int_equal(plan_delete(plan, &KUBE_SECRETS, ns, "old", NULL, "superseded"), 0);
+        break;
+    case PLAN_TOGETHER_CLAIMED:
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(plan_apply_claimed(plan, &KUBE_SERVICES,
+                                                object("v1", "Service", ns, i ? "svc2" : "svc"),
+                                                "mine", "Service %s/svc: missing", ns),
+                             0);
+        plan_together(plan, 0);
         break;
     case PLAN_UNGRANTED:
         assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
@@ -884,6 +905,99 @@ static void test_manager__events_are_recorded_after_the_actions_succeed(void **s
     assert_true(k >= 3); /* the third attempt's CreatedService is a repeat of the second's */
 }
 
+/* The requests of the plan's writes sent together (two keys' worth of objects) go out at
+ * once; what follows them waits for both answers, and their Event for both successes. */
+static void test_manager__actions_together_are_sent_at_once(void **state)
+{
+    struct fixture *f = *state;
+    int events = 0;
+
+    f->kind = PLAN_TOGETHER;
+    f->hook.hold = true;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_sent(f, 2, 2));
+    /* both in flight, no answer yet, nothing after them sent */
+    assert_int_equal(f->hook.in_flight, 2);
+    assert_int_equal(f->hook.sent[0].verb, KUBE_PATCH);
+    assert_string_equal(f->hook.sent[0].key, "ns1/svc");
+    assert_int_equal(f->hook.sent[1].verb, KUBE_CREATE);
+    assert_string_equal(f->hook.sent[1].key, "ns1/ca");
+    release_all(&f->hook);
+    settle(f);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+    for (int i = 2; i < f->hook.n_sent; i++) {
+        if (f->hook.sent[i].res == &KUBE_EVENTS) {
+            assert_string_equal(f->hook.sent[i].reason, "CreatedBoth");
+            events++;
+        } else {
+            assert_int_equal(f->hook.sent[i].verb, KUBE_DELETE);
+            assert_string_equal(f->hook.sent[i].key, "ns1/old");
+        }
+    }
+    assert_int_equal(events, 1);
+    assert_int_equal(f->hook.n_sent, 4);
+}
+
+/* When one of the writes sent together fails, the other still has its answer, and the plan
+ * ends as if the first failure in the plan's order had come alone: nothing after them is
+ * sent, their Event is not recorded, and the key backs off. */
+static void test_manager__a_failure_among_actions_together_ends_the_plan(void **state)
+{
+    struct fixture *f = *state;
+    double end = time_mono() + 2;
+
+    f->kind = PLAN_TOGETHER;
+    f->hook.hold = true;
+    script(&f->hook, -EIO, 500); /* the apply fails */
+    script(&f->hook, 0, 201);    /* the create, sent with it, succeeds */
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_sent(f, 2, 2));
+    release_all(&f->hook);
+    /* The key's failure is counted as the last answer comes in; its retry waits for a timer. */
+    while (reconcile_total(f, "error") < 1 && time_mono() < end)
+        ev_run(f->loop, EVRUN_ONCE);
+    assert_int_equal(reconcile_total(f, "error"), 1);
+    assert_int_equal(f->hook.in_flight, 0);
+    assert_int_equal(f->hook.n_sent, 2); /* no delete, no Event */
+    assert_int_equal(metric(f, "tester_api_requests_total", (const char *[]){"apply", "500"}), 1);
+    assert_int_equal(metric(f, "tester_api_requests_total", (const char *[]){"create", "201"}), 1);
+}
+
+/* Claimed applies sent together each take their own claim check: one finds its object the
+ * claimer's own and applies again, the other creates its object. */
+static void test_manager__claimed_applies_together_check_each_claim(void **state)
+{
+    struct fixture *f = *state;
+    int svc_patches = 0, svc2_patches = 0, gets = 0;
+
+    f->kind = PLAN_TOGETHER_CLAIMED;
+    script(&f->hook, -EBUSY, 409); /* svc exists ... */
+    script(&f->hook, 0, 201);      /* svc2 is created */
+    script(&f->hook, 0, 200);      /* svc is read: the claimer's own */
+    f->hook.script[2].body = owned_by_mine;
+    script(&f->hook, 0, 200); /* and applied */
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 1, 2));
+    settle(f);
+    assert_int_equal(reconcile_total(f, "success"), 1);
+    for (int i = 0; i < f->hook.n_sent; i++) {
+        const struct sent *s = &f->hook.sent[i];
+        if (s->verb == KUBE_GET) {
+            assert_string_equal(s->key, "ns1/svc");
+            gets++;
+        } else if (strcmp(s->key, "ns1/svc") == 0) {
+            svc_patches++;
+        } else {
+            assert_string_equal(s->key, "ns1/svc2");
+            svc2_patches++;
+        }
+    }
+    assert_int_equal(gets, 1);
+    assert_int_equal(svc_patches, 2);
+    assert_int_equal(svc2_patches, 1);
+    assert_string_equal(f->hook.sent[f->hook.n_sent - 1].rv, "");
+}
+
 static void test_manager__concurrency_is_capped(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
@@ -1007,6 +1121,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_manager__an_action_outside_the_access_table_is_not_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager__events_are_recorded_after_the_actions_succeed,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manager__actions_together_are_sent_at_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_manager__a_failure_among_actions_together_ends_the_plan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manager__claimed_applies_together_check_each_claim,
                                         setup, teardown),
         cmocka_unit_test_teardown(test_manager__concurrency_is_capped, teardown_owned),
         cmocka_unit_test_setup_teardown(
