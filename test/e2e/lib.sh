@@ -35,6 +35,8 @@ mgr_pid=
 pids=()
 pids_seen=()
 agent_args=() # extra node agent flags a test may set before setup
+fail_logs=()   # more logs `fail` shows the end of (a second super cluster's manager and agent)
+fail_agents=() # more node agent state directories whose pod logs `fail` shows
 
 kubectl() { command kubectl --request-timeout=20s "$@"; }
 
@@ -45,16 +47,18 @@ log() { echo "[$(date +%T)] $*"; }
 
 fail() {
     echo "FAIL: $*" >&2
-    local f
-    for f in "$work"/manager.log "$work"/agent.log; do
+    local f d
+    for f in "$work"/manager.log "$work"/agent.log "${fail_logs[@]}"; do
         [ -f "$f" ] || continue
-        echo "---- $(basename "$f") (last 30 lines)" >&2
+        echo "---- ${f#"$work"/} (last 30 lines)" >&2
         grep -v ' debug ' "$f" | tail -n 30 >&2
     done
-    for f in "$agent_state"/pods/*/*.log; do
-        [ -f "$f" ] || continue
-        echo "---- ${f#"$agent_state"/pods/} (last 8 lines)" >&2
-        tail -n 8 "$f" >&2
+    for d in "$agent_state" "${fail_agents[@]}"; do
+        for f in "$d"/pods/*/*.log; do
+            [ -f "$f" ] || continue
+            echo "---- ${f#"$work"/} (last 8 lines)" >&2
+            tail -n 8 "$f" >&2
+        done
     done
     exit 1
 }
@@ -406,6 +410,36 @@ spec:
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
 ---
+YAML
+}
+
+# shared_snapshot_claim CLAIM PV DIR: a PersistentVolumeClaim for etcd snapshots bound to
+# PersistentVolume PV, a hostPath volume on DIR kept when the claim goes (Retain). Applied in
+# two super clusters with the same DIR, it stands for storage both mount (NFS or similar).
+shared_snapshot_claim() {
+    cat <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: $2
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteMany]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  hostPath: {path: $3, type: Directory}
+  claimRef: {namespace: $ns, name: $1}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: $1
+  namespace: $ns
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: ""
+  volumeName: $2
+  resources: {requests: {storage: 1Gi}}
 YAML
 }
 

@@ -28,79 +28,19 @@ set -euo pipefail
 # shellcheck source=../support/crds.sh
 . "$NESTCP_SOURCE_DIR/test/support/crds.sh"
 
-capi_version=$NESTCP_CAPI_VERSION
-nestcp_release=v0.1.0
-capi=$("$NESTCP_SOURCE_DIR/hack/kube-build.sh" cluster-api "$capi_version") ||
-    fail "Cluster API $capi_version could not be built (hack/kube-build.sh)"
+# shellcheck source=../support/capi.sh
+. "$NESTCP_SOURCE_DIR/test/support/capi.sh"
 repo=$work/repo
-export XDG_CONFIG_HOME=$work/config CLUSTERCTL_DISABLE_VERSIONCHECK=true
-clusterctl() { "$capi/clusterctl" --config "$work/clusterctl.yaml" "$@"; }
+clusterctl() { clusterctl_in "$work" "$@"; }
 
 capi_cleanup() {
-    # Cluster API's objects are cluster-wide: remove them whatever happened, so the next test
-    # finds the super cluster as it was (Cluster API's Cluster CRD alone is applied again by
-    # the tests that use it, test/support/crds.sh).
     [ -z "${capi_pid:-}" ] || kill -CONT "$capi_pid" 2>/dev/null || true
-    [ -f "$work/clusterctl.yaml" ] || return 0
-    clusterctl delete --all --include-crd --include-namespace >/dev/null 2>&1 || true
-    kubectl delete -f "$capi/config/cert-manager-crds" --ignore-not-found --wait=false \
-        >/dev/null 2>&1 || true
+    capi_remove "$work"
 }
 trap 'capi_cleanup; cleanup' EXIT
 
 # --- a local provider repository, as a release publishes it ---
-for p in cluster-api/v$capi_version bootstrap-kubeadm/v$capi_version \
-    control-plane-nested/$nestcp_release infrastructure-nested/$nestcp_release; do
-    mkdir -p "$repo/$p"
-done
-kubectl kustomize "$capi/config/core/default" |
-    sed "s|gcr.io/k8s-staging-cluster-api/cluster-api-controller:main|registry.k8s.io/cluster-api/cluster-api-controller:v$capi_version|" \
-        >"$repo/cluster-api/v$capi_version/core-components.yaml"
-kubectl kustomize "$capi/config/bootstrap-kubeadm/default" |
-    sed "s|gcr.io/k8s-staging-cluster-api/kubeadm-bootstrap-controller:main|registry.k8s.io/cluster-api/kubeadm-bootstrap-controller:v$capi_version|" \
-        >"$repo/bootstrap-kubeadm/v$capi_version/bootstrap-components.yaml"
-cp "$capi/metadata.yaml" "$repo/cluster-api/v$capi_version/"
-cp "$capi/metadata.yaml" "$repo/bootstrap-kubeadm/v$capi_version/"
-# A release names its image first (docs/clusterctl.md); clusterctl takes only canonical names.
-# hack/image-build.sh tags its builds localhost/nestcp.
-mkdir -p "$work/release"
-cp -R "$NESTCP_SOURCE_DIR/config" "$work/release/config"
-cat >"$work/release/config/clusterctl/control-plane/kustomization.yaml" <<YAML
-$(cat "$NESTCP_SOURCE_DIR/config/clusterctl/control-plane/kustomization.yaml")
-images:
-- name: nestcp
-  newName: localhost/nestcp
-  newTag: $nestcp_release
-YAML
-kubectl kustomize "$work/release/config/clusterctl/control-plane" \
-    >"$repo/control-plane-nested/$nestcp_release/control-plane-components.yaml"
-kubectl kustomize "$NESTCP_SOURCE_DIR/config/clusterctl/infrastructure" \
-    >"$repo/infrastructure-nested/$nestcp_release/infrastructure-components.yaml"
-cp "$NESTCP_SOURCE_DIR/metadata.yaml" "$repo/control-plane-nested/$nestcp_release/"
-cp "$NESTCP_SOURCE_DIR/metadata.yaml" "$NESTCP_SOURCE_DIR/templates/cluster-template.yaml" \
-    "$repo/infrastructure-nested/$nestcp_release/"
-cat >"$work/clusterctl.yaml" <<YAML
-providers:
-- name: cluster-api
-  type: CoreProvider
-  url: $repo/cluster-api/v$capi_version/core-components.yaml
-- name: kubeadm
-  type: BootstrapProvider
-  url: $repo/bootstrap-kubeadm/v$capi_version/bootstrap-components.yaml
-- name: nested
-  type: ControlPlaneProvider
-  url: $repo/control-plane-nested/$nestcp_release/control-plane-components.yaml
-- name: nested
-  type: InfrastructureProvider
-  url: $repo/infrastructure-nested/$nestcp_release/infrastructure-components.yaml
-YAML
-
-# --- cert-manager's API (its controllers cannot be built here: test/support/webhook_certs.py) ---
-until_true 60 kubectl apply --server-side -f "$capi/config/cert-manager-crds" ||
-    fail "cert-manager's CRDs cannot be applied"
-until_true 60 kubectl wait --for condition=established --timeout=30s \
-    crd/certificates.cert-manager.io crd/issuers.cert-manager.io ||
-    fail "cert-manager's CRDs are not Established"
+capi_repo "$work"
 
 # --- the node agent (tenant pods and Cluster API's, any namespace) and the manager ---
 kubectl create namespace "$ns" >/dev/null
@@ -112,36 +52,10 @@ agent_pid=$!
 until_true 30 node_ready || fail "the node agent's Node $node is not Ready"
 
 # --- clusterctl init ---
-# Tests that ran before this one leave Cluster API's Cluster CRD, applied alone
-# (test/support/crds.sh): clusterctl installs every CRD of the release itself, as a user's
-# `clusterctl init` does on a management cluster without Cluster API. This test runs alone, so
-# no Cluster of another test is in use.
-kubectl delete crd clusters.cluster.x-k8s.io --ignore-not-found --wait=true --timeout=60s \
-    >/dev/null || fail "the Cluster CRD cannot be removed"
 t0=$(now)
-clusterctl init --core "cluster-api:v$capi_version" --bootstrap "kubeadm:v$capi_version" \
-    --control-plane "nested:$nestcp_release" --infrastructure "nested:$nestcp_release" \
-    >"$work/init.log" 2>&1 || fail "clusterctl init: $(tail -n 20 "$work/init.log")"
-grep -q "Skipping installing cert-manager as it is already installed" "$work/init.log" ||
-    fail "clusterctl did not find cert-manager's API: $(head -n 5 "$work/init.log")"
-log "clusterctl init in $(elapsed "$t0") s: $(grep -c 'Installing provider' "$work/init.log") providers"
-python3 "$NESTCP_SOURCE_DIR/test/support/webhook_certs.py" capi-system 9443 ||
-    fail "the webhook certificates of Cluster API could not be provided"
-for crd in $NESTCP_CRDS; do
-    kubectl get crd "$crd" -o jsonpath='{.metadata.labels.cluster\.x-k8s\.io/v1beta2}' |
-        grep -q v1beta1 || fail "CRD $crd is not labelled for the v1beta2 contract"
-done
-until_true 180 kubectl -n capi-system wait --for condition=Available --timeout=10s \
-    deployment/capi-controller-manager ||
-    fail "Cluster API's manager is not Available: $(kubectl -n capi-system get pods -o wide 2>&1)"
-capi_pod=$(kubectl -n capi-system get pods -l cluster.x-k8s.io/provider=cluster-api \
-    -o jsonpath='{.items[0].metadata.name}')
-capi_pid=$(cat "$agent_state/pods/capi-system_$capi_pod/manager.pid") || fail "no Cluster API process"
-case "$(readlink "/proc/$capi_pid/exe")" in
-*/cluster-api-$capi_version/bin/manager) ;;
-*) fail "Cluster API's pod runs $(readlink "/proc/$capi_pid/exe")" ;;
-esac
-log "Cluster API $capi_version: pod $capi_pod Available after $(elapsed "$t0") s (pid $capi_pid)"
+capi_init "$work" 9443 "$work/init.log"
+capi_pid=$(capi_manager_pid "$agent_state")
+log "Cluster API's manager: pid $capi_pid, $(elapsed "$t0") s after clusterctl init began"
 start_manager
 log "namespace $ns, node $node (pods on 127.$pod_net.0.0/16), manager pid $mgr_pid"
 
@@ -318,5 +232,4 @@ until_true 120 no_objects || fail "left after the Cluster's deletion: $(objects 
 log "Cluster t1 deleted in $(elapsed "$t0") s; nothing of the tenant is left"
 
 capi_cleanup
-rm -f "$work/clusterctl.yaml"
 finish
