@@ -60,6 +60,17 @@ static void put_member(struct t *t, int i, bool gated)
     fx_put(&t->f, yaml);
 }
 
+/* The Job `name` completed, as the Job controller marks it. */
+static void job_complete(struct t *t, const char *name)
+{
+    cJSON *j = cJSON_Duplicate(fx_get(&t->f, FX_JOBS, name), true);
+
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "status");
+    cJSON_AddItemToObject(
+        j, "status", cJSON_Parse("{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}"));
+    fx_put_json(&t->f, j);
+}
+
 static void step(struct t *t)
 {
     struct etcd_restore_input in = {
@@ -210,13 +221,7 @@ static void test_etcdrestore__stops_restores_into_member_0_and_starts_it(void **
     assert_int_equal(t->out.replicas, 1);
 
     /* the Job completes: member 0 starts from the data, alone */
-    {
-        cJSON *j = cJSON_Duplicate(fx_get(&t->f, FX_JOBS, name), true);
-        cJSON_ReplaceItemInObject(j, "status",
-                                  cJSON_Parse("{\"conditions\":[{\"type\":\"Complete\","
-                                              "\"status\":\"True\"}]}"));
-        fx_put_json(&t->f, j);
-    }
+    job_complete(t, name);
     step(t);
     assert_true(t->out.started_cluster);
     assert_string_equal(t->st.restore_phase, "Restored");
@@ -394,13 +399,7 @@ static void test_etcdrestore__start_from_snapshot_when_never_formed(void **state
     snprintf(name, sizeof(name), "%s", kube_obj_name(job->body));
     assert_non_null(job_arg(job->body, "/snapshots/t1-etcd-snapshot-0123456789.db"));
     fx_apply_plan(&t->f, &t->plan);
-    {
-        cJSON *j = cJSON_Duplicate(fx_get(&t->f, FX_JOBS, name), true);
-        cJSON_AddItemToObject(j, "status",
-                              cJSON_Parse("{\"conditions\":[{\"type\":\"Complete\","
-                                          "\"status\":\"True\"}]}"));
-        fx_put_json(&t->f, j);
-    }
+    job_complete(t, name);
     step(t);
     assert_true(t->out.started_cluster);
     assert_string_equal(t->st.restore_phase, "Restored");
