@@ -14,12 +14,21 @@
 #include "lib/pki/cert.h"
 #include "lib/pki/key.h"
 #include "lib/pki/kubeconfig.h"
+#include "lib/util/list.h"
 #include "lib/util/strutil.h"
 
 struct checked {
     char digest[RENDER_CLUSTER_HASH_MAX];
     int64_t until, value;
+    struct list_node link; /* in nested_ctx.checked_order, the oldest first */
 };
+
+static void checked_forget(struct nested_ctx *n, struct checked *c)
+{
+    strmap_remove(&n->checked, c->digest);
+    list_remove(&c->link);
+    free(c);
+}
 
 static bool memo_passed(void *ctx, const char *digest, int64_t now, int64_t *ret_value)
 {
@@ -35,18 +44,26 @@ static bool memo_passed(void *ctx, const char *digest, int64_t now, int64_t *ret
 static void memo_remember(void *ctx, const char *digest, int64_t until, int64_t value)
 {
     struct nested_ctx *n = ctx;
-    struct checked *c;
+    struct checked *c = strmap_get(&n->checked, digest);
 
-    if (strmap_size(&n->checked) >= NESTED_MEMO_MAX)
-        strmap_done(&n->checked, free);
-    free(strmap_remove(&n->checked, digest));
-    if (!(c = calloc(1, sizeof(*c))))
-        return; /* only an optimisation */
-    snprintf(c->digest, sizeof(c->digest), "%s", digest);
+    if (c) {
+        list_remove(&c->link);
+    } else {
+        /* Full: the oldest goes, not the whole memo; a memo started again empty had every
+         * control plane check again what it had just checked. */
+        if (strmap_size(&n->checked) >= NESTED_MEMO_MAX)
+            checked_forget(n, list_entry(list_first(&n->checked_order), struct checked, link));
+        if (!(c = calloc(1, sizeof(*c))))
+            return; /* only an optimisation */
+        snprintf(c->digest, sizeof(c->digest), "%s", digest);
+        if (strmap_put(&n->checked, c->digest, c) < 0) {
+            free(c);
+            return;
+        }
+    }
     c->until = until;
     c->value = value;
-    if (strmap_put(&n->checked, c->digest, c) < 0)
-        free(c);
+    list_add_tail(&n->checked_order, &c->link);
 }
 
 void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat, struct keypool *keys,
@@ -61,6 +78,7 @@ void nested_ctx_init(struct nested_ctx *ctx, const struct render_catalog *cat, s
         ctx->parts[i].base = ctx;
         ctx->parts[i].part = (enum render_part)i;
     }
+    list_init(&ctx->checked_order);
     ctx->memo = (struct render_check_memo){ctx, memo_passed, memo_remember};
 }
 
@@ -83,7 +101,9 @@ void nested_ctx_done(struct nested_ctx *ctx)
 {
     for (int i = 0; i < RENDER_PART__COUNT; i++)
         strmap_done(&ctx->parts[i].issued, free);
-    strmap_done(&ctx->checked, free);
+    while (!list_empty(&ctx->checked_order))
+        checked_forget(ctx, list_entry(list_first(&ctx->checked_order), struct checked, link));
+    strmap_done(&ctx->checked, NULL);
     strmap_done(&ctx->admitted, free);
     strmap_done(&ctx->waiting, free);
     etcd_membership_free(ctx->members);

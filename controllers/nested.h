@@ -24,6 +24,7 @@
 #include "lib/pki/key.h"
 #include "lib/render/catalog.h"
 #include "lib/render/cluster.h"
+#include "lib/util/list.h"
 #include "lib/util/strmap.h"
 
 struct etcd_membership;
@@ -63,8 +64,10 @@ struct nested_ctx {
     bool allow_privileged;         /* render_cluster_set_allow_privileged, the admin's flag */
     const char *manager_namespace; /* render_cluster_set_manager_namespace; NULL: default */
     struct nested_part_ctx parts[RENDER_PART__COUNT];
-    /* Render and certificate checks that passed, kept across reconciles (render_check_memo). */
+    /* Render and certificate checks that passed, kept across reconciles (render_check_memo),
+     * by digest, and in the order they were last remembered (at most NESTED_MEMO_MAX). */
     struct strmap checked;
+    struct list_node checked_order;
     struct render_check_memo memo;
     /* What the tenants' etcd members last answered (made on first use). */
     struct etcd_membership *members;
@@ -103,7 +106,8 @@ struct nested_admitted {
  * -ENOMEM. */
 int nested_secret_not_after(const cJSON *secret, int64_t *ret_not_after);
 
-/* Bound on the remembered checks; past it the memo starts again empty. */
+/* Bound on the remembered checks (about 15 per control plane); past it the one remembered
+ * longest ago is forgotten. */
 #define NESTED_MEMO_MAX 16384
 
 /* The longest a reconcile that found good certificates waits before looking again (seconds):

@@ -129,6 +129,38 @@ static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing
     sim_done(&s);
 }
 
+/* The controllers' check memo is bounded: past NESTED_MEMO_MAX the check remembered longest
+ * ago is forgotten, one at a time, where the memo used to start again empty and have every
+ * control plane check again what it had just checked (at N = 1,000, about 15,000 checks). */
+static void test_nestedcontrolplane__the_check_memo_forgets_the_oldest_first(void **state)
+{
+    const struct render_check_memo *m;
+    char digest[32];
+    int64_t value = 0;
+    struct sim s;
+
+    (void)state;
+    sim_init(&s, capn);
+    m = &s.ctx.memo;
+    for (int i = 0; i < NESTED_MEMO_MAX; i++) {
+        snprintf(digest, sizeof(digest), "d%d", i);
+        m->remember(m->ctx, digest, 1000, i);
+    }
+    /* remembered again, d0 is the newest */
+    m->remember(m->ctx, "d0", 2000, 7);
+    m->remember(m->ctx, "new", 1000, 1);
+    assert_int_equal(strmap_size(&s.ctx.checked), NESTED_MEMO_MAX);
+    assert_false(m->passed(m->ctx, "d1", 0, NULL));
+    assert_true(m->passed(m->ctx, "d0", 1500, &value));
+    assert_int_equal(value, 7);
+    assert_true(m->passed(m->ctx, "d2", 0, &value));
+    assert_int_equal(value, 2);
+    assert_true(m->passed(m->ctx, "new", 0, NULL));
+    /* and expired entries do not pass */
+    assert_false(m->passed(m->ctx, "d2", 1000, NULL));
+    sim_done(&s);
+}
+
 static void
 test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_controller_manager(void **state)
 {
@@ -1528,6 +1560,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else),
+        cmocka_unit_test(test_nestedcontrolplane__the_check_memo_forgets_the_oldest_first),
         cmocka_unit_test(test_nestedcontrolplane__creation_starts_api_servers_once_etcd_answers),
         cmocka_unit_test(
             test_nestedcontrolplane__creation_runs_etcd_then_apiserver_then_controller_manager),
