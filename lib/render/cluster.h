@@ -240,8 +240,9 @@ enum pki_key_alg render_cluster_key_alg(const struct render_cluster *rc);
 
 /* A memo of certificate checks that a caller keeps across calls (the controllers keep one
  * across reconciles): a check of a CA Secret, leaf or kubeconfig that passed is not repeated
- * while everything it reads is the same, for up to RENDER_CHECK_MEMO_TTL seconds (OpenSSL 3
- * takes milliseconds to decode each PEM key). A digest is the sha256 (hex) of everything the
+ * while everything it reads is the same (OpenSSL 3 takes milliseconds to decode each PEM
+ * key): a leaf's or kubeconfig's until it enters its renewal window, anything else for up to
+ * RENDER_CHECK_MEMO_TTL seconds. A digest is the sha256 (hex) of everything the
  * check reads; no key material is kept. Unset (the default): every check runs. */
 #define RENDER_CHECK_MEMO_TTL 300
 struct render_check_memo {

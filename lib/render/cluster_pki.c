@@ -162,15 +162,17 @@ bool render_pki_memo_passed(const struct render_cluster_pki *pki, const char *di
     return m && digest[0] && m->passed(m->ctx, digest, pki->now, ret_value);
 }
 
-/* Remembers a passed check until RENDER_CHECK_MEMO_TTL from now, or until `due` when that is
- * sooner (0: no such moment): a leaf is checked again once it is due for renewal. */
+/* Remembers a passed check. A leaf's or a kubeconfig's (`due`: the moment it enters its
+ * renewal window) until then: its digest covers everything its check reads (the pair, the
+ * signer, what the spec asks, the renewal window) and the clock can change its result only
+ * at `due`. Anything else (due 0: a CA's check, which reads the clock for the CA's own
+ * expiry) for RENDER_CHECK_MEMO_TTL. A control plane whose creation took longer than the
+ * TTL (at N = 1,000, most of them) checked every leaf again, parsing its key. */
 void render_pki_memo_remember(const struct render_cluster_pki *pki, const char *digest, int64_t due)
 {
     const struct render_check_memo *m = pki->rc->memo;
-    int64_t until = pki->now + RENDER_CHECK_MEMO_TTL;
+    int64_t until = due ? due : pki->now + RENDER_CHECK_MEMO_TTL;
 
-    if (due && due < until)
-        until = due;
     if (m && digest[0])
         m->remember(m->ctx, digest, until, due);
 }

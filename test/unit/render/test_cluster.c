@@ -1039,6 +1039,58 @@ static void test_cluster__issued_leaves_are_known_checked(void **state)
     cJSON_Delete(objs);
 }
 
+/* A leaf's pass is remembered until the leaf is due for renewal, not only for
+ * RENDER_CHECK_MEMO_TTL: its digest covers all its check reads, and only the clock changes the
+ * result, at that moment. A control plane still being created after the TTL (at N = 1,000,
+ * most were) does not parse its leaves again; its CAs, whose check reads the clock, are. */
+static void test_cluster__a_leaf_pass_lasts_until_it_is_due(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *s;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct memo_table memo = {0};
+    struct render_check_memo m = {&memo, memo_table_passed, memo_table_remember};
+    struct render_cluster_pki *pki, *later;
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct render_source src;
+    int64_t at = 0, again = 0;
+    int before, leaves = 0;
+    struct err e = {0};
+
+    (void)state;
+    pki = pki_ok(rc, objs, T0);
+    store_cas(objs, pki);
+    render_cluster_set_check_memo(rc, &m);
+    s = issue(rc, pki, objs, RENDER_PART_APISERVER);
+    cJSON_AddItemToArray(objs, s);
+    render_source_from_objects(objs, &src);
+    assert_int_equal(
+        render_cluster_certs_find(rc, pki, &src, RENDER_PART_APISERVER, NULL, name, &at, &e), 0);
+    for (int i = 0; i < memo.n; i++)
+        if (memo.v[i].value) {
+            assert_int_equal(memo.v[i].until, memo.v[i].value);
+            leaves++;
+        }
+    assert_true(leaves >= 4);
+    assert_true(at > T0 + RENDER_CHECK_MEMO_TTL);
+
+    /* Past the TTL: the CAs are checked again, no leaf is. */
+    before = memo.n;
+    later = pki_ok(rc, objs, T0 + RENDER_CHECK_MEMO_TTL + 60);
+    assert_true(memo.n > before);
+    for (int i = before; i < memo.n; i++)
+        assert_int_equal(memo.v[i].value, 0);
+    before = memo.n;
+    assert_int_equal(
+        render_cluster_certs_find(rc, later, &src, RENDER_PART_APISERVER, NULL, name, &again, &e),
+        0);
+    assert_int_equal(memo.n, before);
+    assert_int_equal(again, at);
+    render_cluster_pki_free(later);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
 /* The admin's short-lived certificates: leaves valid for an hour, renewed when a third is left,
  * and the moment that happens is told to the caller (to come back then), from a full check and
  * from the memo alike. */
@@ -1891,6 +1943,7 @@ int main(void)
         cmocka_unit_test(test_cluster__renew_window_is_the_longer_of_cluster_and_manager),
         cmocka_unit_test(test_cluster__short_lived_leaves_say_when_they_are_due),
         cmocka_unit_test(test_cluster__issued_leaves_are_known_checked),
+        cmocka_unit_test(test_cluster__a_leaf_pass_lasts_until_it_is_due),
         cmocka_unit_test(test_cluster__certs_secret_of_another_owner_is_not_used),
         cmocka_unit_test(test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them),
         cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
