@@ -49,8 +49,8 @@ static void memo_remember(void *ctx, const char *digest, int64_t until, int64_t 
     if (c) {
         list_remove(&c->link);
     } else {
-        /* Full: the oldest goes, not the whole memo; a memo started again empty had every
-         * control plane check again what it had just checked. */
+        /* Full: the one remembered longest ago goes, and only it, so that no control plane
+         * checks again what it has just checked. */
         if (strmap_size(&n->checked) >= NESTED_MEMO_MAX)
             checked_forget(n, list_entry(list_first(&n->checked_order), struct checked, link));
         if (!(c = calloc(1, sizeof(*c))))

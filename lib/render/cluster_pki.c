@@ -166,8 +166,7 @@ bool render_pki_memo_passed(const struct render_cluster_pki *pki, const char *di
  * renewal window) until then: its digest covers everything its check reads (the pair, the
  * signer, what the spec asks, the renewal window) and the clock can change its result only
  * at `due`. Anything else (due 0: a CA's check, which reads the clock for the CA's own
- * expiry) for RENDER_CHECK_MEMO_TTL. A control plane whose creation took longer than the
- * TTL (at N = 1,000, most of them) checked every leaf again, parsing its key. */
+ * expiry) for RENDER_CHECK_MEMO_TTL. */
 void render_pki_memo_remember(const struct render_cluster_pki *pki, const char *digest, int64_t due)
 {
     const struct render_check_memo *m = pki->rc->memo;

@@ -272,18 +272,12 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     # half second was a large share of the manager's CPU (a Prometheus scrapes every 15 to
     # 60 s); the times are then known to a second per 100 clusters.
     poll=$(awk -v n="$n" 'BEGIN { p = int((n + 99) / 100); print (n <= 100 ? 0.5 : p) }')
-    end=$((SECONDS + 120 + n * 4))
-    until all_objects; do
-        [ "$SECONDS" -lt "$end" ] || { echo "N=$n: not every object after $(elapsed "$t0") s" >&2; break; }
-        sleep "$poll"
-    done
+    POLL_S=$poll until_true $((120 + n * 4)) all_objects ||
+        echo "N=$n: not every object after $(elapsed "$t0") s" >&2
     t_objects=$(elapsed "$t0")
     all_ready() { [ "$(metric nestcp_control_planes_ready)" -ge "$n" ]; }
-    end=$((SECONDS + 120 + n * 4))
-    until all_ready; do
-        [ "$SECONDS" -lt "$end" ] || { echo "N=$n: $(metric nestcp_control_planes_ready) of $n Ready" >&2; break; }
-        sleep "$poll"
-    done
+    POLL_S=$poll until_true $((120 + n * 4)) all_ready ||
+        echo "N=$n: $(metric nestcp_control_planes_ready) of $n Ready" >&2
     t_ready=$(elapsed "$t0")
     cpu=$(awk -v a="$cpu0" -v b="$(cpu_s "$mgr_pid")" 'BEGIN { printf "%.1f", b - a }')
     if [ -n "${BENCH_PERF:-}" ]; then
@@ -387,11 +381,8 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     t_raw=$(elapsed "$t1")
     # Polled more slowly as N grows (as the manager's metrics above): each poll lists every
     # StatefulSet.
-    end=$((SECONDS + 120 + n * 4))
-    until sts_ready "$raw" $((n * 3)); do
-        [ "$SECONDS" -lt "$end" ] || { echo "N=$n: the raw StatefulSets are not all ready" >&2; break; }
-        sleep "$poll"
-    done
+    POLL_S=$poll until_true $((120 + n * 4)) sts_ready "$raw" $((n * 3)) ||
+        echo "N=$n: the raw StatefulSets are not all ready" >&2
     t_raw_ready=$(elapsed "$t1")
 
     printf '%-6s %10s %10s %14s %14s %10s %10s %8s %10s %12s %9s %9s %10s\n' "$n" "$t_objects" \

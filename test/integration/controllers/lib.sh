@@ -53,14 +53,15 @@ fail() {
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-# until_true SECONDS CMD...: polls CMD every 0.5 s until it succeeds; 1 on timeout.
+# until_true SECONDS CMD...: polls CMD every POLL_S seconds (0.5 unless set) until it
+# succeeds; 1 on timeout.
 until_true() {
     local end
     end=$(awk -v s="$1" -v n="$(now)" 'BEGIN { printf "%.3f", n + s }')
     shift
     while ! "$@"; do
         awk -v e="$end" -v n="$(now)" 'BEGIN { exit !(n > e) }' && return 1
-        sleep 0.5
+        sleep "${POLL_S:-0.5}"
     done
 }
 
