@@ -15,6 +15,7 @@
 
 int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
 {
+    size_t first = x->plan->n_actions;
     const cJSON *ca;
     int n = 0;
 
@@ -25,8 +26,11 @@ int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
             return -ENOMEM;
         n++;
     }
-    if (n > 0 && plan_event(x->plan, KUBE_EVENT_NORMAL, "CreatedCertificateAuthorities",
-                            "%d CA Secrets created", n) < 0)
+    /* The CAs do not need one another: they go at once. One a user made without the label is
+     * found by its create while the others are made, and the Event counts those that were. */
+    plan_together(x->plan, first);
+    if (n > 0 && plan_event_count(x->plan, first, KUBE_EVENT_NORMAL,
+                                  "CreatedCertificateAuthorities", "CA Secrets created") < 0)
         return -ENOMEM;
     return n;
 }
@@ -42,10 +46,16 @@ int ncp_label_found_cas(struct cp *x, const struct render_cluster *rc)
     int n = 0;
 
     for (size_t i = 0; i < sizeof(purposes) / sizeof(purposes[0]); i++) {
+        const cJSON *found;
+        const char *label;
         cJSON *patch, *labels;
         if (pki_secret_name(render_cluster_name(rc), purposes[i], name, sizeof(name)) < 0 ||
             kube_store_get(x->view->secrets, x->ns, name) ||
-            !cache_view_found(x->view, &KUBE_SECRETS, x->ns, name))
+            !(found = cache_view_found(x->view, &KUBE_SECRETS, x->ns, name)))
+            continue;
+        /* Labelled already: one nestcp made that the cache has not seen yet. */
+        label = kube_obj_label(found, "cluster.x-k8s.io/cluster-name");
+        if (label && strcmp(label, render_cluster_name(rc)) == 0)
             continue;
         patch = cJSON_CreateObject();
         labels = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "metadata"), "labels");

@@ -26,6 +26,7 @@ struct slot {
     size_t idx; /* in j->plan.actions */
     struct kube_call *call;
     bool claimed; /* its claim_uid was checked against the live object */
+    bool ok;      /* it succeeded */
 };
 
 /* The first failure of a step, in the plan's order. */
@@ -93,6 +94,7 @@ static void job_unlink(struct job *j)
 }
 
 static void record_events(struct job *j, size_t succeeded);
+static void record_counts(struct job *j);
 static void record_event(struct job *j, enum kube_event_type type, const char *reason,
                          const char *message);
 
@@ -222,9 +224,11 @@ static void step_done(struct job *j)
         job_next(j);
         return;
     }
-    /* The actions before the failed one succeeded: their Events go out. */
-    j->next = idx;
+    /* The actions before the failed one succeeded: their Events go out, and so do the counts
+     * of writes the step made beside it. */
     record_events(j, idx);
+    record_counts(j);
+    j->next = idx;
     if (j->failed == FAIL_FOUND) {
         job_finish(j, OUTCOME_CONFLICT);
         return;
@@ -240,6 +244,7 @@ static void slot_finished(struct slot *s, enum failure failure, int code, const 
     struct job *j = s->j;
 
     s->call = NULL;
+    s->ok = failure == FAIL_NONE;
     if (failure != FAIL_NONE && (j->failed == FAIL_NONE || s->idx < j->fail_idx)) {
         free(j->fail_message);
         j->failed = failure;
@@ -634,7 +639,39 @@ static void record_events(struct job *j, size_t succeeded)
     ref = job_ref(j);
     while (j->events_done < j->plan.n_events && j->plan.events[j->events_done].after <= succeeded) {
         const struct plan_event *ev = &j->plan.events[j->events_done++];
-        kube_recorder_event(j->c->m->recorder, &ref, ev->type, ev->reason, "%s", ev->message);
+        if (ev->recorded)
+            continue;
+        if (ev->counted)
+            kube_recorder_event(j->c->m->recorder, &ref, ev->type, ev->reason, "%zu %s",
+                                ev->after - ev->counts_from, ev->message);
+        else
+            kube_recorder_event(j->c->m->recorder, &ref, ev->type, ev->reason, "%s", ev->message);
+    }
+}
+
+/* The step in flight [next, next + n_slots) failed: the counted Events it ends (plan_event_count)
+ * are recorded with the number of their writes that succeeded, when there are any. The actions
+ * counted before the step all succeeded. */
+static void record_counts(struct job *j)
+{
+    size_t end = j->next + j->n_slots;
+
+    for (size_t i = j->events_done; i < j->plan.n_events; i++) {
+        struct plan_event *ev = &j->plan.events[i];
+        size_t n = 0;
+
+        if (!ev->counted || ev->recorded || ev->after <= j->next || ev->after > end)
+            continue;
+        n = ev->counts_from < j->next ? j->next - ev->counts_from : 0;
+        for (size_t k = 0; k < j->n_slots; k++)
+            if (j->slots[k].ok && j->slots[k].idx >= ev->counts_from && j->slots[k].idx < ev->after)
+                n++;
+        ev->recorded = true;
+        if (n > 0) {
+            struct kube_event_ref ref = job_ref(j);
+            kube_recorder_event(j->c->m->recorder, &ref, ev->type, ev->reason, "%zu %s", n,
+                                ev->message);
+        }
     }
 }
 

@@ -237,6 +237,18 @@ oom:
     return -ENOMEM;
 }
 
+int plan_event_count(struct plan *p, size_t first, enum kube_event_type type, const char *reason,
+                     const char *what)
+{
+    int r = plan_event(p, type, reason, "%s", what);
+
+    if (r == 0) {
+        p->events[p->n_events - 1].counted = true;
+        p->events[p->n_events - 1].counts_from = first < p->n_actions ? first : p->n_actions;
+    }
+    return r;
+}
+
 void plan_events_after_all(struct plan *p, size_t first, size_t end)
 {
     for (size_t i = first; i < end && i < p->n_events; i++)

@@ -78,7 +78,12 @@ struct plan_event {
     size_t after; /* recorded once the actions planned before it (this many) succeeded */
     enum kube_event_type type;
     char *reason;  /* CamelCase, e.g. "CreatedStatefulSet" */
-    char *message; /* never Secret data */
+    char *message; /* never Secret data; after the count of a counted Event */
+    /* plan_event_count: the message follows how many of the actions [counts_from, after)
+     * succeeded ("3 CA Secrets created"). */
+    bool counted;
+    size_t counts_from;
+    bool recorded; /* set by the runtime: a counted Event recorded when its step ended */
 };
 
 struct plan {
@@ -155,6 +160,14 @@ int plan_call(struct plan *p, const struct plan_call_ops *ops, void *arg, const 
 
 int plan_event(struct plan *p, enum kube_event_type type, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* An Event that counts the writes planned since `first` that were made: its message is their
+ * number, a space and `what` ("CA Secrets created"). For writes sent together (plan_together),
+ * of which one may fail while the others are made: once all have their answers, it is recorded
+ * when at least one of them succeeded, with how many did, whatever happened to the others. Plan
+ * it right after them. */
+int plan_event_count(struct plan *p, size_t first, enum kube_event_type type, const char *reason,
+                     const char *what);
 
 /* Holds the events [first, end) until every action planned so far succeeded: for an Event that
  * reports what the plan's last write (its status) records. */

@@ -55,8 +55,9 @@ struct sent {
     char field_manager[32];
     char subresource[16];
     char propagation[16];
-    char reason[64]; /* Events: the reason */
-    char rv[32];     /* the body's metadata.resourceVersion, if any */
+    char reason[64];  /* Events: the reason */
+    char message[64]; /* Events: the message */
+    char rv[32];      /* the body's metadata.resourceVersion, if any */
 };
 
 struct pending {
@@ -133,10 +134,13 @@ static int hook_send(void *ctx, const struct kube_request *req, kube_done_fn don
         s->res = req->resource;
         if (req->body) {
             const cJSON *reason = cJSON_GetObjectItemCaseSensitive(req->body, "reason");
+            const cJSON *message = cJSON_GetObjectItemCaseSensitive(req->body, "message");
             const cJSON *inv = cJSON_GetObjectItemCaseSensitive(req->body, "involvedObject");
             const cJSON *name = cJSON_GetObjectItemCaseSensitive(inv, "name");
             if (cJSON_IsString(reason))
                 snprintf(s->reason, sizeof(s->reason), "%s", reason->valuestring);
+            if (cJSON_IsString(message))
+                snprintf(s->message, sizeof(s->message), "%s", message->valuestring);
             if (cJSON_IsString(name))
                 snprintf(s->key, sizeof(s->key), "%s", name->valuestring);
         }
@@ -217,6 +221,8 @@ enum plan_kind {
     PLAN_PROGRESS,          /* the primary's status, then progress only, then an apply */
     PLAN_TOGETHER,          /* an apply of svc and a create of ca together, an Event, a delete */
     PLAN_TOGETHER_CLAIMED,  /* claimed applies of svc and svc2 together, for uid "mine" */
+    PLAN_COUNTED_TOGETHER,  /* creates of Secrets a, b, c together, read when they exist, and
+                               an Event that counts those made; nothing once one was found */
 };
 
 struct fixture {
@@ -360,6 +366,21 @@ static int reconcile(void *ctx, const struct ctrl_view *view, const char *ns, co
                                                 "mine", "Service %s/svc: missing", ns),
                              0);
         plan_together(plan, 0);
+        break;
+    case PLAN_COUNTED_TOGETHER:
+        f->found = ctrl_note_object(view->found, view->now, &KUBE_SECRETS, ns, "a") != NULL;
+        if (f->found)
+            break;
+        for (int i = 0; i < 3; i++) {
+            const char *n = i == 0 ? "a" : i == 1 ? "b" : "c";
+            assert_int_equal(plan_create_else_read(plan, &KUBE_SECRETS,
+                                                   object("v1", "Secret", ns, n),
+                                                   "Secret %s/%s: missing", ns, n),
+                             0);
+        }
+        plan_together(plan, 0);
+        assert_int_equal(
+            plan_event_count(plan, 0, KUBE_EVENT_NORMAL, "CreatedSecrets", "Secrets created"), 0);
         break;
     case PLAN_UNGRANTED:
         assert_int_equal(plan_apply(plan, &KUBE_SERVICES, object("v1", "Service", ns, "svc"),
@@ -963,6 +984,57 @@ static void test_manager__a_failure_among_actions_together_ends_the_plan(void **
     assert_int_equal(metric(f, "tester_api_requests_total", (const char *[]){"create", "201"}), 1);
 }
 
+/* Creates sent together, one of which finds its object existing: the others are made, the
+ * Event that counts them says how many were, and the key is reconciled again with the object
+ * found in its view. When all are made, the Event counts them all. */
+static void test_manager__a_counted_event_says_how_many_writes_together_were_made(void **state)
+{
+    struct fixture *f = *state;
+    int events = 0, gets = 0;
+
+    f->kind = PLAN_COUNTED_TOGETHER;
+    script(&f->hook, -EEXIST, 409); /* a exists */
+    script(&f->hook, 0, 201);       /* b and c are made */
+    script(&f->hook, 0, 201);
+    script(&f->hook, 0, 200); /* a is read */
+    f->hook.script[3].body = "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":"
+                             "{\"name\":\"a\",\"namespace\":\"ns1\"}}";
+    assert_int_equal(manager_enqueue(f->m, "test", "ns1", "cp"), 0);
+    assert_true(run_until_reconciles(f, 2, 2));
+    settle(f);
+    assert_true(f->found);
+    for (int i = 0; i < f->hook.n_sent; i++) {
+        const struct sent *s = &f->hook.sent[i];
+        if (s->res == &KUBE_EVENTS) {
+            assert_string_equal(s->reason, "CreatedSecrets");
+            assert_string_equal(s->message, "2 Secrets created");
+            events++;
+        } else if (s->verb == KUBE_GET) {
+            assert_string_equal(s->key, "ns1/a");
+            gets++;
+        }
+    }
+    assert_int_equal(events, 1);
+    assert_int_equal(gets, 1);
+    assert_int_equal(reconcile_total(f, "requeue"), 1);
+
+    /* All made: all counted. */
+    f->hook.n_sent = 0;
+    assert_int_equal(manager_enqueue(f->m, "test", "ns2", "cp"), 0);
+    assert_true(run_until_reconciles(f, 3, 2));
+    settle(f);
+    events = 0;
+    for (int i = 0; i < f->hook.n_sent; i++) {
+        const struct sent *s = &f->hook.sent[i];
+        if (s->res == &KUBE_EVENTS) {
+            assert_string_equal(s->message, "3 Secrets created");
+            events++;
+        }
+    }
+    assert_int_equal(events, 1);
+    assert_int_equal(f->hook.n_sent, 4);
+}
+
 /* Claimed applies sent together each take their own claim check: one finds its object the
  * claimer's own and applies again, the other creates its object. */
 static void test_manager__claimed_applies_together_check_each_claim(void **state)
@@ -1128,6 +1200,8 @@ int main(void)
             test_manager__a_failure_among_actions_together_ends_the_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager__claimed_applies_together_check_each_claim,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_manager__a_counted_event_says_how_many_writes_together_were_made, setup, teardown),
         cmocka_unit_test_teardown(test_manager__concurrency_is_capped, teardown_owned),
         cmocka_unit_test_setup_teardown(
             test_manager__progress_waits_for_the_interval_after_a_status_write, setup, teardown),
