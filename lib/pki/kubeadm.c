@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
 #include "lib/util/strutil.h"
 
@@ -347,6 +348,68 @@ int pki_kubeadm_spec(const struct pki_cluster *c, enum pki_kubeadm_cert which, i
         return r;
     }
     *ret_spec = s;
+    return 0;
+}
+
+/* ---- what a spec is made of ---- */
+
+struct feed {
+    EVP_MD_CTX *ctx;
+    bool ok;
+};
+
+/* Each string with its NUL, so that no two lists of strings feed the same bytes; NULL as one
+ * byte no string of a spec holds. */
+static void feed_str(struct feed *f, const char *s)
+{
+    static const char absent = 1;
+
+    f->ok = f->ok && (s ? EVP_DigestUpdate(f->ctx, s, strlen(s) + 1)
+                        : EVP_DigestUpdate(f->ctx, &absent, 1)) == 1;
+}
+
+static void feed_int(struct feed *f, long long v)
+{
+    char num[32];
+
+    snprintf(num, sizeof(num), "%lld", v);
+    feed_str(f, num);
+}
+
+static void feed_strs(struct feed *f, const char *const *v, size_t n)
+{
+    feed_int(f, (long long)n);
+    for (size_t i = 0; i < n; i++)
+        feed_str(f, v[i]);
+}
+
+int pki_cluster_digest(const struct pki_cluster *c, char ret_digest[static PKI_CLUSTER_DIGEST_MAX])
+{
+    struct feed f = {EVP_MD_CTX_new(), false};
+    unsigned char md[32];
+    unsigned int len = 0;
+
+    /* Every field of struct pki_cluster but now; a change to what pki_kubeadm_spec makes of
+     * them changes the tag. */
+    f.ok = f.ctx && EVP_DigestInit_ex(f.ctx, EVP_sha256(), NULL) == 1;
+    feed_str(&f, "pki_cluster/1");
+    feed_str(&f, c->name);
+    feed_str(&f, c->ns);
+    feed_str(&f, c->service_domain);
+    feed_str(&f, c->super_domain);
+    feed_strs(&f, c->service_cidrs, c->n_service_cidrs);
+    feed_str(&f, c->endpoint_host);
+    feed_strs(&f, c->extra_sans, c->n_extra_sans);
+    feed_int(&f, c->etcd_members);
+    feed_int(&f, c->key_alg);
+    feed_int(&f, c->ca_validity);
+    feed_int(&f, c->leaf_validity);
+    f.ok = f.ok && EVP_DigestFinal_ex(f.ctx, md, &len) == 1 && len == sizeof(md);
+    EVP_MD_CTX_free(f.ctx);
+    if (!f.ok)
+        return -ENOMEM;
+    for (size_t i = 0; i < sizeof(md); i++)
+        snprintf(ret_digest + 2 * i, 3, "%02x", md[i]);
     return 0;
 }
 

@@ -28,7 +28,8 @@
 #define PKI_DEFAULT_SERVICE_CIDR "10.96.0.0/12"
 #define PKI_MAX_ETCD_MEMBERS 16
 
-/* What the certificates of one tenant cluster depend on. Strings are borrowed. */
+/* What the certificates of one tenant cluster depend on. Strings are borrowed. A field added
+ * here is one pki_cluster_digest must cover. */
 struct pki_cluster {
     const char *name;           /* the Cluster's name, a DNS label */
     const char *ns;             /* its namespace in the super cluster */
@@ -86,9 +87,20 @@ int pki_cluster_validate(const struct pki_cluster *cluster, struct err *e);
 /* Fills *ret_spec (pki_cert_spec_done frees it) with the spec of one certificate. For
  * PKI_KUBEADM_ETCD_SERVER/PEER, member is the member index; member -1 gives one certificate
  * valid for every member (a StatefulSet whose pods share one Secret). Other certificates
- * ignore member. Returns 0, -EINVAL (bad parameters or member index), -ENOMEM. */
+ * ignore member. Returns 0, -EINVAL (bad parameters or member index), -ENOMEM. What it reads
+ * from cluster, pki_cluster_digest covers. */
 int pki_kubeadm_spec(const struct pki_cluster *cluster, enum pki_kubeadm_cert which, int member,
                      struct pki_cert_spec *ret_spec, struct err *e);
+
+#define PKI_CLUSTER_DIGEST_MAX 65 /* 64 hex digits and a NUL */
+
+/* The SHA-256, in hex, of everything pki_kubeadm_spec reads from cluster but the clock (now),
+ * led by a tag that changes whenever what a spec holds does: two clusters with the same digest
+ * give the same spec of each certificate (or the same error), apart from when it starts. A
+ * caller can so recognise a certificate checked before without building its spec again.
+ * Returns 0 or -ENOMEM. */
+int pki_cluster_digest(const struct pki_cluster *cluster,
+                       char ret_digest[static PKI_CLUSTER_DIGEST_MAX]);
 
 /* A PEM pair. For the service-account key, cert_pem is the public key PEM. */
 struct pki_pem_pair {

@@ -121,49 +121,47 @@ static int kubeconfig_server(const struct render_cluster *rc, enum pki_kubeadm_c
     return pki_kubeconfig_server_url(host, 6443, out, size);
 }
 
-/* Checks a leaf pair against what is needed now. Returns 0 (and keeps in *renew_at, which may
- * be NULL, the moment it enters the renewal window when that is earlier) or -ESTALE (reason
- * in e). */
-/* The digest of a leaf check: the pair, its signer and what the spec asks. "" without a memo. */
-static void leaf_digest(const struct render_cluster_pki *pki, const struct pki_cert_spec *spec,
-                        const char *ca_crt, const char *crt, const char *key,
+/* The digest of a leaf check: the pair, its signer, and what its spec is built from (the
+ * cluster's parameters, the certificate, the member) rather than the spec itself, so that a
+ * check the memo knows builds no spec. "" without a memo. */
+static void leaf_digest(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
+                        int member, const char *ca_crt, const char *crt, const char *key,
                         char digest[RENDER_CLUSTER_HASH_MAX])
 {
     struct digest d;
 
     digest[0] = '\0';
-    if (!render_pki_digest_begin(pki, &d, "leaf"))
+    if (!pki->pc_digest[0] || !render_pki_digest_begin(pki, &d, "leaf/2"))
         return;
+    render_pki_digest_str(&d, pki->pc_digest);
+    render_pki_digest_int(&d, which);
+    render_pki_digest_int(&d, member);
     render_pki_digest_str(&d, crt);
     render_pki_digest_str(&d, key);
     render_pki_digest_str(&d, ca_crt);
-    render_pki_digest_str(&d, spec->common_name);
-    render_pki_digest_strv(&d, &spec->orgs);
-    render_pki_digest_strv(&d, &spec->dns_names);
-    render_pki_digest_strv(&d, &spec->ips);
-    render_pki_digest_int(&d, spec->ext_usage);
-    render_pki_digest_int(&d, spec->is_ca);
-    render_pki_digest_int(&d, spec->key_alg);
     render_pki_digest_end(&d, digest);
 }
 
-/* A leaf nestcp has just issued from spec and its signer passes its check by construction: it
- * is remembered as checked (due once it enters the renewal window, which is returned), so
- * that the next reconcile does not parse it back. Returns 0 when it could not be. */
-static int64_t remember_issued(const struct render_cluster_pki *pki,
-                               const struct pki_cert_spec *spec, const char *ca_crt,
-                               const char *crt, const char *key)
+/* A leaf nestcp has just issued from the spec of (which, member) and its signer passes its
+ * check by construction: it is remembered as checked (due once it enters the renewal window,
+ * which is returned), so that the next reconcile does not parse it back. Returns 0 when it
+ * could not be. */
+static int64_t remember_issued(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
+                               int member, const char *ca_crt, const char *crt, const char *key)
 {
     char digest[RENDER_CLUSTER_HASH_MAX];
     int64_t not_after = 0;
 
-    leaf_digest(pki, spec, ca_crt, crt, key, digest);
+    leaf_digest(pki, which, member, ca_crt, crt, key, digest);
     if (!digest[0] || pki_cert_not_after(crt, NULL, &not_after, NULL) < 0)
         return 0;
     render_pki_memo_remember(pki, digest, not_after - pki->renew_before);
     return not_after - pki->renew_before;
 }
 
+/* Checks a leaf pair against what is needed now. Returns 0 (and keeps in *renew_at, which may
+ * be NULL, the moment it enters the renewal window when that is earlier) or -ESTALE (reason
+ * in e). The spec is built only when the memo does not know the pair. */
 static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which, int member,
                       const char *crt, const char *key, int64_t *renew_at, struct err *e)
 {
@@ -176,14 +174,13 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
 
     if (!crt || !key)
         return err_set(e, -ESTALE, "missing");
-    if ((r = pki_kubeadm_spec(&pki->pc, which, member, &spec, e)) < 0)
-        return r;
-    leaf_digest(pki, &spec, ca.cert_pem, crt, key, digest);
+    leaf_digest(pki, which, member, ca.cert_pem, crt, key, digest);
     if (render_pki_memo_passed(pki, digest, &due)) {
-        pki_cert_spec_done(&spec);
         render_pki_keep_earlier(renew_at, due);
         return 0;
     }
+    if ((r = pki_kubeadm_spec(&pki->pc, which, member, &spec, e)) < 0)
+        return r;
     r = pki_cert_check_leaf(crt, ca.cert_pem, &spec, pki->now, pki->renew_before, e);
     pki_cert_spec_done(&spec);
     if (r == 0 && pki_key_check_match(key, crt, "key", "certificate", e) < 0)
@@ -367,7 +364,7 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
         if ((r = pki_kubeadm_spec(&pki->pc, p->which, p->member, &spec, e)) < 0)
             return r;
         r = render_pki_issue_cert(pki, ca->cert_pem, ca->key_pem, &spec, &crt, &key, e);
-        due = r == 0 ? remember_issued(pki, &spec, ca->cert_pem, crt, key) : 0;
+        due = r == 0 ? remember_issued(pki, p->which, p->member, ca->cert_pem, crt, key) : 0;
         pki_cert_spec_done(&spec);
         if (r < 0)
             return r;

@@ -382,6 +382,8 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
             rc->leaf_validity ? rc->leaf_validity : (int64_t)s->certificates.validity_days * DAY,
         .now = pki->now,
     };
+    /* Left "" when out of memory: leaf checks then run in full. */
+    (void)pki_cluster_digest(&pki->pc, pki->pc_digest);
     for (int i = 0; i < CA__COUNT; i++) {
         char name[RENDER_CLUSTER_NAME_MAX];
         const cJSON *secret;

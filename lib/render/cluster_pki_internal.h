@@ -34,6 +34,9 @@ struct render_cluster_pki {
     cJSON *created;
     int64_t now, renew_before;
     struct pki_cluster pc;
+    /* pki_cluster_digest of pc, taken once: a leaf's check digest covers it in place of the
+     * spec built from pc. "" when it could not be taken (no leaf check is remembered). */
+    char pc_digest[PKI_CLUSTER_DIGEST_MAX];
 };
 
 /* Frees key material after wiping it; NULL is ignored. */

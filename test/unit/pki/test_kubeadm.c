@@ -267,6 +267,83 @@ static void test_kubeadm__defaults_and_bad_parameters(void **state)
     assert_string_equal(e.msg, "etcd members: 17 is not within 1..16");
 }
 
+/* The digest of a cluster's parameters changes with each field a spec is built from, and with
+ * nothing else: equal parameters from other strings give the same digest, the clock none. */
+static void test_kubeadm__the_cluster_digest_covers_what_a_spec_reads(void **state)
+{
+    static const char *const one_cidr[] = {"10.96.0.0/12"};
+    static const char *const other_extra[] = {"api.example.com", "192.0.2.11"};
+    static const char *const fewer_extra[] = {"api.example.com"};
+    struct pki_cluster base = cluster(PKI_KEY_ECDSA_P256), c;
+    char want[PKI_CLUSTER_DIGEST_MAX], got[PKI_CLUSTER_DIGEST_MAX];
+    char name[] = "foo";
+    enum { N_CHANGES = 14 };
+    char seen[N_CHANGES][PKI_CLUSTER_DIGEST_MAX];
+
+    (void)state;
+    assert_int_equal(pki_cluster_digest(&base, want), 0);
+    assert_int_equal(strlen(want), 64);
+    c = base;
+    c.name = name; /* the same text elsewhere */
+    c.now = 1234567890;
+    assert_int_equal(pki_cluster_digest(&c, got), 0);
+    assert_string_equal(got, want);
+
+    for (int i = 0; i < N_CHANGES; i++) {
+        c = base;
+        switch (i) {
+        case 0:
+            c.name = "bar";
+            break;
+        case 1:
+            c.ns = "others";
+            break;
+        case 2:
+            c.service_domain = NULL;
+            break;
+        case 3:
+            c.super_domain = "super.local";
+            break;
+        case 4:
+            c.service_cidrs = one_cidr;
+            c.n_service_cidrs = 1;
+            break;
+        case 5:
+            c.n_service_cidrs = 0;
+            break;
+        case 6:
+            c.endpoint_host = "bar.example.net";
+            break;
+        case 7:
+            c.endpoint_host = NULL;
+            break;
+        case 8:
+            c.extra_sans = other_extra;
+            break;
+        case 9:
+            c.extra_sans = fewer_extra;
+            c.n_extra_sans = 1;
+            break;
+        case 10:
+            c.etcd_members = 5;
+            break;
+        case 11:
+            c.key_alg = PKI_KEY_RSA_2048;
+            break;
+        case 12:
+            c.ca_validity = 100 * DAY;
+            break;
+        default:
+            c.leaf_validity = 10 * DAY;
+            break;
+        }
+        assert_int_equal(pki_cluster_digest(&c, seen[i]), 0);
+        assert_string_not_equal(seen[i], want);
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(seen[i], seen[j]);
+    }
+}
+
 static void test_kubeadm__names_and_signers(void **state)
 {
     assert_string_equal(pki_kubeadm_purpose(PKI_KUBEADM_CA), "ca");
@@ -444,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_kubeadm__etcd_sans_name_the_member_and_services),
         cmocka_unit_test(test_kubeadm__defaults_and_bad_parameters),
         cmocka_unit_test(test_kubeadm__names_and_signers),
+        cmocka_unit_test(test_kubeadm__the_cluster_digest_covers_what_a_spec_reads),
         cmocka_unit_test(test_kubeadm__fill_keeps_supplied_cas),
         cmocka_unit_test(test_kubeadm__rsa_set_uses_rsa_everywhere),
         cmocka_unit_test_setup_teardown(test_kubeadm__openssl_cli_verifies_the_set, make_dir,

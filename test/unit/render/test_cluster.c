@@ -35,6 +35,21 @@
 static struct render_catalog *catalog;
 static int64_t T0; /* the wall clock at the start: CAs made here start then */
 
+/* How many certificate specs were built: the link wraps pki_kubeadm_spec (test/CMakeLists.txt). */
+static int specs_built;
+
+int __real_pki_kubeadm_spec(const struct pki_cluster *cluster, enum pki_kubeadm_cert which,
+                            int member, struct pki_cert_spec *ret_spec, struct err *e);
+int __wrap_pki_kubeadm_spec(const struct pki_cluster *cluster, enum pki_kubeadm_cert which,
+                            int member, struct pki_cert_spec *ret_spec, struct err *e);
+
+int __wrap_pki_kubeadm_spec(const struct pki_cluster *cluster, enum pki_kubeadm_cert which,
+                            int member, struct pki_cert_spec *ret_spec, struct err *e)
+{
+    specs_built++;
+    return __real_pki_kubeadm_spec(cluster, which, member, ret_spec, e);
+}
+
 static int setup(void **state)
 {
     const char *src = getenv("NESTCP_SOURCE_DIR"), *me = __FILE__;
@@ -1091,6 +1106,121 @@ static void test_cluster__a_leaf_pass_lasts_until_it_is_due(void **state)
     cJSON_Delete(objs);
 }
 
+/* A leaf the memo knows is not checked again, and its spec (87 names for an etcd server or
+ * peer certificate) is not even built: the memo's digest covers what the spec is built from.
+ * Issued while the memo watched, its first check builds none either. */
+static void test_cluster__a_remembered_leaf_check_builds_no_spec(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS);
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct memo_table memo = {0};
+    struct render_check_memo m = {&memo, memo_table_passed, memo_table_remember};
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
+    char name[RENDER_CLUSTER_NAME_MAX];
+    struct err e = {0};
+    int before, hits;
+
+    (void)state;
+    store_cas(objs, pki);
+    /* Issued without a memo: the first check builds each leaf's spec (server, peer and
+     * healthcheck-client), the second none. */
+    cJSON_AddItemToArray(objs, issue(rc, pki, objs, RENDER_PART_ETCD));
+    render_cluster_set_check_memo(rc, &m);
+    before = specs_built;
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), 0);
+    assert_int_equal(specs_built - before, 3);
+    hits = memo.hits;
+    before = specs_built;
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), 0);
+    assert_int_equal(specs_built, before);
+    assert_int_equal(memo.hits - hits, 3);
+
+    /* Issued under the memo: known at once. */
+    cJSON_AddItemToArray(objs, issue(rc, pki, objs, RENDER_PART_APISERVER));
+    before = specs_built;
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), 0);
+    assert_int_equal(specs_built, before);
+
+    /* Without the memo every check builds its spec again. */
+    render_cluster_set_check_memo(rc, NULL);
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), 0);
+    assert_int_equal(specs_built - before, 4);
+    render_cluster_pki_free(pki);
+    render_cluster_free(rc);
+    cJSON_Delete(objs);
+}
+
+/* A change to what the apiserver certificate's spec is built from (an extra SAN, the service
+ * CIDR, the endpoint) misses the memo that knew the certificate: it is checked again, found
+ * stale, and issued anew with the new name. */
+static void test_cluster__a_changed_spec_input_misses_the_memo(void **state)
+{
+    static const struct {
+        const char *spec, *name; /* the control plane's new spec, and the name it adds */
+    } changes[] = {
+        {"spec: {certificates: {extraSANs: [b.example.com]}}", "b.example.com"},
+        {"spec: {clusterNetwork: {services: {cidrBlocks: [10.100.0.0/16]}}}", "10.100.0.1"},
+        {"spec: {controlPlaneEndpoint: {host: tenant.example.com, port: 6443}}",
+         "tenant.example.com"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+        cJSON *objs =
+                  docs(NCP_HEAD "spec: {certificates: {extraSANs: [a.example.com]}}\n" COMPONENTS),
+              *old, *renewed, *spec;
+        struct memo_table memo = {0};
+        struct render_check_memo m = {&memo, memo_table_passed, memo_table_remember};
+        struct render_cluster *rc = resolve_ok(objs, "c");
+        struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
+        char name[RENDER_CLUSTER_NAME_MAX];
+        struct pki_cert_info *info = NULL;
+        struct err e = {0};
+        bool named = false;
+        int before;
+        char *crt;
+
+        store_cas(objs, pki);
+        render_cluster_set_check_memo(rc, &m);
+        old = issue(rc, pki, objs, RENDER_PART_APISERVER);
+        cJSON_AddItemToArray(objs, old);
+        assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), 0);
+        render_cluster_pki_free(pki);
+        render_cluster_free(rc);
+
+        spec = doc(changes[i].spec);
+        cJSON_ReplaceItemInObject(cJSON_GetArrayItem(objs, 0), "spec",
+                                  cJSON_DetachItemFromObject(spec, "spec"));
+        cJSON_Delete(spec);
+        rc = resolve_ok(objs, "c");
+        render_cluster_set_check_memo(rc, &m);
+        pki = pki_ok(rc, objs, T0);
+        before = specs_built;
+        assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), -ENOENT);
+        assert_non_null(strstr(e.msg, "apiserver.crt"));
+        assert_non_null(strstr(e.msg, "subject alternative names differ"));
+        assert_true(specs_built > before);
+
+        renewed = issue(rc, pki, objs, RENDER_PART_APISERVER);
+        assert_string_not_equal(name_of(renewed), name_of(old));
+        crt = secret_data(renewed, "apiserver.crt");
+        assert_int_equal(pki_cert_info_read(crt, "apiserver.crt", &info, &e), 0);
+        for (size_t j = 0; j < info->dns_names.n; j++)
+            named |= strcmp(info->dns_names.v[j], changes[i].name) == 0;
+        for (size_t j = 0; j < info->ips.n; j++)
+            named |= strcmp(info->ips.v[j], changes[i].name) == 0;
+        assert_true(named);
+        pki_cert_info_free(info);
+        free(crt);
+        cJSON_AddItemToArray(objs, renewed);
+        assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), 0);
+        assert_string_equal(name, name_of(renewed));
+        render_cluster_pki_free(pki);
+        render_cluster_free(rc);
+        cJSON_Delete(objs);
+    }
+}
+
 /* The admin's short-lived certificates: leaves valid for an hour, renewed when a third is left,
  * and the moment that happens is told to the caller (to come back then), from a full check and
  * from the memo alike. */
@@ -1944,6 +2074,8 @@ int main(void)
         cmocka_unit_test(test_cluster__short_lived_leaves_say_when_they_are_due),
         cmocka_unit_test(test_cluster__issued_leaves_are_known_checked),
         cmocka_unit_test(test_cluster__a_leaf_pass_lasts_until_it_is_due),
+        cmocka_unit_test(test_cluster__a_remembered_leaf_check_builds_no_spec),
+        cmocka_unit_test(test_cluster__a_changed_spec_input_misses_the_memo),
         cmocka_unit_test(test_cluster__certs_secret_of_another_owner_is_not_used),
         cmocka_unit_test(test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them),
         cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
