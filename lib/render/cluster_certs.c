@@ -90,22 +90,34 @@ static void pieces_of(enum render_part part, struct pieces *ps)
     }
 }
 
-/* data[key] of a Secret, decoded (caller frees with render_pki_free_text), or NULL. */
-static char *secret_value(const cJSON *secret, const char *key)
+/* data[key] of a Secret as it is there (base64; borrowed), or NULL. */
+static const char *secret_text(const cJSON *secret, const char *key)
 {
     const cJSON *v =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"), key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A Secret's base64 text decoded (caller frees with render_pki_free_text), or NULL. */
+static char *decoded(const char *text)
+{
     unsigned char *out = NULL;
     size_t len;
 
-    if (!cJSON_IsString(v) || pki_base64_decode(v->valuestring, strlen(v->valuestring),
-                                                PKI_KUBECONFIG_MAX, &out, &len) < 0)
+    if (!text || pki_base64_decode(text, strlen(text), PKI_KUBECONFIG_MAX, &out, &len) < 0)
         return NULL;
     if (memchr(out, '\0', len)) {
         OPENSSL_clear_free(out, len + 1);
         return NULL;
     }
     return (char *)out;
+}
+
+/* data[key] of a Secret, decoded (caller frees with render_pki_free_text), or NULL. */
+static char *secret_value(const cJSON *secret, const char *key)
+{
+    return decoded(secret_text(secret, key));
 }
 
 /* The kubeconfig server of a piece: the admin's endpoint, or the in-cluster Service. */
@@ -121,17 +133,18 @@ static int kubeconfig_server(const struct render_cluster *rc, enum pki_kubeadm_c
     return pki_kubeconfig_server_url(host, 6443, out, size);
 }
 
-/* The digest of a leaf check: the pair, its signer, and what its spec is built from (the
+/* The digest of a leaf check: the pair (as PEM, or as a Secret's base64 data when base64 is
+ * set: decoding is a function of it), its signer, and what its spec is built from (the
  * cluster's parameters, the certificate, the member) rather than the spec itself, so that a
- * check the memo knows builds no spec. "" without a memo. */
+ * check the memo knows neither decodes the pair nor builds a spec. "" without a memo. */
 static void leaf_digest(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
-                        int member, const char *ca_crt, const char *crt, const char *key,
-                        char digest[RENDER_CLUSTER_HASH_MAX])
+                        int member, bool base64, const char *ca_crt, const char *crt,
+                        const char *key, char digest[RENDER_CLUSTER_HASH_MAX])
 {
     struct digest d;
 
     digest[0] = '\0';
-    if (!pki->pc_digest[0] || !render_pki_digest_begin(pki, &d, "leaf/2"))
+    if (!pki->pc_digest[0] || !render_pki_digest_begin(pki, &d, base64 ? "leaf/2 data" : "leaf/2"))
         return;
     render_pki_digest_str(&d, pki->pc_digest);
     render_pki_digest_int(&d, which);
@@ -144,55 +157,79 @@ static void leaf_digest(const struct render_cluster_pki *pki, enum pki_kubeadm_c
 
 /* A leaf nestcp has just issued from the spec of (which, member) and its signer passes its
  * check by construction: it is remembered as checked (due once it enters the renewal window,
- * which is returned), so that the next reconcile does not parse it back. Returns 0 when it
- * could not be. */
+ * which is returned), so that the next reconcile does not parse it back. base64: it goes into
+ * a certs Secret, whose check reads its data as a Secret holds it. Returns 0 when it could
+ * not be remembered. */
 static int64_t remember_issued(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
-                               int member, const char *ca_crt, const char *crt, const char *key)
+                               int member, bool base64, const char *ca_crt, const char *crt,
+                               const char *key)
 {
-    char digest[RENDER_CLUSTER_HASH_MAX];
+    char digest[RENDER_CLUSTER_HASH_MAX], *crt64 = NULL, *key64 = NULL;
     int64_t not_after = 0;
 
-    leaf_digest(pki, which, member, ca_crt, crt, key, digest);
+    digest[0] = '\0';
+    if (!base64)
+        leaf_digest(pki, which, member, false, ca_crt, crt, key, digest);
+    else if (pki_base64_encode(crt, strlen(crt), &crt64) == 0 &&
+             pki_base64_encode(key, strlen(key), &key64) == 0)
+        leaf_digest(pki, which, member, true, ca_crt, crt64, key64, digest);
+    free(crt64);
+    render_pki_free_text(key64);
     if (!digest[0] || pki_cert_not_after(crt, NULL, &not_after, NULL) < 0)
         return 0;
     render_pki_memo_remember(pki, digest, not_after - pki->renew_before);
     return not_after - pki->renew_before;
 }
 
-/* Checks a leaf pair against what is needed now. Returns 0 (and keeps in *renew_at, which may
- * be NULL, the moment it enters the renewal window when that is earlier) or -ESTALE (reason
- * in e). The spec is built only when the memo does not know the pair. */
+/* Checks a leaf pair against what is needed now: PEM texts, or with base64 set a Secret's
+ * data values, decoded only when the memo does not know them (nor is the spec built then).
+ * Returns 0 (and keeps in *renew_at, which may be NULL, the moment it enters the renewal
+ * window when that is earlier) or -ESTALE (reason in e). */
 static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which, int member,
-                      const char *crt, const char *key, int64_t *renew_at, struct err *e)
+                      bool base64, const char *crt, const char *key, int64_t *renew_at,
+                      struct err *e)
 {
     struct pki_cert_spec spec;
     const struct pki_pem_pair ca = render_pki_signer_of(pki, which);
-    char digest[RENDER_CLUSTER_HASH_MAX];
+    char digest[RENDER_CLUSTER_HASH_MAX], *crt_pem = NULL, *key_pem = NULL;
     int64_t not_after = 0, due = 0;
     struct err ne;
     int r;
 
     if (!crt || !key)
         return err_set(e, -ESTALE, "missing");
-    leaf_digest(pki, which, member, ca.cert_pem, crt, key, digest);
+    leaf_digest(pki, which, member, base64, ca.cert_pem, crt, key, digest);
     if (render_pki_memo_passed(pki, digest, &due)) {
         render_pki_keep_earlier(renew_at, due);
         return 0;
     }
+    if (base64) {
+        crt = crt_pem = decoded(crt);
+        key = key_pem = decoded(key);
+        if (!crt || !key) {
+            r = err_set(e, -ESTALE, "missing");
+            goto out;
+        }
+    }
     if ((r = pki_kubeadm_spec(&pki->pc, which, member, &spec, e)) < 0)
-        return r;
+        goto out;
     r = pki_cert_check_leaf(crt, ca.cert_pem, &spec, pki->now, pki->renew_before, e);
     pki_cert_spec_done(&spec);
     if (r == 0 && pki_key_check_match(key, crt, "key", "certificate", e) < 0)
-        return -ESTALE;
-    if (r < 0)
-        return -ESTALE;
+        r = -ESTALE;
+    if (r < 0) {
+        r = -ESTALE;
+        goto out;
+    }
     /* Due from the moment pki_cert_check_leaf would refuse it. */
     if (pki_cert_not_after(crt, NULL, &not_after, &ne) == 0)
         due = not_after - pki->renew_before;
     render_pki_memo_remember(pki, digest, due);
     render_pki_keep_earlier(renew_at, due);
-    return 0;
+out:
+    render_pki_free_text(crt_pem);
+    render_pki_free_text(key_pem);
+    return r;
 }
 
 /* The digest of a kubeconfig check. "" without a memo. */
@@ -237,7 +274,7 @@ static int check_kubeconfig(const struct render_cluster_pki *pki, enum pki_kubea
     else if (!kc->ca_cert_pem || strcmp(kc->ca_cert_pem, pki->trust[CA_CLUSTER]) != 0)
         r = err_set(e, -ESTALE, "certificate-authority-data is not the current CA");
     else
-        r = check_leaf(pki, which, 0, kc->client_cert_pem, kc->client_key_pem, &due, e);
+        r = check_leaf(pki, which, 0, false, kc->client_cert_pem, kc->client_key_pem, &due, e);
     pki_kubeconfig_creds_free(kc);
     if (r == 0) {
         render_pki_memo_remember(pki, digest, due);
@@ -264,8 +301,8 @@ static const char *copied(const struct render_cluster_pki *pki, const struct pie
 static int check_piece(const struct render_cluster_pki *pki, const struct piece *p,
                        const cJSON *secret, int64_t *renew_at, struct err *e)
 {
-    char k[128];
-    char *a = NULL, *b = NULL;
+    char k[128], kk[128];
+    char *a = NULL;
     int r;
 
     switch (p->kind) {
@@ -278,10 +315,9 @@ static int check_piece(const struct render_cluster_pki *pki, const struct piece 
         break;
     case P_LEAF:
         snprintf(k, sizeof(k), "%s.crt", p->key);
-        a = secret_value(secret, k);
-        snprintf(k, sizeof(k), "%s.key", p->key);
-        b = secret_value(secret, k);
-        r = check_leaf(pki, p->which, p->member, a, b, renew_at, e);
+        snprintf(kk, sizeof(kk), "%s.key", p->key);
+        r = check_leaf(pki, p->which, p->member, true, secret_text(secret, k),
+                       secret_text(secret, kk), renew_at, e);
         break;
     default:
         a = secret_value(secret, p->key);
@@ -289,7 +325,6 @@ static int check_piece(const struct render_cluster_pki *pki, const struct piece 
         break;
     }
     render_pki_free_text(a);
-    render_pki_free_text(b);
     if (r < 0)
         err_prefix(e, "%s%s: ", p->key, p->kind == P_LEAF ? ".crt" : "");
     return r;
@@ -364,7 +399,9 @@ static int fill_piece(const struct render_cluster_pki *pki, const struct piece *
         if ((r = pki_kubeadm_spec(&pki->pc, p->which, p->member, &spec, e)) < 0)
             return r;
         r = render_pki_issue_cert(pki, ca->cert_pem, ca->key_pem, &spec, &crt, &key, e);
-        due = r == 0 ? remember_issued(pki, p->which, p->member, ca->cert_pem, crt, key) : 0;
+        due = r == 0 ? remember_issued(pki, p->which, p->member, p->kind == P_LEAF, ca->cert_pem,
+                                       crt, key)
+                     : 0;
         pki_cert_spec_done(&spec);
         if (r < 0)
             return r;

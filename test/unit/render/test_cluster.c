@@ -1107,11 +1107,12 @@ static void test_cluster__a_leaf_pass_lasts_until_it_is_due(void **state)
 }
 
 /* A leaf the memo knows is not checked again, and its spec (87 names for an etcd server or
- * peer certificate) is not even built: the memo's digest covers what the spec is built from.
- * Issued while the memo watched, its first check builds none either. */
+ * peer certificate) is not even built: the memo's digest covers what the spec is built from,
+ * and the pair as the Secret holds it. Issued while the memo watched, its first check builds
+ * none either. */
 static void test_cluster__a_remembered_leaf_check_builds_no_spec(void **state)
 {
-    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS);
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *api, *data;
     struct render_cluster *rc = resolve_ok(objs, "c");
     struct memo_table memo = {0};
     struct render_check_memo m = {&memo, memo_table_passed, memo_table_remember};
@@ -1136,7 +1137,8 @@ static void test_cluster__a_remembered_leaf_check_builds_no_spec(void **state)
     assert_int_equal(memo.hits - hits, 3);
 
     /* Issued under the memo: known at once. */
-    cJSON_AddItemToArray(objs, issue(rc, pki, objs, RENDER_PART_APISERVER));
+    api = issue(rc, pki, objs, RENDER_PART_APISERVER);
+    cJSON_AddItemToArray(objs, api);
     before = specs_built;
     assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), 0);
     assert_int_equal(specs_built, before);
@@ -1145,6 +1147,22 @@ static void test_cluster__a_remembered_leaf_check_builds_no_spec(void **state)
     render_cluster_set_check_memo(rc, NULL);
     assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), 0);
     assert_int_equal(specs_built - before, 4);
+
+    /* The memo knows the pair by the Secret's data as it is: another certificate there (and
+     * its key) is checked, and refused. */
+    render_cluster_set_check_memo(rc, &m);
+    data = cJSON_GetObjectItem(api, "data");
+    cJSON_ReplaceItemInObject(
+        data, "apiserver.crt",
+        cJSON_CreateString(cJSON_GetObjectItem(data, "apiserver-kubelet-client.crt")->valuestring));
+    cJSON_ReplaceItemInObject(
+        data, "apiserver.key",
+        cJSON_CreateString(cJSON_GetObjectItem(data, "apiserver-kubelet-client.key")->valuestring));
+    before = specs_built;
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_APISERVER, name, &e), -ENOENT);
+    assert_non_null(
+        strstr(e.msg, "apiserver.crt: kube-apiserver-kubelet-client: commonName differs"));
+    assert_int_equal(specs_built - before, 1);
     render_cluster_pki_free(pki);
     render_cluster_free(rc);
     cJSON_Delete(objs);
