@@ -2,6 +2,7 @@
  * NestedControllerManager, their specs and statuses. */
 
 #include "api/kinds_internal.h"
+#include "api/types.h"
 
 /* The tables are laid out by hand, one field per entry; keep the formatter off them. */
 /* clang-format off */
@@ -135,8 +136,8 @@ static const struct api_schema etcd_snapshots_props[] = {
 static const struct api_schema etcd_spec_props[] = {
     COMPONENT_COMMON_SPEC,
     {.name = "replicas", .type = API_SCHEMA_INTEGER,
-     .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 1, .max = 7, .def = "1",
-     .rules = etcd_replicas_rules,
+     .flags = API_SCHEMA_INT32 | API_SCHEMA_MIN | API_SCHEMA_MAX, .min = 1,
+     .max = API_ETCD_MAX_MEMBERS, .def = "1", .rules = etcd_replicas_rules,
      .description = "Number of etcd members: 1, 3, 5 or 7. Default: 1. Members are added "
                     "and removed one at a time through etcd's API."},
     {.name = "storage", .type = API_SCHEMA_OBJECT, .props = etcd_storage_props,

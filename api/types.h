@@ -245,6 +245,11 @@ struct api_etcd_storage {
     char *storage_class_name; /* persistentVolumeClaim.storageClassName */
 };
 
+/* The most members a NestedEtcd may have (spec.replicas 1, 3, 5 or 7): its pods are the
+ * StatefulSet's ordinals 0 to API_ETCD_MAX_MEMBERS - 1, and its server and peer certificates
+ * name those. */
+#define API_ETCD_MAX_MEMBERS 7
+
 struct api_component_spec {
     char *version, *channel;
     cJSON *patches; /* an owned array of objects, or NULL */

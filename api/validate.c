@@ -606,7 +606,7 @@ int api_component_validate(const struct api_component *c, const struct api_contr
 
     v = cJSON_CreateNumber(s->replicas);
     if (c->kind == API_KIND_NESTED_ETCD) {
-        if (s->replicas < 1 || s->replicas > 7)
+        if (s->replicas < 1 || s->replicas > API_ETCD_MAX_MEMBERS)
             api_errors_add_value(errs, "spec.replicas", v, "is not between 1 and 7");
         else if (s->replicas % 2 == 0)
             api_errors_add_value(errs, "spec.replicas", v,

@@ -96,7 +96,7 @@
 #include "api/types.h"
 #include "lib/etcd/json.h"
 
-#define ETCD_MEMBERS_REPLICAS_MAX 7
+#define ETCD_MEMBERS_REPLICAS_MAX API_ETCD_MAX_MEMBERS
 /* Seconds after which a list no longer tells which members have started. */
 #define ETCD_MEMBERS_STALE_AFTER 10.0
 /* Seconds after which a learner whose pod is Ready but listed as not started is listed again. */

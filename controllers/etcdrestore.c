@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/kinds.h"
+#include "api/types.h"
 #include "controllers/etcdmembership.h"
 #include "controllers/move.h"
 #include "controllers/snapshot.h"
@@ -17,7 +18,7 @@
 #include "lib/util/strutil.h"
 
 /* The most members an etcd has (NestedEtcd spec.replicas). */
-#define MAX_MEMBERS 7
+#define MAX_MEMBERS API_ETCD_MAX_MEMBERS
 
 static const cJSON *get(const cJSON *o, const char *key)
 {

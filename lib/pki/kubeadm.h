@@ -26,6 +26,8 @@
 
 #define PKI_DEFAULT_SERVICE_DOMAIN "cluster.local"
 #define PKI_DEFAULT_SERVICE_CIDR "10.96.0.0/12"
+/* The most etcd members a cluster's certificates describe. Controllers name fewer (NestedEtcd
+ * allows 7); 16 is what their shared etcd certificates named before, which they still accept. */
 #define PKI_MAX_ETCD_MEMBERS 16
 
 /* What the certificates of one tenant cluster depend on. Strings are borrowed. A field added

@@ -21,6 +21,12 @@
 #define CM_USER "system:kube-controller-manager"
 #define MAX_PIECES (4 + 2 * PKI_MAX_ETCD_MEMBERS + 8)
 
+/* How many ordinals the etcd server and peer certificates named before they named only those
+ * a NestedEtcd may have (API_ETCD_MAX_MEMBERS): 0 to 15. */
+#define LEGACY_ETCD_ORDINALS 16
+_Static_assert(LEGACY_ETCD_ORDINALS <= PKI_MAX_ETCD_MEMBERS,
+               "lib/pki can still make the legacy etcd certificate spec");
+
 /* ---- pieces of a certs Secret ---- */
 
 /* P_COPY_TRUST: what the CA's certificates are verified with (trust[]); P_COPY_CERT: the
@@ -181,6 +187,29 @@ static int64_t remember_issued(const struct render_cluster_pki *pki, enum pki_ku
     return not_after - pki->renew_before;
 }
 
+/* An etcd server or peer certificate shared by every member, issued when they named the 16
+ * ordinals 0 to 15, is kept until it is due: its names are a superset of today's, and issuing
+ * it again would restart every member. It must be exactly what that spec asked (the names of
+ * 16 ordinals, nothing else) and good in every other way. Its renewal names the ordinals
+ * below API_ETCD_MAX_MEMBERS. Returns 0 or -ESTALE. */
+static int check_legacy_etcd(const struct render_cluster_pki *pki, enum pki_kubeadm_cert which,
+                             int member, const char *crt, const char *ca_crt)
+{
+    struct pki_cluster legacy = pki->pc;
+    struct pki_cert_spec spec;
+    struct err ignored;
+    int r;
+
+    if ((which != PKI_KUBEADM_ETCD_SERVER && which != PKI_KUBEADM_ETCD_PEER) || member != -1)
+        return -ESTALE;
+    legacy.etcd_members = LEGACY_ETCD_ORDINALS;
+    if (pki_kubeadm_spec(&legacy, which, member, &spec, &ignored) < 0)
+        return -ESTALE;
+    r = pki_cert_check_leaf(crt, ca_crt, &spec, pki->now, pki->renew_before, &ignored);
+    pki_cert_spec_done(&spec);
+    return r < 0 ? -ESTALE : 0;
+}
+
 /* Checks a leaf pair against what is needed now: PEM texts, or with base64 set a Secret's
  * data values, decoded only when the memo does not know them (nor is the spec built then).
  * Returns 0 (and keeps in *renew_at, which may be NULL, the moment it enters the renewal
@@ -215,6 +244,8 @@ static int check_leaf(const struct render_cluster_pki *pki, enum pki_kubeadm_cer
         goto out;
     r = pki_cert_check_leaf(crt, ca.cert_pem, &spec, pki->now, pki->renew_before, e);
     pki_cert_spec_done(&spec);
+    if (r == -ESTALE && check_legacy_etcd(pki, which, member, crt, ca.cert_pem) == 0)
+        r = 0;
     if (r == 0 && pki_key_check_match(key, crt, "key", "certificate", e) < 0)
         r = -ESTALE;
     if (r < 0) {

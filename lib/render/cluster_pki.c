@@ -21,6 +21,9 @@
 
 #define DAY ((int64_t)24 * 3600)
 
+_Static_assert(API_ETCD_MAX_MEMBERS <= PKI_MAX_ETCD_MEMBERS,
+               "lib/pki makes etcd certificates for every ordinal a NestedEtcd may have");
+
 static const struct {
     const char *purpose;
     enum pki_kubeadm_cert which; /* unused for CA_SA */
@@ -375,7 +378,7 @@ int render_cluster_pki_load(const struct render_cluster *rc, const struct render
         .endpoint_host = s->control_plane_endpoint.host,
         .extra_sans = (const char *const *)s->certificates.extra_sans.items,
         .n_extra_sans = s->certificates.extra_sans.n,
-        .etcd_members = PKI_MAX_ETCD_MEMBERS, /* the names of every ordinal (pieces_of) */
+        .etcd_members = API_ETCD_MAX_MEMBERS, /* every ordinal a member may have (pieces_of) */
         .key_alg = render_cluster_key_alg(rc),
         .ca_validity = (int64_t)s->certificates.ca_validity_days * DAY,
         .leaf_validity =

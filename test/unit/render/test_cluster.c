@@ -256,6 +256,17 @@ static char *secret_data(const cJSON *secret, const char *key)
     return (char *)out;
 }
 
+/* Sets data[key] of a Secret to text, base64. */
+static void set_b64(cJSON *data, const char *key, const char *text)
+{
+    char *b = NULL;
+
+    assert_int_equal(pki_base64_encode(text, strlen(text), &b), 0);
+    cJSON_DeleteItemFromObject(data, key);
+    cJSON_AddStringToObject(data, key, b);
+    free(b);
+}
+
 /* ---- resolution ---- */
 
 static void test_cluster__capn_shape_takes_name_and_network_from_the_cluster(void **state)
@@ -1323,13 +1334,41 @@ static void test_cluster__short_lived_leaves_say_when_they_are_due(void **state)
     cJSON_Delete(objs);
 }
 
+/* Asserts that an etcd server or peer certificate names exactly what docs/certificates.md
+ * lists for cluster c in ns1 with ordinals 0 to ordinals - 1, in that order. */
+static void assert_etcd_names(const char *crt, int ordinals)
+{
+    static const char *const forms[] = {"", ".c-etcd", ".c-etcd.ns1", ".c-etcd.ns1.svc",
+                                        ".c-etcd.ns1.svc.cluster.local"};
+    static const char *const rest[] = {"c-etcd", "c-etcd.ns1", "c-etcd.ns1.svc",
+                                       "c-etcd.ns1.svc.cluster.local", "localhost"};
+    struct pki_cert_info *info = NULL;
+    struct err e = {0};
+    size_t n = 0;
+    char want[96];
+
+    assert_int_equal(pki_cert_info_read(crt, "crt", &info, &e), 0);
+    assert_string_equal(info->common_name, "c-etcd");
+    assert_int_equal(info->dns_names.n, (size_t)ordinals * 5 + 5);
+    for (int i = 0; i < ordinals; i++)
+        for (int f = 0; f < 5; f++) {
+            snprintf(want, sizeof(want), "c-etcd-%d%s", i, forms[f]);
+            assert_string_equal(info->dns_names.v[n++], want);
+        }
+    for (int f = 0; f < 5; f++)
+        assert_string_equal(info->dns_names.v[n++], rest[f]);
+    assert_int_equal(info->ips.n, 2);
+    assert_string_equal(info->ips.v[0], "127.0.0.1");
+    assert_string_equal(info->ips.v[1], "::1");
+    pki_cert_info_free(info);
+}
+
 static void test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them(void **state)
 {
     cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{replicas: 1}", "{}", "{}")), *one;
     struct render_cluster *rc = resolve_ok(objs, "c");
     struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
     char name[RENDER_CLUSTER_NAME_MAX];
-    struct pki_cert_info *info = NULL;
     struct err e = {0};
     char *crt;
 
@@ -1338,35 +1377,147 @@ static void test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them(v
     /* server, peer and healthcheck-client: three keys, whatever the member count */
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(one, "data")), 7);
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(one, "data"), "c-etcd-0-server.crt"));
+    /* Every ordinal a NestedEtcd may have, 0 to 6, and no other. */
     for (int k = 0; k < 2; k++) {
-        bool san[PKI_MAX_ETCD_MEMBERS] = {false};
         crt = secret_data(one, k ? "peer.crt" : "server.crt");
-        assert_int_equal(pki_cert_info_read(crt, "crt", &info, &e), 0);
-        for (size_t i = 0; i < info->dns_names.n; i++)
-            for (int m = 0; m < PKI_MAX_ETCD_MEMBERS; m++) {
-                char want[64];
-                snprintf(want, sizeof(want), "c-etcd-%d.c-etcd.ns1.svc", m);
-                san[m] |= strcmp(info->dns_names.v[i], want) == 0;
-            }
-        for (int m = 0; m < PKI_MAX_ETCD_MEMBERS; m++)
-            assert_true(san[m]);
-        pki_cert_info_free(info);
+        assert_etcd_names(crt, API_ETCD_MAX_MEMBERS);
         free(crt);
     }
     cJSON_AddItemToArray(objs, one);
     render_cluster_pki_free(pki);
     render_cluster_free(rc);
 
-    /* Scaled to five members, the Secret is still good: no member restarts for new certs. */
-    cJSON *spec = cJSON_GetObjectItem(cJSON_GetArrayItem(objs, 1), "spec");
-    cJSON_ReplaceItemInObject(spec, "replicas", cJSON_CreateNumber(5));
-    rc = resolve_ok(objs, "c");
-    pki = pki_ok(rc, objs, T0);
+    /* Scaled to five members, then seven, the Secret is still good: no member restarts for new
+     * certs. */
+    for (int replicas = 5; replicas <= API_ETCD_MAX_MEMBERS; replicas += 2) {
+        cJSON *spec = cJSON_GetObjectItem(cJSON_GetArrayItem(objs, 1), "spec");
+        cJSON_ReplaceItemInObject(spec, "replicas", cJSON_CreateNumber(replicas));
+        rc = resolve_ok(objs, "c");
+        pki = pki_ok(rc, objs, T0);
+        assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), 0);
+        assert_string_equal(name, name_of(one));
+        render_cluster_pki_free(pki);
+        render_cluster_free(rc);
+    }
+    cJSON_Delete(objs);
+}
+
+/* An etcd server or peer pair for cluster c in ns1 as another version of nestcp issued it:
+ * the shared spec naming `ordinals` ordinals, plus extra (a DNS name; NULL: none), signed by
+ * the etcd CA in objs. The Secret's pair is replaced by it. */
+static void put_etcd_pair(const cJSON *objs, cJSON *secret, enum pki_kubeadm_cert which,
+                          int ordinals, const char *extra)
+{
+    const cJSON *ca = find(objs, "Secret", "c-etcd");
+    char *ca_crt = secret_data(ca, "tls.crt"), *ca_key = secret_data(ca, "tls.key");
+    struct pki_cluster pc = {.name = "c", .ns = "ns1", .etcd_members = ordinals, .now = T0};
+    const char *stem = which == PKI_KUBEADM_ETCD_SERVER ? "server" : "peer";
+    cJSON *data = cJSON_GetObjectItem(secret, "data");
+    struct pki_cert_spec spec;
+    char *crt = NULL, *key = NULL, k[32];
+    struct err e = {0};
+
+    assert_int_equal(pki_kubeadm_spec(&pc, which, -1, &spec, &e), 0);
+    if (extra)
+        assert_int_equal(pki_cert_spec_add_dns(&spec, extra, &e), 0);
+    assert_int_equal(pki_cert_issue(ca_crt, ca_key, &spec, &crt, &key, &e), 0);
+    pki_cert_spec_done(&spec);
+    snprintf(k, sizeof(k), "%s.crt", stem);
+    set_b64(data, k, crt);
+    snprintf(k, sizeof(k), "%s.key", stem);
+    set_b64(data, k, key);
+    free(crt);
+    free(key);
+    free(ca_crt);
+    free(ca_key);
+}
+
+/* The etcd server and peer certificates of a cluster made by an earlier nestcp name the 16
+ * ordinals 0 to 15. They are kept, with or without the check memo, until they are due for
+ * renewal (a new pair would restart every member); then the new pair names 0 to 6. */
+static void test_cluster__a_legacy_etcd_pair_naming_16_ordinals_is_kept_until_due(void **state)
+{
+    cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS_WITH("{replicas: 3}", "{}", "{}")), *s,
+          *renewed;
+    struct render_cluster *rc = resolve_ok(objs, "c");
+    struct memo_table memo = {0};
+    struct render_check_memo m = {&memo, memo_table_passed, memo_table_remember};
+    struct render_cluster_pki *pki = pki_ok(rc, objs, T0), *later;
+    char name[RENDER_CLUSTER_NAME_MAX], *crt;
+    struct err e = {0};
+    int hits;
+
+    (void)state;
+    store_cas(objs, pki);
+    s = issue(rc, pki, objs, RENDER_PART_ETCD);
+    put_etcd_pair(objs, s, PKI_KUBEADM_ETCD_SERVER, 16, NULL);
+    put_etcd_pair(objs, s, PKI_KUBEADM_ETCD_PEER, 16, NULL);
+    cJSON_AddItemToArray(objs, s);
+    crt = secret_data(s, "server.crt");
+    assert_etcd_names(crt, 16);
+    free(crt);
+
     assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), 0);
-    assert_string_equal(name, name_of(one));
+    assert_string_equal(name, name_of(s));
+    render_cluster_set_check_memo(rc, &m);
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), 0);
+    hits = memo.hits;
+    assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), 0);
+    assert_int_equal(memo.hits - hits, 3);
+    /* Half a year on, still kept; within the renewal window, renewed in the new form. */
+    render_cluster_set_check_memo(rc, NULL);
+    later = pki_ok(rc, objs, T0 + 180 * DAY);
+    assert_int_equal(find_certs(rc, later, objs, RENDER_PART_ETCD, name, &e), 0);
+    render_cluster_pki_free(later);
+    later = pki_ok(rc, objs, T0 + 340 * DAY);
+    assert_int_equal(find_certs(rc, later, objs, RENDER_PART_ETCD, name, &e), -ENOENT);
+    /* (What the check of today's spec says: the legacy pair is kept only while it is not due.) */
+    assert_non_null(strstr(e.msg, "server.crt: c-etcd: subject alternative names differ"));
+    renewed = issue(rc, later, objs, RENDER_PART_ETCD);
+    for (int k = 0; k < 2; k++) {
+        crt = secret_data(renewed, k ? "peer.crt" : "server.crt");
+        assert_etcd_names(crt, API_ETCD_MAX_MEMBERS);
+        free(crt);
+    }
+    cJSON_Delete(renewed);
+    render_cluster_pki_free(later);
     render_cluster_pki_free(pki);
     render_cluster_free(rc);
     cJSON_Delete(objs);
+}
+
+/* Only exactly the legacy names are kept: a pair with one more name, or naming 8 ordinals (as
+ * neither version issued), is reissued. */
+static void test_cluster__an_etcd_pair_with_other_names_is_refused(void **state)
+{
+    static const struct {
+        int ordinals;
+        const char *extra;
+    } odd[] = {{16, "evil.example.com"}, {API_ETCD_MAX_MEMBERS, "evil.example.com"}, {8, NULL}};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+        for (int k = 0; k < 2; k++) {
+            enum pki_kubeadm_cert which = k ? PKI_KUBEADM_ETCD_PEER : PKI_KUBEADM_ETCD_SERVER;
+            cJSON *objs = docs(NCP_HEAD "spec: {}\n" COMPONENTS), *s;
+            struct render_cluster *rc = resolve_ok(objs, "c");
+            struct render_cluster_pki *pki = pki_ok(rc, objs, T0);
+            char name[RENDER_CLUSTER_NAME_MAX], want[64];
+            struct err e = {0};
+
+            store_cas(objs, pki);
+            s = issue(rc, pki, objs, RENDER_PART_ETCD);
+            put_etcd_pair(objs, s, which, odd[i].ordinals, odd[i].extra);
+            cJSON_AddItemToArray(objs, s);
+            assert_int_equal(find_certs(rc, pki, objs, RENDER_PART_ETCD, name, &e), -ENOENT);
+            snprintf(want, sizeof(want), "%s.crt: c-etcd: subject alternative names differ",
+                     k ? "peer" : "server");
+            assert_non_null(strstr(e.msg, want));
+            render_cluster_pki_free(pki);
+            render_cluster_free(rc);
+            cJSON_Delete(objs);
+        }
+    }
 }
 
 static void test_cluster__new_ca_regenerates_every_leaf(void **state)
@@ -1627,16 +1778,6 @@ static const cJSON *new_certs(const cJSON *out, const char *prefix)
             found = o;
     }
     return found;
-}
-
-static void set_b64(cJSON *data, const char *key, const char *text)
-{
-    char *b = NULL;
-
-    assert_int_equal(pki_base64_encode(text, strlen(text), &b), 0);
-    cJSON_DeleteItemFromObject(data, key);
-    cJSON_AddStringToObject(data, key, b);
-    free(b);
 }
 
 /* Renders objs and keeps what it made in objs, as a cluster would; returns the output. */
@@ -2096,6 +2237,8 @@ int main(void)
         cmocka_unit_test(test_cluster__a_changed_spec_input_misses_the_memo),
         cmocka_unit_test(test_cluster__certs_secret_of_another_owner_is_not_used),
         cmocka_unit_test(test_cluster__etcd_certs_cover_every_ordinal_so_a_scale_keeps_them),
+        cmocka_unit_test(test_cluster__a_legacy_etcd_pair_naming_16_ordinals_is_kept_until_due),
+        cmocka_unit_test(test_cluster__an_etcd_pair_with_other_names_is_refused),
         cmocka_unit_test(test_cluster__new_ca_regenerates_every_leaf),
         cmocka_unit_test(test_cluster__kubeconfigs),
         cmocka_unit_test(test_cluster__config_hash_tracks_what_pods_run),
