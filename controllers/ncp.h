@@ -108,6 +108,11 @@ int ncp_adopt_components(struct cp *x);
  * -ENOMEM. */
 int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki);
 
+/* True while CA Secrets this manager created for the control plane, within NESTED_ISSUE_WAIT,
+ * are neither cached nor found live yet: the reconcile waits for them rather than making
+ * others. */
+bool ncp_cas_pending(struct cp *x, const struct render_cluster *rc);
+
 /* Labels the good CA Secrets that were found live without the cluster-name label. Returns how
  * many, or -ENOMEM. */
 int ncp_label_found_cas(struct cp *x, const struct render_cluster *rc);

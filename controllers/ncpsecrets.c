@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/conditions.h"
@@ -12,6 +13,42 @@
 #include "lib/kube/store.h"
 #include "lib/pki/secret.h"
 #include "lib/util/strutil.h"
+
+static const char *const ca_purposes[] = {PKI_PURPOSE_CA, PKI_PURPOSE_ETCD, PKI_PURPOSE_PROXY,
+                                          PKI_PURPOSE_SA};
+
+static void remember_cas_created(struct cp *x)
+{
+    struct nested_cas_created *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return; /* only an optimisation */
+    snprintf(c->key, sizeof(c->key), "%s/%s", x->ns, x->name);
+    c->at = x->view->now;
+    free(strmap_remove(&x->ctx->cas_created, c->key));
+    if (strmap_put(&x->ctx->cas_created, c->key, c) < 0)
+        free(c);
+}
+
+bool ncp_cas_pending(struct cp *x, const struct render_cluster *rc)
+{
+    char key[2 * RENDER_CLUSTER_NAME_MAX + 2], name[RENDER_CLUSTER_NAME_MAX];
+    struct nested_cas_created *c;
+    bool all = true;
+
+    snprintf(key, sizeof(key), "%s/%s", x->ns, x->name);
+    if (!(c = strmap_get(&x->ctx->cas_created, key)))
+        return false;
+    for (size_t i = 0; i < sizeof(ca_purposes) / sizeof(ca_purposes[0]) && all; i++)
+        all = pki_secret_name(render_cluster_name(rc), ca_purposes[i], name, sizeof(name)) < 0 ||
+              kube_store_get(x->view->secrets, x->ns, name) ||
+              cache_view_found(x->view, &KUBE_SECRETS, x->ns, name);
+    if (all || x->view->now - c->at > NESTED_ISSUE_WAIT) {
+        free(strmap_remove(&x->ctx->cas_created, key));
+        return false;
+    }
+    return true;
+}
 
 int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
 {
@@ -32,6 +69,8 @@ int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
     if (n > 0 && plan_event_count(x->plan, first, KUBE_EVENT_NORMAL,
                                   "CreatedCertificateAuthorities", "CA Secrets created") < 0)
         return -ENOMEM;
+    if (n > 0)
+        remember_cas_created(x);
     return n;
 }
 
@@ -40,16 +79,14 @@ int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
  * labelled, so that the cache holds it from now on. Returns the number labelled, or -ENOMEM. */
 int ncp_label_found_cas(struct cp *x, const struct render_cluster *rc)
 {
-    static const char *const purposes[] = {PKI_PURPOSE_CA, PKI_PURPOSE_ETCD, PKI_PURPOSE_PROXY,
-                                           PKI_PURPOSE_SA};
     char name[RENDER_CLUSTER_NAME_MAX];
     int n = 0;
 
-    for (size_t i = 0; i < sizeof(purposes) / sizeof(purposes[0]); i++) {
+    for (size_t i = 0; i < sizeof(ca_purposes) / sizeof(ca_purposes[0]); i++) {
         const cJSON *found;
         const char *label;
         cJSON *patch, *labels;
-        if (pki_secret_name(render_cluster_name(rc), purposes[i], name, sizeof(name)) < 0 ||
+        if (pki_secret_name(render_cluster_name(rc), ca_purposes[i], name, sizeof(name)) < 0 ||
             kube_store_get(x->view->secrets, x->ns, name) ||
             !(found = cache_view_found(x->view, &KUBE_SECRETS, x->ns, name)))
             continue;
@@ -71,7 +108,7 @@ int ncp_label_found_cas(struct cp *x, const struct render_cluster *rc)
             plan_event(x->plan, KUBE_EVENT_NORMAL, "LabelledCertificateAuthority",
                        "Secret %s: used as the cluster's %s CA and labelled "
                        "cluster.x-k8s.io/cluster-name=%s",
-                       name, purposes[i], render_cluster_name(rc)) < 0)
+                       name, ca_purposes[i], render_cluster_name(rc)) < 0)
             return -ENOMEM;
         n++;
     }

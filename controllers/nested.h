@@ -83,6 +83,15 @@ struct nested_ctx {
      * the cache shows them, and those this manager queued since. While it is empty, the end
      * of a roll wakes nobody without walking every control plane. */
     struct strmap waiting;
+    /* CA Secrets created for a control plane but not seen in the cache yet, by "ns/name"
+     * (struct nested_cas_created): a reconcile that runs before the watch delivers them does
+     * not make others, whose creates would be answered 409 and read back one by one. */
+    struct strmap cas_created;
+};
+
+struct nested_cas_created {
+    char key[2 * RENDER_CLUSTER_NAME_MAX + 2]; /* "ns/name", the map's key */
+    double at;                                 /* when their creates were planned */
 };
 
 /* A roll let start: the control plane's resourceVersion when it was, and until when it counts

@@ -320,6 +320,15 @@ static int reconcile_normal(struct cp *x)
         goto out;
 
     /* CAs first: when one is created, the rest waits for it to be read back. */
+    if (ncp_cas_pending(x, rc)) {
+        plan_requeue_after(x->plan, 1.0);
+        r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                     "Creating", "the CA Secrets are being created");
+        if (r == 0)
+            r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Creating",
+                         "the CA Secrets are being created");
+        goto out;
+    }
     if (ctx->keys)
         keypool_reserve(ctx->keys, render_cluster_key_alg(rc), 5);
     r = render_cluster_pki_load(rc, &x->src, (int64_t)x->view->now, true, &pki, &errs);

@@ -129,6 +129,57 @@ static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing
     sim_done(&s);
 }
 
+/* A reconcile that runs before the watch delivers the CA Secrets just created does not make
+ * four others (whose creates the API server would answer 409, each then read back): it waits
+ * for them, saying the CAs are being created, and goes on once the cache has them; CAs still
+ * missing NESTED_ISSUE_WAIT later are created again. */
+static void test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made_again(void **state)
+{
+    static const char *const cas[] = {"sample-ca", "sample-etcd", "sample-proxy", "sample-sa"};
+    struct sim s;
+    struct plan created, p;
+
+    (void)state;
+    sim_init(&s, capn);
+    reconcile_ncp(&s, &p); /* the finalizer */
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    reconcile_ncp(&s, &created);
+    assert_non_null(fx_action(&created, KUBE_CREATE, "secrets", "sample-ca"));
+
+    /* the creates went through, the cache has not seen them */
+    s.f.view.now += 0.2;
+    reconcile_ncp(&s, &p);
+    for (int i = 0; i < 4; i++)
+        assert_null(fx_action(&p, KUBE_CREATE, "secrets", cas[i]));
+    assert_true(p.requeue_after > 0 && p.requeue_after <= 1.0);
+    plan_done(&p);
+
+    /* once the cache has them, the control plane goes on: its components are adopted */
+    fx_apply_plan(&s.f, &created);
+    s.f.view.now += 0.2;
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-ca"));
+    assert_non_null(fx_action(&p, KUBE_PATCH, "nestedetcds", "sample-nestedetcd"));
+    plan_done(&p);
+    plan_done(&created);
+    sim_done(&s);
+
+    /* CAs that never show up are created again once NESTED_ISSUE_WAIT has passed */
+    sim_init(&s, capn);
+    reconcile_ncp(&s, &p);
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    reconcile_ncp(&s, &p);
+    plan_done(&p);
+    s.f.view.now += NESTED_ISSUE_WAIT + 1;
+    reconcile_ncp(&s, &p);
+    for (int i = 0; i < 4; i++)
+        assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", cas[i]));
+    plan_done(&p);
+    sim_done(&s);
+}
+
 /* The controllers' check memo is bounded: past NESTED_MEMO_MAX the check remembered longest
  * ago is forgotten, one at a time, where the memo used to start again empty and have every
  * control plane check again what it had just checked (at N = 1,000, about 15,000 checks). */
@@ -1560,6 +1611,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else),
+        cmocka_unit_test(
+            test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made_again),
         cmocka_unit_test(test_nestedcontrolplane__the_check_memo_forgets_the_oldest_first),
         cmocka_unit_test(test_nestedcontrolplane__creation_starts_api_servers_once_etcd_answers),
         cmocka_unit_test(
