@@ -230,6 +230,17 @@ static int waiting_phase(struct cp *x)
     return ncp_set_str(&x->st->phase, "Provisioning");
 }
 
+/* The CA Secrets are being created: planned now, or created and not seen yet. */
+static int cas_being_created(struct cp *x)
+{
+    int r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
+                     "Creating", "the CA Secrets are being created");
+
+    return r < 0 ? r
+                 : ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Creating",
+                            "the CA Secrets are being created");
+}
+
 static int reconcile_normal(struct cp *x)
 {
     struct nested_ctx *ctx = x->ctx;
@@ -322,11 +333,7 @@ static int reconcile_normal(struct cp *x)
     /* CAs first: when one is created, the rest waits for it to be read back. */
     if (ncp_cas_pending(x, rc)) {
         plan_requeue_after(x->plan, 1.0);
-        r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
-                     "Creating", "the CA Secrets are being created");
-        if (r == 0)
-            r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Creating",
-                         "the CA Secrets are being created");
+        r = cas_being_created(x);
         goto out;
     }
     if (ctx->keys)
@@ -353,11 +360,7 @@ static int reconcile_normal(struct cp *x)
         goto out;
     if ((r = ncp_plan_created_cas(x, pki)) != 0) {
         if (r > 0)
-            r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
-                         "Creating", "the CA Secrets are being created");
-        if (r == 0)
-            r = ncp_cond(x, "Ready", API_CONDITION_FALSE, STATUS_SEVERITY_INFO, "Creating",
-                         "the CA Secrets are being created");
+            r = cas_being_created(x);
         goto out;
     }
     if ((r = ncp_label_found_cas(x, rc)) != 0) {
