@@ -447,6 +447,22 @@ static int cache_served_init(struct cache *cache)
     return 0;
 }
 
+void ctrl_caches_trim(struct manager *m)
+{
+    for (size_t i = 0; i < m->n_caches; i++) {
+        kube_informer_trim(m->caches[i].inf);
+        kube_informer_trim(m->caches[i].next);
+    }
+}
+
+/* Before the loop waits: every callback of this turn is done with what it read. */
+static void trim_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    ctrl_caches_trim(w->data);
+}
+
 int ctrl_caches_init(struct manager *m)
 {
     size_t n = m->opts.n_caches;
@@ -454,6 +470,8 @@ int ctrl_caches_init(struct manager *m)
     kube_store_init(&m->empty);
     ev_timer_init(&m->sync_timer, sync_timer_cb, SYNC_WARN_INTERVAL, SYNC_WARN_INTERVAL);
     m->sync_timer.data = m;
+    ev_prepare_init(&m->trim, trim_cb);
+    m->trim.data = m;
     if (n == 0)
         return 0;
     m->caches = calloc(n, sizeof(*m->caches));
@@ -495,6 +513,9 @@ int ctrl_caches_start(struct manager *m, struct err *e)
                            cache->spec->resource->group);
     }
     ev_timer_start(m->loop, &m->sync_timer);
+    /* It runs while the loop does, and does not keep the loop running by itself. */
+    ev_prepare_start(m->loop, &m->trim);
+    ev_unref(m->loop);
     return 0;
 }
 
@@ -515,6 +536,10 @@ void ctrl_caches_stop_probes(struct manager *m)
 
 void ctrl_caches_done(struct manager *m)
 {
+    if (ev_is_active(&m->trim)) {
+        ev_ref(m->loop);
+        ev_prepare_stop(m->loop, &m->trim);
+    }
     ctrl_caches_stop_probes(m);
     for (size_t i = 0; i < m->n_caches; i++) {
         cache_stop_informer(&m->caches[i]);

@@ -721,6 +721,8 @@ void ctrl_executor_process(void *userdata, const char *key)
               c->def.name, j->key, j->plan.n_actions, j->plan.n_events, j->plan.requeue_after);
     record_events(j, 0);
     job_next(j);
+    /* The plan owns what it sends: nothing read from the caches is in use any more. */
+    ctrl_caches_trim(m);
 }
 
 /* Cancels what j has in flight: each cancelled request or call ends its slot at once, and the

@@ -92,6 +92,7 @@ struct manager {
     size_t n_controllers;
     bool started, synced, processing, leading;
     ev_timer sync_timer;
+    ev_prepare trim;         /* once per turn of the loop: the caches' parsed trees are trimmed */
     ev_timer resync_timer;   /* every object again, each sync_period */
     struct strmap conflicts; /* "resource/ns/name" -> a note (notes.c) */
     struct strmap found;     /* the same, with the object read */
@@ -128,6 +129,9 @@ int ctrl_caches_start(struct manager *m, struct err *e);
 void ctrl_caches_stop_probes(struct manager *m);
 /* Frees the caches. */
 void ctrl_caches_done(struct manager *m);
+/* Frees the trees the caches parsed for reading, beyond each one's budget (kube_store_trim):
+ * only where no object read from them is still in use, as between two reconciles. */
+void ctrl_caches_trim(struct manager *m);
 /* Marks the manager synced, and starts processing, once every cache has synced. */
 void ctrl_caches_check_synced(struct manager *m);
 /* The cache of res, or NULL. */

@@ -91,18 +91,6 @@ static bool transform(struct kube_informer *inf, cJSON *obj)
     return !inf->transform || inf->transform(inf->transform_ctx, obj);
 }
 
-/* What the cache keeps of obj (owned): the same tree in one block (lib/util/jsonpack.h), its
- * keys shared with the other objects of the cache. Out of memory, obj itself. */
-static cJSON *packed(struct kube_informer *inf, cJSON *obj)
-{
-    cJSON *p = jsonpack_copy(obj, &inf->store.keys);
-
-    if (!p)
-        return obj;
-    cJSON_Delete(obj);
-    return p;
-}
-
 static void set_rv(struct kube_informer *inf, const char *rv)
 {
     char *copy;
@@ -143,7 +131,7 @@ int kube_informer_observe_write(struct kube_informer *inf, const cJSON *obj)
 {
     const cJSON *cur = kube_store_get(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj));
     unsigned long long have = cur ? rv_number(cur) : 0, got = rv_number(obj);
-    cJSON *copy, *old = NULL;
+    cJSON *copy;
     int r;
 
     if (!cur || !have || got <= have)
@@ -154,8 +142,7 @@ int kube_informer_observe_write(struct kube_informer *inf, const cJSON *obj)
         cJSON_Delete(copy);
         return 0;
     }
-    r = kube_store_put(&inf->store, packed(inf, copy), &old);
-    cJSON_Delete(old);
+    r = kube_store_put(&inf->store, copy, NULL);
     return r < 0 ? r : 1;
 }
 
@@ -169,13 +156,12 @@ static void upsert(struct kube_informer *inf, cJSON *obj, bool from_list)
         inf->stats.left_out++;
         if (kube_store_remove(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj) ?: "",
                               &old) == 0 &&
-            inf->h.on_delete)
+            old && inf->h.on_delete)
             inf->h.on_delete(inf->userdata, old, false);
         cJSON_Delete(old);
         cJSON_Delete(obj);
         return;
     }
-    obj = packed(inf, obj);
     if (kube_store_put(&inf->store, obj, &old) < 0)
         return;
     if (!old) {
@@ -205,8 +191,10 @@ int kube_informer_apply_list(struct kube_informer *inf, cJSON *list)
     if (!rv || (items && !cJSON_IsArray(items)))
         return -EINVAL;
     kube_store_mark_begin(&inf->store);
-    while (items && (it = cJSON_DetachItemFromArray(items, 0)))
+    while (items && (it = cJSON_DetachItemFromArray(items, 0))) {
         upsert(inf, it, true);
+        kube_store_trim(&inf->store); /* the handlers are done with what they read */
+    }
     kube_store_sweep(&inf->store, swept, inf);
     set_rv(inf, rv);
     inf->stats.lists++;
@@ -368,7 +356,7 @@ static void start_check(struct kube_informer *inf)
 static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *obj)
 {
     struct kube_informer *inf = userdata;
-    cJSON *old = NULL, *own;
+    cJSON *own;
 
     inf->stats.events++;
     inf->watch_events++;
@@ -382,11 +370,10 @@ static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *
         break;
     case KUBE_WATCH_DELETED:
         if (kube_store_remove(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj) ?: "",
-                              &old) == 0) {
+                              NULL) == 0) {
             transform(inf, obj);
             if (inf->h.on_delete)
                 inf->h.on_delete(inf->userdata, obj, false);
-            cJSON_Delete(old);
         }
         break;
     case KUBE_WATCH_BOOKMARK:
@@ -600,6 +587,12 @@ size_t kube_informer_count(const struct kube_informer *inf)
 const struct kube_store *kube_informer_store(const struct kube_informer *inf)
 {
     return &inf->store;
+}
+
+void kube_informer_trim(struct kube_informer *inf)
+{
+    if (inf)
+        kube_store_trim(&inf->store);
 }
 
 void kube_informer_foreach(const struct kube_informer *inf, kube_informer_each_fn fn,

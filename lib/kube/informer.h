@@ -30,13 +30,14 @@
  *   CRD was deleted) is such a failure, unless the handlers have on_gone: then the informer
  *   stops and tells its owner.
  * - metadata.managedFields is dropped from cached objects, and each object goes through the
- *   transform of the options, if any, before it is cached or handed to a handler. What is
- *   cached is then copied into one block (lib/util/jsonpack.h): cached objects, and those
- *   handed to handlers, are only read, never changed or taken apart.
+ *   transform of the options, if any, before it is cached or handed to a handler. The cache
+ *   keeps it as compact JSON text and parses it again when it is read (lib/kube/store.h):
+ *   cached objects, and those handed to handlers, are only read, never changed or taken apart.
  *
  * Handlers run on the loop; objects passed to them are borrowed for the duration of the call.
  * Lookups return borrowed pointers that stay valid until control returns to the loop (the next
- * event may replace the object).
+ * event may replace the object, and the informer and its owner trim the parsed trees then:
+ * kube_informer_trim).
  */
 
 #include <stdbool.h>
@@ -137,6 +138,9 @@ size_t kube_informer_count(const struct kube_informer *inf);
 /* The cache itself, read-only (for views that hand several caches to pure functions).
  * Borrowed for the informer's lifetime; the same validity rule as lookups applies to objects. */
 const struct kube_store *kube_informer_store(const struct kube_informer *inf);
+/* Frees the cache's parsed trees beyond its budget (kube_store_trim): only where no object read
+ * from it is still in use. Accepts NULL. */
+void kube_informer_trim(struct kube_informer *inf);
 
 /* Iteration; fn returns false to stop. Do not start or stop informers from fn. */
 typedef bool (*kube_informer_each_fn)(void *userdata, const cJSON *obj);

@@ -47,43 +47,87 @@ struct ixlinks {
 
 struct kube_store_entry {
     struct hnode h;
-    cJSON *obj;
-    const char *ns, *name; /* borrowed from obj; ns is "" when cluster-scoped */
+    char *text; /* the object as compact JSON: what the store keeps */
+    cJSON *obj; /* the object parsed from text while it is being read (in the hot list), or
+                 * NULL */
+    struct list_node hot_node;
+    const char *ns, *name; /* in key; ns is "" when cluster-scoped */
     struct kube_store_group *ns_group, *owner_group;
     struct list_node ns_node, owner_node; /* in ns_group, owner_group */
     struct ixlinks *ix;                   /* with an index only */
     unsigned mark;
-    uint32_t bytes; /* of obj and this entry (an object is bounded by the API server's request
-                     * size, a few MiB) */
+    /* An object is bounded by the API server's request size, a few MiB. */
+    uint32_t text_len;
+    uint32_t bytes; /* of text and this entry */
+    char key[];     /* ns, NUL, name, NUL */
 };
 
-/* Heap bytes of a cJSON tree: each node, and the key and string it owns. */
-static size_t json_bytes(const cJSON *o)
-{
-    size_t n = 0;
-
-    for (; o; o = o->next) {
-        n += malloc_usable_size((void *)o);
-        if (o->string && !(o->type & cJSON_StringIsConst))
-            n += malloc_usable_size(o->string);
-        if (o->valuestring && !(o->type & cJSON_IsReference))
-            n += malloc_usable_size(o->valuestring);
-        if (o->child && !(o->type & cJSON_IsReference))
-            n += json_bytes(o->child);
-    }
-    return n;
-}
+/* What a parsed tree is taken to weigh, for the hot list's budget: a cJSON node of 64 bytes
+ * per JSON value comes to about three times the compact text (docs/architecture.md, "What the
+ * caches keep"). */
+#define TREE_WEIGHT(text_len) (3 * (size_t)(text_len))
 
 static size_t entry_bytes(const struct kube_store_entry *e)
 {
-    const cJSON *o = e->obj;
-    size_t n = malloc_usable_size((void *)e) + malloc_usable_size((void *)o);
+    return malloc_usable_size((void *)e) + malloc_usable_size(e->text);
+}
 
-    if (jsonpack_is_packed(o))
-        return n;
-    if (o->valuestring)
-        n += malloc_usable_size(o->valuestring);
-    return n + json_bytes(o->child);
+/* ---- the hot list: trees parsed from the text and not yet trimmed, most recent first ---- */
+
+static void hot_add(struct kube_store *s, struct kube_store_entry *e, cJSON *obj)
+{
+    if (!s->hot.next)
+        list_init(&s->hot);
+    e->obj = obj;
+    list_add_head(&s->hot, &e->hot_node);
+    s->hot_bytes += TREE_WEIGHT(e->text_len);
+}
+
+/* Takes e's tree out of the hot list and hands it over (NULL if e has none). */
+static cJSON *hot_take(struct kube_store *s, struct kube_store_entry *e)
+{
+    cJSON *obj = e->obj;
+
+    if (!obj)
+        return NULL;
+    list_remove(&e->hot_node);
+    s->hot_bytes -= TREE_WEIGHT(e->text_len);
+    e->obj = NULL;
+    return obj;
+}
+
+/* e's object as a tree: the one in the hot list, made the most recent, or one parsed from the
+ * text and added to it. NULL: out of memory. */
+static const cJSON *entry_tree(const struct kube_store *cs, struct kube_store_entry *e)
+{
+    /* Reading is logically const: the text does not change, only what is parsed of it. */
+    struct kube_store *s = (struct kube_store *)cs;
+    cJSON *obj;
+
+    if (e->obj) {
+        list_remove(&e->hot_node);
+        list_add_head(&s->hot, &e->hot_node);
+        return e->obj;
+    }
+    obj = cJSON_ParseWithLength(e->text, e->text_len);
+    if (obj)
+        hot_add(s, e, obj);
+    return obj;
+}
+
+/* e's object as a tree the caller owns, whether it was hot or not. NULL: out of memory. */
+static cJSON *entry_take_tree(struct kube_store *s, struct kube_store_entry *e)
+{
+    cJSON *obj = hot_take(s, e);
+
+    return obj ? obj : cJSON_ParseWithLength(e->text, e->text_len);
+}
+
+static void entry_free(struct kube_store_entry *e)
+{
+    free(e->ix);
+    free(e->text);
+    free(e);
 }
 
 static uint32_t hash_str(uint32_t h, const char *s)
@@ -160,6 +204,8 @@ static struct hnode *table_first(const struct kube_store_table *t, uint32_t hash
 void kube_store_init(struct kube_store *s)
 {
     memset(s, 0, sizeof(*s));
+    list_init(&s->hot);
+    s->hot_keep = KUBE_STORE_HOT_KEEP;
 }
 
 static struct kube_store_entry *find_entry(const struct kube_store *s, const char *ns,
@@ -359,8 +405,8 @@ static bool ix_same(const struct ixlinks *ix, const struct kube_store_index_key 
     return true;
 }
 
-/* (Re)files e in the index under the keys of e->obj. */
-static int entry_reindex(struct kube_store *s, struct kube_store_entry *e)
+/* (Re)files e in the index under the keys of obj, its object. */
+static int entry_reindex(struct kube_store *s, struct kube_store_entry *e, const cJSON *obj)
 {
     struct kube_store_index_key raw[KUBE_STORE_INDEX_KEYS], keys[KUBE_STORE_INDEX_KEYS];
     size_t nraw, n = 0;
@@ -368,7 +414,7 @@ static int entry_reindex(struct kube_store *s, struct kube_store_entry *e)
 
     if (!s->index)
         return 0;
-    nraw = s->index(e->obj, raw);
+    nraw = s->index(obj, raw);
     for (size_t i = 0; i < nraw && i < KUBE_STORE_INDEX_KEYS; i++) {
         bool dup = !raw[i].value;
 
@@ -425,10 +471,10 @@ bool kube_store_indexed(const struct kube_store *s)
     return s->index != NULL;
 }
 
-/* (Re)computes e's index memberships from e->obj. */
-static int entry_index(struct kube_store *s, struct kube_store_entry *e)
+/* (Re)computes e's index memberships from obj, its object. */
+static int entry_index(struct kube_store *s, struct kube_store_entry *e, const cJSON *obj)
 {
-    const char *owner = kube_obj_controller_uid(e->obj);
+    const char *owner = kube_obj_controller_uid(obj);
     struct kube_store_group *g;
 
     if (!e->ns_group || strcmp(e->ns_group->id, e->ns) != 0) {
@@ -446,71 +492,102 @@ static int entry_index(struct kube_store *s, struct kube_store_entry *e)
             return -ENOMEM;
         owner_link(e, g);
     }
-    return entry_reindex(s, e);
+    return entry_reindex(s, e, obj);
 }
 
 int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
 {
     const char *ns = kube_obj_namespace(obj), *name = kube_obj_name(obj);
     struct kube_store_entry *e;
+    size_t nl, kl, len;
+    char *text;
     int r;
 
-    *ret_old = NULL;
+    if (ret_old)
+        *ret_old = NULL;
     if (!name || !name[0]) {
         cJSON_Delete(obj);
         return -EINVAL;
     }
     if (!ns)
         ns = "";
-    e = find_entry(s, ns, name);
-    if (e) {
-        *ret_old = e->obj;
-        e->obj = obj;
-        e->ns = ns;
-        e->name = name;
-        e->mark = s->mark;
-        s->bytes -= e->bytes;
-        e->bytes = (uint32_t)entry_bytes(e);
-        s->bytes += e->bytes;
-        return entry_index(s, e);
-    }
-    e = calloc(1, sizeof(*e));
-    if (!e) {
+    text = cJSON_PrintUnformatted(obj);
+    if (!text || (len = strlen(text)) > UINT32_MAX) {
+        free(text);
         cJSON_Delete(obj);
         return -ENOMEM;
     }
-    e->obj = obj;
-    e->ns = ns;
-    e->name = name;
+    e = find_entry(s, ns, name);
+    if (e) {
+        cJSON *old = hot_take(s, e);
+
+        if (ret_old)
+            *ret_old = old ? old : cJSON_ParseWithLength(e->text, e->text_len);
+        else
+            cJSON_Delete(old);
+        free(e->text);
+        e->text = text;
+        e->text_len = (uint32_t)len;
+        e->mark = s->mark;
+        hot_add(s, e, obj);
+        s->bytes -= e->bytes;
+        e->bytes = (uint32_t)entry_bytes(e);
+        s->bytes += e->bytes;
+        return entry_index(s, e, obj);
+    }
+    nl = strlen(ns);
+    kl = nl + strlen(name) + 2;
+    e = calloc(1, sizeof(*e) + kl);
+    if (!e) {
+        free(text);
+        cJSON_Delete(obj);
+        return -ENOMEM;
+    }
+    memcpy(e->key, ns, nl + 1);
+    memcpy(e->key + nl + 1, name, kl - nl - 1);
+    e->ns = e->key;
+    e->name = e->key + nl + 1;
+    e->text = text;
+    e->text_len = (uint32_t)len;
     e->mark = s->mark;
+    list_init(&e->hot_node);
     e->h.hash = hash_key(ns, name);
     r = table_insert(&s->by_key, &e->h);
     if (r == 0)
-        r = entry_index(s, e);
+        r = entry_index(s, e, obj);
     if (r < 0) {
         table_unlink(&s->by_key, &e->h);
         ns_unlink(s, e);
         owner_unlink(s, e);
         entry_unindex(s, e);
         cJSON_Delete(obj);
-        free(e);
+        entry_free(e);
         return r;
     }
+    hot_add(s, e, obj);
     e->bytes = (uint32_t)entry_bytes(e);
     s->bytes += e->bytes;
     return 0;
 }
 
-static cJSON *entry_remove(struct kube_store *s, struct kube_store_entry *e)
+/* Unlinks e and frees it, its tree too. */
+static void entry_drop(struct kube_store *s, struct kube_store_entry *e)
 {
-    cJSON *obj = e->obj;
-
+    cJSON_Delete(hot_take(s, e));
     s->bytes -= e->bytes;
     table_unlink(&s->by_key, &e->h);
     ns_unlink(s, e);
     owner_unlink(s, e);
     entry_unindex(s, e);
-    free(e);
+    entry_free(e);
+}
+
+/* Unlinks e and frees it; its object, as a tree, goes to the caller (NULL: out of memory). */
+static cJSON *entry_remove(struct kube_store *s, struct kube_store_entry *e)
+{
+    cJSON *obj = entry_take_tree(s, e);
+
+    entry_drop(s, e);
     return obj;
 }
 
@@ -520,7 +597,10 @@ int kube_store_remove(struct kube_store *s, const char *ns, const char *name, cJ
 
     if (!e)
         return -ENOENT;
-    *ret_old = entry_remove(s, e);
+    if (ret_old)
+        *ret_old = entry_remove(s, e);
+    else
+        entry_drop(s, e);
     return 0;
 }
 
@@ -528,7 +608,7 @@ const cJSON *kube_store_get(const struct kube_store *s, const char *ns, const ch
 {
     struct kube_store_entry *e = find_entry(s, ns ? ns : "", name);
 
-    return e ? e->obj : NULL;
+    return e ? entry_tree(s, e) : NULL;
 }
 
 size_t kube_store_count(const struct kube_store *s)
@@ -538,14 +618,43 @@ size_t kube_store_count(const struct kube_store *s)
 
 size_t kube_store_bytes(const struct kube_store *s)
 {
-    return s->bytes + jsonpack_keys_bytes(&s->keys);
+    return s->bytes;
+}
+
+size_t kube_store_hot_bytes(const struct kube_store *s)
+{
+    return s->hot_bytes;
+}
+
+void kube_store_trim(struct kube_store *s)
+{
+    kube_store_trim_to(s, s->hot_keep);
+}
+
+void kube_store_trim_to(struct kube_store *s, size_t keep)
+{
+    while (s->hot_bytes > keep && s->hot.next && !list_empty(&s->hot)) {
+        struct kube_store_entry *e = list_entry(s->hot.prev, struct kube_store_entry, hot_node);
+
+        cJSON_Delete(hot_take(s, e));
+    }
+}
+
+/* Calls fn with e's object; false: stop (fn said so). An object that cannot be parsed for
+ * want of memory is left out. */
+static bool call_with(const struct kube_store *s, struct kube_store_entry *e, kube_store_each_fn fn,
+                      void *userdata)
+{
+    const cJSON *obj = entry_tree(s, e);
+
+    return !obj || fn(userdata, obj);
 }
 
 void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void *userdata)
 {
     for (size_t i = 0; i < s->by_key.nslots; i++)
         for (struct hnode *n = s->by_key.slots[i]; n; n = n->next)
-            if (!fn(userdata, ((struct kube_store_entry *)n)->obj))
+            if (!call_with(s, (struct kube_store_entry *)n, fn, userdata))
                 return;
 }
 
@@ -558,7 +667,7 @@ void kube_store_foreach_in_namespace(const struct kube_store *s, const char *ns,
     if (!g)
         return;
     list_foreach(n, &g->members) {
-        if (!fn(userdata, list_entry(n, struct kube_store_entry, ns_node)->obj))
+        if (!call_with(s, list_entry(n, struct kube_store_entry, ns_node), fn, userdata))
             return;
     }
 }
@@ -572,7 +681,7 @@ void kube_store_foreach_owned(const struct kube_store *s, const char *owner_uid,
     if (!g)
         return;
     list_foreach(n, &g->members) {
-        if (!fn(userdata, list_entry(n, struct kube_store_entry, owner_node)->obj))
+        if (!call_with(s, list_entry(n, struct kube_store_entry, owner_node), fn, userdata))
             return;
     }
 }
@@ -612,7 +721,7 @@ void kube_store_foreach_indexed(const struct kube_store *s, const char *ns,
             if (cur[j] != head[j] && ixlink_of(cur[j])->e == best)
                 cur[j] = cur[j]->next;
         }
-        if (!fn(userdata, best->obj))
+        if (!call_with(s, best, fn, userdata))
             return;
     }
 }
@@ -651,7 +760,7 @@ size_t kube_store_sweep(struct kube_store *s, kube_store_swept_fn fn, void *user
             if (e->mark == s->mark)
                 continue;
             obj = entry_remove(s, e);
-            if (fn)
+            if (fn && obj)
                 fn(userdata, obj);
             cJSON_Delete(obj);
             removed++;
@@ -668,8 +777,7 @@ void kube_store_done(struct kube_store *s)
         for (; n; n = next) {
             next = n->next;
             cJSON_Delete(((struct kube_store_entry *)n)->obj);
-            free(((struct kube_store_entry *)n)->ix);
-            free(n);
+            entry_free((struct kube_store_entry *)n);
         }
     }
     for (int t = 0; t < 3; t++) {
@@ -686,6 +794,5 @@ void kube_store_done(struct kube_store *s)
         free(tab->slots);
     }
     free(s->by_key.slots);
-    jsonpack_keys_done(&s->keys);
     memset(s, 0, sizeof(*s));
 }

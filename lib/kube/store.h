@@ -8,6 +8,14 @@
  * object (kube_store_set_index). Objects are owned by the store once put. No I/O; the informer
  * drives it.
  *
+ * The store keeps each object as its compact JSON text, about a third of what the same object
+ * takes as cJSON nodes, and parses it when it is read. A tree handed out (by kube_store_get, to
+ * an iteration's fn, or the one just put) is the store's: it stays valid until the object is
+ * replaced or removed, or until kube_store_trim, which frees the trees read longest ago beyond
+ * the store's budget (hot_keep). Whoever trims must know that no tree is still in use: the
+ * manager trims between reconciles and once per turn of its loop. Reading the same object again
+ * before that returns the same tree without parsing it.
+ *
  * A relist is a mark-and-sweep: kube_store_mark_begin, kube_store_put every listed object,
  * then kube_store_sweep hands back every object the list no longer had.
  */
@@ -18,7 +26,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "lib/util/jsonpack.h"
+#include "lib/util/list.h"
 
 struct kube_store_entry;
 struct kube_store_group;
@@ -51,11 +59,19 @@ struct kube_store {
     kube_store_index_fn index;        /* NULL: no index */
     uint64_t seq;                     /* of the last entry created */
     unsigned mark;
-    size_t bytes;              /* heap held by the objects and their entries */
-    struct jsonpack_keys keys; /* keys packed objects share (jsonpack_copy); freed last */
+    size_t bytes;         /* heap held by the objects' texts and their entries */
+    struct list_node hot; /* entries whose tree is parsed, most recently read first */
+    size_t hot_bytes;     /* what those trees weigh, estimated from their texts */
+    size_t hot_keep;      /* kube_store_trim leaves this much; KUBE_STORE_HOT_KEEP by default */
 };
 
-/* Return false to stop an iteration early. Objects are borrowed. */
+/* The trees a store keeps parsed after a trim, by default: about one control plane's objects
+ * of one kind, so that the reconciles of one control plane that follow each other do not parse
+ * them again. */
+#define KUBE_STORE_HOT_KEEP (64 * 1024)
+
+/* Return false to stop an iteration early. Objects are borrowed (valid until a trim). An object
+ * that cannot be parsed for want of memory is left out of an iteration. */
 typedef bool (*kube_store_each_fn)(void *userdata, const cJSON *obj);
 
 void kube_store_init(struct kube_store *s);
@@ -68,21 +84,32 @@ size_t kube_store_count(const struct kube_store *s);
 int kube_store_set_index(struct kube_store *s, kube_store_index_fn index);
 bool kube_store_indexed(const struct kube_store *s);
 
-/* Heap bytes the cached objects take (every cJSON node, key and string as malloc sized them, or
- * the block of a packed object, lib/util/jsonpack.h, plus each object's entry), and the keys
- * they share (s->keys); the indexes (their tables, groups and each object's index links) are
- * not counted. */
+/* Heap bytes the cached objects take (each text and entry, as malloc sized them); the trees
+ * parsed for reading (kube_store_hot_bytes) and the indexes (their tables, groups and each
+ * object's index links) are not counted. */
 size_t kube_store_bytes(const struct kube_store *s);
+/* What the parsed trees not yet trimmed weigh, estimated (three times their texts). */
+size_t kube_store_hot_bytes(const struct kube_store *s);
 
-/* The object at ns/name (ns NULL or "" for cluster-scoped), or NULL. Borrowed. */
+/* Frees the trees read longest ago until those left weigh at most s->hot_keep. Every tree the
+ * store handed out may be freed: call it only where none is still in use. */
+void kube_store_trim(struct kube_store *s);
+/* The same, to keep bytes rather than s->hot_keep. */
+void kube_store_trim_to(struct kube_store *s, size_t keep);
+
+/* The object at ns/name (ns NULL or "" for cluster-scoped), or NULL (also when it cannot be
+ * parsed for want of memory). Borrowed: valid until it is replaced or removed, or a trim. */
 const cJSON *kube_store_get(const struct kube_store *s, const char *ns, const char *name);
 
 /* Puts obj (owned by the store from here on, even on failure) in place of any object with the
- * same namespace/name, which is handed back in *ret_old (caller frees) or NULL. Marks it for
- * the current relist. Returns 0, -EINVAL (no metadata.name), -ENOMEM. */
+ * same namespace/name, which is handed back in *ret_old (caller frees; NULL when there was none,
+ * or it cannot be parsed for want of memory) unless ret_old is NULL. obj stays valid as a tree
+ * read from the store is. Marks it for the current relist. Returns 0, -EINVAL (no
+ * metadata.name), -ENOMEM. */
 int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old);
 
-/* Removes ns/name; the object goes to *ret_old (caller frees). Returns 0 or -ENOENT. */
+/* Removes ns/name; the object goes to *ret_old (caller frees; NULL when it cannot be parsed for
+ * want of memory) unless ret_old is NULL. Returns 0 or -ENOENT. */
 int kube_store_remove(struct kube_store *s, const char *ns, const char *name, cJSON **ret_old);
 
 void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void *userdata);
@@ -103,7 +130,8 @@ size_t kube_store_count_in_namespace(const struct kube_store *s, const char *ns)
 /* Relist bookkeeping. */
 void kube_store_mark_begin(struct kube_store *s);
 /* Removes every object not put since kube_store_mark_begin, calling fn (may be NULL) with each
- * before it is freed. Returns how many were removed. */
+ * before it is freed (not with one that cannot be parsed for want of memory). Returns how many
+ * were removed. */
 typedef void (*kube_store_swept_fn)(void *userdata, const cJSON *obj);
 size_t kube_store_sweep(struct kube_store *s, kube_store_swept_fn fn, void *userdata);
 

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,6 @@
 #include "lib/kube/config.h"
 #include "lib/kube/informer.h"
 #include "lib/kube/store.h"
-#include "lib/util/jsonpack.h"
 
 struct seen {
     char log[2048];
@@ -350,34 +350,33 @@ static void test_informer__store_counts_the_bytes_it_holds(void **state)
 }
 
 struct kept {
-    bool packed;
     char names[256];
 };
 
-static void keep_packed(void *ud, const cJSON *obj)
+static void keep_name(void *ud, const cJSON *obj)
 {
     struct kept *k = ud;
     size_t n = strlen(k->names);
 
-    k->packed = k->packed && jsonpack_is_packed(obj);
     snprintf(k->names + n, sizeof(k->names) - n, "%s@%s;", kube_obj_name(obj),
              kube_obj_resource_version(obj));
 }
 
 static void on_add_kept(void *ud, const cJSON *obj)
 {
-    keep_packed(ud, obj);
+    keep_name(ud, obj);
 }
 
 static void on_update_kept(void *ud, const cJSON *old_obj, const cJSON *new_obj)
 {
-    keep_packed(ud, old_obj);
-    keep_packed(ud, new_obj);
+    keep_name(ud, old_obj);
+    keep_name(ud, new_obj);
 }
 
-/* Cached objects are kept in one block each, as read after the transform; handlers see them
- * so, both the old and the new of an update, and a write-through replaces a block whole. */
-static void test_informer__caches_each_object_packed(void **state)
+/* Cached objects are kept as their text after the transform and parsed when read; handlers see
+ * both the old and the new of an update, a write-through replaces an object whole, and what a
+ * lookup reads after a trim is the same object parsed again. */
+static void test_informer__caches_each_object_as_text(void **state)
 {
     struct fixture *f = *state;
     int calls = 0;
@@ -385,9 +384,10 @@ static void test_informer__caches_each_object_packed(void **state)
         .resource = &KUBE_CONFIGMAPS, .transform = keep_some, .transform_ctx = &calls};
     const struct kube_informer_handlers h = {.on_add = on_add_kept, .on_update = on_update_kept};
     struct kube_informer *inf = NULL;
-    struct kept k = {.packed = true};
+    struct kept k = {{0}};
     cJSON *items[2], *l, *w;
     const cJSON *got;
+    char *before;
 
     assert_int_equal(kube_informer_new(f->c, &o, &h, &k, &inf), 0);
     items[0] = obj("a", "k1", "1", "owner-1");
@@ -399,65 +399,107 @@ static void test_informer__caches_each_object_packed(void **state)
     l = list("3", 1, items);
     assert_int_equal(kube_informer_apply_list(inf, l), 0);
     cJSON_Delete(l);
-    assert_true(k.packed);
     assert_string_equal(k.names, "k1@1;k2@2;k1@1;k1@3;");
 
     got = kube_informer_get(inf, "a", "k1");
-    assert_true(jsonpack_is_packed(got));
-    assert_null(kube_obj_uid(got)); /* transformed before it was packed */
+    assert_null(kube_obj_uid(got)); /* transformed before it was kept */
     assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(got, "metadata"), "managedFields"));
+    assert_ptr_equal(kube_informer_get(inf, "a", "k1"), got); /* read again: not parsed again */
     assert_int_equal(kube_informer_count_owned(inf, "owner-1"), 1);
+    before = cJSON_PrintUnformatted(got);
+    assert_non_null(before);
+
+    /* Trimmed to nothing (as the manager never does), it is parsed again from the text: the
+     * same object. */
+    kube_store_trim_to((struct kube_store *)kube_informer_store(inf), 0);
+    assert_int_equal(kube_store_hot_bytes(kube_informer_store(inf)), 0);
+    got = kube_informer_get(inf, "a", "k1");
+    assert_non_null(got);
+    {
+        char *after = cJSON_PrintUnformatted(got);
+        assert_string_equal(after, before);
+        free(after);
+    }
+    free(before);
 
     w = obj("a", "k1", "5", "owner-1");
     assert_int_equal(kube_informer_observe_write(inf, w), 1);
     cJSON_Delete(w);
     got = kube_informer_get(inf, "a", "k1");
-    assert_true(jsonpack_is_packed(got));
     assert_string_equal(kube_obj_resource_version(got), "5");
     assert_int_equal(kube_informer_count_owned(inf, "owner-1"), 1);
     kube_informer_free(inf);
 }
 
-/* A packed object counts as its one block (and its entry), the keys the store keeps for the
- * packed objects once: a few objects of a kind take less than the same objects parsed. The
- * keys stay until the store is done. */
-static void test_informer__store_counts_a_packed_object_as_its_block(void **state)
+/* Heap bytes of a cJSON tree as cJSON_Parse builds it. */
+static size_t tree_bytes(const cJSON *o)
 {
-    struct kube_store a, b;
-    cJSON *old = NULL, *tree, *p = NULL;
-    size_t block, held;
+    size_t n = 0;
+
+    for (; o; o = o->next) {
+        n += malloc_usable_size((void *)o);
+        if (o->string)
+            n += malloc_usable_size(o->string);
+        if (o->valuestring)
+            n += malloc_usable_size(o->valuestring);
+        n += tree_bytes(o->child);
+    }
+    return n;
+}
+
+/* An object counts as its text and its entry, less than the same object parsed; the trees
+ * parsed for reading are counted apart, and a trim frees those read longest ago first. */
+static void test_informer__store_counts_an_object_as_its_text(void **state)
+{
+    struct kube_store s;
+    cJSON *old = NULL, *tree;
+    const cJSON *x0, *x7;
+    size_t trees = 0, held, one;
     char name[16];
 
-    kube_store_init(&a);
-    kube_store_init(&b);
+    kube_store_init(&s);
     for (int i = 0; i < 8; i++) {
         snprintf(name, sizeof(name), "x%d", i);
         tree = obj("a", name, "1", "owner-1");
-        p = jsonpack_copy(tree, &b.keys);
-        assert_non_null(p);
-        assert_int_equal(kube_store_put(&a, tree, &old), 0);
-        assert_int_equal(kube_store_put(&b, p, &old), 0);
+        trees += tree_bytes(tree);
+        assert_int_equal(kube_store_put(&s, tree, &old), 0);
+        assert_null(old);
     }
-    assert_true(kube_store_bytes(&b) < kube_store_bytes(&a));
-    assert_int_equal(kube_store_count_owned(&b, "owner-1"), 8);
+    assert_true(kube_store_bytes(&s) < trees);
+    assert_int_equal(kube_store_count_owned(&s, "owner-1"), 8);
 
-    /* Removing one gives back its block and its entry, and no key. */
-    block = jsonpack_bytes(p);
-    held = kube_store_bytes(&b);
+    /* What was put is hot, and weighs as much as its text estimates, whoever trims. */
+    one = kube_store_hot_bytes(&s) / 8;
+    assert_true(one > 0);
+    kube_store_trim_to(&s, one);
+    assert_int_equal(kube_store_hot_bytes(&s), one);
+    x7 = kube_store_get(&s, "a", "x7"); /* the one put last stayed parsed */
+    assert_int_equal(kube_store_hot_bytes(&s), one);
+    x0 = kube_store_get(&s, "a", "x0"); /* parsed again */
+    assert_string_equal(kube_obj_name(x0), "x0");
+    assert_int_equal(kube_store_hot_bytes(&s), 2 * one);
+    /* Read most recently, x0 outlives x7 in the next trim. */
+    kube_store_trim_to(&s, one);
+    assert_ptr_equal(kube_store_get(&s, "a", "x0"), x0);
+    assert_int_equal(kube_store_hot_bytes(&s), one);
+    (void)x7;
+
+    /* Removing one gives back its object and what its text and entry held. */
+    held = kube_store_bytes(&s);
     tree = NULL;
-    assert_int_equal(kube_store_remove(&b, "a", "x7", &tree), 0);
-    assert_ptr_equal(tree, p);
-    assert_true(held - kube_store_bytes(&b) > block);
-    assert_true(held - kube_store_bytes(&b) < block + 128);
+    assert_int_equal(kube_store_remove(&s, "a", "x7", &tree), 0);
+    assert_string_equal(kube_obj_name(tree), "x7");
+    assert_true(held - kube_store_bytes(&s) > 100);
+    assert_true(held - kube_store_bytes(&s) < tree_bytes(tree));
     cJSON_Delete(tree);
     for (int i = 0; i < 7; i++) {
         snprintf(name, sizeof(name), "x%d", i);
-        assert_int_equal(kube_store_remove(&b, "a", name, &old), 0);
-        cJSON_Delete(old);
+        assert_int_equal(kube_store_remove(&s, "a", name, i % 2 ? &old : NULL), 0);
+        cJSON_Delete(i % 2 ? old : NULL);
     }
-    assert_int_equal(kube_store_bytes(&b), jsonpack_keys_bytes(&b.keys));
-    kube_store_done(&a);
-    kube_store_done(&b);
+    assert_int_equal(kube_store_bytes(&s), 0);
+    assert_int_equal(kube_store_hot_bytes(&s), 0);
+    kube_store_done(&s);
 }
 
 static void test_informer__backoff_grows_to_30s_with_jitter(void **state)
@@ -480,8 +522,8 @@ int main(void)
         cmocka_unit_test(test_informer__transform_shapes_and_leaves_out_what_is_cached),
         cmocka_unit_test(test_informer__a_write_is_cached_before_its_watch_event),
         cmocka_unit_test(test_informer__store_counts_the_bytes_it_holds),
-        cmocka_unit_test(test_informer__caches_each_object_packed),
-        cmocka_unit_test(test_informer__store_counts_a_packed_object_as_its_block),
+        cmocka_unit_test(test_informer__caches_each_object_as_text),
+        cmocka_unit_test(test_informer__store_counts_an_object_as_its_text),
         cmocka_unit_test(test_informer__backoff_grows_to_30s_with_jitter),
     };
 
