@@ -50,6 +50,14 @@ bool ncp_cas_pending(struct cp *x, const struct render_cluster *rc)
     return true;
 }
 
+void ncp_forget_cas_created(struct cp *x)
+{
+    char key[2 * RENDER_CLUSTER_NAME_MAX + 2];
+
+    snprintf(key, sizeof(key), "%s/%s", x->ns, x->name);
+    free(strmap_remove(&x->ctx->cas_created, key));
+}
+
 int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
 {
     size_t first = x->plan->n_actions;

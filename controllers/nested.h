@@ -49,7 +49,8 @@ struct nested_part_ctx {
     struct nested_ctx *base;
     enum render_part part;
     /* Certs Secrets created but not seen in the cache yet, by component key: a reconcile
-     * that runs before the watch delivers one does not issue another. */
+     * that runs before the watch delivers one does not issue another. Forgotten when seen,
+     * after NESTED_ISSUE_WAIT, or when the component is deleted. */
     struct strmap issued;
 };
 
@@ -85,7 +86,8 @@ struct nested_ctx {
     struct strmap waiting;
     /* CA Secrets created for a control plane but not seen in the cache yet, by "ns/name"
      * (struct nested_cas_created): a reconcile that runs before the watch delivers them does
-     * not make others, whose creates would be answered 409 and read back one by one. */
+     * not make others, whose creates would be answered 409 and read back one by one.
+     * Forgotten when seen, after NESTED_ISSUE_WAIT, or when the control plane is gone. */
     struct strmap cas_created;
 };
 

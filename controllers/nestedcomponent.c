@@ -358,6 +358,8 @@ int nestedcomponent_reconcile(void *ctx, const struct cache_view *view, const ch
     if (!x.obj || status_deleting(x.obj)) {
         if (pc->part == RENDER_PART_ETCD)
             etcd_membership_forget(pc->base->members, x.key);
+        /* A certs Secret it may still wait for: nothing is issued for it any more. */
+        free(strmap_remove(&pc->issued, x.key));
         return 0;
     }
     ncp = lookup_control_plane_of_component(view, x.obj, pc->part);

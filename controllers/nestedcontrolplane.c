@@ -453,9 +453,14 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
     int r;
 
     x.obj = kube_store_get(view->control_planes, ns, name);
+    /* Gone: the reconcile its deletion brings is the last, and forgets what was kept for it. */
+    if (!x.obj) {
+        ncp_forget_cas_created(&x);
+        return 0;
+    }
     /* clusterctl copied it elsewhere and deletes it here (it removes the finalizers itself):
      * the garbage collector removes what it owns, nestcp does nothing of its own. */
-    if (!x.obj || move_deleting_for_move(x.obj))
+    if (move_deleting_for_move(x.obj))
         return 0;
     lookup_source(view, &x.src);
     r = api_control_plane_from_json(x.obj, &x.ncp, &errs);

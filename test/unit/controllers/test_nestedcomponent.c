@@ -134,6 +134,36 @@ static void test_nestedcomponent__issues_its_certs_ahead_and_waits_for_a_target(
     sim_done(&s);
 }
 
+/* A component deleted before the certs Secret it issued was seen forgets it with its last
+ * reconcile, rather than keeping its entry for as long as the manager runs. */
+static void test_nestedcomponent__a_deleted_component_forgets_the_certs_it_issued(void **state)
+{
+    struct strmap *issued;
+    struct sim s;
+    struct plan p;
+    cJSON *old = NULL;
+
+    (void)state;
+    sim_init(&s, solo);
+    set_up_cas_and_adopt(&s);
+    issued = &s.ctx.parts[RENDER_PART_APISERVER].issued;
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", NULL));
+    plan_done(&p);
+    assert_non_null(strmap_get(issued, "default/c-kas"));
+
+    /* deleted within NESTED_ISSUE_WAIT, before the watch delivered the Secret */
+    s.f.view.now += 0.2;
+    assert_int_equal(kube_store_remove(&s.f.stores[FX_APISERVERS], "default", "c-kas", &old), 0);
+    cJSON_Delete(old);
+    reconcile(&s, RENDER_PART_APISERVER, &p);
+    assert_int_equal(p.n_actions, 0);
+    plan_done(&p);
+    assert_null(strmap_get(issued, "default/c-kas"));
+    assert_int_equal(strmap_size(issued), 0);
+    sim_done(&s);
+}
+
 static void test_nestedcomponent__applies_only_at_its_target(void **state)
 {
     struct sim s;
@@ -710,6 +740,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nestedcomponent__waits_for_its_control_plane_to_adopt_it),
         cmocka_unit_test(test_nestedcomponent__issues_its_certs_ahead_and_waits_for_a_target),
+        cmocka_unit_test(test_nestedcomponent__a_deleted_component_forgets_the_certs_it_issued),
         cmocka_unit_test(test_nestedcomponent__applies_only_at_its_target),
         cmocka_unit_test(test_nestedcomponent__steady_state_plan_is_empty),
         cmocka_unit_test(test_nestedcomponent__paused_or_deleting_changes_nothing_else),

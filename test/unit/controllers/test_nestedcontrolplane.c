@@ -180,6 +180,36 @@ static void test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made
     sim_done(&s);
 }
 
+/* A control plane deleted before the CA Secrets it created were seen forgets them with its last
+ * reconcile, rather than keeping their entry for as long as the manager runs. */
+static void
+test_nestedcontrolplane__a_deleted_control_plane_forgets_the_cas_it_created(void **state)
+{
+    struct sim s;
+    struct plan p;
+    cJSON *old = NULL;
+
+    (void)state;
+    sim_init(&s, capn);
+    reconcile_ncp(&s, &p); /* the finalizer */
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+    reconcile_ncp(&s, &p);
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-ca"));
+    plan_done(&p);
+    assert_non_null(strmap_get(&s.ctx.cas_created, "default/" NCP));
+
+    /* deleted within NESTED_ISSUE_WAIT, its finalizer removed: gone from the cache */
+    s.f.view.now += 0.2;
+    assert_int_equal(kube_store_remove(&s.f.stores[FX_CONTROL_PLANES], "default", NCP, &old), 0);
+    cJSON_Delete(old);
+    assert_int_equal(reconcile_ncp(&s, &p), 0);
+    plan_done(&p);
+    assert_null(strmap_get(&s.ctx.cas_created, "default/" NCP));
+    assert_int_equal(strmap_size(&s.ctx.cas_created), 0);
+    sim_done(&s);
+}
+
 /* The controllers' check memo is bounded: past NESTED_MEMO_MAX the check remembered longest
  * ago is forgotten, one at a time, where the memo used to start again empty and have every
  * control plane check again what it had just checked (at N = 1,000, about 15,000 checks). */
@@ -1613,6 +1643,8 @@ int main(void)
         cmocka_unit_test(test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else),
         cmocka_unit_test(
             test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made_again),
+        cmocka_unit_test(
+            test_nestedcontrolplane__a_deleted_control_plane_forgets_the_cas_it_created),
         cmocka_unit_test(test_nestedcontrolplane__the_check_memo_forgets_the_oldest_first),
         cmocka_unit_test(test_nestedcontrolplane__creation_starts_api_servers_once_etcd_answers),
         cmocka_unit_test(
