@@ -23,19 +23,9 @@
 #include "lib/util/strutil.h"
 #include "lib/util/yamlconv.h"
 
-static const char input[] =
-    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
-    "metadata: {name: b, namespace: bench, uid: u0}\n"
-    "spec: {version: 1.36.3}\n"
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
-    "metadata: {name: b-etcd, namespace: bench, uid: u1, labels: "
-    "{cluster.x-k8s.io/cluster-name: b}}\nspec: {replicas: 3}\n"
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedAPIServer\n"
-    "metadata: {name: b-apiserver, namespace: bench, uid: u2, labels: "
-    "{cluster.x-k8s.io/cluster-name: b}}\nspec: {replicas: 2}\n"
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControllerManager\n"
-    "metadata: {name: b-cm, namespace: bench, uid: u3, labels: "
-    "{cluster.x-k8s.io/cluster-name: b}}\nspec: {}\n";
+#include "bench_inputs.h"
+
+static const char input[] = BENCH_CLUSTER("");
 
 /* A memo in the manager's shape, small enough to search in order. */
 struct memo {

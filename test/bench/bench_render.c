@@ -20,19 +20,9 @@
 #include "lib/util/strutil.h"
 #include "lib/util/yamlconv.h"
 
-static const char input_fmt[] =
-    "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControlPlane\n"
-    "metadata: {name: b, namespace: bench, uid: u0}\n"
-    "spec: {version: 1.36.3, certificates: {keyAlgorithm: %s}}\n"
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedEtcd\n"
-    "metadata: {name: b-etcd, namespace: bench, uid: u1, labels: "
-    "{cluster.x-k8s.io/cluster-name: b}}\nspec: {replicas: 3}\n"
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedAPIServer\n"
-    "metadata: {name: b-apiserver, namespace: bench, uid: u2, labels: "
-    "{cluster.x-k8s.io/cluster-name: b}}\nspec: {replicas: 2}\n"
-    "---\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: NestedControllerManager\n"
-    "metadata: {name: b-cm, namespace: bench, uid: u3, labels: "
-    "{cluster.x-k8s.io/cluster-name: b}}\nspec: {}\n";
+#include "bench_inputs.h"
+
+static const char input_fmt[] = BENCH_CLUSTER(", certificates: {keyAlgorithm: %s}");
 
 struct figures {
     double full_mean, full_min, steady_mean, steady_min;
