@@ -52,6 +52,13 @@
 # BENCH_SAVE=DIR keeps, for each N, the lists of the kinds the manager caches as the server holds
 # them once every control plane is Ready (DIR/N/<kind>.json, managed fields included), the input
 # of test/bench/bench_cachekeep, and the manager's last /metrics scrape (DIR/N/metrics.txt).
+# The manager's log of each N is kept whatever happens, as DIR/N/manager.log, or without
+# BENCH_SAVE in a directory of its own under /tmp; the paths are printed at the end (the rest of
+# the work directory is removed on exit unless NESTED_TEST_KEEP=1). After the counts of plan
+# actions answered otherwise than 2xx, the lines of the log that name those actions are printed:
+# at the default log level (MANAGER_LOG_LEVEL, info) a conflict, a rejection or a failure (a
+# failed etcd call is logged as one too), and a create answered 409 whose object was read back;
+# the 409 before a claimed apply, only at debug.
 # Figures only; nothing is asserted. Not part of CTest.
 set -euo pipefail
 : "${KUBECONFIG:?run inside a super cluster: eval \"\$(hack/kube-env.sh up)\"}"
@@ -197,6 +204,17 @@ final_sum() {
     awk -v k="$1" '$1 == k || index($1, k "{") == 1 { s += $2 } END { printf "%d", s }' \
         "$work/final.txt"
 }
+# The managers' logs, which outlive the work directory.
+logs=${BENCH_SAVE:-$(mktemp -d "${TMPDIR:-/tmp}/nestcp-bench-clusters.XXXXXX")}
+mkdir -p "$logs"
+logs=$(cd "$logs" && pwd)
+# refused FILE: the lines of a manager's log about plan actions answered otherwise than 2xx
+# (lib/ctrl/executor.c), the first 50 of them, then how many more there are.
+refused() {
+    { grep -E 'action (conflicted|failed|rejected)|found an existing object the caches do not hold|claim check' \
+        "$1" || true; } |
+        awk -v f="$1" 'NR <= 50 { print } END { if (NR > 50) printf "... %d more in %s\n", NR - 50, f }'
+}
 # The resources the manager caches, as its metrics label them.
 kinds="nestedcontrolplanes nestedetcds nestedapiservers nestedcontrollermanagers nestedclusters
 clusters secrets services statefulsets pods persistentvolumeclaims configmaps networkpolicies"
@@ -232,6 +250,10 @@ for n in ${BENCH_CLUSTERS:-10 100 500}; do
     new_namespace "$raw"
     clusters "$n" >"$work/clusters-$n.yaml"
     pods_run "$ns"
+    # The manager logs where its log is kept: start_manager's $work/mgr-N.log links there.
+    mkdir -p "$logs/$n"
+    : >"$logs/$n/manager.log"
+    ln -sf "$logs/$n/manager.log" "$work/mgr-$n.log"
     if [ -n "${BENCH_HEAPTRACK:-}" ]; then
         # The manager as heaptrack's child; mgr_pid is then the manager itself (VmHWM, CPU,
         # the signal that ends it) and heap_pid heaptrack, waited for so its file is complete.
@@ -419,10 +441,15 @@ echo
 printf '%-6s %-24s %-24s %10s %10s\n' N non-2xx_before non-2xx_after warnings restarts
 cat "$work/clean.txt"
 cat "$work/warnings.txt"
+for n in ${BENCH_CLUSTERS:-10 100 500}; do
+    [ -e "$logs/$n/manager.log" ] || continue
+    refused "$logs/$n/manager.log" | sed "s/^/N=$n refused: /"
+done
 echo
 echo "non-2xx: the manager's plan actions answered otherwise than 2xx, by code, when the clock"
 echo "started and once every control plane was Ready; warnings: Warning Events in the namespace;"
-echo "restarts: container restarts its pods report."
+echo "restarts: container restarts its pods report; refused: the manager's log lines about its"
+echo "plan actions answered otherwise than 2xx, over its whole run (the steady state included)."
 echo "objects_s: until every cluster has all 14 objects; ready_s: until every control plane is"
 echo "Ready; actions: the plan actions the controllers sent; http: every request of the"
 echo "manager's client (lists, watches, events included); peak_MiB: the manager's peak RSS;"
@@ -435,3 +462,9 @@ echo "VmHWM, VmRSS, RssAnon, RssFile (MiB): the manager's peak and resident memo
 echo "Ready, the latter split into anonymous memory (heap, stacks) and file pages (libraries)."
 echo "load1: the 1-minute load average when the manager's clock started and when every control"
 echo "plane was Ready."
+echo
+for n in ${BENCH_CLUSTERS:-10 100 500}; do
+    if [ -e "$logs/$n/manager.log" ]; then
+        echo "N=$n manager log: $logs/$n/manager.log"
+    fi
+done
