@@ -11,9 +11,9 @@
 # so the image and `hack/image-stage.sh` (run where no Docker engine is) cannot drift.
 
 # The build packages: hack/install-deps.sh's, without the test-only ones.
-ARG NESTCP_BUILD_PACKAGES="build-essential cmake pkg-config git libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev"
+ARG NESTCP_BUILD_PACKAGES="build-essential cmake pkg-config git libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libzstd-dev"
 # The shared libraries nestcp links; hack/image-stage.sh checks this list with ldd and dpkg -S.
-ARG NESTCP_RUNTIME_PACKAGES="libcurl4 libcjson1 libyaml-0-2 libssl3 libev4"
+ARG NESTCP_RUNTIME_PACKAGES="libcurl4 libcjson1 libyaml-0-2 libssl3 libev4 libzstd1"
 
 # The build stage's base: Debian bookworm (hack/image-build.sh may make it with mmdebstrap).
 ARG NESTCP_BUILD_BASE=debian:bookworm

@@ -349,6 +349,10 @@ static bool each_control_plane(void *userdata, const cJSON *ncp)
         p->ready++;
     if (ns && cluster && (r = cluster_expiry(p, ns, cluster)) < 0)
         p->r = r;
+    /* Done with what this control plane read: the walk would otherwise hold every object of
+     * every cluster parsed at once (the iteration itself holds none). */
+    if (p->cm->m)
+        manager_trim_caches(p->cm->m);
     return true;
 }
 

@@ -19,7 +19,7 @@ set -euo pipefail
 # python3-yaml: the shell tests read YAML.
 pkgs=(
     build-essential cmake pkg-config git
-    libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libcmocka-dev
+    libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libev-dev libzstd-dev libcmocka-dev
     libnghttp2-dev
     openssl iproute2 util-linux procps curl gettext-base python3 python3-yaml prometheus
 )

@@ -407,9 +407,9 @@ static void sync_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     }
 }
 
-static bool enqueue_each(void *userdata, const cJSON *obj)
+static bool enqueue_each(void *userdata, const char *ns, const char *name)
 {
-    ctrl_enqueue(userdata, kube_obj_namespace(obj), kube_obj_name(obj));
+    ctrl_enqueue(userdata, ns, name);
     return true;
 }
 
@@ -421,7 +421,7 @@ void ctrl_enqueue_all(struct manager *m)
         if (c->q && c->def.seed)
             c->def.seed(c->def.ctx, ctrl_enqueue, c);
         else if (c->q && cache)
-            kube_store_foreach(ctrl_cache_store(m, cache), enqueue_each, c);
+            kube_store_foreach_key(ctrl_cache_store(m, cache), enqueue_each, c);
     }
 }
 
@@ -447,7 +447,7 @@ static int cache_served_init(struct cache *cache)
     return 0;
 }
 
-void ctrl_caches_trim(struct manager *m)
+void manager_trim_caches(struct manager *m)
 {
     for (size_t i = 0; i < m->n_caches; i++) {
         kube_informer_trim(m->caches[i].inf);
@@ -460,7 +460,7 @@ static void trim_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
     (void)revents;
-    ctrl_caches_trim(w->data);
+    manager_trim_caches(w->data);
 }
 
 int ctrl_caches_init(struct manager *m)

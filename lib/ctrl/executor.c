@@ -722,7 +722,7 @@ void ctrl_executor_process(void *userdata, const char *key)
     record_events(j, 0);
     job_next(j);
     /* The plan owns what it sends: nothing read from the caches is in use any more. */
-    ctrl_caches_trim(m);
+    manager_trim_caches(m);
 }
 
 /* Cancels what j has in flight: each cancelled request or call ends its slot at once, and the

@@ -205,6 +205,12 @@ bool manager_processing(const struct manager *m);
 /* The caches now; the stores are borrowed until control returns to the loop. */
 void manager_view(const struct manager *m, struct ctrl_view *ret_view);
 
+/* Frees the trees the caches parsed for reading beyond their budget (lib/kube/store.h): only
+ * where no object read from them is still in use. The runtime does it between reconciles and
+ * once per turn of the loop; a long walk of the caches outside a reconcile (a metrics
+ * collector's) does it between the objects it is done with, so as not to hold them all. */
+void manager_trim_caches(struct manager *m);
+
 /* Queues ns/name for the named controller (for tests and tools; reconcilers ask for a later
  * reconcile through plan_requeue_after). Returns 0, -ENOENT (no such controller), -EAGAIN (not
  * processing yet), -ENOMEM. */

@@ -129,9 +129,6 @@ int ctrl_caches_start(struct manager *m, struct err *e);
 void ctrl_caches_stop_probes(struct manager *m);
 /* Frees the caches. */
 void ctrl_caches_done(struct manager *m);
-/* Frees the trees the caches parsed for reading, beyond each one's budget (kube_store_trim):
- * only where no object read from them is still in use, as between two reconciles. */
-void ctrl_caches_trim(struct manager *m);
 /* Marks the manager synced, and starts processing, once every cache has synced. */
 void ctrl_caches_check_synced(struct manager *m);
 /* The cache of res, or NULL. */

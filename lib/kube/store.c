@@ -1,9 +1,12 @@
 #include "lib/kube/store.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zstd.h>
 
 #include "lib/kube/object.h"
 #include "lib/util/list.h"
@@ -47,8 +50,8 @@ struct ixlinks {
 
 struct kube_store_entry {
     struct hnode h;
-    char *text; /* the object as compact JSON: what the store keeps */
-    cJSON *obj; /* the object parsed from text while it is being read (in the hot list), or
+    void *blob; /* the object's compact JSON text, compressed: what the store keeps */
+    cJSON *obj; /* the object parsed from blob while it is being read (in the hot list), or
                  * NULL */
     struct list_node hot_node;
     const char *ns, *name; /* in key; ns is "" when cluster-scoped */
@@ -57,8 +60,8 @@ struct kube_store_entry {
     struct ixlinks *ix;                   /* with an index only */
     unsigned mark;
     /* An object is bounded by the API server's request size, a few MiB. */
-    uint32_t text_len;
-    uint32_t bytes; /* of text and this entry */
+    uint32_t text_len, blob_len;
+    uint32_t bytes; /* of blob and this entry */
     char key[];     /* ns, NUL, name, NUL */
 };
 
@@ -67,9 +70,164 @@ struct kube_store_entry {
  * caches keep"). */
 #define TREE_WEIGHT(text_len) (3 * (size_t)(text_len))
 
+/* The most of the first object's text a store keeps as the dictionary of the others. */
+#define DICT_MAX (16 * 1024)
+/* A scratch buffer this large or smaller is kept between uses. */
+#define SCRATCH_KEEP (64 * 1024)
+/* zstd's fastest level, with a hash table of 2^13 entries (32 KiB) rather than its default for
+ * inputs of unknown size; a window that reaches back over the dictionary. */
+#define ZSTD_LEVEL 1
+#define ZSTD_HASH_LOG 13
+#define ZSTD_WINDOW_LOG 17
+
+/* The contexts every store compresses and decompresses with: about 100 KiB each, so one pair
+ * for the process rather than one per cache. Stores are used from one thread (the loop's), as
+ * everything here is. Made when the first store takes a dictionary, freed with the last. */
+static struct {
+    ZSTD_CCtx *c;
+    ZSTD_DCtx *d;
+    unsigned users; /* stores with a dictionary */
+} codec;
+
 static size_t entry_bytes(const struct kube_store_entry *e)
 {
-    return malloc_usable_size((void *)e) + malloc_usable_size(e->text);
+    return malloc_usable_size((void *)e) + malloc_usable_size(e->blob);
+}
+
+/* ---- the text: each object compressed with the first object's text as its dictionary ---- */
+
+/* Makes the scratch buffer hold at least n bytes. */
+static int scratch_reserve(struct kube_store *s, size_t n)
+{
+    char *grown;
+
+    if (n <= s->scratch_cap)
+        return 0;
+    grown = realloc(s->scratch, n);
+    if (!grown)
+        return -ENOMEM;
+    s->scratch = grown;
+    s->scratch_cap = n;
+    return 0;
+}
+
+static void scratch_relax(struct kube_store *s)
+{
+    if (s->scratch_cap > SCRATCH_KEEP) {
+        free(s->scratch);
+        s->scratch = NULL;
+        s->scratch_cap = 0;
+    }
+}
+
+static void codec_free(void)
+{
+    ZSTD_freeCCtx(codec.c);
+    ZSTD_freeDCtx(codec.d);
+    codec.c = NULL;
+    codec.d = NULL;
+}
+
+static int codec_new(void)
+{
+    codec.c = ZSTD_createCCtx();
+    codec.d = ZSTD_createDCtx();
+    /* The parameters stay from one frame to the next; a prefix is referenced per frame. */
+    if (!codec.c || !codec.d ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(codec.c, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(codec.c, ZSTD_c_hashLog, ZSTD_HASH_LOG)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(codec.c, ZSTD_c_windowLog, ZSTD_WINDOW_LOG)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(codec.c, ZSTD_c_contentSizeFlag, 0))) {
+        codec_free();
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Takes the start of text (the first object put) as the store's dictionary. */
+static int dict_take(struct kube_store *s, const char *text, size_t len)
+{
+    size_t n = len < DICT_MAX ? len : DICT_MAX;
+
+    if (!codec.users && codec_new() < 0)
+        return -ENOMEM;
+    s->dict = malloc(n ? n : 1);
+    if (!s->dict) {
+        if (!codec.users)
+            codec_free();
+        return -ENOMEM;
+    }
+    memcpy(s->dict, text, n);
+    s->dict_len = n;
+    s->bytes += malloc_usable_size(s->dict);
+    codec.users++;
+    return 0;
+}
+
+/* An empty store lets its dictionary go: no object needs it, and the next one put makes one. */
+static void dict_drop_if_empty(struct kube_store *s)
+{
+    if (!s->dict || s->by_key.count)
+        return;
+    s->bytes -= malloc_usable_size(s->dict);
+    free(s->dict);
+    s->dict = NULL;
+    s->dict_len = 0;
+    if (--codec.users == 0)
+        codec_free();
+}
+
+/* obj as compact JSON text, compressed, in a block of its own (NULL: out of memory); its length
+ * uncompressed in *ret_text_len. The text is printed into the scratch buffer and compressed into
+ * the part of it beyond: printing straight into a block of its own would grow it by doubling and
+ * shrink it, leaving a hole beside every object the store keeps. */
+static void *pack(struct kube_store *s, const cJSON *obj, size_t *ret_text_len,
+                  size_t *ret_blob_len)
+{
+    size_t len, bound, n;
+    void *blob;
+
+    if (scratch_reserve(s, 8192) < 0)
+        return NULL;
+    /* It only reads obj, and says false when the buffer is too small. */
+    while (!cJSON_PrintPreallocated((cJSON *)obj, s->scratch, (int)s->scratch_cap / 2, false))
+        if (s->scratch_cap > INT_MAX / 2 || scratch_reserve(s, 2 * s->scratch_cap) < 0)
+            return NULL;
+    len = strlen(s->scratch);
+    bound = ZSTD_compressBound(len);
+    if (scratch_reserve(s, len + 1 + bound) < 0 || (!s->dict && dict_take(s, s->scratch, len) < 0))
+        return NULL;
+    ZSTD_CCtx_reset(codec.c, ZSTD_reset_session_only);
+    if (ZSTD_isError(ZSTD_CCtx_refPrefix(codec.c, s->dict, s->dict_len)))
+        return NULL;
+    n = ZSTD_compress2(codec.c, s->scratch + len + 1, bound, s->scratch, len);
+    if (ZSTD_isError(n))
+        return NULL;
+    blob = malloc(n);
+    if (blob)
+        memcpy(blob, s->scratch + len + 1, n);
+    scratch_relax(s);
+    *ret_text_len = len;
+    *ret_blob_len = n;
+    return blob;
+}
+
+/* e's object parsed from its blob, a tree the caller owns. NULL: out of memory. */
+static cJSON *unpack(struct kube_store *s, const struct kube_store_entry *e)
+{
+    cJSON *obj = NULL;
+    size_t n;
+
+    if (scratch_reserve(s, e->text_len ? e->text_len : 1) < 0)
+        return NULL;
+    ZSTD_DCtx_reset(codec.d, ZSTD_reset_session_only);
+    if (ZSTD_isError(ZSTD_DCtx_refPrefix(codec.d, s->dict, s->dict_len)))
+        return NULL;
+    n = ZSTD_decompressDCtx(codec.d, s->scratch, e->text_len, e->blob, e->blob_len);
+    if (!ZSTD_isError(n) && n == e->text_len)
+        obj = cJSON_ParseWithLength(s->scratch, n);
+    scratch_relax(s);
+    return obj;
 }
 
 /* ---- the hot list: trees parsed from the text and not yet trimmed, most recent first ---- */
@@ -109,7 +267,7 @@ static const cJSON *entry_tree(const struct kube_store *cs, struct kube_store_en
         list_add_head(&s->hot, &e->hot_node);
         return e->obj;
     }
-    obj = cJSON_ParseWithLength(e->text, e->text_len);
+    obj = unpack(s, e);
     if (obj)
         hot_add(s, e, obj);
     return obj;
@@ -120,13 +278,13 @@ static cJSON *entry_take_tree(struct kube_store *s, struct kube_store_entry *e)
 {
     cJSON *obj = hot_take(s, e);
 
-    return obj ? obj : cJSON_ParseWithLength(e->text, e->text_len);
+    return obj ? obj : unpack(s, e);
 }
 
 static void entry_free(struct kube_store_entry *e)
 {
     free(e->ix);
-    free(e->text);
+    free(e->blob);
     free(e);
 }
 
@@ -499,8 +657,8 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
 {
     const char *ns = kube_obj_namespace(obj), *name = kube_obj_name(obj);
     struct kube_store_entry *e;
-    size_t nl, kl, len;
-    char *text;
+    size_t nl, kl, len = 0, blob_len = 0;
+    void *blob;
     int r;
 
     if (ret_old)
@@ -511,10 +669,11 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
     }
     if (!ns)
         ns = "";
-    text = cJSON_PrintUnformatted(obj);
-    if (!text || (len = strlen(text)) > UINT32_MAX) {
-        free(text);
+    blob = pack(s, obj, &len, &blob_len);
+    if (!blob || len > UINT32_MAX) {
+        free(blob);
         cJSON_Delete(obj);
+        dict_drop_if_empty(s);
         return -ENOMEM;
     }
     e = find_entry(s, ns, name);
@@ -522,12 +681,13 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
         cJSON *old = hot_take(s, e);
 
         if (ret_old)
-            *ret_old = old ? old : cJSON_ParseWithLength(e->text, e->text_len);
+            *ret_old = old ? old : unpack(s, e);
         else
             cJSON_Delete(old);
-        free(e->text);
-        e->text = text;
+        free(e->blob);
+        e->blob = blob;
         e->text_len = (uint32_t)len;
+        e->blob_len = (uint32_t)blob_len;
         e->mark = s->mark;
         hot_add(s, e, obj);
         s->bytes -= e->bytes;
@@ -539,16 +699,18 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
     kl = nl + strlen(name) + 2;
     e = calloc(1, sizeof(*e) + kl);
     if (!e) {
-        free(text);
+        free(blob);
         cJSON_Delete(obj);
+        dict_drop_if_empty(s);
         return -ENOMEM;
     }
     memcpy(e->key, ns, nl + 1);
     memcpy(e->key + nl + 1, name, kl - nl - 1);
     e->ns = e->key;
     e->name = e->key + nl + 1;
-    e->text = text;
+    e->blob = blob;
     e->text_len = (uint32_t)len;
+    e->blob_len = (uint32_t)blob_len;
     e->mark = s->mark;
     list_init(&e->hot_node);
     e->h.hash = hash_key(ns, name);
@@ -562,6 +724,7 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
         entry_unindex(s, e);
         cJSON_Delete(obj);
         entry_free(e);
+        dict_drop_if_empty(s);
         return r;
     }
     hot_add(s, e, obj);
@@ -580,6 +743,7 @@ static void entry_drop(struct kube_store *s, struct kube_store_entry *e)
     owner_unlink(s, e);
     entry_unindex(s, e);
     entry_free(e);
+    dict_drop_if_empty(s);
 }
 
 /* Unlinks e and frees it; its object, as a tree, goes to the caller (NULL: out of memory). */
@@ -656,6 +820,16 @@ void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void 
         for (struct hnode *n = s->by_key.slots[i]; n; n = n->next)
             if (!call_with(s, (struct kube_store_entry *)n, fn, userdata))
                 return;
+}
+
+void kube_store_foreach_key(const struct kube_store *s, kube_store_each_key_fn fn, void *userdata)
+{
+    for (size_t i = 0; i < s->by_key.nslots; i++)
+        for (struct hnode *n = s->by_key.slots[i]; n; n = n->next) {
+            const struct kube_store_entry *e = (const struct kube_store_entry *)n;
+            if (!fn(userdata, e->ns, e->name))
+                return;
+        }
 }
 
 void kube_store_foreach_in_namespace(const struct kube_store *s, const char *ns,
@@ -794,5 +968,8 @@ void kube_store_done(struct kube_store *s)
         free(tab->slots);
     }
     free(s->by_key.slots);
+    s->by_key.count = 0;
+    dict_drop_if_empty(s);
+    free(s->scratch);
     memset(s, 0, sizeof(*s));
 }

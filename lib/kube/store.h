@@ -8,13 +8,15 @@
  * object (kube_store_set_index). Objects are owned by the store once put. No I/O; the informer
  * drives it.
  *
- * The store keeps each object as its compact JSON text, about a third of what the same object
- * takes as cJSON nodes, and parses it when it is read. A tree handed out (by kube_store_get, to
- * an iteration's fn, or the one just put) is the store's: it stays valid until the object is
- * replaced or removed, or until kube_store_trim, which frees the trees read longest ago beyond
- * the store's budget (hot_keep). Whoever trims must know that no tree is still in use: the
- * manager trims between reconciles and once per turn of its loop. Reading the same object again
- * before that returns the same tree without parsing it.
+ * The store keeps each object as its compact JSON text compressed (zstd's fastest level, with the
+ * first object put as the dictionary of every other: the objects of a cache share most of their
+ * text), a tenth to a third of the text, which is itself about a third of what the same object
+ * takes as cJSON nodes; it is decompressed and parsed when it is read. A tree handed out (by
+ * kube_store_get, to an iteration's fn, or the one just put) is the store's: it stays valid until
+ * the object is replaced or removed, or until kube_store_trim, which frees the trees read longest
+ * ago beyond the store's budget (hot_keep). Whoever trims must know that no tree is still in use:
+ * the manager trims between reconciles and once per turn of its loop. Reading the same object
+ * again before that returns the same tree without parsing it.
  *
  * A relist is a mark-and-sweep: kube_store_mark_begin, kube_store_put every listed object,
  * then kube_store_sweep hands back every object the list no longer had.
@@ -63,6 +65,10 @@ struct kube_store {
     struct list_node hot; /* entries whose tree is parsed, most recently read first */
     size_t hot_bytes;     /* what those trees weigh, estimated from their texts */
     size_t hot_keep;      /* kube_store_trim leaves this much; KUBE_STORE_HOT_KEEP by default */
+    char *dict;           /* the start of the first object's text: the others' dictionary */
+    size_t dict_len;
+    char *scratch; /* where an object is printed and compressed, or decompressed */
+    size_t scratch_cap;
 };
 
 /* The trees a store keeps parsed after a trim, by default: about one control plane's objects
@@ -84,9 +90,9 @@ size_t kube_store_count(const struct kube_store *s);
 int kube_store_set_index(struct kube_store *s, kube_store_index_fn index);
 bool kube_store_indexed(const struct kube_store *s);
 
-/* Heap bytes the cached objects take (each text and entry, as malloc sized them); the trees
- * parsed for reading (kube_store_hot_bytes) and the indexes (their tables, groups and each
- * object's index links) are not counted. */
+/* Heap bytes the cached objects take (each compressed text and entry, as malloc sized them, and
+ * the dictionary they share); the trees parsed for reading (kube_store_hot_bytes) and the indexes
+ * (their tables, groups and each object's index links) are not counted. */
 size_t kube_store_bytes(const struct kube_store *s);
 /* What the parsed trees not yet trimmed weigh, estimated (three times their texts). */
 size_t kube_store_hot_bytes(const struct kube_store *s);
@@ -113,6 +119,10 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old);
 int kube_store_remove(struct kube_store *s, const char *ns, const char *name, cJSON **ret_old);
 
 void kube_store_foreach(const struct kube_store *s, kube_store_each_fn fn, void *userdata);
+/* The namespace ("" when cluster-scoped) and name of every object, nothing parsed; false from
+ * fn stops. */
+typedef bool (*kube_store_each_key_fn)(void *userdata, const char *ns, const char *name);
+void kube_store_foreach_key(const struct kube_store *s, kube_store_each_key_fn fn, void *userdata);
 void kube_store_foreach_in_namespace(const struct kube_store *s, const char *ns,
                                      kube_store_each_fn fn, void *userdata);
 /* Objects whose controller ownerReference has this uid. */

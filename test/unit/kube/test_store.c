@@ -210,6 +210,40 @@ static void test_store__without_index_walks_the_namespace(void **state)
     kube_store_done(&s);
 }
 
+static bool add_key(void *userdata, const char *ns, const char *name)
+{
+    struct names *n = userdata;
+
+    n->len += (size_t)snprintf(n->buf + n->len, sizeof(n->buf) - n->len, "%s/%s ", ns, name);
+    return true;
+}
+
+/* A walk of the keys parses nothing: a resync of thousands of objects queues their keys
+ * without holding them all parsed. The trees read before stay as they were. */
+static void test_store__a_walk_of_keys_parses_nothing(void **state)
+{
+    struct kube_store s;
+    struct names got = {.len = 0};
+    size_t hot;
+
+    (void)state;
+    kube_store_init(&s);
+    put(&s, "ns", "x1", "a", NULL);
+    put(&s, "", "cluster-wide", NULL, NULL);
+    kube_store_trim_to(&s, 0);
+    assert_non_null(kube_store_get(&s, "ns", "x1"));
+    hot = kube_store_hot_bytes(&s);
+    assert_true(hot > 0);
+    got.buf[0] = '\0';
+    kube_store_foreach_key(&s, add_key, &got);
+    assert_true(strstr(got.buf, "ns/x1 ") != NULL);
+    assert_true(strstr(got.buf, "/cluster-wide ") == got.buf ||
+                strstr(got.buf, " /cluster-wide ") != NULL);
+    assert_int_equal(got.len, strlen("ns/x1 /cluster-wide "));
+    assert_int_equal(kube_store_hot_bytes(&s), hot);
+    kube_store_done(&s);
+}
+
 /* The index lives outside the objects' bytes, as the other indexes do. */
 static void test_store__index_is_not_counted_in_bytes(void **state)
 {
@@ -320,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_store__index_is_not_counted_in_bytes),
         cmocka_unit_test(test_store__many_objects_match_the_namespace_walk),
         cmocka_unit_test(test_store__indexed_walk_stops_when_asked),
+        cmocka_unit_test(test_store__a_walk_of_keys_parses_nothing),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
