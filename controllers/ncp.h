@@ -113,9 +113,9 @@ int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki);
  * others. */
 bool ncp_cas_pending(struct cp *x, const struct render_cluster *rc);
 
-/* Forgets the CA Secrets created for x->ns/x->name (ncp_cas_pending), for a control plane that
- * is gone: no later reconcile of it would. */
-void ncp_forget_cas_created(struct cp *x);
+/* Forgets the CA and admin kubeconfig Secrets created for x->ns/x->name (ncp_cas_pending), for
+ * a control plane that is gone: no later reconcile of it would. */
+void ncp_forget_created(struct cp *x);
 
 /* Labels the good CA Secrets that were found live without the cluster-name label. Returns how
  * many, or -ENOMEM. */

@@ -17,7 +17,8 @@
 static const char *const ca_purposes[] = {PKI_PURPOSE_CA, PKI_PURPOSE_ETCD, PKI_PURPOSE_PROXY,
                                           PKI_PURPOSE_SA};
 
-static void remember_cas_created(struct cp *x)
+/* Notes in created (cas_created, kubeconfigs_created) that x's Secrets were just created. */
+static void remember_created(struct cp *x, struct strmap *created)
 {
     struct nested_cas_created *c = calloc(1, sizeof(*c));
 
@@ -25,8 +26,8 @@ static void remember_cas_created(struct cp *x)
         return; /* only an optimisation */
     snprintf(c->key, sizeof(c->key), "%s/%s", x->ns, x->name);
     c->at = x->view->now;
-    free(strmap_remove(&x->ctx->cas_created, c->key));
-    if (strmap_put(&x->ctx->cas_created, c->key, c) < 0)
+    free(strmap_remove(created, c->key));
+    if (strmap_put(created, c->key, c) < 0)
         free(c);
 }
 
@@ -50,12 +51,30 @@ bool ncp_cas_pending(struct cp *x, const struct render_cluster *rc)
     return true;
 }
 
-void ncp_forget_cas_created(struct cp *x)
+void ncp_forget_created(struct cp *x)
 {
     char key[2 * RENDER_CLUSTER_NAME_MAX + 2];
 
     snprintf(key, sizeof(key), "%s/%s", x->ns, x->name);
     free(strmap_remove(&x->ctx->cas_created, key));
+    free(strmap_remove(&x->ctx->kubeconfigs_created, key));
+}
+
+/* Whether x's admin kubeconfig Secret was created and is not cached yet (live: what the cache
+ * holds of it), within NESTED_ISSUE_WAIT. */
+static bool kubeconfig_pending(struct cp *x, const cJSON *live)
+{
+    char key[2 * RENDER_CLUSTER_NAME_MAX + 2];
+    struct nested_cas_created *c;
+
+    snprintf(key, sizeof(key), "%s/%s", x->ns, x->name);
+    if (!(c = strmap_get(&x->ctx->kubeconfigs_created, key)))
+        return false;
+    if (live || x->view->now - c->at > NESTED_ISSUE_WAIT) {
+        free(strmap_remove(&x->ctx->kubeconfigs_created, key));
+        return false;
+    }
+    return true;
 }
 
 int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
@@ -78,7 +97,7 @@ int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
                                   "CreatedCertificateAuthorities", "CA Secrets created") < 0)
         return -ENOMEM;
     if (n > 0)
-        remember_cas_created(x);
+        remember_created(x, &x->ctx->cas_created);
     return n;
 }
 
@@ -181,6 +200,11 @@ int ncp_plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
     /* A kubeconfig Secret someone else made is theirs. */
     if (live && !lookup_controlled_by_uid(live, x->ncp->meta.uid))
         return 0;
+    /* Created a moment ago and not delivered by the watch yet: not created again. */
+    if (kubeconfig_pending(x, live)) {
+        plan_requeue_after(x->plan, 1.0);
+        return 0;
+    }
     err_clear(&e);
     r = render_cluster_kubeconfig(rc, pki, &x->src, &secret, &renew_at, &e);
     if (r == -EAGAIN) {
@@ -198,6 +222,8 @@ int ncp_plan_kubeconfig(struct cp *x, const struct render_cluster *rc,
     if (live)
         return plan_apply(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: kubeconfig renewed", x->ns,
                           name);
-    return plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: admin kubeconfig", x->ns,
-                       name);
+    r = plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: admin kubeconfig", x->ns, name);
+    if (r == 0)
+        remember_created(x, &x->ctx->kubeconfigs_created);
+    return r;
 }

@@ -107,6 +107,7 @@ void nested_ctx_done(struct nested_ctx *ctx)
     strmap_done(&ctx->admitted, free);
     strmap_done(&ctx->waiting, free);
     strmap_done(&ctx->cas_created, free);
+    strmap_done(&ctx->kubeconfigs_created, free);
     etcd_membership_free(ctx->members);
     ctx->members = NULL;
     rollerrors_free(ctx->roll_errors);

@@ -89,6 +89,10 @@ struct nested_ctx {
      * not make others, whose creates would be answered 409 and read back one by one.
      * Forgotten when seen, after NESTED_ISSUE_WAIT, or when the control plane is gone. */
     struct strmap cas_created;
+    /* Admin kubeconfig Secrets created but not seen in the cache yet, by control plane, the
+     * same way (struct nested_cas_created): a reconcile that runs before the watch delivers
+     * one does not create it again, to be answered 409. */
+    struct strmap kubeconfigs_created;
 };
 
 struct nested_cas_created {

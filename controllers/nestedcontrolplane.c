@@ -455,7 +455,7 @@ int nestedcontrolplane_reconcile(void *ctx, const struct cache_view *view, const
     x.obj = kube_store_get(view->control_planes, ns, name);
     /* Gone: the reconcile its deletion brings is the last, and forgets what was kept for it. */
     if (!x.obj) {
-        ncp_forget_cas_created(&x);
+        ncp_forget_created(&x);
         return 0;
     }
     /* clusterctl copied it elsewhere and deletes it here (it removes the finalizers itself):

@@ -180,6 +180,50 @@ static void test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made
     sim_done(&s);
 }
 
+/* The admin kubeconfig Secret likewise: created, then a reconcile before the watch delivers it
+ * does not create it again (the create would be answered 409), until NESTED_ISSUE_WAIT. */
+static void
+test_nestedcontrolplane__a_kubeconfig_created_but_not_cached_is_not_made_again(void **state)
+{
+    struct sim s;
+    struct plan created, p;
+    int i;
+
+    (void)state;
+    sim_init(&s, capn);
+    for (i = 0; i < 20; i++) {
+        reconcile_ncp(&s, &created);
+        if (fx_action(&created, KUBE_CREATE, "secrets", "sample-kubeconfig"))
+            break;
+        fx_apply_plan(&s.f, &created);
+        plan_done(&created);
+        s.f.view.now += 0.2;
+    }
+    assert_true(i < 20);
+
+    /* the create went through, the cache has not seen it */
+    s.f.view.now += 0.2;
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-kubeconfig"));
+    assert_true(p.requeue_after > 0 && p.requeue_after <= 1.0);
+    plan_done(&p);
+
+    /* one that never shows up is created again once NESTED_ISSUE_WAIT has passed */
+    s.f.view.now += NESTED_ISSUE_WAIT + 1;
+    reconcile_ncp(&s, &p);
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-kubeconfig"));
+    plan_done(&p);
+
+    /* once cached, the control plane goes on without waiting for it */
+    fx_apply_plan(&s.f, &created);
+    s.f.view.now += 0.2;
+    reconcile_ncp(&s, &p);
+    assert_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-kubeconfig"));
+    plan_done(&p);
+    plan_done(&created);
+    sim_done(&s);
+}
+
 /* A control plane deleted before the CA Secrets it created were seen forgets them with its last
  * reconcile, rather than keeping their entry for as long as the manager runs. */
 static void
@@ -1645,6 +1689,8 @@ int main(void)
             test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made_again),
         cmocka_unit_test(
             test_nestedcontrolplane__a_deleted_control_plane_forgets_the_cas_it_created),
+        cmocka_unit_test(
+            test_nestedcontrolplane__a_kubeconfig_created_but_not_cached_is_not_made_again),
         cmocka_unit_test(test_nestedcontrolplane__the_check_memo_forgets_the_oldest_first),
         cmocka_unit_test(test_nestedcontrolplane__creation_starts_api_servers_once_etcd_answers),
         cmocka_unit_test(
