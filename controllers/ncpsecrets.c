@@ -81,7 +81,7 @@ int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
 {
     size_t first = x->plan->n_actions;
     const cJSON *ca;
-    int n = 0;
+    int n = 0, r;
 
     cJSON_ArrayForEach(ca, render_cluster_pki_created(pki)) {
         cJSON *copy = cJSON_Duplicate(ca, true);
@@ -93,11 +93,13 @@ int ncp_plan_created_cas(struct cp *x, const struct render_cluster_pki *pki)
     /* The CAs do not need one another: they go at once. One a user made without the label is
      * found by its create while the others are made, and the Event counts those that were. */
     plan_together(x->plan, first);
-    if (n > 0 && plan_event_count(x->plan, first, KUBE_EVENT_NORMAL,
-                                  "CreatedCertificateAuthorities", "CA Secrets created") < 0)
-        return -ENOMEM;
-    if (n > 0)
-        remember_created(x, &x->ctx->cas_created);
+    if (n == 0)
+        return 0;
+    r = plan_event_count(x->plan, first, KUBE_EVENT_NORMAL, "CreatedCertificateAuthorities",
+                         "CA Secrets created");
+    if (r < 0)
+        return r;
+    remember_created(x, &x->ctx->cas_created);
     return n;
 }
 

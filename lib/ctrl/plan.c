@@ -240,7 +240,14 @@ oom:
 int plan_event_count(struct plan *p, size_t first, enum kube_event_type type, const char *reason,
                      const char *what)
 {
-    int r = plan_event(p, type, reason, "%s", what);
+    int r;
+
+    /* The runtime counts every action of the range it got past as made: a progress write it
+     * left out would be counted. */
+    for (size_t i = first; i < p->n_actions; i++)
+        if (p->actions[i].progress)
+            return -EINVAL;
+    r = plan_event(p, type, reason, "%s", what);
 
     if (r == 0) {
         p->events[p->n_events - 1].counted = true;

@@ -165,7 +165,8 @@ int plan_event(struct plan *p, enum kube_event_type type, const char *reason, co
  * number, a space and `what` ("CA Secrets created"). For writes sent together (plan_together),
  * of which one may fail while the others are made: once all have their answers, it is recorded
  * when at least one of them succeeded, with how many did, whatever happened to the others. Plan
- * it right after them. */
+ * it right after them. Returns 0, -ENOMEM, or -EINVAL when a write of progress
+ * (plan_update_status_progress), which the runtime may leave out, is among them. */
 int plan_event_count(struct plan *p, size_t first, enum kube_event_type type, const char *reason,
                      const char *what);
 
