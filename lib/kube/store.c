@@ -220,10 +220,10 @@ static cJSON *unpack(struct kube_store *s, const struct kube_store_entry *e)
 
     if (scratch_reserve(s, e->text_len ? e->text_len : 1) < 0)
         return NULL;
-    ZSTD_DCtx_reset(codec.d, ZSTD_reset_session_only);
-    if (ZSTD_isError(ZSTD_DCtx_refPrefix(codec.d, s->dict, s->dict_len)))
-        return NULL;
-    n = ZSTD_decompressDCtx(codec.d, s->scratch, e->text_len, e->blob, e->blob_len);
+    /* A dictionary of raw content is only referenced, not digested (ZSTD_DCtx_refPrefix would
+     * make a dictionary object of it for every call). */
+    n = ZSTD_decompress_usingDict(codec.d, s->scratch, e->text_len, e->blob, e->blob_len, s->dict,
+                                  s->dict_len);
     if (!ZSTD_isError(n) && n == e->text_len)
         obj = cJSON_ParseWithLength(s->scratch, n);
     scratch_relax(s);
