@@ -10,6 +10,7 @@
 
 #include "lib/kube/object.h"
 #include "lib/util/list.h"
+#include "lib/util/textpack.h"
 
 /* Every hashed node starts with this. */
 struct hnode {
@@ -50,7 +51,8 @@ struct ixlinks {
 
 struct kube_store_entry {
     struct hnode h;
-    void *blob; /* the object's compact JSON text, compressed: what the store keeps */
+    void *blob; /* the object's compact JSON text, packed (packed) or not, compressed: what the
+                 * store keeps */
     cJSON *obj; /* the object parsed from blob while it is being read (in the hot list), or
                  * NULL */
     struct list_node hot_node;
@@ -59,8 +61,10 @@ struct kube_store_entry {
     struct list_node ns_node, owner_node; /* in ns_group, owner_group */
     struct ixlinks *ix;                   /* with an index only */
     unsigned mark;
-    /* An object is bounded by the API server's request size, a few MiB. */
-    uint32_t text_len, blob_len;
+    /* An object is bounded by the API server's request size, a few MiB. text_len is what was
+     * compressed: the text or, when packed, its packed form (lib/util/textpack.h). */
+    uint32_t text_len : 31, packed : 1;
+    uint32_t blob_len;
     uint32_t bytes; /* of blob and this entry */
     char key[];     /* ns, NUL, name, NUL */
 };
@@ -86,7 +90,8 @@ struct kube_store_entry {
 static struct {
     ZSTD_CCtx *c;
     ZSTD_DCtx *d;
-    unsigned users; /* stores with a dictionary */
+    unsigned users;    /* stores with a dictionary */
+    struct buf packed; /* a text packed, or unpacked: kept as the scratch buffers are */
 } codec;
 
 static size_t entry_bytes(const struct kube_store_entry *e)
@@ -118,6 +123,10 @@ static void scratch_relax(struct kube_store *s)
         s->scratch = NULL;
         s->scratch_cap = 0;
     }
+    if (codec.packed.cap > SCRATCH_KEEP)
+        buf_done(&codec.packed);
+    else
+        buf_reset(&codec.packed);
 }
 
 static void codec_free(void)
@@ -126,6 +135,7 @@ static void codec_free(void)
     ZSTD_freeDCtx(codec.d);
     codec.c = NULL;
     codec.d = NULL;
+    buf_done(&codec.packed);
 }
 
 static int codec_new(void)
@@ -177,15 +187,18 @@ static void dict_drop_if_empty(struct kube_store *s)
         codec_free();
 }
 
-/* obj as compact JSON text, compressed, in a block of its own (NULL: out of memory); its length
- * uncompressed in *ret_text_len. The text is printed into the scratch buffer and compressed into
- * the part of it beyond: printing straight into a block of its own would grow it by doubling and
- * shrink it, leaving a hole beside every object the store keeps. */
+/* obj as compact JSON text, packed if anything in it packs (*ret_packed), compressed, in a block
+ * of its own (NULL: out of memory); the length of what was compressed in *ret_text_len. The text
+ * is printed into the scratch buffer and compressed into the part of it beyond: printing straight
+ * into a block of its own would grow it by doubling and shrink it, leaving a hole beside every
+ * object the store keeps. */
 static void *pack(struct kube_store *s, const cJSON *obj, size_t *ret_text_len,
-                  size_t *ret_blob_len)
+                  size_t *ret_blob_len, bool *ret_packed)
 {
     size_t len, bound, n;
+    const char *text;
     void *blob;
+    int packed;
 
     if (scratch_reserve(s, 8192) < 0)
         return NULL;
@@ -194,38 +207,64 @@ static void *pack(struct kube_store *s, const cJSON *obj, size_t *ret_text_len,
         if (s->scratch_cap > INT_MAX / 2 || scratch_reserve(s, 2 * s->scratch_cap) < 0)
             return NULL;
     len = strlen(s->scratch);
+    text = s->scratch;
+    buf_reset(&codec.packed);
+    packed = textpack_pack(s->scratch, len, &codec.packed);
+    if (packed < 0)
+        return NULL;
+    if (packed) {
+        text = codec.packed.data;
+        len = codec.packed.len;
+    }
     bound = ZSTD_compressBound(len);
-    if (scratch_reserve(s, len + 1 + bound) < 0 || (!s->dict && dict_take(s, s->scratch, len) < 0))
+    /* The packed form is apart from the scratch buffer, which may move; the text is not. */
+    if (scratch_reserve(s, (packed ? 0 : len + 1) + bound) < 0)
+        return NULL;
+    if (!packed)
+        text = s->scratch;
+    if (!s->dict && dict_take(s, text, len) < 0)
         return NULL;
     ZSTD_CCtx_reset(codec.c, ZSTD_reset_session_only);
     if (ZSTD_isError(ZSTD_CCtx_refPrefix(codec.c, s->dict, s->dict_len)))
         return NULL;
-    n = ZSTD_compress2(codec.c, s->scratch + len + 1, bound, s->scratch, len);
+    n = ZSTD_compress2(codec.c, s->scratch + (packed ? 0 : len + 1), bound, text, len);
     if (ZSTD_isError(n))
         return NULL;
     blob = malloc(n);
     if (blob)
-        memcpy(blob, s->scratch + len + 1, n);
+        memcpy(blob, s->scratch + (packed ? 0 : len + 1), n);
     scratch_relax(s);
     *ret_text_len = len;
     *ret_blob_len = n;
+    *ret_packed = packed;
     return blob;
 }
 
 /* e's object parsed from its blob, a tree the caller owns. NULL: out of memory. */
 static cJSON *unpack(struct kube_store *s, const struct kube_store_entry *e)
 {
+    const char *text;
     cJSON *obj = NULL;
     size_t n;
 
     if (scratch_reserve(s, e->text_len ? e->text_len : 1) < 0)
         return NULL;
+    text = s->scratch;
     /* A dictionary of raw content is only referenced, not digested (ZSTD_DCtx_refPrefix would
      * make a dictionary object of it for every call). */
     n = ZSTD_decompress_usingDict(codec.d, s->scratch, e->text_len, e->blob, e->blob_len, s->dict,
                                   s->dict_len);
-    if (!ZSTD_isError(n) && n == e->text_len)
-        obj = cJSON_ParseWithLength(s->scratch, n);
+    if (ZSTD_isError(n) || n != e->text_len)
+        n = 0;
+    else if (e->packed) {
+        buf_reset(&codec.packed);
+        if (textpack_unpack(s->scratch, n, &codec.packed) < 0)
+            n = 0;
+        text = codec.packed.data;
+        n = n ? codec.packed.len : 0;
+    }
+    if (n)
+        obj = cJSON_ParseWithLength(text, n);
     scratch_relax(s);
     return obj;
 }
@@ -658,6 +697,7 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
     const char *ns = kube_obj_namespace(obj), *name = kube_obj_name(obj);
     struct kube_store_entry *e;
     size_t nl, kl, len = 0, blob_len = 0;
+    bool packed = false;
     void *blob;
     int r;
 
@@ -669,8 +709,8 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
     }
     if (!ns)
         ns = "";
-    blob = pack(s, obj, &len, &blob_len);
-    if (!blob || len > UINT32_MAX) {
+    blob = pack(s, obj, &len, &blob_len, &packed);
+    if (!blob || len > INT32_MAX) {
         free(blob);
         cJSON_Delete(obj);
         dict_drop_if_empty(s);
@@ -686,7 +726,8 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
             cJSON_Delete(old);
         free(e->blob);
         e->blob = blob;
-        e->text_len = (uint32_t)len;
+        e->text_len = (uint32_t)len & INT32_MAX;
+        e->packed = packed;
         e->blob_len = (uint32_t)blob_len;
         e->mark = s->mark;
         hot_add(s, e, obj);
@@ -709,7 +750,8 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
     e->ns = e->key;
     e->name = e->key + nl + 1;
     e->blob = blob;
-    e->text_len = (uint32_t)len;
+    e->text_len = (uint32_t)len & INT32_MAX;
+    e->packed = packed;
     e->blob_len = (uint32_t)blob_len;
     e->mark = s->mark;
     list_init(&e->hot_node);

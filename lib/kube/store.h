@@ -11,12 +11,14 @@
  * The store keeps each object as its compact JSON text compressed (zstd's fastest level, with the
  * first object put as the dictionary of every other: the objects of a cache share most of their
  * text), a tenth to a third of the text, which is itself about a third of what the same object
- * takes as cJSON nodes; it is decompressed and parsed when it is read. A tree handed out (by
- * kube_store_get, to an iteration's fn, or the one just put) is the store's: it stays valid until
- * the object is replaced or removed, or until kube_store_trim, which frees the trees read longest
- * ago beyond the store's budget (hot_keep). Whoever trims must know that no tree is still in use:
- * the manager trims between reconciles and once per turn of its loop. Reading the same object
- * again before that returns the same tree without parsing it.
+ * takes as cJSON nodes; it is decompressed and parsed when it is read. Text that carries base64
+ * or PEM is packed before it is compressed (lib/util/textpack.h): a Secret's certificates and
+ * keys are kept as their DER, about a half of what compressing their twice-encoded text kept. A
+ * tree handed out (by kube_store_get, to an iteration's fn, or the one just put) is the store's: it
+ * stays valid until the object is replaced or removed, or until kube_store_trim, which frees the
+ * trees read longest ago beyond the store's budget (hot_keep). Whoever trims must know that no tree
+ * is still in use: the manager trims between reconciles and once per turn of its loop. Reading the
+ * same object again before that returns the same tree without parsing it.
  *
  * A relist is a mark-and-sweep: kube_store_mark_begin, kube_store_put every listed object,
  * then kube_store_sweep hands back every object the list no longer had.
