@@ -63,7 +63,8 @@ struct kube_store_entry {
     unsigned mark;
     /* An object is bounded by the API server's request size, a few MiB. text_len is what was
      * compressed: the text or, when packed, its packed form (lib/util/textpack.h). */
-    uint32_t text_len : 31, packed : 1;
+    uint32_t text_len : 30, packed : 1;
+    uint32_t old : 1; /* compressed with s->old_dict, not s->dict */
     uint32_t blob_len;
     uint32_t bytes; /* of blob and this entry */
     char key[];     /* ns, NUL, name, NUL */
@@ -74,8 +75,16 @@ struct kube_store_entry {
  * caches keep"). */
 #define TREE_WEIGHT(text_len) (3 * (size_t)(text_len))
 
-/* The most of the first object's text a store keeps as the dictionary of the others. */
+/* The longest text an entry's text_len holds, far above the API server's request size. */
+#define TEXT_MAX 0x3fffffff
+/* The most of an object's text a store keeps as the dictionary of the others. */
 #define DICT_MAX (16 * 1024)
+/* A store takes its dictionary again, from the object just put, after this many puts and then
+ * four times as many each time (each time compressing every object again): objects grow as
+ * their status fills in, and the first one put, whose text was the dictionary, is often an
+ * early version, a control plane without status, a claim not yet bound. */
+#define RETAKE_FIRST 64
+#define RETAKE_GROWTH 4
 /* A scratch buffer this large or smaller is kept between uses. */
 #define SCRATCH_KEEP (64 * 1024)
 /* zstd's fastest level, with a hash table of 2^13 entries (32 KiB) rather than its default for
@@ -170,8 +179,31 @@ static int dict_take(struct kube_store *s, const char *text, size_t len)
     memcpy(s->dict, text, n);
     s->dict_len = n;
     s->bytes += malloc_usable_size(s->dict);
+    s->puts = 0;
+    s->retake_at = RETAKE_FIRST;
     codec.users++;
     return 0;
+}
+
+/* The dictionary before the last one goes once no object needs it. */
+static void old_dict_release_if_unused(struct kube_store *s)
+{
+    if (!s->old_dict || s->on_old)
+        return;
+    s->bytes -= malloc_usable_size(s->old_dict);
+    free(s->old_dict);
+    s->old_dict = NULL;
+    s->old_dict_len = 0;
+}
+
+/* e no longer needs the old dictionary: it was compressed again, or is gone. */
+static void entry_leave_old(struct kube_store *s, struct kube_store_entry *e)
+{
+    if (!e->old)
+        return;
+    e->old = 0;
+    s->on_old--;
+    old_dict_release_if_unused(s);
 }
 
 /* An empty store lets its dictionary go: no object needs it, and the next one put makes one. */
@@ -179,6 +211,8 @@ static void dict_drop_if_empty(struct kube_store *s)
 {
     if (!s->dict || s->by_key.count)
         return;
+    s->on_old = 0;
+    old_dict_release_if_unused(s);
     s->bytes -= malloc_usable_size(s->dict);
     free(s->dict);
     s->dict = NULL;
@@ -252,8 +286,9 @@ static cJSON *unpack(struct kube_store *s, const struct kube_store_entry *e)
     text = s->scratch;
     /* A dictionary of raw content is only referenced, not digested (ZSTD_DCtx_refPrefix would
      * make a dictionary object of it for every call). */
-    n = ZSTD_decompress_usingDict(codec.d, s->scratch, e->text_len, e->blob, e->blob_len, s->dict,
-                                  s->dict_len);
+    n = ZSTD_decompress_usingDict(codec.d, s->scratch, e->text_len, e->blob, e->blob_len,
+                                  e->old ? s->old_dict : s->dict,
+                                  e->old ? s->old_dict_len : s->dict_len);
     if (ZSTD_isError(n) || n != e->text_len)
         n = 0;
     else if (e->packed) {
@@ -267,6 +302,71 @@ static cJSON *unpack(struct kube_store *s, const struct kube_store_entry *e)
         obj = cJSON_ParseWithLength(text, n);
     scratch_relax(s);
     return obj;
+}
+
+/* Compresses e again with the store's dictionary; it was compressed with old_dict (not yet
+ * marked so). 0 or -ENOMEM, e unchanged. */
+static int entry_recompress(struct kube_store *s, struct kube_store_entry *e)
+{
+    size_t len = e->text_len, bound = ZSTD_compressBound(len), n;
+    void *blob;
+
+    if (scratch_reserve(s, len + bound) < 0)
+        return -ENOMEM;
+    n = ZSTD_decompress_usingDict(codec.d, s->scratch, len, e->blob, e->blob_len, s->old_dict,
+                                  s->old_dict_len);
+    if (ZSTD_isError(n) || n != len)
+        return -ENOMEM;
+    ZSTD_CCtx_reset(codec.c, ZSTD_reset_session_only);
+    if (ZSTD_isError(ZSTD_CCtx_refPrefix(codec.c, s->dict, s->dict_len)))
+        return -ENOMEM;
+    n = ZSTD_compress2(codec.c, s->scratch + len, bound, s->scratch, len);
+    if (ZSTD_isError(n) || !(blob = malloc(n)))
+        return -ENOMEM;
+    memcpy(blob, s->scratch + len, n);
+    free(e->blob);
+    e->blob = blob;
+    e->blob_len = (uint32_t)n;
+    s->bytes -= e->bytes;
+    e->bytes = (uint32_t)entry_bytes(e);
+    s->bytes += e->bytes;
+    return 0;
+}
+
+/* Takes the text of from, just put, as the store's dictionary in place of the one taken before,
+ * if it is at least as long (a grown object), and compresses every object again with it, one
+ * at a time. One that cannot be (for want of memory) keeps the old dictionary until it is
+ * replaced or removed; until then, no other is taken. */
+static void dict_retake(struct kube_store *s, struct kube_store_entry *from)
+{
+    size_t len = from->text_len < DICT_MAX ? from->text_len : DICT_MAX, n;
+    char *dict;
+
+    if (s->old_dict || len < s->dict_len || scratch_reserve(s, from->text_len) < 0)
+        return;
+    n = ZSTD_decompress_usingDict(codec.d, s->scratch, from->text_len, from->blob, from->blob_len,
+                                  s->dict, s->dict_len);
+    if (ZSTD_isError(n) || n != from->text_len || !(dict = malloc(len)))
+        return;
+    memcpy(dict, s->scratch, len);
+    s->old_dict = s->dict;
+    s->old_dict_len = s->dict_len;
+    s->dict = dict;
+    s->dict_len = len;
+    s->bytes += malloc_usable_size(dict);
+    s->puts = 0;
+    s->retake_at *= RETAKE_GROWTH;
+    for (size_t i = 0; i < s->by_key.nslots; i++)
+        for (struct hnode *h = s->by_key.slots[i]; h; h = h->next) {
+            struct kube_store_entry *e = (struct kube_store_entry *)h;
+
+            if (entry_recompress(s, e) < 0) {
+                e->old = 1;
+                s->on_old++;
+            }
+        }
+    old_dict_release_if_unused(s);
+    scratch_relax(s);
 }
 
 /* ---- the hot list: trees parsed from the text and not yet trimmed, most recent first ---- */
@@ -710,7 +810,7 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
     if (!ns)
         ns = "";
     blob = pack(s, obj, &len, &blob_len, &packed);
-    if (!blob || len > INT32_MAX) {
+    if (!blob || len > TEXT_MAX) {
         free(blob);
         cJSON_Delete(obj);
         dict_drop_if_empty(s);
@@ -726,15 +826,19 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
             cJSON_Delete(old);
         free(e->blob);
         e->blob = blob;
-        e->text_len = (uint32_t)len & INT32_MAX;
+        e->text_len = (uint32_t)len & TEXT_MAX;
         e->packed = packed;
         e->blob_len = (uint32_t)blob_len;
         e->mark = s->mark;
+        entry_leave_old(s, e);
         hot_add(s, e, obj);
         s->bytes -= e->bytes;
         e->bytes = (uint32_t)entry_bytes(e);
         s->bytes += e->bytes;
-        return entry_index(s, e, obj);
+        r = entry_index(s, e, obj);
+        if (r == 0 && ++s->puts >= s->retake_at)
+            dict_retake(s, e);
+        return r;
     }
     nl = strlen(ns);
     kl = nl + strlen(name) + 2;
@@ -750,7 +854,7 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
     e->ns = e->key;
     e->name = e->key + nl + 1;
     e->blob = blob;
-    e->text_len = (uint32_t)len & INT32_MAX;
+    e->text_len = (uint32_t)len & TEXT_MAX;
     e->packed = packed;
     e->blob_len = (uint32_t)blob_len;
     e->mark = s->mark;
@@ -772,6 +876,8 @@ int kube_store_put(struct kube_store *s, cJSON *obj, cJSON **ret_old)
     hot_add(s, e, obj);
     e->bytes = (uint32_t)entry_bytes(e);
     s->bytes += e->bytes;
+    if (++s->puts >= s->retake_at)
+        dict_retake(s, e);
     return 0;
 }
 
@@ -784,6 +890,7 @@ static void entry_drop(struct kube_store *s, struct kube_store_entry *e)
     ns_unlink(s, e);
     owner_unlink(s, e);
     entry_unindex(s, e);
+    entry_leave_old(s, e);
     entry_free(e);
     dict_drop_if_empty(s);
 }

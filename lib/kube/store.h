@@ -8,17 +8,18 @@
  * object (kube_store_set_index). Objects are owned by the store once put. No I/O; the informer
  * drives it.
  *
- * The store keeps each object as its compact JSON text compressed (zstd's fastest level, with the
- * first object put as the dictionary of every other: the objects of a cache share most of their
- * text), a tenth to a third of the text, which is itself about a third of what the same object
- * takes as cJSON nodes; it is decompressed and parsed when it is read. Text that carries base64
- * or PEM is packed before it is compressed (lib/util/textpack.h): a Secret's certificates and
- * keys are kept as their DER, about a half of what compressing their twice-encoded text kept. A
- * tree handed out (by kube_store_get, to an iteration's fn, or the one just put) is the store's: it
- * stays valid until the object is replaced or removed, or until kube_store_trim, which frees the
- * trees read longest ago beyond the store's budget (hot_keep). Whoever trims must know that no tree
- * is still in use: the manager trims between reconciles and once per turn of its loop. Reading the
- * same object again before that returns the same tree without parsing it.
+ * The store keeps each object as its compact JSON text compressed (zstd's fastest level, with
+ * one object's text as the dictionary of every other: the objects of a cache share most of
+ * their text; the first object put, and after 64, 256, 1,024... puts a grown one, each time
+ * compressing every object again), a tenth to a third of the text, which is itself about a third of
+ * what the same object takes as cJSON nodes; it is decompressed and parsed when it is read. Text
+ * that carries base64 or PEM is packed before it is compressed (lib/util/textpack.h): a Secret's
+ * certificates and keys are kept as their DER, about a half of what compressing their twice-encoded
+ * text kept. A tree handed out (by kube_store_get, to an iteration's fn, or the one just put) is
+ * the store's: it stays valid until the object is replaced or removed, or until kube_store_trim,
+ * which frees the trees read longest ago beyond the store's budget (hot_keep). Whoever trims must
+ * know that no tree is still in use: the manager trims between reconciles and once per turn of its
+ * loop. Reading the same object again before that returns the same tree without parsing it.
  *
  * A relist is a mark-and-sweep: kube_store_mark_begin, kube_store_put every listed object,
  * then kube_store_sweep hands back every object the list no longer had.
@@ -67,9 +68,12 @@ struct kube_store {
     struct list_node hot; /* entries whose tree is parsed, most recently read first */
     size_t hot_bytes;     /* what those trees weigh, estimated from their texts */
     size_t hot_keep;      /* kube_store_trim leaves this much; KUBE_STORE_HOT_KEEP by default */
-    char *dict;           /* the start of the first object's text: the others' dictionary */
+    char *dict;           /* the start of an object's text: the others' dictionary */
     size_t dict_len;
-    char *scratch; /* where an object is printed and compressed, or decompressed */
+    char *old_dict; /* the one before, while objects still need it (on_old of them) */
+    size_t old_dict_len, on_old;
+    uint64_t puts, retake_at; /* puts since the dictionary was taken; when to take it again */
+    char *scratch;            /* where an object is printed and compressed, or decompressed */
     size_t scratch_cap;
 };
 

@@ -420,6 +420,74 @@ static void test_store__secrets_keep_their_der_and_read_back_as_sent(void **stat
     kube_store_done(&s);
 }
 
+/* Object i as it grows: without status at first, then with conditions, as a control plane's
+ * fill in while it comes up. */
+static cJSON *grown(int i, int round)
+{
+    static const char *const types[] = {
+        "EtcdReady",         "APIServerReady",  "ControllerManagerReady",
+        "CertificatesReady", "KubeconfigReady", "Ready"};
+    char name[16], text[128];
+    cJSON *o, *conds;
+
+    snprintf(name, sizeof(name), "cp%d", i);
+    o = obj_new("ns", name, "a", NULL);
+    if (round == 0)
+        return o;
+    conds = cJSON_AddArrayToObject(cJSON_AddObjectToObject(o, "status"), "conditions");
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        cJSON *c = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(c, "type", types[t]);
+        cJSON_AddStringToObject(c, "status", round > 1 ? "True" : "False");
+        cJSON_AddStringToObject(c, "reason", round > 1 ? "Available" : "WaitingForComponents");
+        snprintf(text, sizeof(text), "%s of control plane ns/%s is being reconciled, round %d",
+                 types[t], name, round);
+        cJSON_AddStringToObject(c, "message", text);
+        cJSON_AddStringToObject(c, "lastTransitionTime", "2026-12-07T10:00:00Z");
+        cJSON_AddNumberToObject(c, "observedGeneration", round);
+        cJSON_AddItemToArray(conds, c);
+    }
+    return o;
+}
+
+/* The dictionary, taken from the first object put, is taken again from a grown one after
+ * enough puts: objects that grew after the first was put end up as small as they are in a
+ * store that only ever saw them grown, and read back as they were put. */
+static void test_store__the_dictionary_is_taken_again_from_a_grown_object(void **state)
+{
+    enum { N = 100 };
+    struct kube_store s, direct;
+    char *sent[N], name[16];
+
+    (void)state;
+    kube_store_init(&s);
+    kube_store_init(&direct);
+    for (int round = 0; round < 4; round++)
+        for (int i = 0; i < N; i++)
+            assert_int_equal(kube_store_put(&s, grown(i, round), NULL), 0);
+    for (int i = 0; i < N; i++) {
+        cJSON *o = grown(i, 3);
+
+        sent[i] = cJSON_PrintUnformatted(o);
+        assert_int_equal(kube_store_put(&direct, o, NULL), 0);
+    }
+    assert_true(kube_store_bytes(&s) < kube_store_bytes(&direct) * 11 / 10);
+
+    kube_store_trim_to(&s, 0);
+    for (int i = 0; i < N; i++) {
+        char *back;
+
+        snprintf(name, sizeof(name), "cp%d", i);
+        back = cJSON_PrintUnformatted(kube_store_get(&s, "ns", name));
+        assert_string_equal(back, sent[i]);
+        free(back);
+        free(sent[i]);
+    }
+    kube_store_done(&s);
+    kube_store_done(&direct);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_store__indexed_walk_stops_when_asked),
         cmocka_unit_test(test_store__a_walk_of_keys_parses_nothing),
         cmocka_unit_test(test_store__secrets_keep_their_der_and_read_back_as_sent),
+        cmocka_unit_test(test_store__the_dictionary_is_taken_again_from_a_grown_object),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
