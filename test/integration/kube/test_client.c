@@ -116,6 +116,41 @@ static void test_client__crud_and_error_codes(void **state)
     cJSON_Delete(stale);
 }
 
+/* A write's answer and a read's, each far larger than the receive buffer a request that is not
+ * a list gets (4 KiB), arrive whole. */
+static void test_client__answers_larger_than_the_receive_buffer_arrive_whole(void **state)
+{
+    enum { LEN = 300 * 1024 };
+    char *value = malloc(LEN + 1);
+    cJSON *cm, *created = NULL, *got = NULL;
+
+    assert_non_null(value);
+    for (size_t i = 0; i < LEN; i++)
+        value[i] = (char)('a' + (i * 7 + i / 13) % 26);
+    value[LEN] = '\0';
+    cm = kt_obj("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"large\"}}");
+    cJSON_AddStringToObject(cJSON_GetObjectItem(cm, "metadata"), "namespace", T.ns);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(cm, "data"), "k", value);
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){
+                                 .verb = KUBE_CREATE, .resource = &KUBE_CONFIGMAPS, .body = cm},
+                             &created),
+                     0);
+    assert_string_equal(data_k(created), value);
+    assert_int_equal(kt_sync(&T,
+                             &(struct kube_request){.verb = KUBE_GET,
+                                                    .resource = &KUBE_CONFIGMAPS,
+                                                    .namespace_ = T.ns,
+                                                    .name = "large"},
+                             &got),
+                     0);
+    assert_string_equal(data_k(got), value);
+    cJSON_Delete(cm);
+    cJSON_Delete(created);
+    cJSON_Delete(got);
+    free(value);
+}
+
 struct result_copy {
     bool done;
     int code;
@@ -520,6 +555,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client__crud_and_error_codes),
+        cmocka_unit_test(test_client__answers_larger_than_the_receive_buffer_arrive_whole),
         cmocka_unit_test(test_client__invalid_object_is_422_with_server_message),
         cmocka_unit_test(test_client__list_pages_follow_continue),
         cmocka_unit_test(test_client__merge_and_json_patch),
