@@ -30,6 +30,8 @@
 #   - the manager's CPU seconds from apply to every control plane Ready;
 #   - the steady state after that, for BENCH_STEADY seconds (default 300, 0 skips it): the
 #     manager's HTTP requests, its writes (plan actions) and CPU seconds, per minute.
+# The manager runs with GNUTLS_NO_IMPLICIT_INIT=1, as the image sets it (Dockerfile);
+# BENCH_GNUTLS_INIT=1 runs it without (gnutls initialised when libcurl loads it, 0.8 MiB more).
 # BENCH_PERF=DIR records the manager with perf(1) from apply to every control plane Ready
 # (user-space cpu-clock samples at 99 Hz, DWARF call graphs) into DIR/perf-N.data.
 # BENCH_HEAPTRACK=DIR runs the manager under heaptrack(1) from its start to its end, into
@@ -71,6 +73,10 @@ NESTCP_FAKE_ETCD=${NESTCP_FAKE_ETCD:-$(dirname "$NESTCP_FAKE_KUBELET")/nestcp-fa
 NESTCP_SOURCE_DIR=${NESTCP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 export NESTCP_SOURCE_DIR
 . "$NESTCP_SOURCE_DIR/test/integration/controllers/lib.sh"
+# The manager runs as its image runs it (Dockerfile): without gnutls's initialisation at load
+# time, which Debian's libcurl pulls in through libraries nestcp never uses. BENCH_GNUTLS_INIT=1
+# measures it with that initialisation, as a binary started by hand without the setting is.
+[ "${BENCH_GNUTLS_INIT:-0}" = 1 ] || export GNUTLS_NO_IMPLICIT_INIT=1
 
 # On a fresh super cluster kubectl 1.32's `wait --for condition` can fail on a CRD that has no
 # status yet; the second attempt finds them established.
