@@ -48,6 +48,12 @@ struct kube_client {
     size_t ncalls, nhandles; /* in flight, the probe not counted */
     struct kube_pacer pacer; /* the client-wide rate limit */
     unsigned long epoch;     /* connections shut down so far; a call remembers it per attempt */
+    /* Requests on the wire (holding a slot) and the most there may be; the others wait in
+     * slot_queue, oldest first, and slot_timer hands the slots freed to them from the loop. */
+    size_t sending, max_sending;
+    struct list_node slot_queue;
+    ev_timer slot_timer;
+    unsigned long slot_waits;
 };
 
 struct kube_call {
@@ -65,6 +71,9 @@ struct kube_call {
     unsigned long epoch; /* the client's epoch when the current attempt started */
     bool reconnected;    /* already sent again once after a dead connection */
     struct kube_pace pace;
+    struct list_node slot_link; /* in c->slot_queue while it waits for a slot */
+    bool has_slot;
+    bool urgent; /* needs no slot */
     struct curl_slist *headers;
     struct buf resp;
     ev_timer timer; /* retry delay */
@@ -128,6 +137,15 @@ void kube_client_get_stats(const struct kube_client *c, struct kube_client_stats
     ret_stats->ca_reloads = c->server.ca_reloads;
     ret_stats->ca_errors = c->server.ca_errors;
     ret_stats->throttled = c->pacer.throttled;
+    ret_stats->sending = c->sending;
+    ret_stats->slot_waits = c->slot_waits;
+}
+
+void kube_client_set_max_sending(struct kube_client *c, size_t n)
+{
+    c->max_sending = n;
+    if (!list_empty(&c->slot_queue))
+        ev_timer_start(c->loop, &c->slot_timer);
 }
 
 /* ---- the connection health check ---- */
@@ -158,6 +176,7 @@ static void health_update(struct kube_client *c)
 }
 
 static int probe_start(struct kube_client *c);
+static void slot_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 static void health_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -222,6 +241,10 @@ int kube_client_new(struct ev_loop *loop, const struct kube_config *cfg,
     ev_timer_init(&c->health, health_cb, 0., 0.);
     c->health.data = c;
     kube_pacer_init(&c->pacer, loop);
+    c->max_sending = KUBE_CLIENT_MAX_SENDING;
+    list_init(&c->slot_queue);
+    ev_timer_init(&c->slot_timer, slot_cb, 0., 0.);
+    c->slot_timer.data = c;
     r = kube_server_init(&c->server, cfg, e);
     if (r < 0)
         goto fail;
@@ -259,9 +282,25 @@ static void call_link(struct kube_call *k)
     }
 }
 
+/* Gives k's slot, if it holds one, to the request that has waited longest, from the loop. */
+static void slot_release(struct kube_call *k)
+{
+    struct kube_client *c = k->c;
+
+    if (list_linked(&k->slot_link))
+        list_remove(&k->slot_link);
+    if (!k->has_slot)
+        return;
+    k->has_slot = false;
+    c->sending--;
+    if (!list_empty(&c->slot_queue) && !c->closing)
+        ev_timer_start(c->loop, &c->slot_timer);
+}
+
 static void call_unlink(struct kube_call *k)
 {
     kube_pace_cancel(&k->pace);
+    slot_release(k);
     if (!list_linked(&k->link))
         return;
     list_remove(&k->link);
@@ -322,6 +361,7 @@ static size_t call_header(char *p, size_t size, size_t n, void *userdata)
 
 static void call_done(struct kube_xfer *x, CURLcode rc);
 static int call_send(struct kube_call *k);
+static int call_go(struct kube_call *k);
 static void call_fail(struct kube_call *k, int code, const char *message);
 
 /* Starts (or restarts) the HTTP exchange, when the rate limit lets it. Returns 0 or a
@@ -362,8 +402,30 @@ static int call_attempt(struct kube_call *k)
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, k->errbuf);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, k->timeout_ms);
     k->x.done = call_done;
-    if (!k->is_probe && !kube_pacer_take(&c->pacer, &k->pace))
-        return 0; /* call_paced sends it */
+    return call_go(k);
+}
+
+/* Sends k once it holds a slot and then a token of the rate limit (the probe needs neither):
+ * at once, or from slot_cb or call_paced when its turn comes. */
+static int call_go(struct kube_call *k)
+{
+    struct kube_client *c = k->c;
+
+    if (k->is_probe)
+        return call_send(k);
+    if (!k->has_slot && !k->urgent) {
+        if (c->max_sending && c->sending >= c->max_sending) {
+            if (!list_linked(&k->slot_link)) {
+                list_add_tail(&c->slot_queue, &k->slot_link);
+                c->slot_waits++;
+            }
+            return 0;
+        }
+        k->has_slot = true;
+        c->sending++;
+    }
+    if (!kube_pacer_take(&c->pacer, &k->pace))
+        return 0;
     return call_send(k);
 }
 
@@ -395,6 +457,21 @@ static int call_send(struct kube_call *k)
     if (k->is_list)
         c->stats.lists++;
     return 0;
+}
+
+static void slot_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct kube_client *c = w->data;
+
+    while (!list_empty(&c->slot_queue) && (!c->max_sending || c->sending < c->max_sending)) {
+        struct kube_call *k = list_entry(list_first(&c->slot_queue), struct kube_call, slot_link);
+        int r;
+
+        list_remove(&k->slot_link);
+        r = call_go(k);
+        if (r < 0)
+            call_fail(k, r, "cannot send the request");
+    }
 }
 
 static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -484,7 +561,9 @@ int kube_request_start(struct kube_client *c, const struct kube_request *req, ku
     k->userdata = userdata;
     k->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : c->timeout_ms;
     k->is_list = req->verb == KUBE_LIST;
+    k->urgent = req->urgent;
     list_init(&k->link);
+    list_init(&k->slot_link);
     kube_pace_init(&k->pace, call_paced);
     buf_init(&k->resp, KUBE_BODY_MAX);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
@@ -545,6 +624,7 @@ static int probe_start(struct kube_client *c)
     k->wire.method = "GET";
     k->timeout_ms = (long)(c->health_timeout * 1000);
     list_init(&k->link);
+    list_init(&k->slot_link);
     kube_pace_init(&k->pace, call_paced);
     buf_init(&k->resp, 1u << 20);
     ev_timer_init(&k->timer, retry_cb, 0., 0.);
@@ -594,6 +674,7 @@ void kube_client_free(struct kube_client *c)
         return;
     c->closing = true;
     ev_timer_stop(c->loop, &c->health);
+    ev_timer_stop(c->loop, &c->slot_timer);
     kube_pacer_done(&c->pacer);
     while (!list_empty(&c->calls))
         kube_call_cancel(list_entry(list_first(&c->calls), struct kube_call, link));

@@ -128,6 +128,9 @@ struct kube_request {
     const char *precondition_uid;   /* delete only this incarnation */
     const char *precondition_rv;    /* delete only at this resourceVersion */
     long timeout_ms;                /* 0: the client's default */
+    /* Sent without waiting for one of the max_sending slots (the leader's lease: its renewal
+     * must not wait behind a burst of writes). */
+    bool urgent;
 };
 
 /* Creates a client for cfg (borrowed: the client copies what it needs) on loop.
@@ -159,6 +162,14 @@ void kube_client_set_timeout(struct kube_client *c, long timeout_ms);
  * starts when it is sent. qps <= 0 (the default) sends everything at once. */
 void kube_client_set_rate_limit(struct kube_client *c, double qps, int burst);
 
+/* The most requests on the wire at once (watches and the health check not counted); the others
+ * wait, in order, without blocking the loop, and their timeouts start when they are sent.
+ * libcurl holds about 25 KiB for each write on the wire (its receive and upload buffers), so
+ * a burst of writes that the API server can only take in turn anyway costs memory and no time.
+ * 0 lifts the limit. KUBE_CLIENT_MAX_SENDING by default. */
+#define KUBE_CLIENT_MAX_SENDING 24
+void kube_client_set_max_sending(struct kube_client *c, size_t n);
+
 /*
  * The connection health check. A connection can go silent without closing (a peer that hangs,
  * a NAT or load balancer that forgot it); TCP keepalive takes minutes to notice, if ever, and
@@ -186,6 +197,8 @@ struct kube_client_stats {
     unsigned long dead_connections;  /* connections shut down by the health check */
     unsigned long reconnect_retries; /* requests sent again after their connection died */
     unsigned long throttled;         /* requests and watches that waited for the rate limit */
+    unsigned long sending;           /* requests on the wire now (watches not counted) */
+    unsigned long slot_waits;        /* requests that waited for one of the max_sending slots */
     unsigned long ca_reloads;        /* times the CA file changed and was loaded */
     unsigned long ca_errors;         /* times it changed and could not be used (old CA kept) */
 };

@@ -225,6 +225,7 @@ static int send(struct kube_leader *l, enum leader_op op, enum kube_verb verb, c
         .body = body,
         /* Half the renew deadline, as controller-runtime sets it, leaves time for a retry. */
         .timeout_ms = (long)(l->renew_deadline * 500),
+        .urgent = true,
     };
     int r = kube_request_send(l->client, &req, on_response, l);
 

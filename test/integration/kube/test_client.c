@@ -151,6 +151,70 @@ static void test_client__answers_larger_than_the_receive_buffer_arrive_whole(voi
     free(value);
 }
 
+struct slots_seen {
+    struct kube_client *c;
+    int done, ok;
+    unsigned long most_sending;
+};
+
+static void count_sending(void *ud, const struct kube_result *res)
+{
+    struct slots_seen *seen = ud;
+    struct kube_client_stats st;
+
+    kube_client_get_stats(seen->c, &st);
+    if (st.sending > seen->most_sending)
+        seen->most_sending = st.sending;
+    seen->done++;
+    seen->ok += res->code == 0;
+}
+
+static bool all_done(void *ud)
+{
+    return ((struct slots_seen *)ud)->done == 11;
+}
+
+/* With two slots, ten requests started at once go two at a time, in order, and every one is
+ * answered; an urgent one does not wait. */
+static void test_client__requests_wait_for_a_slot_and_all_are_answered(void **state)
+{
+    struct slots_seen seen = {.c = T.c};
+    struct kube_client_stats st;
+    unsigned long waits, sent;
+
+    kube_client_get_stats(T.c, &st);
+    waits = st.slot_waits;
+    sent = st.requests;
+    kube_client_set_max_sending(T.c, 2);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(kube_request_send(T.c,
+                                           &(struct kube_request){.verb = KUBE_GET,
+                                                                  .resource = &KUBE_NAMESPACES,
+                                                                  .name = T.ns},
+                                           count_sending, &seen),
+                         0);
+    kube_client_get_stats(T.c, &st);
+    assert_int_equal(st.sending, 2);
+    assert_int_equal(st.slot_waits - waits, 8);
+    assert_int_equal(st.requests - sent, 2);
+    /* An urgent one (the leader's lease) goes on the wire at once, slot or none. */
+    assert_int_equal(kube_request_send(T.c,
+                                       &(struct kube_request){.verb = KUBE_GET,
+                                                              .resource = &KUBE_NAMESPACES,
+                                                              .name = T.ns,
+                                                              .urgent = true},
+                                       count_sending, &seen),
+                     0);
+    kube_client_get_stats(T.c, &st);
+    assert_int_equal(st.requests - sent, 3);
+    assert_true(kt_wait(&T, all_done, &seen, 30));
+    assert_int_equal(seen.ok, 11);
+    assert_true(seen.most_sending <= 2);
+    kube_client_get_stats(T.c, &st);
+    assert_int_equal(st.sending, 0);
+    kube_client_set_max_sending(T.c, KUBE_CLIENT_MAX_SENDING);
+}
+
 struct result_copy {
     bool done;
     int code;
@@ -556,6 +620,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client__crud_and_error_codes),
         cmocka_unit_test(test_client__answers_larger_than_the_receive_buffer_arrive_whole),
+        cmocka_unit_test(test_client__requests_wait_for_a_slot_and_all_are_answered),
         cmocka_unit_test(test_client__invalid_object_is_422_with_server_message),
         cmocka_unit_test(test_client__list_pages_follow_continue),
         cmocka_unit_test(test_client__merge_and_json_patch),
