@@ -52,6 +52,11 @@ void kube_transport_free(struct kube_transport *t);
 
 struct ev_loop *kube_transport_loop(const struct kube_transport *t);
 
+/* Connections a transport keeps: when a transfer ends with more open, the one idle longest is
+ * closed. The API server's one connection carries every request and watch; the others are
+ * etcd members', one call's at a time. */
+#define KUBE_TRANSPORT_MAX_CONNECTS 4L
+
 /* The upload buffer of every transfer, libcurl's smallest (its default is 64 KiB). */
 #define KUBE_TRANSPORT_UPLOAD_BUFFER 16384L
 

@@ -9,9 +9,12 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "lib/kube/informer.h"
+#include "lib/kube/server.h"
+#include "lib/kube/transport.h"
 #include "test/support/kube_faultproxy.h"
 #include "test/support/kube_testenv.h"
 
@@ -551,6 +554,84 @@ static void test_client_faults__rotated_ca_file_is_used_and_a_broken_one_ignored
     rmdir(dir);
 }
 
+/* ---- idle connections ---- */
+
+struct fetched {
+    struct kube_xfer x;
+    bool done;
+    CURLcode rc;
+};
+
+static void fetched_done(struct kube_xfer *x, CURLcode rc)
+{
+    struct fetched *f = kube_container_of(x, struct fetched, x);
+
+    f->done = true;
+    f->rc = rc;
+}
+
+struct proxies {
+    struct kfp *p[KUBE_TRANSPORT_MAX_CONNECTS + 2];
+    int open;
+};
+
+static bool few_open(void *arg)
+{
+    struct proxies *ps = arg;
+    struct kfp_stats st;
+
+    ps->open = 0;
+    for (size_t i = 0; i < sizeof(ps->p) / sizeof(ps->p[0]); i++) {
+        kfp_get_stats(ps->p[i], &st);
+        ps->open += st.open;
+    }
+    return ps->open <= KUBE_TRANSPORT_MAX_CONNECTS;
+}
+
+/* One transport's transfers to more servers than KUBE_TRANSPORT_MAX_CONNECTS, as etcd calls to
+ * one tenant after another are: each completes, and no more connections than that stay open. */
+static void test_client_faults__a_transport_keeps_few_idle_connections(void **state)
+{
+    enum { N = KUBE_TRANSPORT_MAX_CONNECTS + 2 };
+    static struct proxies ps;
+    struct kube_server srv[N];
+    struct fetched f[N];
+    struct curl_slist *headers[N] = {0};
+    struct kube_transport *t;
+    struct kube_config *cfg;
+    char url[256];
+    struct err e;
+
+    assert_int_equal(kube_transport_new(T.loop, &t), 0);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(kfp_start(T.cfg, &ps.p[i]), 0);
+        cfg = kfp_client_config(ps.p[i]);
+        assert_non_null(cfg);
+        assert_int_equal(kube_server_init(&srv[i], cfg, &e), 0);
+        kube_config_free(cfg);
+        memset(&f[i], 0, sizeof(f[i]));
+        f[i].x.easy = curl_easy_init();
+        assert_int_equal(kube_server_setup_easy(&srv[i], f[i].x.easy, NULL, &headers[i]), 0);
+        snprintf(url, sizeof(url), "https://127.0.0.1:%d/version", kfp_port(ps.p[i]));
+        curl_easy_setopt(f[i].x.easy, CURLOPT_URL, url);
+        f[i].x.done = fetched_done;
+        assert_int_equal(kube_transport_add(t, &f[i].x), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_true(kt_run_until(&T, &f[i].done, 30));
+        assert_int_equal(f[i].rc, CURLE_OK);
+    }
+    assert_true(kt_wait(&T, few_open, &ps, 30));
+    assert_true(ps.open >= 1);
+    kube_transport_free(t);
+    for (int i = 0; i < N; i++) {
+        curl_easy_cleanup(f[i].x.easy);
+        curl_slist_free_all(headers[i]);
+        kube_server_done(&srv[i]);
+        kfp_stop(ps.p[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -560,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_client_faults__informer_relists_on_http_410_watch),
         cmocka_unit_test(test_client_faults__429_without_retry_after_and_503_reach_caller),
         cmocka_unit_test(test_client_faults__429_storm_total_rate_stays_at_the_limit),
+        cmocka_unit_test(test_client_faults__a_transport_keeps_few_idle_connections),
         cmocka_unit_test(test_client_faults__speaks_h2_over_tls_one_connection),
         cmocka_unit_test(test_client_faults__reissued_cert_from_same_ca_reconnects),
         cmocka_unit_test(test_client_faults__untrusted_certs_are_refused_before_any_request),
