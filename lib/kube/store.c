@@ -221,6 +221,33 @@ static void dict_drop_if_empty(struct kube_store *s)
         codec_free();
 }
 
+/* src[0..len) compressed with the store's dictionary into dst (bound bytes): its length, or 0
+ * (a frame is never empty) when it cannot be. */
+static size_t compress_into(struct kube_store *s, void *dst, size_t bound, const void *src,
+                            size_t len)
+{
+    size_t n;
+
+    ZSTD_CCtx_reset(codec.c, ZSTD_reset_session_only);
+    if (ZSTD_isError(ZSTD_CCtx_refPrefix(codec.c, s->dict, s->dict_len)))
+        return 0;
+    n = ZSTD_compress2(codec.c, dst, bound, src, len);
+    return ZSTD_isError(n) ? 0 : n;
+}
+
+/* e's blob decompressed, with the dictionary it was compressed with, into the scratch buffer
+ * (which holds e->text_len bytes or more): whether it gave all of them. A dictionary of raw
+ * content is only referenced, not digested (ZSTD_DCtx_refPrefix would make a dictionary object
+ * of it for every call). */
+static bool decompress_entry(struct kube_store *s, const struct kube_store_entry *e)
+{
+    size_t n = ZSTD_decompress_usingDict(codec.d, s->scratch, e->text_len, e->blob, e->blob_len,
+                                         e->old ? s->old_dict : s->dict,
+                                         e->old ? s->old_dict_len : s->dict_len);
+
+    return !ZSTD_isError(n) && n == e->text_len;
+}
+
 /* obj as compact JSON text, packed if anything in it packs (*ret_packed), compressed, in a block
  * of its own (NULL: out of memory); the length of what was compressed in *ret_text_len. The text
  * is printed into the scratch buffer and compressed into the part of it beyond: printing straight
@@ -258,11 +285,8 @@ static void *pack(struct kube_store *s, const cJSON *obj, size_t *ret_text_len,
         text = s->scratch;
     if (!s->dict && dict_take(s, text, len) < 0)
         return NULL;
-    ZSTD_CCtx_reset(codec.c, ZSTD_reset_session_only);
-    if (ZSTD_isError(ZSTD_CCtx_refPrefix(codec.c, s->dict, s->dict_len)))
-        return NULL;
-    n = ZSTD_compress2(codec.c, s->scratch + (packed ? 0 : len + 1), bound, text, len);
-    if (ZSTD_isError(n))
+    n = compress_into(s, s->scratch + (packed ? 0 : len + 1), bound, text, len);
+    if (!n)
         return NULL;
     blob = malloc(n);
     if (blob)
@@ -279,24 +303,18 @@ static cJSON *unpack(struct kube_store *s, const struct kube_store_entry *e)
 {
     const char *text;
     cJSON *obj = NULL;
-    size_t n;
+    size_t n = 0;
 
     if (scratch_reserve(s, e->text_len ? e->text_len : 1) < 0)
         return NULL;
     text = s->scratch;
-    /* A dictionary of raw content is only referenced, not digested (ZSTD_DCtx_refPrefix would
-     * make a dictionary object of it for every call). */
-    n = ZSTD_decompress_usingDict(codec.d, s->scratch, e->text_len, e->blob, e->blob_len,
-                                  e->old ? s->old_dict : s->dict,
-                                  e->old ? s->old_dict_len : s->dict_len);
-    if (ZSTD_isError(n) || n != e->text_len)
-        n = 0;
-    else if (e->packed) {
-        buf_reset(&codec.packed);
-        if (textpack_unpack(s->scratch, n, &codec.packed) < 0)
-            n = 0;
-        text = codec.packed.data;
-        n = n ? codec.packed.len : 0;
+    if (decompress_entry(s, e)) {
+        n = e->text_len;
+        if (e->packed) {
+            buf_reset(&codec.packed);
+            n = textpack_unpack(s->scratch, n, &codec.packed) < 0 ? 0 : codec.packed.len;
+            text = codec.packed.data;
+        }
     }
     if (n)
         obj = cJSON_ParseWithLength(text, n);
@@ -304,24 +322,17 @@ static cJSON *unpack(struct kube_store *s, const struct kube_store_entry *e)
     return obj;
 }
 
-/* Compresses e again with the store's dictionary; it was compressed with old_dict (not yet
- * marked so). 0 or -ENOMEM, e unchanged. */
+/* Compresses e, compressed with old_dict, again with the store's dictionary. 0 or -ENOMEM, e
+ * unchanged. */
 static int entry_recompress(struct kube_store *s, struct kube_store_entry *e)
 {
     size_t len = e->text_len, bound = ZSTD_compressBound(len), n;
     void *blob;
 
-    if (scratch_reserve(s, len + bound) < 0)
+    if (scratch_reserve(s, len + bound) < 0 || !decompress_entry(s, e))
         return -ENOMEM;
-    n = ZSTD_decompress_usingDict(codec.d, s->scratch, len, e->blob, e->blob_len, s->old_dict,
-                                  s->old_dict_len);
-    if (ZSTD_isError(n) || n != len)
-        return -ENOMEM;
-    ZSTD_CCtx_reset(codec.c, ZSTD_reset_session_only);
-    if (ZSTD_isError(ZSTD_CCtx_refPrefix(codec.c, s->dict, s->dict_len)))
-        return -ENOMEM;
-    n = ZSTD_compress2(codec.c, s->scratch + len, bound, s->scratch, len);
-    if (ZSTD_isError(n) || !(blob = malloc(n)))
+    n = compress_into(s, s->scratch + len, bound, s->scratch, len);
+    if (!n || !(blob = malloc(n)))
         return -ENOMEM;
     memcpy(blob, s->scratch + len, n);
     free(e->blob);
@@ -330,6 +341,7 @@ static int entry_recompress(struct kube_store *s, struct kube_store_entry *e)
     s->bytes -= e->bytes;
     e->bytes = (uint32_t)entry_bytes(e);
     s->bytes += e->bytes;
+    entry_leave_old(s, e);
     return 0;
 }
 
@@ -339,14 +351,11 @@ static int entry_recompress(struct kube_store *s, struct kube_store_entry *e)
  * replaced or removed; until then, no other is taken. */
 static void dict_retake(struct kube_store *s, struct kube_store_entry *from)
 {
-    size_t len = from->text_len < DICT_MAX ? from->text_len : DICT_MAX, n;
+    size_t len = from->text_len < DICT_MAX ? from->text_len : DICT_MAX;
     char *dict;
 
-    if (s->old_dict || len < s->dict_len || scratch_reserve(s, from->text_len) < 0)
-        return;
-    n = ZSTD_decompress_usingDict(codec.d, s->scratch, from->text_len, from->blob, from->blob_len,
-                                  s->dict, s->dict_len);
-    if (ZSTD_isError(n) || n != from->text_len || !(dict = malloc(len)))
+    if (s->old_dict || len < s->dict_len || scratch_reserve(s, from->text_len) < 0 ||
+        !decompress_entry(s, from) || !(dict = malloc(len)))
         return;
     memcpy(dict, s->scratch, len);
     s->old_dict = s->dict;
@@ -356,16 +365,15 @@ static void dict_retake(struct kube_store *s, struct kube_store_entry *from)
     s->bytes += malloc_usable_size(dict);
     s->puts = 0;
     s->retake_at *= RETAKE_GROWTH;
+    /* Every object was compressed with what is now the old dictionary; each leaves it as it is
+     * compressed again, and the last to leave frees it. */
     for (size_t i = 0; i < s->by_key.nslots; i++)
-        for (struct hnode *h = s->by_key.slots[i]; h; h = h->next) {
-            struct kube_store_entry *e = (struct kube_store_entry *)h;
-
-            if (entry_recompress(s, e) < 0) {
-                e->old = 1;
-                s->on_old++;
-            }
-        }
-    old_dict_release_if_unused(s);
+        for (struct hnode *h = s->by_key.slots[i]; h; h = h->next)
+            ((struct kube_store_entry *)h)->old = 1;
+    s->on_old = s->by_key.count;
+    for (size_t i = 0; i < s->by_key.nslots; i++)
+        for (struct hnode *h = s->by_key.slots[i]; h; h = h->next)
+            entry_recompress(s, (struct kube_store_entry *)h);
     scratch_relax(s);
 }
 
