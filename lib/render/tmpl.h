@@ -38,6 +38,9 @@ int tmpl_parse(const char *name, const char *text, size_t len, struct tmpl **ret
 
 void tmpl_free(struct tmpl *t);
 
+/* The bytes a parsed template holds (its text and syntax tree), without malloc's own. */
+size_t tmpl_bytes(const struct tmpl *t);
+
 /* Runs the template with `.` and `$` bound to data, parses the output as YAML and substitutes
  * the values. Returns 0 and a new cJSON array of the non-empty documents (caller frees), or
  * -EINVAL (evaluation or YAML error, with file:line in e), -ENOBUFS (output larger than

@@ -34,6 +34,7 @@ struct node;
 struct tmpl {
     char *name;
     struct chunk *chunks; /* the arena: every parse allocation lives until tmpl_free */
+    size_t bytes;         /* what the arena holds */
     struct node *root;
 };
 

@@ -23,6 +23,7 @@ static void *arena_alloc(struct tmpl *t, size_t n)
         return NULL;
     c->next = t->chunks;
     t->chunks = c;
+    t->bytes += sizeof(*c) + n + 1;
     return c->data;
 }
 
@@ -33,6 +34,11 @@ static char *arena_strndup(struct tmpl *t, const char *s, size_t n)
     if (p)
         memcpy(p, s, n);
     return p;
+}
+
+size_t tmpl_bytes(const struct tmpl *t)
+{
+    return sizeof(*t) + t->bytes;
 }
 
 void tmpl_free(struct tmpl *t)
@@ -77,9 +83,9 @@ struct parser {
     const char *p, *end; /* the action being parsed */
     int line;
     struct tok tok; /* lookahead */
-    /* the items of the whole template */
+    /* the items of the whole template, freed when the parse ends */
     struct item *items;
-    size_t nitems, at;
+    size_t nitems, capitems, at;
 };
 
 /* Records "<file>:<line>: <what>" and returns -EINVAL. */
@@ -429,14 +435,15 @@ static int count_lines(const char *s, size_t n)
 
 static int push_item(struct parser *ps, bool action, const char *s, size_t n, int line)
 {
-    struct item *it = arena_alloc(ps->t, sizeof(*it) * (ps->nitems + 1));
-
-    if (!it)
-        return err_set(ps->e, -ENOMEM, "out of memory");
-    if (ps->nitems)
-        memcpy(it, ps->items, sizeof(*it) * ps->nitems);
-    ps->items = it; /* the old array stays in the arena; templates are small */
-    it[ps->nitems++] = (struct item){action, s, n, line};
+    if (ps->nitems == ps->capitems) {
+        size_t cap = ps->capitems ? 2 * ps->capitems : 64;
+        struct item *it = reallocarray(ps->items, cap, sizeof(*it));
+        if (!it)
+            return err_set(ps->e, -ENOMEM, "out of memory");
+        ps->items = it;
+        ps->capitems = cap;
+    }
+    ps->items[ps->nitems++] = (struct item){action, s, n, line};
     return 0;
 }
 
@@ -732,6 +739,7 @@ int tmpl_parse(const char *name, const char *text, size_t len, struct tmpl **ret
     *ret_tmpl = t;
     t = NULL;
 out:
+    free(ps.items);
     tmpl_free(t);
     return r;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/render/catalog.h"
 #include "lib/render/tmpl.h"
 #include "lib/util/buf.h"
 #include "lib/util/yamlconv.h"
@@ -192,6 +193,39 @@ static void test_tmpl__copied_values_are_bounded(void **state)
     cJSON_Delete(data);
 }
 
+static void test_tmpl__a_template_of_the_largest_size_parses_and_runs(void **state)
+{
+    /* As many actions as a package's template may hold, each followed by text: the parsed
+     * template grows with the text (6 MB here, a node or two per 17 bytes), not with its square,
+     * as it did when each new piece of text copied the list of the pieces seen so far (14 GiB
+     * here; 0.55 MB for the packages shipped). */
+    static const char item[] = "{{ .replicas }}, ";
+    const size_t n = (RENDER_MAX_TEMPLATE_BYTES - 16) / (sizeof(item) - 1);
+    cJSON *data = cJSON_Parse(values_json), *docs = NULL;
+    const cJSON *list, *it;
+    struct buf text = BUF_INIT;
+    struct tmpl *t = NULL;
+    size_t count = 0;
+    struct err e;
+
+    assert_int_equal(buf_append(&text, "l: [", 4), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(buf_append(&text, item, sizeof(item) - 1), 0);
+    assert_int_equal(buf_append(&text, "0]\n", 3), 0);
+    assert_true(text.len <= RENDER_MAX_TEMPLATE_BYTES);
+    assert_int_equal(tmpl_parse("t.yaml", text.data, text.len, &t, &e), 0);
+    assert_true(tmpl_bytes(t) < 64 * text.len);
+    assert_int_equal(tmpl_execute(t, data, &docs, &e), 0);
+    list = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(docs, 0), "l");
+    cJSON_ArrayForEach(it, list)
+        count += cJSON_IsNumber(it) && it->valueint == (count < n ? 3 : 0);
+    assert_int_equal(count, n + 1);
+    cJSON_Delete(docs);
+    tmpl_free(t);
+    buf_done(&text);
+    cJSON_Delete(data);
+}
+
 static void test_tmpl__same_input_same_output(void **state)
 {
     const char *text = "m:\n{{- range $k, $v := .gates }}\n  {{ $k }}: {{ $v }}\n{{- end }}\n";
@@ -214,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_tmpl__errors_name_file_and_line),
         cmocka_unit_test(test_tmpl__output_is_bounded),
         cmocka_unit_test(test_tmpl__copied_values_are_bounded),
+        cmocka_unit_test(test_tmpl__a_template_of_the_largest_size_parses_and_runs),
         cmocka_unit_test(test_tmpl__same_input_same_output),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
