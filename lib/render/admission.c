@@ -49,25 +49,14 @@ static int put_names(cJSON *data, const char *key, struct names *s)
     return r;
 }
 
-/* Adds to s the flag names of list: strings, or objects with "flag" (removedFlags). */
-static int add_flags(struct names *s, const cJSON *list)
+/* Adds to s the names of the package's list `which`. */
+static int add_names(struct names *s, const struct render_package *p, enum render_names which)
 {
-    const cJSON *it;
+    const char *const *v;
+    size_t n = render_package_names(p, which, &v);
 
-    cJSON_ArrayForEach(it, list) {
-        const cJSON *f = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "flag") : it;
-        if (cJSON_IsString(f) && names_add(s, f->valuestring) < 0)
-            return -ENOMEM;
-    }
-    return 0;
-}
-
-static int add_gates(struct names *s, const cJSON *gates)
-{
-    const cJSON *it;
-
-    cJSON_ArrayForEach(it, gates)
-        if (names_add(s, it->string) < 0)
+    for (size_t i = 0; i < n; i++)
+        if (names_add(s, v[i]) < 0)
             return -ENOMEM;
     return 0;
 }
@@ -108,24 +97,21 @@ static int put_component(const struct render_catalog *c, cJSON *data, const char
 
     cJSON_ArrayForEach(it, lines) {
         const struct render_package *p = render_catalog_package(c, comp, it->valuestring);
-        const cJSON *meta = p ? render_package_metadata(p) : NULL;
-        const cJSON *removed = cJSON_GetObjectItemCaseSensitive(meta, "removedFlags");
-        const cJSON *flags = cJSON_GetObjectItemCaseSensitive(meta, "flags");
-        const cJSON *gates = cJSON_GetObjectItemCaseSensitive(meta, "featureGates");
+        const char *const *removed;
         struct names s = {0};
 
         if (!p)
             continue;
         snprintf(key, sizeof(key), "%s.%s.flags", comp, it->valuestring);
-        r = add_flags(&s, flags);
+        r = add_names(&s, p, RENDER_FLAGS);
         if (r == 0)
-            r = add_flags(&all_flags, flags);
+            r = add_names(&all_flags, p, RENDER_FLAGS);
         if (r == 0)
             r = put_names(data, key, &s);
         s.n = 0;
-        if (r == 0 && cJSON_GetArraySize(removed) > 0) {
+        if (r == 0 && render_package_names(p, RENDER_REMOVED_FLAGS, &removed) > 0) {
             snprintf(key, sizeof(key), "%s.%s.removedFlags", comp, it->valuestring);
-            r = add_flags(&s, removed);
+            r = add_names(&s, p, RENDER_REMOVED_FLAGS);
             if (r == 0)
                 r = put_names(data, key, &s);
         }
@@ -133,9 +119,9 @@ static int put_component(const struct render_catalog *c, cJSON *data, const char
         if (r == 0 && k8s &&
             render_catalog_package(c, "kube-controller-manager", it->valuestring)) {
             snprintf(key, sizeof(key), "kubernetes.%s.featureGates", it->valuestring);
-            r = add_gates(&s, gates);
+            r = add_names(&s, p, RENDER_FEATURE_GATES);
             if (r == 0)
-                r = add_gates(&all_gates, gates);
+                r = add_names(&all_gates, p, RENDER_FEATURE_GATES);
             if (r == 0)
                 r = put_names(data, key, &s);
         }

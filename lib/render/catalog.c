@@ -11,11 +11,20 @@
 #include "lib/util/strutil.h"
 #include "lib/util/yamlconv.h"
 
+/* A sorted list of names, in one allocation: the pointers, then (for feature gates) what each
+ * is locked to, then the strings. Looked up by binary search. */
+struct names {
+    const char **v;
+    signed char *locked; /* feature gates: -1 free, 0 or 1 the value it is locked to */
+    size_t n;
+};
+
 struct render_package {
     char *component;
     char *line; /* "1.20" */
     int major, minor;
-    cJSON *meta;
+    cJSON *meta; /* package.yaml without the lists below */
+    struct names lists[RENDER_NAMES__COUNT];
     struct tmpl **tmpls;
     int ntmpls;
 };
@@ -233,11 +242,103 @@ static int load_channel(struct render_catalog *c, const char *dir, const char *n
     return 0;
 }
 
+/* The key of package.yaml that each list comes from. */
+static const char *const list_keys[RENDER_NAMES__COUNT] = {
+    [RENDER_FLAGS] = "flags",
+    [RENDER_REMOVED_FLAGS] = "removedFlags",
+    [RENDER_FEATURE_GATES] = "featureGates",
+};
+
+/* The name an element of list `which` gives: a flag is a string, a removed flag a string or
+ * {flag, note}, a feature gate the key of {stage, default, locked}. NULL when malformed. */
+static const char *list_name(enum render_names which, const cJSON *it)
+{
+    switch (which) {
+    case RENDER_FLAGS:
+        return cJSON_IsString(it) ? it->valuestring : NULL;
+    case RENDER_REMOVED_FLAGS:
+        if (cJSON_IsObject(it))
+            it = cJSON_GetObjectItemCaseSensitive(it, "flag");
+        return cJSON_IsString(it) ? it->valuestring : NULL;
+    case RENDER_FEATURE_GATES:
+        return cJSON_IsObject(it) ? it->string : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* Moves list `which` out of the package's metadata into p->lists[which]. */
+static int take_list(struct render_package *p, enum render_names which, const char *rel,
+                     struct err *e)
+{
+    cJSON *list = cJSON_DetachItemFromObjectCaseSensitive(p->meta, list_keys[which]);
+    const cJSON *it;
+    size_t n = 0, bytes = 0, i = 0;
+    struct names *out = &p->lists[which];
+    char *str;
+    int r = 0;
+
+    if (!list)
+        return 0;
+    if (which == RENDER_FEATURE_GATES ? !cJSON_IsObject(list) : !cJSON_IsArray(list)) {
+        r = err_set(e, -EINVAL, "%s/package.yaml: %s must be a %s", rel, list_keys[which],
+                    which == RENDER_FEATURE_GATES ? "map of gates" : "list");
+        goto out;
+    }
+    cJSON_ArrayForEach(it, list) {
+        const char *name = list_name(which, it);
+        if (!name) {
+            r = err_set(
+                e, -EINVAL, "%s/package.yaml: %s: entry %zu is not a %s", rel, list_keys[which], n,
+                which == RENDER_FEATURE_GATES ? "gate {stage, default, locked}" : "flag name");
+            goto out;
+        }
+        n++;
+        bytes += strlen(name) + 1;
+    }
+    out->v = malloc(n * (sizeof(*out->v) + 1) + bytes + 1);
+    if (!out->v) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    out->locked = (signed char *)(out->v + n);
+    str = (char *)(out->locked + n);
+    cJSON_ArrayForEach(it, list) {
+        const char *name = list_name(which, it);
+        size_t len = strlen(name) + 1;
+        memcpy(str, name, len);
+        out->v[i++] = str;
+        str += len;
+    }
+    out->n = n;
+    qsort(out->v, n, sizeof(*out->v), cmp_str);
+    /* Only now that the names are in order can each gate's lock be put beside its name. */
+    for (i = 0; which == RENDER_FEATURE_GATES && i < n; i++) {
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(list, out->v[i]);
+        const cJSON *locked = cJSON_GetObjectItemCaseSensitive(g, "locked");
+        const cJSON *def = cJSON_GetObjectItemCaseSensitive(g, "default");
+        out->locked[i] = (signed char)(cJSON_IsTrue(locked) ? cJSON_IsTrue(def) : -1);
+    }
+out:
+    cJSON_Delete(list);
+    return r;
+}
+
+/* Index of name in the list, or -1. */
+static long names_find(const struct names *s, const char *name)
+{
+    const char **hit = s->n ? bsearch(&name, s->v, s->n, sizeof(*s->v), cmp_str) : NULL;
+
+    return hit ? hit - s->v : -1;
+}
+
 static void package_done(struct render_package *p)
 {
     for (int i = 0; i < p->ntmpls; i++)
         tmpl_free(p->tmpls[i]);
     free(p->tmpls);
+    for (int i = 0; i < RENDER_NAMES__COUNT; i++)
+        free(p->lists[i].v);
     cJSON_Delete(p->meta);
     free(p->component);
     free(p->line);
@@ -313,6 +414,11 @@ static int load_package(struct render_catalog *c, const char *base, const char *
         r = err_set(e, -ENOMEM, "out of memory");
         goto fail;
     }
+    for (int i = 0; i < RENDER_NAMES__COUNT; i++)
+        if ((r = take_list(&p, (enum render_names)i, rel, e)) < 0)
+            goto fail;
+    /* What changed against the previous package is for people reading the file. */
+    cJSON_DeleteItemFromObjectCaseSensitive(p.meta, "changes");
     if ((r = load_templates(&p, pdir, rel, e)) < 0)
         goto fail;
     np = realloc(c->pkgs, sizeof(*np) * (size_t)(c->npkgs + 1));
@@ -572,29 +678,27 @@ const cJSON *render_package_metadata(const struct render_package *p)
 
 bool render_package_knows_flag(const struct render_package *p, const char *flag)
 {
-    const cJSON *it, *flags = cJSON_GetObjectItemCaseSensitive(p->meta, "flags");
-
-    cJSON_ArrayForEach(it, flags)
-        if (cJSON_IsString(it) && strcmp(it->valuestring, flag) == 0)
-            return true;
-    return false;
+    return names_find(&p->lists[RENDER_FLAGS], flag) >= 0;
 }
 
 bool render_package_knows_feature_gate(const struct render_package *p, const char *gate,
                                        int *ret_locked_to)
 {
-    const cJSON *gates = cJSON_GetObjectItemCaseSensitive(p->meta, "featureGates");
-    const cJSON *g = cJSON_GetObjectItemCaseSensitive(gates, gate);
-    const cJSON *locked, *def;
+    const struct names *s = &p->lists[RENDER_FEATURE_GATES];
+    long i = names_find(s, gate);
 
-    if (!g)
+    if (i < 0)
         return false;
-    if (ret_locked_to) {
-        locked = cJSON_GetObjectItemCaseSensitive(g, "locked");
-        def = cJSON_GetObjectItemCaseSensitive(g, "default");
-        *ret_locked_to = cJSON_IsTrue(locked) ? cJSON_IsTrue(def) : -1;
-    }
+    if (ret_locked_to)
+        *ret_locked_to = s->locked[i];
     return true;
+}
+
+size_t render_package_names(const struct render_package *p, enum render_names which,
+                            const char *const **ret_names)
+{
+    *ret_names = p->lists[which].v;
+    return p->lists[which].n;
 }
 
 int render_package_image(const struct render_package *p, const char *version, char *out,

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "lib/util/err.h"
 
@@ -23,6 +24,14 @@
 
 struct render_catalog;
 struct render_package;
+
+/* The name lists of a package's metadata. */
+enum render_names {
+    RENDER_FLAGS,         /* the flags the binary accepts, without leading dashes */
+    RENDER_REMOVED_FLAGS, /* flags the package lists as removed */
+    RENDER_FEATURE_GATES, /* the feature gates the binary knows */
+    RENDER_NAMES__COUNT,
+};
 struct tmpl;
 
 /* Loads every channel and package under dir. Returns 0, -ENOENT (dir missing), -EINVAL (a
@@ -63,7 +72,8 @@ const struct render_package *render_catalog_package(const struct render_catalog 
 /* Package accessors; strings and objects are borrowed from the catalog. */
 const char *render_package_component(const struct render_package *p);
 const char *render_package_line(const struct render_package *p); /* "1.20" */
-/* The parsed package.yaml (image, etcd, featureGates, flags, removedFlags, changes). */
+/* The parsed package.yaml (component, line, image, etcd, previous). Its flags, removedFlags
+ * and featureGates are kept apart, sorted (render_package_names); changes is dropped. */
 const cJSON *render_package_metadata(const struct render_package *p);
 /* Whether the binary of this package knows the flag (name without leading dashes). */
 bool render_package_knows_flag(const struct render_package *p, const char *flag);
@@ -71,6 +81,9 @@ bool render_package_knows_flag(const struct render_package *p, const char *flag)
  * a GA or deprecated gate is locked to, or -1 when it may be set either way. */
 bool render_package_knows_feature_gate(const struct render_package *p, const char *gate,
                                        int *ret_locked_to);
+/* The names of list `which`, sorted in byte order, into *ret_names; returns how many. */
+size_t render_package_names(const struct render_package *p, enum render_names which,
+                            const char *const **ret_names);
 /* The default image for a version of this package: repository ":" prefix version suffix. */
 int render_package_image(const struct render_package *p, const char *version, char *out,
                          size_t size);

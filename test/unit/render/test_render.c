@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/render/catalog.h"
 #include "lib/render/patch.h"
@@ -638,6 +640,79 @@ static void test_render__bad_values_name_the_field(void **state)
                  -EINVAL, "too long");
 }
 
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    assert_non_null(f = fopen(path, "w"));
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A templates directory with one etcd package whose package.yaml ends in tail; returns the
+ * catalog's error, its message in e. */
+static int open_with_package_tail(const char *tail, struct err *e)
+{
+    char dir[] = "/tmp/nestcp-catalog-XXXXXX", sub[256], meta[1024];
+    struct render_catalog *c = NULL;
+    int r;
+
+    assert_non_null(mkdtemp(dir));
+    write_text(dir, "stable", "manifests:\n- name: etcd\n  version: 3.6.1\n");
+    snprintf(sub, sizeof(sub), "%s/packages", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(sub, sizeof(sub), "%s/packages/etcd", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(sub, sizeof(sub), "%s/packages/etcd/3.6", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(meta, sizeof(meta), "component: etcd\nimage: {repository: r/etcd}\n%s", tail);
+    write_text(sub, "package.yaml", meta);
+    write_text(sub, "manifest.yaml", "kind: ConfigMap\n");
+    err_clear(e);
+    r = render_catalog_open(dir, &c, e);
+    if (r == 0) {
+        const struct render_package *p = render_catalog_package(c, "etcd", "3.6");
+        const char *const *names;
+        int locked = -1;
+        assert_int_equal(render_package_names(p, RENDER_FLAGS, &names), 3);
+        assert_string_equal(names[0], "a");
+        assert_string_equal(names[2], "c");
+        assert_true(render_package_knows_flag(p, "b"));
+        assert_false(render_package_knows_flag(p, "d"));
+        assert_int_equal(render_package_names(p, RENDER_REMOVED_FLAGS, &names), 1);
+        assert_string_equal(names[0], "d");
+        assert_true(render_package_knows_feature_gate(p, "G", &locked));
+        assert_int_equal(locked, 1);
+        assert_false(render_package_knows_feature_gate(p, "H", NULL));
+    }
+    render_catalog_free(c);
+    snprintf(sub, sizeof(sub), "rm -r '%s'", dir);
+    assert_int_equal(system(sub), 0);
+    return r;
+}
+
+static void test_render__a_package_with_malformed_lists_is_refused_by_file(void **state)
+{
+    struct err e;
+
+    assert_int_equal(open_with_package_tail("flags: [c, a, b]\nremovedFlags: [{flag: d}]\n"
+                                            "featureGates: {G: {default: true, locked: true}}\n",
+                                            &e),
+                     0);
+    assert_int_equal(open_with_package_tail("flags: {a: b}\n", &e), -EINVAL);
+    assert_string_equal(e.msg, "packages/etcd/3.6/package.yaml: flags must be a list");
+    assert_int_equal(open_with_package_tail("flags: [a, [b]]\n", &e), -EINVAL);
+    assert_string_equal(e.msg, "packages/etcd/3.6/package.yaml: flags: entry 1 is not a flag name");
+    assert_int_equal(open_with_package_tail("removedFlags: [{note: x}]\n", &e), -EINVAL);
+    assert_string_equal(e.msg,
+                        "packages/etcd/3.6/package.yaml: removedFlags: entry 0 is not a flag name");
+    assert_int_equal(open_with_package_tail("featureGates: {G: true}\n", &e), -EINVAL);
+    assert_string_equal(e.msg, "packages/etcd/3.6/package.yaml: featureGates: entry 0 is not a "
+                               "gate {stage, default, locked}");
+}
+
 static void test_render__yaml_output_is_golden_friendly(void **state)
 {
     cJSON *objs = render_ok(BASE "component: etcd\nversion: 3.6.17\n"), *back = NULL;
@@ -669,6 +744,7 @@ int main(void)
         cmocka_unit_test(test_render__strategic_merge_directives),
         cmocka_unit_test(test_render__version_and_channel_resolution),
         cmocka_unit_test(test_render__bad_values_name_the_field),
+        cmocka_unit_test(test_render__a_package_with_malformed_lists_is_refused_by_file),
         cmocka_unit_test(test_render__yaml_output_is_golden_friendly),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
