@@ -20,11 +20,12 @@ static const char *const ca_purposes[] = {PKI_PURPOSE_CA, PKI_PURPOSE_ETCD, PKI_
 /* Notes in created (cas_created, kubeconfigs_created) that x's Secrets were just created. */
 static void remember_created(struct cp *x, struct strmap *created)
 {
-    struct nested_cas_created *c = calloc(1, sizeof(*c));
+    size_t size = strlen(x->ns) + strlen(x->name) + 2;
+    struct nested_cas_created *c = malloc(sizeof(*c) + size);
 
     if (!c)
         return; /* only an optimisation */
-    snprintf(c->key, sizeof(c->key), "%s/%s", x->ns, x->name);
+    snprintf(c->key, size, "%s/%s", x->ns, x->name);
     c->at = x->view->now;
     free(strmap_remove(created, c->key));
     if (strmap_put(created, c->key, c) < 0)

@@ -96,8 +96,8 @@ struct nested_ctx {
 };
 
 struct nested_cas_created {
-    char key[2 * RENDER_CLUSTER_NAME_MAX + 2]; /* "ns/name", the map's key */
-    double at;                                 /* when their creates were planned */
+    double at;  /* when their creates were planned */
+    char key[]; /* "ns/name", the map's key */
 };
 
 /* A roll let start: the control plane's resourceVersion when it was, and until when it counts

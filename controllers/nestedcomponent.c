@@ -86,9 +86,9 @@ static size_t keys_needed(enum render_part part)
 /* ---- certs Secrets issued but not yet seen ---- */
 
 struct issued {
-    char key[RENDER_CLUSTER_NAME_MAX * 2];
-    char secret[RENDER_CLUSTER_NAME_MAX];
     double at;
+    const char *secret; /* in the same allocation, after key */
+    char key[];
 };
 
 /* True when a certs Secret this reconciler created is still on its way to the cache. */
@@ -108,12 +108,14 @@ static bool issue_pending(struct comp *x)
 
 static void remember_issued(struct comp *x, const char *secret)
 {
-    struct issued *is = calloc(1, sizeof(*is));
+    size_t kl = strlen(x->key) + 1, sl = strlen(secret) + 1;
+    struct issued *is = malloc(sizeof(*is) + kl + sl);
 
     if (!is)
         return; /* only an optimisation */
-    snprintf(is->key, sizeof(is->key), "%s", x->key);
-    snprintf(is->secret, sizeof(is->secret), "%s", secret);
+    memcpy(is->key, x->key, kl);
+    memcpy(is->key + kl, secret, sl);
+    is->secret = is->key + kl;
     is->at = x->view->now;
     free(strmap_remove(&x->pc->issued, is->key));
     if (strmap_put(&x->pc->issued, is->key, is) < 0)
