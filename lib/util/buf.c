@@ -113,10 +113,12 @@ void buf_consume(struct buf *b, size_t n)
 
 char *buf_steal(struct buf *b)
 {
-    char *s = b->data;
+    char *s = b->data, *fit;
 
     if (!s)
         s = strdup("");
+    else if (b->cap > b->len + 1 && (fit = realloc(s, b->len + 1)))
+        s = fit; /* what is stolen is usually kept: not the room it had to grow */
     b->data = NULL;
     b->len = b->cap = 0;
     return s;

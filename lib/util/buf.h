@@ -34,8 +34,8 @@ int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 /* Removes the first n bytes (n <= len). */
 void buf_consume(struct buf *b, size_t n);
 
-/* Hands the contents to the caller (free() them) and leaves b empty. Never NULL unless out of
- * memory: an empty buffer yields "". */
+/* Hands the contents to the caller (free() them), in an allocation the size of the text, and
+ * leaves b empty. Never NULL unless out of memory: an empty buffer yields "". */
 char *buf_steal(struct buf *b);
 
 #endif

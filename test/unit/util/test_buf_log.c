@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,25 @@ static void test_buf__cap_refuses_growth_past_max(void **state)
     assert_int_equal(buf_printf(&b, "%d", 42), 0);
     assert_string_equal(b.data, "67842");
     buf_done(&b);
+}
+
+static void test_buf__stolen_text_keeps_no_room_to_grow(void **state)
+{
+    struct buf b = BUF_INIT;
+    char *s;
+
+    /* 300 bytes grow the buffer to 512; what is stolen is the text's size. */
+    for (int i = 0; i < 30; i++)
+        assert_int_equal(buf_printf(&b, "%s", "0123456789"), 0);
+    assert_true(b.cap >= 512);
+    s = buf_steal(&b);
+    assert_int_equal(strlen(s), 300);
+    assert_true(malloc_usable_size(s) < 320);
+    assert_null(b.data);
+    free(s);
+    s = buf_steal(&b);
+    assert_string_equal(s, "");
+    free(s);
 }
 
 static void test_log__json_lines_carry_each_key(void **state)
@@ -76,6 +96,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf__cap_refuses_growth_past_max),
+        cmocka_unit_test(test_buf__stolen_text_keeps_no_room_to_grow),
         cmocka_unit_test(test_log__json_lines_carry_each_key),
         cmocka_unit_test(test_log__text_lines_are_readable),
         cmocka_unit_test(test_strutil__parsers_reject_junk),
