@@ -25,6 +25,10 @@ void buf_init(struct buf *b, size_t max);
 void buf_done(struct buf *b);
 void buf_reset(struct buf *b);
 
+/* Makes room for extra more bytes (and the terminator) without changing the contents, so that
+ * appends that follow do not grow the buffer. Returns 0, -ENOBUFS, -ENOMEM. */
+int buf_reserve(struct buf *b, size_t extra);
+
 /* Appends len bytes. Returns 0, -ENOBUFS when the cap would be passed, -ENOMEM. */
 int buf_append(struct buf *b, const void *data, size_t len);
 int buf_puts(struct buf *b, const char *s);

@@ -43,21 +43,22 @@ static bool starts_with(const unsigned char *p, size_t n, const char *prefix)
     return n >= k && memcmp(p, prefix, k) == 0;
 }
 
-/* Appends the base64 of p[0..n). */
+/* Appends the base64 of p[0..n), encoded straight into out. */
 static int b64_append(struct buf *out, const unsigned char *p, size_t n)
 {
-    unsigned char chunk[CHUNK_BYTES / 3 * 4 + 1];
+    int r = buf_reserve(out, (n + 2) / 3 * 4);
 
+    if (r < 0)
+        return r;
     while (n) {
         size_t take = n < CHUNK_BYTES ? n : CHUNK_BYTES;
-        int k = EVP_EncodeBlock(chunk, p, (int)take);
-        int r = buf_append(out, chunk, (size_t)k);
+        int k = EVP_EncodeBlock((unsigned char *)out->data + out->len, p, (int)take);
 
-        if (r < 0)
-            return r;
+        out->len += (size_t)k;
         p += take;
         n -= take;
     }
+    out->data[out->len] = '\0';
     return 0;
 }
 
@@ -321,7 +322,11 @@ static int unpack_level(const unsigned char *p, size_t n, int depth, struct buf 
         case TAG_BASE64:
             if (depth >= MAX_DEPTH)
                 return -EINVAL;
-            r = unpack_level(p, len, depth + 1, &inner);
+            /* What a part unpacks to is about its length, a third more where it holds DER: room
+             * for that at once rather than growing from nothing. */
+            r = buf_reserve(&inner, len + len / 2 + 64);
+            if (r >= 0)
+                r = unpack_level(p, len, depth + 1, &inner);
             if (r >= 0)
                 r = b64_append(out, (const unsigned char *)inner.data, inner.len);
             buf_done(&inner);
