@@ -73,12 +73,15 @@ static cJSON *resolve_plain(const char *s)
 {
     char *end;
 
-    if (str_in(s, null_words))
-        return cJSON_CreateNull();
-    if (str_in(s, true_words))
-        return cJSON_CreateTrue();
-    if (str_in(s, false_words))
-        return cJSON_CreateFalse();
+    /* Most scalars are names and flags: no word above starts with their first letter. */
+    if (!*s || strchr("~nNtTyYoOfF", *s)) {
+        if (str_in(s, null_words))
+            return cJSON_CreateNull();
+        if (str_in(s, true_words))
+            return cJSON_CreateTrue();
+        if (str_in(s, false_words))
+            return cJSON_CreateFalse();
+    }
     if ((s[0] >= '0' && s[0] <= '9') ||
         ((s[0] == '-' || s[0] == '+') && s[1] >= '0' && s[1] <= '9')) {
         long long v;
