@@ -353,6 +353,17 @@ static void start_check(struct kube_informer *inf)
         back_off(inf, NEXT_CHECK);
 }
 
+/* Whether the cache already holds a later version of obj: one this program wrote and cached
+ * (kube_informer_observe_write) before the watch brought the versions between. Compared as
+ * observe_write compares them, when both resourceVersions are numbers. */
+static bool superseded(struct kube_informer *inf, const cJSON *obj)
+{
+    const cJSON *cur = kube_store_get(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj));
+    unsigned long long have = cur ? rv_number(cur) : 0, got = rv_number(obj);
+
+    return have && got && got < have;
+}
+
 static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *obj)
 {
     struct kube_informer *inf = userdata;
@@ -365,8 +376,15 @@ static void watch_event(void *userdata, enum kube_watch_event_type type, cJSON *
     case KUBE_WATCH_ADDED:
     case KUBE_WATCH_MODIFIED:
         own = kube_watch_steal_object(inf->watch);
-        if (own)
+        if (own && superseded(inf, own)) {
+            /* Storing it would put an older version back, and the next write would carry a
+             * resourceVersion that is no longer current (a 409); the event of the version
+             * cached comes later and tells the handlers. */
+            inf->stats.superseded++;
+            cJSON_Delete(own);
+        } else if (own) {
             upsert(inf, own, false);
+        }
         break;
     case KUBE_WATCH_DELETED:
         if (kube_store_remove(&inf->store, kube_obj_namespace(obj), kube_obj_name(obj) ?: "",

@@ -102,6 +102,7 @@ struct kube_informer_stats {
     unsigned long rv_checks;      /* one-item reads after a silent watch */
     unsigned long bad_events;     /* watch lines skipped: not events, or of unknown types */
     unsigned long left_out;       /* objects the transform left out of the cache */
+    unsigned long superseded;     /* watch events older than the version a write cached */
     double last_backoff;          /* seconds of the last wait before a retry */
 };
 
@@ -126,9 +127,10 @@ void kube_informer_get_stats(const struct kube_informer *inf, struct kube_inform
 /* An object this program has just written, as the server answered the write: it replaces the
  * cached one at once when both resourceVersions are numbers and its is greater, as client-go's
  * MutationCache does, so that a reconcile before the watch event reads what was written (and
- * its next write carries the current resourceVersion). It goes through the transform; no
- * handler runs (the watch event that follows tells them). An object not cached is left out
- * (it may not match the selector). Returns 1 when stored, 0 when not, -ENOMEM. */
+ * its next write carries the current resourceVersion). Watch events of the versions before it
+ * that arrive after it are then dropped (stats.superseded), not stored over it. It goes through the
+ * transform; no handler runs (the watch event that follows tells them). An object not cached is
+ * left out (it may not match the selector). Returns 1 when stored, 0 when not, -ENOMEM. */
 int kube_informer_observe_write(struct kube_informer *inf, const cJSON *obj);
 
 /* Cached object at ns/name (ns NULL for cluster-scoped), or NULL. */

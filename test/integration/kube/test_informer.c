@@ -216,6 +216,94 @@ static void test_informer__watch_timeouts_resume_without_relist(void **state)
     cJSON_Delete(parent);
 }
 
+/* What each handler call saw: the version it was told of and the one the cache then held. */
+struct versions {
+    struct kube_informer *inf;
+    char log[512];
+    char want[32]; /* the version whose event ends the wait */
+    bool done;
+};
+
+static void record_update(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+{
+    struct versions *v = ud;
+    const cJSON *cached =
+        kube_informer_get(v->inf, kube_obj_namespace(new_obj), kube_obj_name(new_obj));
+    size_t n = strlen(v->log);
+
+    snprintf(v->log + n, sizeof(v->log) - n, "%s/%s;", kube_obj_resource_version(new_obj),
+             kube_obj_resource_version(cached));
+    if (strcmp(kube_obj_resource_version(new_obj), v->want) == 0)
+        v->done = true;
+}
+
+/* Two writes whose answers come back before the watch tells of them, the second cached at once
+ * (kube_informer_observe_write, as the executor does with every write): the watch event of the
+ * first comes after and must not put its older version back in the cache, or the next write
+ * would carry a stale resourceVersion and be answered 409. */
+static void test_informer__a_watch_event_older_than_a_cached_write_is_dropped(void **state)
+{
+    struct kube_informer_opts o = {
+        .resource = &KUBE_CONFIGMAPS, .namespace_ = T.ns, .label_selector = "test=order"};
+    const struct kube_informer_handlers h = {.on_update = record_update};
+    struct ev_loop *other = ev_loop_new(0);
+    struct kube_client *writer = NULL;
+    struct kube_informer_stats st;
+    struct versions v = {0};
+    cJSON *first = NULL, *second = NULL, *patch;
+    char expect[128];
+    struct err e;
+
+    assert_non_null(other);
+    assert_int_equal(kt_create_cm(&T, T.ns, "ordered", "order", "0", NULL), 0);
+    assert_int_equal(kube_informer_new(T.c, &o, &h, &v, &v.inf), 0);
+    assert_int_equal(kube_informer_start(v.inf), 0);
+    assert_true(kt_wait(&T, synced, v.inf, 30));
+
+    /* The writes go through a client on a loop of their own: the informer's loop does not run
+     * meanwhile, so their watch events wait in its connection. */
+    assert_int_equal(kube_client_new(other, T.cfg, &writer, &e), 0);
+    patch = kt_obj("{\"data\":{\"k\":\"1\"}}");
+    assert_int_equal(kube_request_sync(writer,
+                                       &(struct kube_request){.verb = KUBE_PATCH,
+                                                              .resource = &KUBE_CONFIGMAPS,
+                                                              .namespace_ = T.ns,
+                                                              .name = "ordered",
+                                                              .body = patch},
+                                       &first, &e),
+                     0);
+    cJSON_Delete(patch);
+    patch = kt_obj("{\"data\":{\"k\":\"2\"}}");
+    assert_int_equal(kube_request_sync(writer,
+                                       &(struct kube_request){.verb = KUBE_PATCH,
+                                                              .resource = &KUBE_CONFIGMAPS,
+                                                              .namespace_ = T.ns,
+                                                              .name = "ordered",
+                                                              .body = patch},
+                                       &second, &e),
+                     0);
+    cJSON_Delete(patch);
+    assert_int_equal(kube_informer_observe_write(v.inf, second), 1);
+
+    snprintf(v.want, sizeof(v.want), "%s", kube_obj_resource_version(second));
+    assert_true(kt_run_until(&T, &v.done, 30));
+    /* Only the event of the cached version reached the handlers, and the cache never went back
+     * to the first write's version. */
+    snprintf(expect, sizeof(expect), "%s/%s;", v.want, v.want);
+    assert_string_equal(v.log, expect);
+    assert_string_equal(kube_obj_resource_version(kube_informer_get(v.inf, T.ns, "ordered")),
+                        v.want);
+    kube_informer_get_stats(v.inf, &st);
+    assert_int_equal(st.superseded, 1);
+    assert_true(strcmp(kube_obj_resource_version(first), v.want) != 0);
+
+    kube_informer_free(v.inf);
+    kube_client_free(writer);
+    ev_loop_destroy(other);
+    cJSON_Delete(first);
+    cJSON_Delete(second);
+}
+
 static void test_informer__cluster_scoped_with_selector(void **state)
 {
     struct kube_informer_opts o = {.resource = &KUBE_NAMESPACES, .label_selector = "kube-inf=1"};
@@ -260,6 +348,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_informer__watch_timeouts_resume_without_relist),
+        cmocka_unit_test(test_informer__a_watch_event_older_than_a_cached_write_is_dropped),
         cmocka_unit_test(test_informer__cluster_scoped_with_selector),
     };
 
