@@ -237,6 +237,27 @@ static void record_update(void *ud, const cJSON *old_obj, const cJSON *new_obj)
         v->done = true;
 }
 
+/* Sets ordered's data.k through writer; returns the object as the server answered. */
+static cJSON *patch_with(struct kube_client *writer, const char *value)
+{
+    char json[64];
+    cJSON *p, *got = NULL;
+    struct err e;
+
+    snprintf(json, sizeof(json), "{\"data\":{\"k\":\"%s\"}}", value);
+    p = kt_obj(json);
+    assert_int_equal(kube_request_sync(writer,
+                                       &(struct kube_request){.verb = KUBE_PATCH,
+                                                              .resource = &KUBE_CONFIGMAPS,
+                                                              .namespace_ = T.ns,
+                                                              .name = "ordered",
+                                                              .body = p},
+                                       &got, &e),
+                     0);
+    cJSON_Delete(p);
+    return got;
+}
+
 /* Two writes whose answers come back before the watch tells of them, the second cached at once
  * (kube_informer_observe_write, as the executor does with every write): the watch event of the
  * first comes after and must not put its older version back in the cache, or the next write
@@ -250,7 +271,7 @@ static void test_informer__a_watch_event_older_than_a_cached_write_is_dropped(vo
     struct kube_client *writer = NULL;
     struct kube_informer_stats st;
     struct versions v = {0};
-    cJSON *first = NULL, *second = NULL, *patch;
+    cJSON *first, *second;
     char expect[128];
     struct err e;
 
@@ -263,26 +284,8 @@ static void test_informer__a_watch_event_older_than_a_cached_write_is_dropped(vo
     /* The writes go through a client on a loop of their own: the informer's loop does not run
      * meanwhile, so their watch events wait in its connection. */
     assert_int_equal(kube_client_new(other, T.cfg, &writer, &e), 0);
-    patch = kt_obj("{\"data\":{\"k\":\"1\"}}");
-    assert_int_equal(kube_request_sync(writer,
-                                       &(struct kube_request){.verb = KUBE_PATCH,
-                                                              .resource = &KUBE_CONFIGMAPS,
-                                                              .namespace_ = T.ns,
-                                                              .name = "ordered",
-                                                              .body = patch},
-                                       &first, &e),
-                     0);
-    cJSON_Delete(patch);
-    patch = kt_obj("{\"data\":{\"k\":\"2\"}}");
-    assert_int_equal(kube_request_sync(writer,
-                                       &(struct kube_request){.verb = KUBE_PATCH,
-                                                              .resource = &KUBE_CONFIGMAPS,
-                                                              .namespace_ = T.ns,
-                                                              .name = "ordered",
-                                                              .body = patch},
-                                       &second, &e),
-                     0);
-    cJSON_Delete(patch);
+    first = patch_with(writer, "1");
+    second = patch_with(writer, "2");
     assert_int_equal(kube_informer_observe_write(v.inf, second), 1);
 
     snprintf(v.want, sizeof(v.want), "%s", kube_obj_resource_version(second));
