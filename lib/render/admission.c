@@ -97,7 +97,6 @@ static int put_component(const struct render_catalog *c, cJSON *data, const char
 
     cJSON_ArrayForEach(it, lines) {
         const struct render_package *p = render_catalog_package(c, comp, it->valuestring);
-        const char *const *removed;
         struct names s = {0};
 
         if (!p)
@@ -109,11 +108,11 @@ static int put_component(const struct render_catalog *c, cJSON *data, const char
         if (r == 0)
             r = put_names(data, key, &s);
         s.n = 0;
-        if (r == 0 && render_package_names(p, RENDER_REMOVED_FLAGS, &removed) > 0) {
-            snprintf(key, sizeof(key), "%s.%s.removedFlags", comp, it->valuestring);
+        if (r == 0)
             r = add_names(&s, p, RENDER_REMOVED_FLAGS);
-            if (r == 0)
-                r = put_names(data, key, &s);
+        if (r == 0 && s.n > 0) {
+            snprintf(key, sizeof(key), "%s.%s.removedFlags", comp, it->valuestring);
+            r = put_names(data, key, &s);
         }
         s.n = 0;
         if (r == 0 && k8s &&
