@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/kube/object.h"
 #include "lib/kube/status.h"
 #include "lib/util/log.h"
 #include "lib/util/strutil.h"
@@ -318,16 +319,19 @@ static void read_done(void *userdata, const struct kube_result *res)
     slot_finished(s, FAIL_FOUND, -EEXIST, NULL, 0);
 }
 
-/* A write of an object whose cache selects nothing out (the caller's own kinds) goes into the cache
- * at once: the key's next reconcile, which may come before the watch event, then writes with
- * the current resourceVersion instead of meeting a 409. */
+/* A write of an object its cache selects (every object of the caller's own kinds; those of
+ * other kinds whose labels the cache's selector matches) goes into the cache at once: the
+ * key's next reconcile, which may come before the watch event, then writes with the current
+ * resourceVersion instead of meeting a 409, and does not make the same write again. An
+ * object the write took out of the selection is left to the watch. */
 static void observe_write(struct manager *m, const struct plan_action *a,
                           const struct kube_result *res)
 {
     struct cache *c;
 
     if ((a->verb != KUBE_UPDATE && a->verb != KUBE_PATCH) || !res->body ||
-        !(c = ctrl_cache_of(m, a->resource)) || c->spec->selector || !c->inf)
+        !(c = ctrl_cache_of(m, a->resource)) || !c->inf ||
+        kube_obj_selected(res->body, c->spec->selector) != 1)
         return;
     if (kube_informer_observe_write(c->inf, res->body) < 0)
         log_warn("a written object could not be cached", "resource=%s object=%s/%s",

@@ -22,6 +22,12 @@ const char *kube_obj_resource_version(const cJSON *obj);
 const char *kube_obj_label(const cJSON *obj, const char *key);
 const char *kube_obj_annotation(const cJSON *obj, const char *key);
 
+/* Whether obj's labels satisfy a label selector of terms joined by ",": "key" (present),
+ * "!key" (absent), "key=value" or "key==value", "key!=value" (absent or another value); an
+ * empty or NULL selector selects everything. 1 selected, 0 not, -EINVAL for a selector of
+ * another form (set-based "in" and "notin" terms). */
+int kube_obj_selected(const cJSON *obj, const char *selector);
+
 /* metadata.ownerReferences (an array, possibly empty), or NULL. */
 const cJSON *kube_obj_owner_refs(const cJSON *obj);
 

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 
 #include "lib/kube/object.h"
 
@@ -56,12 +57,48 @@ static void test_object__the_controller_is_the_ref_marked_controller(void **stat
     cJSON_Delete(o);
 }
 
+/* The selectors the caches use, and the forms the API server also takes: each term must hold;
+ * set-based terms are not understood and say so, so that a caller leaves the object to the
+ * server. */
+static void test_object__a_label_selector_selects_as_the_api_server_would(void **state)
+{
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"labels\":{\"app.kubernetes.io/managed-by\":"
+                           "\"nestcp\",\"cluster.x-k8s.io/cluster-name\":\"c\",\"e\":\"\"}}}");
+
+    (void)state;
+    assert_non_null(o);
+    assert_int_equal(kube_obj_selected(o, NULL), 1);
+    assert_int_equal(kube_obj_selected(o, ""), 1);
+    assert_int_equal(kube_obj_selected(o, "app.kubernetes.io/managed-by=nestcp"), 1);
+    assert_int_equal(kube_obj_selected(o, "app.kubernetes.io/managed-by==nestcp"), 1);
+    assert_int_equal(kube_obj_selected(o, "app.kubernetes.io/managed-by=other"), 0);
+    assert_int_equal(kube_obj_selected(o, "app.kubernetes.io/managed-by=nestc"), 0);
+    assert_int_equal(kube_obj_selected(o, "app.kubernetes.io/managed-by!=other"), 1);
+    assert_int_equal(kube_obj_selected(o, "app.kubernetes.io/managed-by!=nestcp"), 0);
+    assert_int_equal(kube_obj_selected(o, "cluster.x-k8s.io/cluster-name"), 1);
+    assert_int_equal(kube_obj_selected(o, "app.kubernetes.io/component=etcd,"
+                                          "cluster.x-k8s.io/cluster-name"),
+                     0);
+    assert_int_equal(kube_obj_selected(o, "cluster.x-k8s.io/cluster-name, e="), 1);
+    assert_int_equal(kube_obj_selected(o, "absent"), 0);
+    assert_int_equal(kube_obj_selected(o, "!absent"), 1);
+    assert_int_equal(kube_obj_selected(o, "!e"), 0);
+    assert_int_equal(kube_obj_selected(o, "absent!=x"), 1);
+    assert_int_equal(kube_obj_selected(o, "e in (a,b)"), -EINVAL);
+    assert_int_equal(kube_obj_selected(o, "e notin (a)"), -EINVAL);
+    assert_int_equal(kube_obj_selected(o, "a,,b"), -EINVAL);
+    assert_int_equal(kube_obj_selected(o, "!e=x"), -EINVAL);
+    assert_int_equal(kube_obj_selected(NULL, "e"), 0);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_object__metadata_strings_labels_and_annotations),
         cmocka_unit_test(test_object__missing_or_odd_shapes_read_as_null),
         cmocka_unit_test(test_object__the_controller_is_the_ref_marked_controller),
+        cmocka_unit_test(test_object__a_label_selector_selects_as_the_api_server_would),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
