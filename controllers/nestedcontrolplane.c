@@ -1,13 +1,14 @@
 /*
  * NestedControlPlane: the control-plane side of the Cluster API contract.
  *
- *   finalizer, the block-move annotation and spec.controlPlaneEndpoint (one merge patch,
- *   carrying resourceVersion)
- *   -> render_cluster_resolve: invalid input stops here with a condition and an event
- *   -> the CA Secrets <c>-ca, <c>-etcd, <c>-proxy, <c>-sa: created (never overwritten) when
- *      missing, checked and used as they are when present
+ *   render_cluster_resolve: invalid input stops here with a condition and an event
+ *   -> finalizer, the block-move annotation and spec.controlPlaneEndpoint (one merge patch,
+ *      carrying resourceVersion)
  *   -> adopt the three components (controller ownerReference, merge patch with
  *      resourceVersion)
+ *   -> the CA Secrets <c>-ca, <c>-etcd, <c>-proxy, <c>-sa: created (never overwritten) when
+ *      missing, checked and used as they are when present; on creation these three steps
+ *      are one, their writes sent at once
  *   -> the admin kubeconfig <c>-kubeconfig, renewed before it expires
  *   -> each component's desired {version, config hash}, rollout_step, the targets in
  *      status.rollout (the only place targets change)
@@ -252,6 +253,7 @@ static int reconcile_normal(struct cp *x)
     const char *refusal = NULL;
     char cidrs[512], refusal_msg[1024];
     struct err e;
+    size_t first;
     int r;
 
     err_clear(&e);
@@ -312,17 +314,21 @@ static int reconcile_normal(struct cp *x)
         render_cluster_set_key_source(rc, take_key, ctx->keys);
     nested_cert_policy(ctx, rc);
 
-    /* The finalizer and the endpoint, before anything is created; the patch makes the
-     * control plane reconcile again. */
+    /* The finalizer and the endpoint. A new control plane's first writes go with the patch,
+     * at once: the components' adoption and the CA Secrets, none of which the finalizer
+     * guards (the garbage collector removes them with the control plane). What the finalizer
+     * does guard, the components' objects, waits for it: their targets are set below, once
+     * the patch is seen, and the status with them (the patch changes the resourceVersion
+     * the status write would carry). */
+    first = x->plan->n_actions;
     {
         const struct api_endpoint *ep =
             &render_cluster_control_plane(rc)->spec.control_plane_endpoint;
         bool need_ep = !x->ncp->spec.control_plane_endpoint.host && ep->host;
         bool block = ncp_move_blocks(x);
-        if (!ncp_has_finalizer(x->ncp) || ncp_has_block_move(x->ncp) != block || need_ep) {
-            r = ncp_patch_self(x, true, block, need_ep ? ep : NULL);
+        if ((!ncp_has_finalizer(x->ncp) || ncp_has_block_move(x->ncp) != block || need_ep) &&
+            (r = ncp_patch_self(x, true, block, need_ep ? ep : NULL)) < 0)
             goto out;
-        }
     }
     /* Until the move step below says otherwise (controllers/ncpmove.c). */
     if (!x->st->move.phase && !kube_obj_annotation(x->obj, MOVE_ANNOTATION) &&
@@ -330,6 +336,13 @@ static int reconcile_normal(struct cp *x)
                       NCP_TENANT_DATA_NOT_MOVABLE)) < 0)
         goto out;
 
+    r = ncp_adopt_components(x);
+    if (r == STATUS_STOP) {
+        r = 0;
+        goto out;
+    }
+    if (r < 0)
+        goto out;
     /* CAs first: when one is created, the rest waits for it to be read back. */
     if (ncp_cas_pending(x, rc)) {
         plan_requeue_after(x->plan, 1.0);
@@ -359,10 +372,12 @@ static int reconcile_normal(struct cp *x)
     if (r < 0)
         goto out;
     if ((r = ncp_plan_created_cas(x, pki)) != 0) {
+        plan_together(x->plan, first);
         if (r > 0)
             r = cas_being_created(x);
         goto out;
     }
+    plan_together(x->plan, first);
     if ((r = ncp_label_found_cas(x, rc)) != 0) {
         if (r > 0)
             r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
@@ -371,15 +386,8 @@ static int reconcile_normal(struct cp *x)
                          "being labelled");
         goto out;
     }
-    if ((r = ncp_ca_expiry(x, pki)) < 0)
-        goto out;
-
-    r = ncp_adopt_components(x);
-    if (r == STATUS_STOP) {
-        r = 0;
-        goto out;
-    }
-    if (r < 0 || (r = ncp_plan_kubeconfig(x, rc, pki)) < 0)
+    if ((r = ncp_ca_expiry(x, pki)) < 0 || x->spec_patched ||
+        (r = ncp_plan_kubeconfig(x, rc, pki)) < 0)
         goto out;
 
     if (!(da = calloc(1, sizeof(*da)))) {

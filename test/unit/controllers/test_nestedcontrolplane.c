@@ -86,16 +86,24 @@ static void test_nestedcontrolplane__creation_starts_api_servers_once_etcd_answe
     sim_done(&s);
 }
 
-static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else(void **state)
+/* A new control plane's first writes go at once: its finalizer (with the endpoint, conditional
+ * on the resourceVersion), its components' adoption and the four CA Secrets; nothing of any
+ * component, and no status write that the patch would make conflict. Then the kubeconfig and
+ * the status. */
+static void
+test_nestedcontrolplane__first_reconcile_sends_finalizer_adoption_and_cas_at_once(void **state)
 {
+    static const char *const cas[] = {"sample-ca", "sample-etcd", "sample-proxy", "sample-sa"};
+    static const char *const parts[] = {"nestedetcds", "nestedapiservers",
+                                        "nestedcontrollermanagers"};
     struct sim s;
     struct plan p;
     const struct plan_action *a;
 
+    (void)state;
     sim_init(&s, capn);
     reconcile_ncp(&s, &p);
-    /* the finalizer (with the endpoint) first, alone, conditional on the resourceVersion */
-    assert_int_equal(p.n_actions, 1);
+    assert_int_equal(p.n_actions, 8);
     a = &p.actions[0];
     assert_int_equal(a->verb, KUBE_PATCH);
     assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
@@ -108,23 +116,34 @@ static void test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing
         cJSON_GetObjectItem(fx_path(a->body, "metadata.annotations"), NESTED_BLOCK_MOVE)
             ->valuestring,
         "");
-    fx_apply_plan(&s.f, &p);
-    plan_done(&p);
-    /* then the four CA Secrets, created (never applied over an existing one) */
-    reconcile_ncp(&s, &p);
-    static const char *const cas[] = {"sample-ca", "sample-etcd", "sample-proxy", "sample-sa"};
+    for (int i = 0; i < 3; i++) {
+        a = fx_action(&p, KUBE_PATCH, parts[i], NULL);
+        assert_non_null(a);
+        assert_int_equal(fx_index(&p, a), 1 + i);
+    }
+    /* the CA Secrets created (never applied over an existing one) */
     for (int i = 0; i < 4; i++) {
         a = fx_action(&p, KUBE_CREATE, "secrets", cas[i]);
         assert_non_null(a);
-        assert_int_equal(fx_index(&p, a), i);
+        assert_int_equal(fx_index(&p, a), 4 + i);
         assert_string_equal(fx_str(a->body, "type"), "cluster.x-k8s.io/secret");
         assert_string_equal(kube_obj_label(a->body, "cluster.x-k8s.io/cluster-name"), "sample");
         assert_true(lookup_controlled_by_uid(a->body, "ncp-1"));
     }
-    /* nothing of any component yet; the status says so */
-    assert_int_equal(p.n_actions, 5);
-    assert_int_equal(p.actions[4].verb, KUBE_UPDATE);
+    /* all eight sent at once */
+    for (size_t i = 0; i + 1 < p.n_actions; i++)
+        assert_true(p.actions[i].with_next);
+    assert_false(p.actions[7].with_next);
     assert_non_null(fx_event(&p, "CreatedCertificateAuthorities"));
+    fx_apply_plan(&s.f, &p);
+    plan_done(&p);
+
+    /* then the admin kubeconfig and the status; still nothing of any component */
+    reconcile_ncp(&s, &p);
+    assert_int_equal(p.n_actions, 2);
+    assert_int_equal(fx_index(&p, fx_action(&p, KUBE_CREATE, "secrets", "sample-kubeconfig")), 0);
+    assert_int_equal(p.actions[1].verb, KUBE_UPDATE);
+    assert_string_equal(p.actions[1].resource->resource, "nestedcontrolplanes");
     plan_done(&p);
     sim_done(&s);
 }
@@ -141,9 +160,6 @@ static void test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made
 
     (void)state;
     sim_init(&s, capn);
-    reconcile_ncp(&s, &p); /* the finalizer */
-    fx_apply_plan(&s.f, &p);
-    plan_done(&p);
     reconcile_ncp(&s, &created);
     assert_non_null(fx_action(&created, KUBE_CREATE, "secrets", "sample-ca"));
 
@@ -155,21 +171,18 @@ static void test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made
     assert_true(p.requeue_after > 0 && p.requeue_after <= 1.0);
     plan_done(&p);
 
-    /* once the cache has them, the control plane goes on: its components are adopted */
+    /* once the cache has them, the control plane goes on: its kubeconfig is made */
     fx_apply_plan(&s.f, &created);
     s.f.view.now += 0.2;
     reconcile_ncp(&s, &p);
     assert_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-ca"));
-    assert_non_null(fx_action(&p, KUBE_PATCH, "nestedetcds", "sample-nestedetcd"));
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-kubeconfig"));
     plan_done(&p);
     plan_done(&created);
     sim_done(&s);
 
     /* CAs that never show up are created again once NESTED_ISSUE_WAIT has passed */
     sim_init(&s, capn);
-    reconcile_ncp(&s, &p);
-    fx_apply_plan(&s.f, &p);
-    plan_done(&p);
     reconcile_ncp(&s, &p);
     plan_done(&p);
     s.f.view.now += NESTED_ISSUE_WAIT + 1;
@@ -235,9 +248,6 @@ test_nestedcontrolplane__a_deleted_control_plane_forgets_the_cas_it_created(void
 
     (void)state;
     sim_init(&s, capn);
-    reconcile_ncp(&s, &p); /* the finalizer */
-    fx_apply_plan(&s.f, &p);
-    plan_done(&p);
     reconcile_ncp(&s, &p);
     assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-ca"));
     plan_done(&p);
@@ -330,8 +340,6 @@ static void test_nestedcontrolplane__adopts_its_components_with_optimistic_concu
     const cJSON *ref;
 
     sim_init(&s, capn);
-    sim_one(&s, -1, "default", NCP); /* finalizer */
-    sim_one(&s, -1, "default", NCP); /* CAs */
     reconcile_ncp(&s, &p);
     a = fx_action(&p, KUBE_PATCH, "nestedapiservers", "sample-nestedapiserver");
     assert_non_null(a);
@@ -341,6 +349,7 @@ static void test_nestedcontrolplane__adopts_its_components_with_optimistic_concu
     assert_string_equal(fx_str(ref, "kind"), "NestedControlPlane");
     assert_string_equal(fx_str(ref, "uid"), "ncp-1");
     assert_true(cJSON_IsTrue(fx_path(ref, "controller")));
+    fx_apply_plan(&s.f, &p);
     plan_done(&p);
     /* a component another controller owns is an error, not adopted */
     fx_put(&s.f, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\n"
@@ -553,12 +562,13 @@ static void test_nestedcontrolplane__an_unlabelled_user_ca_is_used_and_labelled(
 
     sim_init(&s, capn);
     s.f.view.found = &found;
-    sim_one(&s, -1, "default", NCP); /* finalizer */
     reconcile_ncp(&s, &p);
     for (size_t i = 0; i < p.n_actions; i++) {
         a = &p.actions[i];
-        if (a->verb != KUBE_CREATE)
+        if (a->verb != KUBE_CREATE) {
+            fx_apply_action(&s.f, a); /* the finalizer, the adoptions */
             continue;
+        }
         assert_true(a->read_if_exists);
         if (strcmp(a->name, "sample-ca") == 0) {
             ca = cJSON_Duplicate(a->body, true); /* the user's, below */
@@ -1684,7 +1694,8 @@ static void test_nestedcontrolplane__rsa_keys_come_from_the_pool_without_blockin
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nestedcontrolplane__first_reconcile_creates_the_cas_and_nothing_else),
+        cmocka_unit_test(
+            test_nestedcontrolplane__first_reconcile_sends_finalizer_adoption_and_cas_at_once),
         cmocka_unit_test(
             test_nestedcontrolplane__cas_created_but_not_cached_yet_are_not_made_again),
         cmocka_unit_test(
