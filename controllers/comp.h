@@ -87,12 +87,6 @@ int comp_not_ready(struct comp *x, const char *severity, const char *reason, con
  * which). Returns 0, -EINVAL (a kind not rendered), -ENOMEM. */
 int comp_apply_changed(struct comp *x, cJSON *objs);
 
-/* Before a new component's first target: plans the claimed applies of its missing objects
- * other than the StatefulSet (what its pods will use; they run nothing), together, so that
- * only the StatefulSet is left when the target comes. Nothing when a name is taken (the
- * target's comp_apply_changed reports it). Returns 0 or -ENOMEM. */
-int comp_apply_ahead(struct comp *x, cJSON *objs);
-
 /* Plans the deletion of what the component controls of a rendered kind but objs no longer
  * holds. Returns 0 or -ENOMEM. */
 int comp_delete_unrendered(struct comp *x, const cJSON *objs);

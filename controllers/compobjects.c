@@ -171,15 +171,6 @@ int comp_apply_changed(struct comp *x, cJSON *objs)
     return 0;
 }
 
-int comp_apply_ahead(struct comp *x, cJSON *objs)
-{
-    if (find_conflict(x, objs)) {
-        x->conflict[0] = '\0';
-        return 0;
-    }
-    return apply_missing_first(x, objs);
-}
-
 /* What the component controls of a rendered kind but renders no more (a NetworkPolicy once
  * spec.networkPolicy.enabled is false) is deleted. */
 struct unrendered {

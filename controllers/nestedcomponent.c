@@ -148,20 +148,6 @@ static bool delete_superseded(void *userdata, const cJSON *secret)
 
 /* ---- the component's objects ---- */
 
-/* A new API server or controller manager applies what its StatefulSet will use (its Service,
- * ConfigMap, NetworkPolicy: they run nothing) before its first target, once its certificates
- * exist and its control plane has begun the creation (etcd has a target: the version rules
- * held for every component), so that when its target comes, after etcd answers, only the
- * StatefulSet is left to create. etcd's own target comes right after its certificates. */
-static bool applies_ahead(const struct comp *x, const struct status_sts *ss, bool issuing)
-{
-    const cJSON *targets = get(get(get(x->ncp, "status"), "rollout"), "components");
-    const char *etcd = str(get(targets, render_part_field(RENDER_PART_ETCD)), "configHash");
-
-    return x->part != RENDER_PART_ETCD && !x->target_hash && !ss->exists && !issuing && etcd &&
-           etcd[0] && !move_stops_components(x->ncp);
-}
-
 static int reconcile_children(struct comp *x)
 {
     struct nested_ctx *base = x->pc->base;
@@ -174,7 +160,6 @@ static int reconcile_children(struct comp *x)
     struct status_sts ss;
     struct err e, why;
     int64_t renew_at = 0;
-    bool issuing = false;
     int r;
 
     err_clear(&e);
@@ -244,7 +229,6 @@ static int reconcile_children(struct comp *x)
             goto out;
         snprintf(certs, sizeof(certs), "%s", kube_obj_name(secret));
         remember_issued(x, certs);
-        issuing = true;
         /* The Event after the create it reports: it goes out once the Secret exists. */
         r = plan_create(x->plan, &KUBE_SECRETS, secret, "Secret %s/%s: new certificates", x->ns,
                         certs);
@@ -298,8 +282,6 @@ static int reconcile_children(struct comp *x)
             if ((r = s.r) < 0)
                 goto out;
         }
-    } else if (applies_ahead(x, &ss, issuing) && (r = comp_apply_ahead(x, objs)) < 0) {
-        goto out;
     }
     r = comp_observe(x, rc, hash);
 out:

@@ -59,7 +59,7 @@ static const char *ready_reason(const struct plan *p)
     return fx_str(fx_condition(fx_path(a->body, "status"), "Ready"), "reason");
 }
 
-/* The control plane's first reconciles (finalizer, adoption and CAs; kubeconfig), applied. */
+/* The control plane's first three reconciles (finalizer, CAs, adoption), applied. */
 static void set_up_cas_and_adopt(struct sim *s)
 {
     sim_one(s, -1, "default", "c"); /* finalizer */
@@ -194,53 +194,6 @@ static void test_nestedcomponent__applies_only_at_its_target(void **state)
     sim_one(&s, RENDER_PART_APISERVER, "default", "c-kas");
     reconcile(&s, RENDER_PART_APISERVER, &p);
     assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
-    plan_done(&p);
-    sim_done(&s);
-}
-
-/* A new API server applies what its pods will use (Service, ConfigMap, NetworkPolicy) before its
- * own target, once etcd has one, so that its target finds only the StatefulSet left to
- * create; never before the control plane has begun, and never the StatefulSet. */
-static void test_nestedcomponent__a_new_api_server_applies_what_its_pods_use_ahead(void **state)
-{
-    static const char *const kinds[] = {"services", "configmaps", "networkpolicies"};
-    struct sim s;
-    struct plan p;
-
-    (void)state;
-    sim_init(&s, solo);
-    set_up_cas_and_adopt(&s);
-    sim_one(&s, RENDER_PART_APISERVER, "default", "c-kas"); /* its certs */
-    /* etcd has no target yet: nothing is applied */
-    reconcile(&s, RENDER_PART_APISERVER, &p);
-    for (int i = 0; i < 3; i++)
-        assert_null(fx_action(&p, KUBE_PATCH, kinds[i], NULL));
-    plan_done(&p);
-
-    sim_one(&s, RENDER_PART_ETCD, "default", "c-etcd"); /* etcd's certs */
-    sim_one(&s, -1, "default", "c");                    /* etcd's target */
-    assert_null(fx_str(fx_get(&s.f, FX_CONTROL_PLANES, "c"),
-                       "status.rollout.components.apiserver.configHash"));
-    reconcile(&s, RENDER_PART_APISERVER, &p);
-    for (int i = 0; i < 3; i++) {
-        const struct plan_action *a = fx_action(&p, KUBE_PATCH, kinds[i], NULL);
-        assert_non_null(a);
-        assert_int_equal(a->patch_type, KUBE_PATCH_APPLY);
-        assert_true(lookup_controlled_by_uid(a->body, "kas-1"));
-    }
-    assert_null(fx_action(&p, KUBE_PATCH, "statefulsets", NULL));
-    /* the plan is the three, sent together */
-    assert_int_equal(p.n_actions, 3);
-    assert_true(p.actions[0].with_next && p.actions[1].with_next);
-    assert_string_equal(
-        fx_str(fx_condition(comp_status(&s, RENDER_PART_APISERVER), "Ready"), "reason"),
-        "WaitingForRollout");
-    fx_apply_plan(&s.f, &p);
-    plan_done(&p);
-    /* applied once */
-    reconcile(&s, RENDER_PART_APISERVER, &p);
-    for (int i = 0; i < 3; i++)
-        assert_null(fx_action(&p, KUBE_PATCH, kinds[i], NULL));
     plan_done(&p);
     sim_done(&s);
 }
@@ -789,7 +742,6 @@ int main(void)
         cmocka_unit_test(test_nestedcomponent__issues_its_certs_ahead_and_waits_for_a_target),
         cmocka_unit_test(test_nestedcomponent__a_deleted_component_forgets_the_certs_it_issued),
         cmocka_unit_test(test_nestedcomponent__applies_only_at_its_target),
-        cmocka_unit_test(test_nestedcomponent__a_new_api_server_applies_what_its_pods_use_ahead),
         cmocka_unit_test(test_nestedcomponent__steady_state_plan_is_empty),
         cmocka_unit_test(test_nestedcomponent__paused_or_deleting_changes_nothing_else),
         cmocka_unit_test(test_nestedcomponent__a_bad_patch_is_reported_and_creates_nothing),
