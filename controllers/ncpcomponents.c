@@ -143,8 +143,8 @@ oom:
     return -ENOMEM;
 }
 
-/* Adopts the components that have no controller; returns STATUS_STOP (with a condition) when
- * one is controlled by another owner. */
+/* Adopts the components that have no controller and have written a status; returns
+ * STATUS_STOP (with a condition) when one is controlled by another owner. */
 int ncp_adopt_components(struct cp *x)
 {
     size_t first = x->plan->n_actions;
@@ -167,6 +167,11 @@ int ncp_adopt_components(struct cp *x)
                          cJSON_IsString(n) ? n->valuestring : "?");
             return r < 0 ? r : STATUS_STOP;
         }
+        /* Not reconciled yet: its first status write (WaitingForAdoption) is on its way, and
+         * the adoption, conditional on the resourceVersion, would meet it with a conflict
+         * (one side answered 409). The status it writes brings this control plane back. */
+        if (!get(comp, "status"))
+            continue;
         if ((r = adopt(x, (enum render_part)i, comp)) < 0)
             return r;
     }

@@ -62,9 +62,11 @@ static const char *ready_reason(const struct plan *p)
 /* The control plane's first three reconciles (finalizer, CAs, adoption), applied. */
 static void set_up_cas_and_adopt(struct sim *s)
 {
-    sim_one(s, -1, "default", "c"); /* finalizer */
-    sim_one(s, -1, "default", "c"); /* CAs */
-    sim_one(s, -1, "default", "c"); /* adoption */
+    for (int i = 0; i < RENDER_PART__COUNT; i++)
+        sim_one(s, i, "default", names[i]); /* WaitingForAdoption */
+    sim_one(s, -1, "default", "c");         /* finalizer */
+    sim_one(s, -1, "default", "c");         /* CAs */
+    sim_one(s, -1, "default", "c");         /* adoption */
     assert_true(lookup_controlled_by_uid(fx_get(&s->f, FX_ETCDS, "c-etcd"), "ncp-1"));
 }
 

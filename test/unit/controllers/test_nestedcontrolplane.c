@@ -86,10 +86,21 @@ static void test_nestedcontrolplane__creation_starts_api_servers_once_etcd_answe
     sim_done(&s);
 }
 
+/* The components, reconciled once: each writes its first status, WaitingForAdoption. */
+static void components_wait_for_adoption(struct sim *s)
+{
+    static const char *const comps[] = {"sample-nestedetcd", "sample-nestedapiserver",
+                                        "sample-nestedcontrollermanager"};
+
+    for (int i = 0; i < RENDER_PART__COUNT; i++)
+        sim_one(s, i, "default", comps[i]);
+}
+
 /* A new control plane's first writes go at once: its finalizer (with the endpoint, conditional
  * on the resourceVersion), its components' adoption and the four CA Secrets; nothing of any
- * component, and no status write that the patch would make conflict. Then the kubeconfig and
- * the status. */
+ * component, and no status write that the patch would make conflict. A component not
+ * reconciled yet is not adopted: its first status write would meet the adoption with a
+ * conflict. Then the kubeconfig and the status. */
 static void
 test_nestedcontrolplane__first_reconcile_sends_finalizer_adoption_and_cas_at_once(void **state)
 {
@@ -102,6 +113,14 @@ test_nestedcontrolplane__first_reconcile_sends_finalizer_adoption_and_cas_at_onc
 
     (void)state;
     sim_init(&s, capn);
+    /* before the components have written a status: the finalizer and the CAs */
+    reconcile_ncp(&s, &p);
+    assert_int_equal(p.n_actions, 5);
+    assert_null(fx_action(&p, KUBE_PATCH, "nestedetcds", NULL));
+    assert_non_null(fx_action(&p, KUBE_CREATE, "secrets", "sample-ca"));
+    plan_done(&p);
+    components_wait_for_adoption(&s);
+    s.f.view.now += NESTED_ISSUE_WAIT + 1; /* the CAs above were never made */
     reconcile_ncp(&s, &p);
     assert_int_equal(p.n_actions, 8);
     a = &p.actions[0];
@@ -340,11 +359,15 @@ static void test_nestedcontrolplane__adopts_its_components_with_optimistic_concu
     const cJSON *ref;
 
     sim_init(&s, capn);
+    components_wait_for_adoption(&s);
     reconcile_ncp(&s, &p);
     a = fx_action(&p, KUBE_PATCH, "nestedapiservers", "sample-nestedapiserver");
     assert_non_null(a);
     assert_int_equal(a->patch_type, KUBE_PATCH_MERGE);
-    assert_string_equal(fx_str(a->body, "metadata.resourceVersion"), "1");
+    /* conditional on the version its status write left */
+    assert_string_equal(
+        fx_str(a->body, "metadata.resourceVersion"),
+        kube_obj_resource_version(fx_get(&s.f, FX_APISERVERS, "sample-nestedapiserver")));
     ref = cJSON_GetArrayItem(fx_path(a->body, "metadata.ownerReferences"), 0);
     assert_string_equal(fx_str(ref, "kind"), "NestedControlPlane");
     assert_string_equal(fx_str(ref, "uid"), "ncp-1");
