@@ -371,13 +371,13 @@ static int reconcile_normal(struct cp *x)
     }
     if (r < 0)
         goto out;
-    if ((r = ncp_plan_created_cas(x, pki)) != 0) {
-        plan_together(x->plan, first);
+    r = ncp_plan_created_cas(x, pki);
+    plan_together(x->plan, first);
+    if (r != 0) {
         if (r > 0)
             r = cas_being_created(x);
         goto out;
     }
-    plan_together(x->plan, first);
     if ((r = ncp_label_found_cas(x, rc)) != 0) {
         if (r > 0)
             r = ncp_cond(x, "CertificatesAvailable", API_CONDITION_FALSE, STATUS_SEVERITY_INFO,
