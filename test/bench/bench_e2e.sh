@@ -38,6 +38,7 @@ floor_net=$((pod_net + 100))
 
 now() { date +%s.%N; }
 log() { echo "[$(date +%T)] $*" >&2; }
+load1() { awk '{ printf "%s ", $1 }' /proc/loadavg >>"$work/load"; }
 
 stop() {
     local pid=$1 secs=$2
@@ -348,8 +349,10 @@ summary() {
         awk '{ v[NR] = $1 } END { printf "%.1f %.1f %.1f", v[1], v[int((NR + 1) / 2)], v[NR] }'
 }
 
+load1
 log "floor: 1 tenant started by hand"
 floor 1 >"$work/floor1"
+load1
 log "floor: 10 tenants started by hand at once"
 floor 10 >"$work/floor10"
 
@@ -385,8 +388,10 @@ kubectl -n "$ns" wait --for=condition=Ready=false --timeout=60s \
 awk -v a="$t" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }' >"$work/warm"
 kubectl -n "$ns" delete --wait=true --timeout=60s -f "$work/warm.yaml" >/dev/null
 
+load1
 log "nestcp: 1 tenant"
 nestcp_run one- 1 >"$work/nestcp1"
+load1
 log "nestcp: 10 tenants at once"
 nestcp_run ten- 10 >"$work/nestcp10"
 
@@ -404,6 +409,9 @@ done
 echo
 echo "Not counted: before the first clock, a warm-up set of the four kinds applied and each object's"
 echo "Ready condition written by the manager (the first write of each kind too): $(cat "$work/warm") s"
+load1
+echo "1-minute load average as each run started (floor 1, floor 10, nestcp 1, nestcp 10) and at the end:"
+echo "  $(cat "$work/load")"
 echo "kubectl apply --server-side returned after (s): 1 tenant $(cat "$work/one-.applied")," \
     "10 tenants $(cat "$work/ten-.applied")"
 echo "By hand, etcd healthy after (s): 1 tenant $(summary "$work/floor1" 2 | awk '{ print $3 }')," \
