@@ -39,6 +39,7 @@ floor_net=$((pod_net + 100))
 now() { date +%s.%N; }
 log() { echo "[$(date +%T)] $*" >&2; }
 load1() { awk '{ printf "%s ", $1 }' /proc/loadavg >>"$work/load"; }
+phase() { load1; log "$@"; } # a timed run starts: its load average is kept for the summary
 
 stop() {
     local pid=$1 secs=$2
@@ -349,11 +350,9 @@ summary() {
         awk '{ v[NR] = $1 } END { printf "%.1f %.1f %.1f", v[1], v[int((NR + 1) / 2)], v[NR] }'
 }
 
-load1
-log "floor: 1 tenant started by hand"
+phase "floor: 1 tenant started by hand"
 floor 1 >"$work/floor1"
-load1
-log "floor: 10 tenants started by hand at once"
+phase "floor: 10 tenants started by hand at once"
 floor 10 >"$work/floor10"
 
 kubectl apply -f "$root/config/crd/bases" >/dev/null
@@ -388,11 +387,9 @@ kubectl -n "$ns" wait --for=condition=Ready=false --timeout=60s \
 awk -v a="$t" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }' >"$work/warm"
 kubectl -n "$ns" delete --wait=true --timeout=60s -f "$work/warm.yaml" >/dev/null
 
-load1
-log "nestcp: 1 tenant"
+phase "nestcp: 1 tenant"
 nestcp_run one- 1 >"$work/nestcp1"
-load1
-log "nestcp: 10 tenants at once"
+phase "nestcp: 10 tenants at once"
 nestcp_run ten- 10 >"$work/nestcp10"
 
 echo
